@@ -1,0 +1,1 @@
+"""pi_notebook: a governed LLM agent for Jupyter."""

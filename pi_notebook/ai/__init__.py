@@ -1,0 +1,1 @@
+"""Messages, the streaming protocol and model providers (layer 1)."""

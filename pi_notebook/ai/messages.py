@@ -1,0 +1,142 @@
+"""Conversation messages: what a model sees and what it answers.
+
+Three roles, as in Pi: ``user``, ``assistant`` (text and tool-call parts, a stop reason,
+token usage) and ``toolResult`` (the outcome of one tool call). Content parts are
+``TextContent`` and ``ToolCall``; code that reads content also accepts plain dicts of
+the same shape (see :func:`part_text`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "AssistantContent",
+    "AssistantMessage",
+    "ContentPart",
+    "Message",
+    "StopReason",
+    "TextContent",
+    "ToolCall",
+    "ToolResultMessage",
+    "Usage",
+    "UserMessage",
+    "content_text",
+    "now_ms",
+    "part_text",
+]
+
+StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(kw_only=True)
+class TextContent:
+    """A text part of a message or a tool result."""
+
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(kw_only=True)
+class ToolCall:
+    """A tool call as the model produced it.
+
+    ``arguments`` is exactly what the model sent, parsed from JSON; it is normally a
+    dict but may be anything. When the provider's JSON could not be parsed,
+    ``arguments`` is ``{}`` and ``parse_error`` says why; the call then ends as an
+    error result the model can read, and nothing runs.
+    """
+
+    id: str
+    name: str
+    arguments: Any = field(default_factory=dict)
+    parse_error: str | None = None
+    type: Literal["toolCall"] = "toolCall"
+
+
+ContentPart: TypeAlias = TextContent
+AssistantContent: TypeAlias = TextContent | ToolCall
+
+
+@dataclass(kw_only=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
+
+
+@dataclass(kw_only=True)
+class UserMessage:
+    content: str | list[TextContent]
+    timestamp: int = field(default_factory=now_ms)
+    role: Literal["user"] = "user"
+
+
+@dataclass(kw_only=True)
+class AssistantMessage:
+    content: list[AssistantContent] = field(default_factory=list)
+    stop_reason: StopReason = "stop"
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    provider: str = ""
+    error_message: str | None = None
+    timestamp: int = field(default_factory=now_ms)
+    role: Literal["assistant"] = "assistant"
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.content if isinstance(p, TextContent))
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [p for p in self.content if isinstance(p, ToolCall)]
+
+
+@dataclass(kw_only=True)
+class ToolResultMessage:
+    tool_call_id: str
+    tool_name: str
+    content: list[TextContent] = field(default_factory=list)
+    details: Any = None
+    is_error: bool = False
+    usage: Usage | None = None
+    added_tool_names: list[str] | None = None
+    timestamp: int = field(default_factory=now_ms)
+    role: Literal["toolResult"] = "toolResult"
+
+
+Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+
+
+def part_text(part: Any) -> str:
+    """The text of a content part, a ``TextContent`` or a dict ``{"type": "text", ...}``."""
+    if isinstance(part, TextContent):
+        return part.text
+    if isinstance(part, dict) and part.get("type") == "text":  # pyright: ignore[reportUnknownMemberType]
+        return str(part.get("text", ""))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+    return ""
+
+
+def content_text(content: Any) -> str:
+    """All text in a message's or result's content, joined by newlines."""
+    if isinstance(content, str):
+        return content
+    if not content:
+        return ""
+    return "\n".join(t for t in (part_text(p) for p in content) if t)

@@ -1,0 +1,135 @@
+"""Build a streamed assistant message part by part and emit protocol events for it.
+
+Every provider (scripted, offline, OpenAI, Anthropic) turns its own wire format into
+calls on an :class:`AssistantStream`, so the event protocol lives in one place.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from .events import (
+    AssistantMessageEvent,
+    DoneEvent,
+    ErrorEvent,
+    StartEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from .messages import AssistantMessage, StopReason, TextContent, ToolCall, Usage
+
+__all__ = ["AssistantStream", "parse_tool_arguments"]
+
+
+def parse_tool_arguments(raw: str) -> tuple[Any, str | None]:
+    """Parse a tool call's JSON arguments: ``(arguments, None)`` or ``({}, error)``."""
+    if raw.strip() == "":
+        return {}, None
+    try:
+        return json.loads(raw), None
+    except ValueError as exc:
+        return {}, f"Invalid JSON in tool arguments: {exc}"
+
+
+class AssistantStream:
+    """Accumulates one assistant message and returns the event for each step."""
+
+    def __init__(self, *, model: str, provider: str) -> None:
+        self.message = AssistantMessage(model=model, provider=provider)
+        self._open_text: int | None = None
+        self._tool_json: dict[int, list[str]] = {}
+
+    def _snapshot(self) -> AssistantMessage:
+        # Listeners may keep partials; give each event its own shallow copy.
+        snap = copy.copy(self.message)
+        snap.content = list(self.message.content)
+        return snap
+
+    def start(self) -> AssistantMessageEvent:
+        return StartEvent(partial=self._snapshot())
+
+    # -- text ---------------------------------------------------------------
+    def text_start(self) -> AssistantMessageEvent:
+        self.message.content.append(TextContent(text=""))
+        self._open_text = len(self.message.content) - 1
+        return TextStartEvent(content_index=self._open_text, partial=self._snapshot())
+
+    def text_delta(self, delta: str) -> AssistantMessageEvent:
+        assert self._open_text is not None, "text_delta before text_start"
+        part = self.message.content[self._open_text]
+        assert isinstance(part, TextContent)
+        self.message.content[self._open_text] = TextContent(text=part.text + delta)
+        return TextDeltaEvent(content_index=self._open_text, delta=delta, partial=self._snapshot())
+
+    def text_end(self) -> AssistantMessageEvent:
+        assert self._open_text is not None, "text_end before text_start"
+        index, self._open_text = self._open_text, None
+        part = self.message.content[index]
+        assert isinstance(part, TextContent)
+        return TextEndEvent(content_index=index, content=part, partial=self._snapshot())
+
+    @property
+    def text_open(self) -> bool:
+        return self._open_text is not None
+
+    # -- tool calls ---------------------------------------------------------
+    def tool_call_start(self, *, id: str, name: str) -> tuple[int, AssistantMessageEvent]:
+        self.message.content.append(ToolCall(id=id, name=name, arguments={}))
+        index = len(self.message.content) - 1
+        self._tool_json[index] = []
+        return index, ToolCallStartEvent(content_index=index, partial=self._snapshot())
+
+    def tool_call_delta(self, index: int, delta: str) -> AssistantMessageEvent:
+        self._tool_json[index].append(delta)
+        return ToolCallDeltaEvent(content_index=index, delta=delta, partial=self._snapshot())
+
+    def tool_call_set(self, index: int, *, id: str | None = None, name: str | None = None) -> None:
+        """Fill in an id or name that arrived after the call started."""
+        call = self.message.content[index]
+        assert isinstance(call, ToolCall)
+        if id:
+            call.id = id
+        if name:
+            call.name = name
+
+    def tool_call_end(self, index: int) -> AssistantMessageEvent:
+        call = self.message.content[index]
+        assert isinstance(call, ToolCall)
+        arguments, error = parse_tool_arguments("".join(self._tool_json.pop(index, [])))
+        finished = ToolCall(id=call.id, name=call.name, arguments=arguments, parse_error=error)
+        self.message.content[index] = finished
+        return ToolCallEndEvent(content_index=index, tool_call=finished, partial=self._snapshot())
+
+    @property
+    def open_tool_calls(self) -> list[int]:
+        return sorted(self._tool_json)
+
+    # -- end ----------------------------------------------------------------
+    def close_open_parts(self) -> list[AssistantMessageEvent]:
+        events: list[AssistantMessageEvent] = []
+        if self._open_text is not None:
+            events.append(self.text_end())
+        for index in self.open_tool_calls:
+            events.append(self.tool_call_end(index))
+        return events
+
+    def set_usage(self, usage: Usage) -> None:
+        self.message.usage = usage
+
+    def done(self, reason: StopReason | None = None) -> AssistantMessageEvent:
+        if reason is None:
+            reason = "toolUse" if self.message.tool_calls else "stop"
+        assert reason in ("stop", "length", "toolUse")
+        self.message.stop_reason = reason
+        return DoneEvent(reason=reason, message=self.message)
+
+    def error(self, message: str, *, aborted: bool = False) -> AssistantMessageEvent:
+        self.message.stop_reason = "aborted" if aborted else "error"
+        self.message.error_message = message
+        return ErrorEvent(reason="aborted" if aborted else "error", error=self.message)

@@ -1,0 +1,77 @@
+"""Shared fixtures: database servers for the tests that need them.
+
+PostgreSQL and MariaDB come from ``PI_NOTEBOOK_PG_URL`` / ``PI_NOTEBOOK_MYSQL_URL``
+(defaults: the servers on this machine). Each test session creates its own database
+on each server and drops it afterwards. A missing server skips its tests with the
+reason, unless ``PI_NOTEBOOK_REQUIRE_SERVICES=1`` (set by ``.ci/run``), which turns the
+skip into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+PG_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+MYSQL_DEFAULT = "mysql+pymysql://root@127.0.0.1:3306/test"
+
+
+def _unavailable(what: str, exc: BaseException) -> None:
+    reason = f"{what} is not reachable ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+    if os.environ.get("PI_NOTEBOOK_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"{reason}; PI_NOTEBOOK_REQUIRE_SERVICES=1 requires it", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """URL of a fresh PostgreSQL database, dropped at the end of the session."""
+    base = make_url(os.environ.get("PI_NOTEBOOK_PG_URL", PG_DEFAULT))
+    name = f"pi_nb_test_{uuid.uuid4().hex[:10]}"
+    try:
+        admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # noqa: BLE001 - any failure means: server not usable
+        _unavailable("PostgreSQL", exc)
+        raise
+    try:
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def mysql_url() -> Iterator[str]:
+    """URL of a fresh MariaDB/MySQL database, dropped at the end of the session."""
+    base = make_url(os.environ.get("PI_NOTEBOOK_MYSQL_URL", MYSQL_DEFAULT))
+    name = f"pi_nb_test_{uuid.uuid4().hex[:10]}"
+    try:
+        admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"CREATE DATABASE `{name}`"))
+    except Exception as exc:  # noqa: BLE001
+        _unavailable("MariaDB/MySQL", exc)
+        raise
+    try:
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"DROP DATABASE IF EXISTS `{name}`"))
+        admin.dispose()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep every test's default files (audit log, sample database) out of the real home."""
+    data = tmp_path_factory.mktemp("pi_data")
+    monkeypatch.setenv("PI_NOTEBOOK_DATA_DIR", str(data))
+    monkeypatch.delenv("PI_NOTEBOOK_AUDIT_URL", raising=False)
+    monkeypatch.delenv("PI_NOTEBOOK_DATABASE_URL", raising=False)
