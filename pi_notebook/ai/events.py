@@ -16,6 +16,7 @@ __all__ = [
     "AssistantMessageEvent",
     "DoneEvent",
     "ErrorEvent",
+    "RetryEvent",
     "StartEvent",
     "TextDeltaEvent",
     "TextEndEvent",
@@ -81,6 +82,19 @@ class ToolCallEndEvent:
 
 
 @dataclass(kw_only=True)
+class RetryEvent:
+    """The provider hit a transient failure (rate limit, 5xx, dropped connection) and
+    will try again after ``delay_s``. Emitted after ``start``, so it shows in the UI."""
+
+    attempt: int
+    max_attempts: int
+    delay_s: float
+    error: str
+    partial: AssistantMessage
+    type: Literal["retry"] = "retry"
+
+
+@dataclass(kw_only=True)
 class DoneEvent:
     reason: Literal["stop", "length", "toolUse"]
     message: AssistantMessage
@@ -102,6 +116,7 @@ AssistantMessageEvent: TypeAlias = (
     | ToolCallStartEvent
     | ToolCallDeltaEvent
     | ToolCallEndEvent
+    | RetryEvent
     | DoneEvent
     | ErrorEvent
 )

@@ -26,6 +26,7 @@ __all__ = [
     "content_text",
     "now_ms",
     "part_text",
+    "to_text_parts",
 ]
 
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
@@ -140,3 +141,18 @@ def content_text(content: Any) -> str:
     if not content:
         return ""
     return "\n".join(t for t in (part_text(p) for p in content) if t)
+
+
+def to_text_parts(content: Any) -> list[TextContent]:
+    """Normalise content (a string, or parts as objects or plain dicts) to TextContent parts."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [TextContent(text=content)]
+    parts: list[TextContent] = []
+    for part in content:
+        if isinstance(part, TextContent):
+            parts.append(part)
+        else:
+            parts.append(TextContent(text=part_text(part)))
+    return parts

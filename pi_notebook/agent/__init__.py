@@ -1,0 +1,1 @@
+"""The agent core (layer 2): tools, the loop, events and the Agent."""

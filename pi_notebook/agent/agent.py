@@ -1,0 +1,115 @@
+"""``Agent``: state, subscription, prompt and abort around the agent loop."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ai.abort import AbortController, AbortSignal
+from ..ai.messages import Message, TextContent, UserMessage
+from ..ai.model import Model
+from .events import AgentEvent
+from .loop import LoopConfig, maybe_await, run_agent_loop
+from .types import AfterToolCallHook, AgentTool, BeforeToolCallHook, ExecutionMode
+
+__all__ = ["Agent", "AgentBusyError", "AgentState", "Listener"]
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[AgentEvent], Awaitable[None] | None]
+
+
+class AgentBusyError(RuntimeError):
+    """``prompt`` was called while a run is still going."""
+
+
+@dataclass(kw_only=True)
+class AgentState:
+    """What the agent holds between runs. ``tools`` and ``system_prompt`` are read
+    before every model request, so changes reach the next request of a running run."""
+
+    model: Model
+    system_prompt: str = ""
+    tools: list[AgentTool[Any]] = field(default_factory=list[AgentTool[Any]])
+    messages: list[Message] = field(default_factory=list[Message])
+    is_running: bool = False
+
+
+class Agent:
+    """Runs prompts through the loop and fans events out to subscribers.
+
+    Subscribers may be sync or async; they run one after another, in subscription
+    order, for every event. A subscriber that raises is logged and skipped: it cannot
+    break the run.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        system_prompt: str = "",
+        tools: Sequence[AgentTool[Any]] = (),
+        before_tool_call: BeforeToolCallHook | None = None,
+        after_tool_call: AfterToolCallHook | None = None,
+        tool_execution: ExecutionMode = "parallel",
+    ) -> None:
+        self.state = AgentState(model=model, system_prompt=system_prompt, tools=list(tools))
+        self.before_tool_call = before_tool_call
+        self.after_tool_call = after_tool_call
+        self.tool_execution: ExecutionMode = tool_execution
+        self._listeners: list[Listener] = []
+        self._controller: AbortController | None = None
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Receive every event; returns a function that unsubscribes."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    @property
+    def signal(self) -> AbortSignal | None:
+        """The running run's abort signal, or None when idle."""
+        return self._controller.signal if self._controller else None
+
+    def abort(self, reason: str | None = None) -> None:
+        """Abort the running run, if any."""
+        if self._controller is not None:
+            self._controller.abort(reason)
+
+    async def prompt(self, prompt: str | Message | Sequence[Message]) -> None:
+        """Run the agent on a prompt until the model stops calling tools."""
+        if self.state.is_running:
+            raise AgentBusyError("The agent is already running; wait for it or abort it first.")
+        if isinstance(prompt, str):
+            prompts: list[Message] = [UserMessage(content=[TextContent(text=prompt)])]
+        elif isinstance(prompt, Sequence):
+            prompts = list(prompt)
+        else:
+            prompts = [prompt]
+        controller = self._controller = AbortController()
+        self.state.is_running = True
+        config = LoopConfig(
+            model=self.state.model,
+            get_turn_state=lambda: (self.state.system_prompt, self.state.tools),
+            before_tool_call=self.before_tool_call,
+            after_tool_call=self.after_tool_call,
+            tool_execution=self.tool_execution,
+        )
+        try:
+            await run_agent_loop(prompts, self.state.messages, config, controller.signal, self._emit)
+        finally:
+            self.state.is_running = False
+            self._controller = None
+
+    async def _emit(self, event: AgentEvent) -> None:
+        for listener in list(self._listeners):
+            try:
+                await maybe_await(listener(event))
+            except Exception:
+                log.exception("agent event listener failed on %s", event.type)

@@ -1,0 +1,130 @@
+"""The agent core's tool contract: ``AgentTool``, ``ToolResult`` and the tool hooks.
+
+The core knows nothing of extensions, SQL or notebooks. A tool is a name, a pydantic
+parameter model and an async ``execute``. Hooks installed by the host (the session)
+run before and after each call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
+
+from pydantic import BaseModel
+
+from ..ai.abort import AbortSignal
+from ..ai.messages import AssistantMessage, Message, TextContent, ToolCall, Usage
+
+__all__ = [
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "AgentContext",
+    "AgentTool",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+    "ExecutionMode",
+    "ToolResult",
+    "ToolUpdateCallback",
+]
+
+P = TypeVar("P", bound=BaseModel)
+ExecutionMode: TypeAlias = Literal["sequential", "parallel"]
+
+
+@dataclass(kw_only=True)
+class ToolResult:
+    """What a tool returns (and what ``on_update`` carries as a partial result).
+
+    ``content`` goes to the model; ``details`` stays with the application (renderers,
+    events, audit) and is never sent to the model. Secrets never go into ``content``.
+    """
+
+    content: list[TextContent] = field(default_factory=list[TextContent])
+    details: Any = None
+    usage: Usage | None = None
+    terminate: bool = False
+    added_tool_names: list[str] | None = None
+
+
+ToolUpdateCallback: TypeAlias = Callable[[ToolResult], None]
+
+
+@dataclass(kw_only=True)
+class AgentTool(Generic[P]):
+    """A tool as the agent core runs it.
+
+    ``execute(tool_call_id, params, signal, on_update)`` may raise: the exception's
+    message becomes an error tool result. ``prepare_arguments`` receives a copy of the
+    raw arguments and returns what gets validated; it may raise (its message becomes
+    the error text).
+    """
+
+    name: str
+    label: str
+    description: str
+    parameters: type[P]
+    execute: Callable[[str, P, AbortSignal, ToolUpdateCallback], Awaitable[ToolResult]]
+    prepare_arguments: Callable[[Any], Any] | None = None
+    execution_mode: ExecutionMode | None = None
+
+    def json_schema(self) -> dict[str, Any]:
+        return self.parameters.model_json_schema()
+
+
+@dataclass(kw_only=True)
+class AgentContext:
+    """What one model request is built from: prompt, history and offered tools."""
+
+    system_prompt: str
+    messages: list[Message]
+    tools: Sequence[AgentTool[Any]]
+
+
+@dataclass(kw_only=True)
+class BeforeToolCallContext:
+    """Given to the before-tool hook after validation. ``args`` is the validated object;
+    the hook may mutate it in place and ``execute`` sees the change (not re-validated)."""
+
+    assistant_message: AssistantMessage
+    tool_call: ToolCall
+    args: BaseModel
+    context: AgentContext
+
+
+@dataclass(kw_only=True)
+class BeforeToolCallResult:
+    block: bool = False
+    reason: str | None = None
+    terminate: bool = False
+
+
+@dataclass(kw_only=True)
+class AfterToolCallContext:
+    assistant_message: AssistantMessage
+    tool_call: ToolCall
+    args: BaseModel
+    result: ToolResult
+    is_error: bool
+    context: AgentContext
+
+
+@dataclass(kw_only=True)
+class AfterToolCallResult:
+    """A patch: fields left as ``None`` keep their current value."""
+
+    content: list[TextContent] | None = None
+    details: Any = None
+    usage: Usage | None = None
+    is_error: bool | None = None
+    terminate: bool | None = None
+
+
+BeforeToolCallHook: TypeAlias = Callable[
+    [BeforeToolCallContext, AbortSignal],
+    Awaitable[BeforeToolCallResult | None] | BeforeToolCallResult | None,
+]
+AfterToolCallHook: TypeAlias = Callable[
+    [AfterToolCallContext, AbortSignal],
+    Awaitable[AfterToolCallResult | None] | AfterToolCallResult | None,
+]

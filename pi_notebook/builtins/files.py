@@ -1,0 +1,106 @@
+"""Built-in file tools: ``read`` and ``ls``, confined to the session's working directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ..agent.types import ToolResult, ToolUpdateCallback
+from ..ai.abort import AbortSignal
+from ..ai.messages import TextContent
+from ..extensions.context import ExtensionContext
+from ..extensions.types import ToolDefinition, define_tool
+
+__all__ = ["LS_MAX_ENTRIES", "READ_MAX_BYTES", "READ_MAX_LINES", "ls_tool", "read_tool"]
+
+READ_MAX_LINES = 2000
+READ_MAX_BYTES = 50_000
+LS_MAX_ENTRIES = 500
+
+
+def _inside(cwd: str, path: str) -> Path:
+    root = Path(cwd).resolve()
+    target = (root / path).resolve()
+    if target != root and root not in target.parents:
+        raise PermissionError(f"{path} is outside the working directory {root}")
+    return target
+
+
+class ReadParams(BaseModel):
+    path: str = Field(min_length=1, description="File path, relative to the working directory.")
+    offset: int = Field(default=1, ge=1, description="First line to show (1-based).")
+    limit: int | None = Field(default=None, ge=1, description="Most lines to show.")
+
+
+async def _read(
+    tool_call_id: str, params: ReadParams, signal: AbortSignal, on_update: ToolUpdateCallback, ctx: ExtensionContext
+) -> ToolResult:
+    path = _inside(ctx.cwd, params.path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{params.path} is not a file")
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    total = len(lines)
+    start = min(params.offset, total + 1) - 1
+    limit = min(params.limit or READ_MAX_LINES, READ_MAX_LINES)
+    shown: list[str] = []
+    size = 0
+    for line in lines[start : start + limit]:
+        if size + len(line) + 1 > READ_MAX_BYTES:
+            break
+        shown.append(line)
+        size += len(line) + 1
+    end = start + len(shown)
+    text = "\n".join(shown)
+    truncated = end < total
+    if truncated:
+        text += f"\n\n[Showing lines {start + 1}-{end} of {total}. Use offset={end + 1} to continue.]"
+    return ToolResult(
+        content=[TextContent(text=text)],
+        details={"path": str(path), "total_lines": total, "first_line": start + 1, "last_line": end, "truncated": truncated},
+    )
+
+
+read_tool: ToolDefinition[ReadParams] = define_tool(
+    ToolDefinition(
+        name="read",
+        label="Read file",
+        description=f"Read a text file under the working directory (at most {READ_MAX_LINES} lines or {READ_MAX_BYTES // 1000} KB per call).",
+        parameters=ReadParams,
+        execute=_read,
+        prompt_snippet="read a text file under the working directory",
+    )
+)
+
+
+class LsParams(BaseModel):
+    path: str = Field(default=".", description="Directory, relative to the working directory.")
+
+
+async def _ls(
+    tool_call_id: str, params: LsParams, signal: AbortSignal, on_update: ToolUpdateCallback, ctx: ExtensionContext
+) -> ToolResult:
+    path = _inside(ctx.cwd, params.path)
+    if not path.is_dir():
+        raise NotADirectoryError(f"{params.path} is not a directory")
+    entries = sorted(path.iterdir(), key=lambda p: p.name.lower())
+    names = [p.name + ("/" if p.is_dir() else "") for p in entries[:LS_MAX_ENTRIES]]
+    text = "\n".join(names) if names else "(empty directory)"
+    if len(entries) > LS_MAX_ENTRIES:
+        text += f"\n\n[{len(entries) - LS_MAX_ENTRIES} more entries not shown.]"
+    return ToolResult(
+        content=[TextContent(text=text)],
+        details={"path": str(path), "entries": len(entries), "truncated": len(entries) > LS_MAX_ENTRIES},
+    )
+
+
+ls_tool: ToolDefinition[LsParams] = define_tool(
+    ToolDefinition(
+        name="ls",
+        label="List directory",
+        description=f"List a directory under the working directory (at most {LS_MAX_ENTRIES} entries).",
+        parameters=LsParams,
+        execute=_ls,
+        prompt_snippet="list a directory under the working directory",
+    )
+)

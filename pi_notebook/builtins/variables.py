@@ -1,0 +1,72 @@
+"""Built-in ``inspect_variable``: a short summary of a kernel (or given) variable."""
+
+from __future__ import annotations
+
+import reprlib
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from ..agent.types import ToolResult, ToolUpdateCallback
+from ..ai.abort import AbortSignal
+from ..ai.messages import TextContent
+from ..extensions.context import ExtensionContext
+from ..extensions.types import ToolDefinition, define_tool
+
+__all__ = ["HEAD_ROWS", "REPR_MAX_CHARS", "inspect_variable_tool", "summarise"]
+
+HEAD_ROWS = 5
+REPR_MAX_CHARS = 2000
+
+
+class InspectParams(BaseModel):
+    name: str = Field(min_length=1, description="Name of the variable to inspect.")
+
+
+def summarise(value: Any) -> tuple[str, dict[str, Any]]:
+    """Text for the model and details for the app; bounded whatever the value."""
+    kind = f"{type(value).__module__}.{type(value).__qualname__}".removeprefix("builtins.")
+    if isinstance(value, pd.DataFrame):
+        dtypes = ", ".join(f"{c}: {t}" for c, t in value.dtypes.astype(str).items())
+        head = value.head(HEAD_ROWS).to_string(max_colwidth=40)
+        text = f"type: {kind}\nshape: {value.shape[0]} rows x {value.shape[1]} columns\ncolumns: {dtypes}\nhead:\n{head}"
+        details: dict[str, Any] = {"type": kind, "shape": list(value.shape), "columns": [str(c) for c in value.columns]}
+    else:
+        short = reprlib.Repr(maxstring=REPR_MAX_CHARS, maxother=REPR_MAX_CHARS, maxlist=20, maxdict=20)
+        text = f"type: {kind}"
+        details = {"type": kind}
+        if hasattr(value, "__len__"):
+            try:
+                details["length"] = len(value)
+                text += f"\nlength: {details['length']}"
+            except TypeError:
+                pass
+        text += f"\nvalue: {short.repr(value)}"
+    if len(text) > REPR_MAX_CHARS * 2:
+        text = text[: REPR_MAX_CHARS * 2] + "\n[truncated]"
+    return text, details
+
+
+def inspect_variable_tool(namespace: Mapping[str, Any] | None) -> ToolDefinition[InspectParams]:
+    """The tool, reading ``namespace`` (a notebook's ``user_ns`` or a dict given to the session)."""
+
+    async def execute(
+        tool_call_id: str, params: InspectParams, signal: AbortSignal, on_update: ToolUpdateCallback, ctx: ExtensionContext
+    ) -> ToolResult:
+        if namespace is None or params.name not in namespace:
+            raise KeyError(f"No variable named {params.name!r} in the namespace")
+        text, details = summarise(namespace[params.name])
+        return ToolResult(content=[TextContent(text=text)], details=details)
+
+    return define_tool(
+        ToolDefinition(
+            name="inspect_variable",
+            label="Inspect variable",
+            description="Summarise a variable of the notebook: type, length, and for a DataFrame its shape, columns and first rows.",
+            parameters=InspectParams,
+            execute=execute,
+            prompt_snippet="summarise a notebook variable (type, shape, columns, head)",
+        )
+    )

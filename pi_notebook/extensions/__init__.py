@@ -1,0 +1,45 @@
+"""The extension system (layer 3): definitions, the API, the loader, the runner, the wrapper."""
+
+from .api import ExtensionAPI, ToolRegistrationError
+from .context import ExtensionContext
+from .events import (
+    ExtensionErrorEvent,
+    SessionShutdownEvent,
+    SessionStartEvent,
+    ToolCallEvent,
+    ToolCallEventResult,
+    ToolResultEvent,
+    ToolResultEventResult,
+)
+from .loader import ENTRY_POINT_GROUP, Diagnostic, entry_point_extensions
+from .runner import ExtensionRunner, RuntimeNotInitializedError
+from .types import RegisteredTool, SourceInfo, ToolDefinition, ToolInfo, define_tool
+from .ui import NoUI, UIContext
+from .wrapper import wrap_registered_tool, wrap_tool_definition
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Diagnostic",
+    "ExtensionAPI",
+    "ExtensionContext",
+    "ExtensionErrorEvent",
+    "ExtensionRunner",
+    "NoUI",
+    "RegisteredTool",
+    "RuntimeNotInitializedError",
+    "SessionShutdownEvent",
+    "SessionStartEvent",
+    "SourceInfo",
+    "ToolCallEvent",
+    "ToolCallEventResult",
+    "ToolDefinition",
+    "ToolInfo",
+    "ToolRegistrationError",
+    "ToolResultEvent",
+    "ToolResultEventResult",
+    "UIContext",
+    "define_tool",
+    "entry_point_extensions",
+    "wrap_registered_tool",
+    "wrap_tool_definition",
+]

@@ -1,0 +1,109 @@
+"""``ExtensionAPI``: the object each extension factory receives (``pi``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from .events import EXTENSION_EVENT_TYPES, ExtensionErrorEvent
+from .runner import ErrorListener, Extension, ExtensionRunner, Handler
+from .types import RegisteredTool, ToolDefinition, ToolInfo
+
+if TYPE_CHECKING:
+    from ..audit import AuditLog
+
+__all__ = ["ExtensionAPI", "ToolRegistrationError"]
+
+
+class ToolRegistrationError(ValueError):
+    """A tool definition that cannot be registered (C6)."""
+
+
+class ExtensionAPI:
+    """Registers tools and handlers for one extension.
+
+    ``register_tool`` and ``on`` work while the factory runs. ``get_active_tools``,
+    ``set_active_tools`` and ``get_all_tools`` need the session, so calling them from
+    inside the factory raises "extension runtime not initialized" (C3).
+    """
+
+    def __init__(
+        self,
+        extension: Extension,
+        runner: ExtensionRunner,
+        *,
+        audit: AuditLog | None = None,
+        set_active: Callable[[Sequence[str]], None] | None = None,
+        get_active: Callable[[], list[str]] | None = None,
+        get_all: Callable[[], list[ToolInfo]] | None = None,
+    ) -> None:
+        self._extension = extension
+        self._runner = runner
+        self._set_active = set_active
+        self._get_active = get_active
+        self._get_all = get_all
+        self.audit = audit  # D11: the session's audit log, or None
+
+    @property
+    def extension_path(self) -> str:
+        return self._extension.path
+
+    def register_tool(self, definition: ToolDefinition[Any]) -> None:
+        """Register (by reference) under ``definition.name``; a second registration of the
+        same name in this extension replaces the first (C2)."""
+        name = getattr(definition, "name", None)
+        if not isinstance(name, str) or not name:
+            raise ToolRegistrationError(f"Extension {self.extension_path}: a tool needs a non-empty name")
+        parameters = getattr(definition, "parameters", None)
+        if not (isinstance(parameters, type) and issubclass(parameters, BaseModel)):
+            raise ToolRegistrationError(
+                f'Extension {self.extension_path}: tool "{name}" has parameters of type '
+                f"{type(parameters).__name__}; it needs a pydantic model class (an object schema)"
+            )
+        if not callable(getattr(definition, "execute", None)):
+            raise ToolRegistrationError(
+                f'Extension {self.extension_path}: tool "{name}" has no callable execute'
+            )
+        self._extension.tools[name] = RegisteredTool(
+            definition=definition, source_info=self._extension.source_info
+        )
+        self._runner.tool_registered()
+
+    def on(self, event: str, handler: Handler) -> Callable[[], None]:
+        """Subscribe ``handler(event, ctx)`` (sync or async); returns an unsubscribe function."""
+        if event not in EXTENSION_EVENT_TYPES:
+            raise ValueError(
+                f"Extension {self.extension_path}: unknown event {event!r}; known events: "
+                + ", ".join(sorted(EXTENSION_EVENT_TYPES))
+            )
+        handlers = self._extension.handlers.setdefault(event, [])
+        handlers.append(handler)
+        return lambda: handlers.remove(handler) if handler in handlers else None
+
+    def on_error(self, listener: ErrorListener) -> Callable[[], None]:
+        """Receive ``ExtensionErrorEvent``s for handler errors of every extension (C32)."""
+        listeners: list[Callable[[ExtensionErrorEvent], Any]] = self._extension.error_listeners
+        listeners.append(listener)
+        return lambda: listeners.remove(listener) if listener in listeners else None
+
+    def get_active_tools(self) -> list[str]:
+        if self._get_active is None or not self._runner.bound:
+            self._runner.require_host("get_active_tools")
+        assert self._get_active is not None
+        return self._get_active()
+
+    def set_active_tools(self, names: Sequence[str]) -> None:
+        """Choose the active tools within what the host allows (S15, S18)."""
+        if self._set_active is None or not self._runner.bound:
+            self._runner.require_host("set_active_tools")
+        assert self._set_active is not None
+        self._set_active(list(names))
+
+    def get_all_tools(self) -> list[ToolInfo]:
+        """Registry metadata only: never the original ``execute`` (S20, C11)."""
+        if self._get_all is None or not self._runner.bound:
+            self._runner.require_host("get_all_tools")
+        assert self._get_all is not None
+        return self._get_all()

@@ -1,0 +1,96 @@
+"""``ctx``: what a tool's ``execute`` and every handler receive, created afresh per call (C31)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..ai.abort import AbortSignal
+from ..ai.messages import Message
+from ..ai.model import Model
+from .ui import NoUI, UIContext
+
+if TYPE_CHECKING:
+    from ..audit import AuditLog
+
+__all__ = ["ExtensionContext", "SessionHost", "SessionReadView"]
+
+
+class SessionHost(Protocol):
+    """What the runner needs from the session it is bound to."""
+
+    @property
+    def model(self) -> Model: ...
+    @property
+    def cwd(self) -> str: ...
+    @property
+    def ui(self) -> UIContext | None: ...
+    @property
+    def audit(self) -> AuditLog | None: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def messages(self) -> Sequence[Message]: ...
+    @property
+    def active_tool_names(self) -> list[str]: ...
+    @property
+    def system_prompt(self) -> str: ...
+    @property
+    def signal(self) -> AbortSignal | None: ...
+    @property
+    def is_running(self) -> bool: ...
+    def abort(self, reason: str | None = None) -> None: ...
+
+
+@dataclass(frozen=True)
+class SessionReadView:
+    """Read-only access to the session: history, active tools, system prompt."""
+
+    _host: SessionHost
+
+    @property
+    def session_id(self) -> str:
+        return self._host.session_id
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        return tuple(self._host.messages)
+
+    @property
+    def active_tool_names(self) -> list[str]:
+        return list(self._host.active_tool_names)
+
+    @property
+    def system_prompt(self) -> str:
+        return self._host.system_prompt
+
+
+class ExtensionContext:
+    """Per-call context: ``has_ui``, ``ui``, ``cwd``, ``model``, ``signal``, ``audit``,
+    ``session`` (read view), ``abort()``, ``is_idle()``, ``get_system_prompt()``."""
+
+    def __init__(self, host: SessionHost, *, extension_path: str | None = None) -> None:
+        self._host = host
+        self.extension_path = extension_path
+        ui = host.ui
+        self.has_ui: bool = ui is not None
+        self.ui: Any = ui if ui is not None else NoUI()
+        self.cwd: str = host.cwd
+        self.model: Model = host.model
+        self.signal: AbortSignal | None = host.signal
+        self.audit: AuditLog | None = host.audit
+        self.session = SessionReadView(host)
+
+    def abort(self, reason: str | None = None) -> None:
+        """Abort the current run (the call in progress ends with "Operation aborted")."""
+        self._host.abort(reason)
+
+    def is_idle(self) -> bool:
+        return not self._host.is_running
+
+    def get_system_prompt(self) -> str:
+        return self._host.system_prompt
+
+
+ContextFactory = Callable[[], ExtensionContext]

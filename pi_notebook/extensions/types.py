@@ -1,0 +1,99 @@
+"""What an extension registers: ``ToolDefinition``, and what the registry keeps of it.
+
+``define_tool(d)`` returns ``d`` unchanged (S2, C1): it exists so a type checker sees
+the parameter model inside ``execute``. It neither registers the tool nor adds any
+safety; ``pi.register_tool(d)`` registers it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from ..agent.types import ExecutionMode, ToolResult, ToolUpdateCallback
+from ..ai.abort import AbortSignal
+
+if TYPE_CHECKING:
+    from .context import ExtensionContext
+
+__all__ = [
+    "RegisteredTool",
+    "SourceInfo",
+    "ToolDefinition",
+    "ToolExecute",
+    "ToolInfo",
+    "define_tool",
+]
+
+P = TypeVar("P", bound=BaseModel)
+
+ToolExecute = Callable[
+    [str, P, AbortSignal, ToolUpdateCallback, "ExtensionContext"], Awaitable[ToolResult]
+]
+
+
+@dataclass(kw_only=True)
+class ToolDefinition(Generic[P]):
+    """A tool as an extension defines it (S6).
+
+    ``execute(tool_call_id, params, signal, on_update, ctx)`` may raise; the message
+    becomes an error result for the model. ``prompt_snippet`` is the one line under
+    "Available tools" in the system prompt; ``prompt_guidelines`` become bullets.
+    """
+
+    name: str
+    label: str
+    description: str
+    parameters: type[P]
+    execute: ToolExecute[P]
+    prepare_arguments: Callable[[Any], Any] | None = None
+    execution_mode: ExecutionMode | None = None
+    prompt_snippet: str | None = None
+    prompt_guidelines: Sequence[str] | None = None
+
+
+def define_tool(definition: ToolDefinition[P]) -> ToolDefinition[P]:
+    """Return ``definition`` unchanged; it only carries the parameter type (C1)."""
+    return definition
+
+
+SourceKind = Literal["builtin", "extension", "sdk"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceInfo:
+    """Where a tool came from (C5): ``<builtin:NAME>``, ``<sdk:NAME>``, ``<inline:N>``,
+    or the extension's file path or module name."""
+
+    kind: SourceKind
+    path: str
+
+    def __str__(self) -> str:
+        return self.path
+
+
+@dataclass(frozen=True, kw_only=True)
+class RegisteredTool:
+    """A definition plus the source that registered it (S1, S3)."""
+
+    definition: ToolDefinition[Any]
+    source_info: SourceInfo
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolInfo:
+    """Registry metadata, as ``get_all_tools()`` returns it: no callable (S20, C11)."""
+
+    name: str
+    label: str
+    description: str
+    parameters: dict[str, Any]
+    prompt_guidelines: tuple[str, ...]
+    source_info: SourceInfo

@@ -1,0 +1,66 @@
+"""The wrapper: a registered definition becomes an ``AgentTool`` (S4).
+
+It injects a fresh ``ctx`` as the fifth ``execute`` argument and reports tools that
+``execute`` added to the active set. Tool-call and tool-result interception are not
+here: they are the hooks the session installs into the agent core (S5).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..agent.types import AgentTool, ToolResult, ToolUpdateCallback
+from ..ai.abort import AbortSignal
+from .context import ExtensionContext
+from .types import RegisteredTool, ToolDefinition
+
+__all__ = ["wrap_registered_tool", "wrap_tool_definition"]
+
+
+def wrap_tool_definition(
+    definition: ToolDefinition[Any], create_context: Callable[[], ExtensionContext]
+) -> AgentTool[Any]:
+    """The generic wrapper: ``execute`` gets ``create_context()`` at call time."""
+
+    async def execute(
+        tool_call_id: str, params: BaseModel, signal: AbortSignal, on_update: ToolUpdateCallback
+    ) -> ToolResult:
+        return await definition.execute(tool_call_id, params, signal, on_update, create_context())
+
+    return AgentTool(
+        name=definition.name,
+        label=definition.label,
+        description=definition.description,
+        parameters=definition.parameters,
+        execute=execute,
+        prepare_arguments=definition.prepare_arguments,
+        execution_mode=definition.execution_mode,
+    )
+
+
+def wrap_registered_tool(
+    registered: RegisteredTool,
+    create_context: Callable[[], ExtensionContext],
+    active_tool_names: Callable[[], list[str]],
+) -> AgentTool[Any]:
+    """Wrap, and set ``added_tool_names`` when ``execute`` only added active tools."""
+    tool = wrap_tool_definition(registered.definition, create_context)
+    inner = tool.execute
+
+    async def execute(
+        tool_call_id: str, params: BaseModel, signal: AbortSignal, on_update: ToolUpdateCallback
+    ) -> ToolResult:
+        before = active_tool_names()
+        result = await inner(tool_call_id, params, signal, on_update)
+        after = active_tool_names()
+        added = [name for name in after if name not in before]
+        removed = [name for name in before if name not in after]
+        if added and not removed and isinstance(result, ToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
+            return dataclasses.replace(result, added_tool_names=added)
+        return result
+
+    return dataclasses.replace(tool, execute=execute)

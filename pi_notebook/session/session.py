@@ -1,0 +1,350 @@
+"""``AgentSession``: extensions, the tool registry and the agent, put together.
+
+The session owns the registry (built-in < extension < SDK custom; allow/exclude over
+all), the active set, the base system prompt, and the before/after tool hooks it
+installs into the agent core, where the extensions' ``tool_call`` and
+``tool_result`` chains run (S5). Session subscribers see an event only after every
+extension handler for it has finished (C30).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..agent.agent import Agent, AgentBusyError
+from ..agent.events import AgentEvent
+from ..agent.loop import maybe_await
+from ..agent.types import (
+    AfterToolCallContext,
+    AfterToolCallResult,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+    ExecutionMode,
+)
+from ..ai.abort import AbortSignal
+from ..ai.messages import Message, to_text_parts
+from ..ai.model import Model
+from ..extensions.api import ExtensionAPI
+from ..extensions.events import (
+    SessionShutdownEvent,
+    SessionStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from ..extensions.loader import (
+    Diagnostic,
+    ExtensionSource,
+    clash_diagnostics,
+    finish_async_loads,
+    load_extensions,
+)
+from ..extensions.runner import Extension, ExtensionRunner
+from ..extensions.types import RegisteredTool, SourceInfo, ToolDefinition, ToolInfo
+from ..extensions.ui import UIContext
+from ..extensions.wrapper import wrap_registered_tool
+from .prompt import build_system_prompt
+from .registry import build_registry, next_active_names
+
+if TYPE_CHECKING:
+    from ..audit import AuditLog
+
+__all__ = ["AgentSession", "SessionClosedError"]
+
+log = logging.getLogger(__name__)
+
+SessionListener = Callable[[Any], Awaitable[None] | None]
+
+
+class SessionClosedError(RuntimeError):
+    """The session was closed; create a new one."""
+
+
+class AgentSession:
+    """A running agent with its extensions. Build it with ``create_agent_session``."""
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        extensions: Iterable[ExtensionSource] = (),
+        custom_tools: Iterable[ToolDefinition[Any]] = (),
+        builtin_tools: Iterable[ToolDefinition[Any]] = (),
+        allowed_tool_names: Iterable[str] | None = None,
+        excluded_tool_names: Iterable[str] | None = None,
+        ui: UIContext | None = None,
+        cwd: str | None = None,
+        audit: AuditLog | None = None,
+        owns_audit: bool = False,
+        tool_execution: ExecutionMode | None = None,
+    ) -> None:
+        self._model = model
+        self._ui = ui
+        self._cwd = os.path.abspath(cwd or os.getcwd())
+        self._audit = audit
+        self._owns_audit = owns_audit
+        self._session_id = audit.session_id if audit is not None else uuid.uuid4().hex
+        self._allowed = None if allowed_tool_names is None else frozenset(allowed_tool_names)
+        self._excluded = frozenset(excluded_tool_names or ())
+        self._builtins = [
+            RegisteredTool(definition=d, source_info=SourceInfo(kind="builtin", path=f"<builtin:{d.name}>"))
+            for d in builtin_tools
+        ]
+        self._custom = [
+            RegisteredTool(definition=d, source_info=SourceInfo(kind="sdk", path=f"<sdk:{d.name}>"))
+            for d in custom_tools
+        ]
+        self._registry: dict[str, RegisteredTool] = {}
+        self._known_names: set[str] = set()
+        self._active: list[str] = []
+        self._subscribers: list[SessionListener] = []
+        self._closed = False
+        self._started = False
+        self.runner = ExtensionRunner()
+        self.agent = Agent(
+            model=model,
+            before_tool_call=self._before_tool_call,
+            after_tool_call=self._after_tool_call,
+            tool_execution=tool_execution or "parallel",
+        )
+        self.agent.subscribe(self._dispatch)
+
+        sources: list[ExtensionSource] = []
+        if audit is not None:
+            from ..audit import audit_extension
+
+            sources.append(audit_extension(audit))
+        sources.extend(extensions)
+        self.diagnostics: list[Diagnostic]
+        self.diagnostics, self._pending = load_extensions(sources, self.runner, self._make_api)
+        if audit is not None and self.runner.extensions:
+            # The audit recorder is the host's, not an inline user extension.
+            first = self.runner.extensions[0]
+            if first.path == "<inline:1>":
+                first.source_info = SourceInfo(kind="extension", path="<audit>")
+        if not self._pending:
+            self._bind()
+
+    # -- wiring ---------------------------------------------------------------
+    def _make_api(self, extension: Extension) -> ExtensionAPI:
+        return ExtensionAPI(
+            extension,
+            self.runner,
+            audit=self._audit,
+            set_active=self.set_active_tools_by_name,
+            get_active=lambda: list(self._active),
+            get_all=self.get_all_tools,
+        )
+
+    def _bind(self) -> None:
+        self.diagnostics.extend(clash_diagnostics(self.runner))
+        for diagnostic in self.diagnostics:
+            log.warning("extension diagnostic: %s", diagnostic)
+        self.runner.bind(self, self.refresh_tools)
+        self.refresh_tools()
+
+    async def start(self) -> None:
+        """Finish async extension factories and emit ``session_start`` (once)."""
+        if self._started:
+            return
+        self._started = True
+        if self._pending:
+            pending, self._pending = self._pending, []
+            self.diagnostics.extend(await finish_async_loads(pending, self.runner))
+            self._bind()
+        await self.runner.emit(SessionStartEvent(model=self.model_name, active_tools=list(self._active)))
+
+    # -- SessionHost (read by ctx) -------------------------------------------
+    @property
+    def model(self) -> Model:
+        return self._model
+
+    @property
+    def model_name(self) -> str:
+        return f"{self._model.provider}:{self._model.id}"
+
+    @property
+    def cwd(self) -> str:
+        return self._cwd
+
+    @property
+    def ui(self) -> UIContext | None:
+        return self._ui
+
+    @property
+    def audit(self) -> AuditLog | None:
+        return self._audit
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    @property
+    def messages(self) -> list[Message]:
+        return self.agent.state.messages
+
+    @property
+    def system_prompt(self) -> str:
+        return self.agent.state.system_prompt
+
+    @property
+    def signal(self) -> AbortSignal | None:
+        return self.agent.signal
+
+    @property
+    def is_running(self) -> bool:
+        return self.agent.state.is_running
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- registry and active set ----------------------------------------------
+    @property
+    def tool_registry(self) -> dict[str, RegisteredTool]:
+        return dict(self._registry)
+
+    @property
+    def active_tool_names(self) -> list[str]:
+        return list(self._active)
+
+    def refresh_tools(self) -> None:
+        """Rebuild the registry from every source and keep the active set coherent (C7)."""
+        self._registry = build_registry(
+            self._builtins,
+            self.runner.registered_tools(),
+            self._custom,
+            allowed=self._allowed,
+            excluded=self._excluded,
+        )
+        self._active = next_active_names(self._registry, self._active, self._known_names)
+        self._known_names |= set(self._registry)
+        self._apply_active()
+
+    def set_active_tools_by_name(self, names: Sequence[str]) -> None:
+        """Replace the active set: unknown or filtered names are ignored, order kept (S15, C9)."""
+        chosen: list[str] = []
+        for name in names:
+            if name in self._registry and name not in chosen:
+                chosen.append(name)
+        self._active = chosen
+        self._apply_active()
+
+    def _apply_active(self) -> None:
+        tools = [self._registry[name] for name in self._active]
+        self.agent.state.tools = [
+            wrap_registered_tool(t, self._context_for(t), lambda: list(self._active)) for t in tools
+        ]
+        self.agent.state.system_prompt = build_system_prompt([t.definition for t in tools])
+
+    def _context_for(self, tool: RegisteredTool) -> Callable[[], Any]:
+        return lambda: self.runner.create_context(tool.source_info.path)
+
+    def get_all_tools(self) -> list[ToolInfo]:
+        """Registry metadata, no callables (C11)."""
+        return [
+            ToolInfo(
+                name=t.name,
+                label=t.definition.label,
+                description=t.definition.description,
+                parameters=t.definition.parameters.model_json_schema(),
+                prompt_guidelines=tuple(t.definition.prompt_guidelines or ()),
+                source_info=t.source_info,
+            )
+            for t in self._registry.values()
+        ]
+
+    # -- hooks into the agent core ---------------------------------------------
+    async def _before_tool_call(
+        self, context: BeforeToolCallContext, signal: AbortSignal
+    ) -> BeforeToolCallResult | None:
+        if not self.runner.has_handlers("tool_call"):
+            return None  # C19: no gate at all means ungated (the database backend never relies on it)
+        event = ToolCallEvent(
+            tool_call_id=context.tool_call.id, tool_name=context.tool_call.name, input=context.args
+        )
+        decision = await self.runner.emit_tool_call(event)
+        if decision is None:
+            return None
+        return BeforeToolCallResult(block=decision.block, reason=decision.reason, terminate=decision.terminate)
+
+    async def _after_tool_call(
+        self, context: AfterToolCallContext, signal: AbortSignal
+    ) -> AfterToolCallResult | None:
+        if not self.runner.has_handlers("tool_result"):
+            return None
+        event = ToolResultEvent(
+            tool_call_id=context.tool_call.id,
+            tool_name=context.tool_call.name,
+            input=context.args,
+            content=list(context.result.content or []),
+            details=context.result.details,
+            is_error=context.is_error,
+        )
+        patch = await self.runner.emit_tool_result(event)
+        if patch is None:
+            return None
+        return AfterToolCallResult(
+            content=to_text_parts(patch.content) if patch.content is not None else None,
+            details=patch.details,
+            is_error=patch.is_error,
+        )
+
+    async def _dispatch(self, event: AgentEvent) -> None:
+        await self.runner.emit(event)
+        for listener in list(self._subscribers):
+            try:
+                await maybe_await(listener(event))
+            except Exception:
+                log.exception("session subscriber failed on %s", event.type)
+
+    # -- public API -------------------------------------------------------------
+    def subscribe(self, listener: SessionListener) -> Callable[[], None]:
+        """Receive every event (after the extensions' handlers); returns an unsubscriber."""
+        self._subscribers.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._subscribers:
+                self._subscribers.remove(listener)
+
+        return unsubscribe
+
+    async def prompt(self, text: str | Message) -> None:
+        """Send a prompt and run until the model stops calling tools."""
+        if self._closed:
+            raise SessionClosedError("This session is closed; create a new one to prompt again.")
+        if self.is_running:
+            raise AgentBusyError("A prompt is already running; wait for it or call abort().")
+        await self.start()
+        await self.agent.prompt(text)
+
+    def abort(self, reason: str | None = None) -> None:
+        """Abort the running prompt, if any."""
+        self.agent.abort(reason)
+
+    async def close(self) -> None:
+        """Emit ``session_shutdown``, flush the audit, and refuse further prompts (C34)."""
+        if self._closed:
+            return
+        self.abort("session closed")
+        self._closed = True
+        await self.runner.emit(SessionShutdownEvent())
+        if self._audit is not None:
+            if self._owns_audit:
+                self._audit.close()
+            else:
+                self._audit.flush()
+        for _, coroutine in self._pending:
+            coroutine.close()
+        self._pending = []
+
+    # For tests and tools that replay events.
+    def extension_errors(self) -> list[Mapping[str, str]]:
+        return [
+            {"extension_path": e.extension_path, "event": e.event, "error": e.error}
+            for e in self.runner.errors
+        ]
+
