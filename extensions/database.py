@@ -1,0 +1,245 @@
+"""The database extension: ``query_database`` with an approval gate (chapter §5, §14, §15).
+
+Read-only SQL runs at once. Anything that writes or has a side effect needs the user's approval
+through ``ctx.ui.confirm``; the approval is stored durably and becomes a one-shot capability for
+this call id and the canonical hash of the arguments shown. The backend checks again on the SQL
+it is about to run (the gate is intent, the backend is authorisation).
+
+Results: each call's DataFrame is in its tool result's ``details["dataframe"]`` (so in
+``session.messages`` and the ``tool_execution_end`` event), never sent to the model. The
+extension object also keeps the last few by call id: ``ext.results[call_id]`` and
+``ext.last_dataframe``.
+
+Loaded by path from a checkout (``extensions/database.py``) and from a wheel
+(``pi_notebook/_bundled_extensions/database.py``), so it imports only from ``pi_notebook``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import os
+import time
+from collections import OrderedDict
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from pi_notebook import ExtensionAPI, TextContent, ToolDefinition, ToolResult, define_tool
+from pi_notebook.approvals import ApprovalRecord, ApprovalStore, CapabilityStore
+from pi_notebook.approvals.records import ApprovalDecision
+from pi_notebook.sample_db import sample_database_url
+from pi_notebook.sql import POLICY_VERSION, classify
+from pi_notebook.sql.backend import DatabaseBackend, query_args_hash, safe_url
+
+__all__ = ["DatabaseExtension", "QueryDatabaseParams", "database_extension", "register"]
+
+TOOL_NAME = "query_database"
+ENV_URL = "PI_NOTEBOOK_DATABASE_URL"
+NO_UI_REASON = "Write query requires interactive approval."
+REJECTED_REASON = "Rejected by user."
+# Extra time a UI gets past its own timeout before its silence counts as "expired".
+_UI_GRACE_S = 1.0
+
+
+class QueryDatabaseParams(BaseModel):
+    """Arguments of ``query_database``."""
+
+    sql: str = Field(min_length=1, description="Exactly one SQL statement.")
+
+
+class DatabaseExtension:
+    """Factory of the database extension (call it with ``pi``), plus the last results.
+
+    Args:
+        url: SQLAlchemy URL; ``None`` reads ``PI_NOTEBOOK_DATABASE_URL`` when the factory
+            runs, else uses the bundled sample database.
+        row_cap: rows kept per result DataFrame.
+        approval_timeout_s: how long the user has to decide; no decision is a denial.
+        statement_timeout_s: a statement running longer is cancelled.
+        capability_ttl_s: how long an approval stays usable before the call executes.
+        approvals_url: SQLAlchemy URL of the approval records (default: the data directory).
+        keep_results: how many DataFrames ``results`` keeps.
+    """
+
+    def __init__(self, url: str | None = None, *, row_cap: int = 10_000,
+                 approval_timeout_s: float = 30, statement_timeout_s: float = 30,
+                 capability_ttl_s: float = 60, approvals_url: str | None = None,
+                 keep_results: int = 20) -> None:  # fmt: skip
+        self.url = url
+        self.row_cap = row_cap
+        self.approval_timeout_s = approval_timeout_s
+        self.statement_timeout_s = statement_timeout_s
+        self.capability_ttl_s = capability_ttl_s
+        self.approvals_url = approvals_url
+        self.keep_results = keep_results
+        self.results: OrderedDict[str, pd.DataFrame] = OrderedDict()
+        self.backend: DatabaseBackend | None = None
+        self._approvals: ApprovalStore | None = None
+
+    @property
+    def last_dataframe(self) -> pd.DataFrame | None:
+        """The DataFrame of the most recent successful call, if any."""
+        return next(reversed(self.results.values())) if self.results else None
+
+    @property
+    def approvals(self) -> ApprovalStore:
+        """The approval records (created on first use)."""
+        if self._approvals is None:
+            self._approvals = ApprovalStore(self.approvals_url)
+        return self._approvals
+
+    def __call__(self, pi: ExtensionAPI) -> None:
+        url = self.url or os.environ.get(ENV_URL) or sample_database_url()
+        backend = DatabaseBackend(url, row_cap=self.row_cap, approvals=CapabilityStore(),
+                                  statement_timeout_s=self.statement_timeout_s)  # fmt: skip
+        self.backend = backend
+        pi.register_tool(define_tool(ToolDefinition(
+            name=TOOL_NAME,
+            label="Query database",
+            description=(
+                f"Run one SQL statement ({backend.dialect} dialect) on the connected database and "
+                "return the rows. Reads run at once; writes and anything with side effects "
+                "need the user's approval."
+            ),
+            parameters=QueryDatabaseParams,
+            execute=self._make_execute(backend, pi),
+            execution_mode="sequential",
+            prompt_snippet=f"run one SQL statement on the {backend.dialect} database {safe_url(backend.url)}",
+            prompt_guidelines=[
+                "query_database: send exactly one SQL statement per call; several statements are refused.",
+                "query_database: plain SELECT (and WITH ... SELECT) runs without asking; prefer it.",
+                "query_database: INSERT/UPDATE/DELETE, DDL, SET/PRAGMA, file or network access "
+                "need the user's approval; say why before asking, and expect a refusal.",
+                "query_database: results are capped; use aggregates or LIMIT instead of fetching everything.",
+            ],
+        )))  # fmt: skip
+        pi.on("tool_call", self._make_gate(backend, pi))
+        pi.on("session_shutdown", lambda _event, _ctx: self._shutdown(backend))
+
+    def _shutdown(self, backend: DatabaseBackend) -> None:
+        backend.dispose()
+        if self._approvals is not None:
+            self._approvals.close()
+
+    def _make_execute(self, backend: DatabaseBackend, pi: ExtensionAPI) -> Any:
+        async def execute(tool_call_id: str, params: QueryDatabaseParams, signal: Any,
+                          on_update: Any, ctx: Any) -> ToolResult:  # fmt: skip
+            on_update(
+                ToolResult(content=[TextContent(text="Querying…")], details={"phase": "query"})
+            )
+
+            def progress(rows: int) -> None:
+                on_update(ToolResult(content=[TextContent(text=f"Fetched {rows:,} rows…")],
+                                     details={"phase": "fetch", "rows_fetched": rows}))  # fmt: skip
+
+            outcome = await backend.run(tool_call_id, params.sql, signal=signal,
+                                        on_progress=progress, audit=_audit(pi, ctx))  # fmt: skip
+            if outcome.has_rows:
+                self.results[tool_call_id] = outcome.dataframe
+                while len(self.results) > self.keep_results:
+                    self.results.popitem(last=False)
+            return ToolResult(
+                content=[TextContent(text=outcome.preview)], details=outcome.details()
+            )
+
+        return execute
+
+    def _make_gate(self, backend: DatabaseBackend, pi: ExtensionAPI) -> Any:
+        async def gate(event: Any, ctx: Any) -> dict[str, Any] | None:
+            if event.tool_name != TOOL_NAME:
+                return None
+            sql = getattr(event.input, "sql", None)
+            sql = sql if isinstance(sql, str) else ""
+            verdict = classify(sql, backend.dialect)
+            if verdict.kind == "read":
+                return None
+            if verdict.kind != "write":  # reject, or anything unknown: refuse without asking
+                return {"block": True, "reason": "Refused: " + "; ".join(verdict.reasons)}
+            args_hash = query_args_hash(sql, backend.dialect)
+            decision, reason = await self._ask(sql, verdict.reasons, ctx)
+            record = ApprovalRecord(
+                tool_call_id=event.tool_call_id, tool_name=TOOL_NAME, args_hash=args_hash,
+                decision=decision, policy_version=POLICY_VERSION, sql=sql, user=_user(),
+                session_id=_session_id(ctx), reason=None if decision == "approved" else reason,
+            )  # fmt: skip
+            try:
+                await asyncio.to_thread(self.approvals.record, record)
+                audit = _audit(pi, ctx)
+                if audit is not None:
+                    await asyncio.to_thread(
+                        audit.record, "approval",
+                        {"decision": decision, "args_hash": args_hash, "sql": sql,
+                         "reasons": list(verdict.reasons), "user": record.user},
+                        tool_call_id=event.tool_call_id, tool_name=TOOL_NAME,
+                        policy_version=POLICY_VERSION, durable=True,
+                    )  # fmt: skip
+            except Exception as exc:  # an approval we cannot record is no approval
+                return {
+                    "block": True,
+                    "reason": f"Approval could not be recorded ({type(exc).__name__}); not run.",
+                }
+            if decision != "approved":
+                return {"block": True, "reason": reason}
+            backend.capabilities.grant(event.tool_call_id, args_hash, self.capability_ttl_s)
+            return None
+
+        return gate
+
+    async def _ask(self, sql: str, reasons: Any, ctx: Any) -> tuple[ApprovalDecision, str]:
+        """Ask the user; anything but an explicit, timely ``True`` is a denial."""
+        if not getattr(ctx, "has_ui", False):
+            return "no_ui", NO_UI_REASON
+        why = "; ".join(reasons) or "it is not a plain read"
+        message = f"The assistant wants to run this statement:\n\n{sql}\n\nIt needs approval because: {why}"
+        timeout = self.approval_timeout_s
+        signal = getattr(ctx, "signal", None)
+        started = time.monotonic()
+        try:
+            answer = await asyncio.wait_for(
+                ctx.ui.confirm("Database write", message, signal=signal, timeout=timeout),
+                timeout + _UI_GRACE_S,
+            )
+        except TimeoutError:
+            return "expired", f"{REJECTED_REASON} (no decision within {timeout:g} s)"
+        except Exception as exc:
+            return (
+                "rejected",
+                f"{REJECTED_REASON} (the approval prompt failed: {type(exc).__name__})",
+            )
+        if signal is not None and signal.aborted:
+            return "aborted", f"{REJECTED_REASON} (the run was aborted)"
+        if answer is True:
+            return "approved", ""
+        if time.monotonic() - started >= timeout * 0.98:
+            return "expired", f"{REJECTED_REASON} (no decision within {timeout:g} s)"
+        return "rejected", REJECTED_REASON
+
+
+def _audit(pi: ExtensionAPI, ctx: Any) -> Any:
+    audit = getattr(ctx, "audit", None)
+    return audit if audit is not None else getattr(pi, "audit", None)
+
+
+def _session_id(ctx: Any) -> str | None:
+    session = getattr(ctx, "session", None)
+    value = getattr(session, "session_id", None)
+    return value if isinstance(value, str) else None
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name in some containers
+        return "unknown"
+
+
+def database_extension(url: str | None = None, **options: Any) -> DatabaseExtension:
+    """A database extension factory for ``url`` (see :class:`DatabaseExtension` for options)."""
+    return DatabaseExtension(url, **options)
+
+
+def register(pi: ExtensionAPI) -> None:
+    """Default factory (C35): ``PI_NOTEBOOK_DATABASE_URL``, else the bundled sample database."""
+    DatabaseExtension()(pi)

@@ -1,0 +1,82 @@
+"""Errors the backend raises, and the rewriting of driver errors into short, safe text.
+
+Driver messages can carry the connection URL, the password (some drivers echo the DSN) and
+long hints. The model and the audit get one or two short lines with every credential removed.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote, quote_plus
+
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError
+
+from pi_notebook.ai.abort import AbortError
+
+__all__ = [
+    "QueryAborted",
+    "QueryError",
+    "QueryRefused",
+    "describe_error",
+    "safe_url",
+    "scrub",
+]
+
+_MAX_CHARS = 300
+_URL_CREDENTIALS = re.compile(r"(\b[\w+.-]+://[^:/@\s]*):[^@\s]*@")
+_KEY_VALUE = re.compile(r"\b(password|passwd|pwd)\s*[=:]\s*('[^']*'|\"[^\"]*\"|\S+)", re.I)
+
+
+class QueryError(Exception):
+    """A statement did not run or failed; the message is short and safe to show the model."""
+
+
+class QueryRefused(QueryError):
+    """The backend's final check refused the statement before it reached the database."""
+
+
+class QueryAborted(QueryError, AbortError):
+    """The run was aborted; the statement was cancelled at the driver and rolled back."""
+
+
+def safe_url(url: URL) -> str:
+    """The URL without its password."""
+    return url.render_as_string(hide_password=True)
+
+
+def scrub(text: str, url: URL | None = None) -> str:
+    """Remove credentials from ``text``: the URL's password (raw and URL-quoted), any
+    ``scheme://user:secret@`` and ``password=...`` fragments."""
+    if url is not None and url.password:
+        secret = str(url.password)
+        for form in {secret, quote(secret, safe=""), quote_plus(secret)}:
+            if form:
+                text = text.replace(form, "***")
+    text = _URL_CREDENTIALS.sub(r"\1:***@", text)
+    return _KEY_VALUE.sub(lambda m: f"{m.group(1)}=***", text)
+
+
+def _first_lines(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    # psycopg puts the useful part of a connection failure on the first line, a hint after.
+    short = " ".join(lines[:2])
+    short = re.sub(r"\s*\(Background on this error at: [^)]*\)", "", short)
+    return short if len(short) <= _MAX_CHARS else short[: _MAX_CHARS - 1] + "…"
+
+
+def describe_error(exc: BaseException, url: URL, *, connecting: bool = False) -> str:
+    """A short, credential-free description of a driver or SQLAlchemy error.
+
+    Args:
+        exc: the exception raised while connecting or running.
+        url: the engine's URL, whose password must not appear.
+        connecting: True when the connection itself failed (the text then says where to).
+    """
+    orig: BaseException = exc
+    if isinstance(exc, DBAPIError) and exc.orig is not None:
+        orig = exc.orig
+    message = _first_lines(scrub(str(orig) or type(orig).__name__, url))
+    if connecting:
+        return f"Could not connect to {safe_url(url)}: {message}"
+    return f"Database error ({url.get_backend_name()}): {message}"

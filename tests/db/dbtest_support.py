@@ -1,0 +1,112 @@
+"""Shared fixtures and helpers of the database tests (imported by the tests/db modules).
+
+``db_url`` runs a test on all four engines: SQLite and DuckDB in temp files, PostgreSQL and
+MariaDB in the session databases of ``tests/conftest.py``. Writes go to a scratch table with a
+unique name, so tests sharing a server database never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from pi_notebook.sql.backend import create_backend_engine
+
+ENGINES = ["sqlite", "duckdb", "postgres", "mysql"]
+SECRET = "s3cr3t-Pa55w0rd"
+
+# A statement on each engine that runs until it is cancelled (well past any test timeout).
+LONG_READ = {
+    "sqlite": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+    "duckdb": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000000) "
+    "SELECT count(*) FROM c",
+    "postgres": "SELECT pg_sleep(30)",
+    "mysql": "SELECT SLEEP(30)",
+}
+
+
+def long_insert(engine: str, table: str) -> str:
+    """An INSERT that writes rows while it runs for a long time (to abort half way)."""
+    if engine == "postgres":
+        return f"INSERT INTO {table} (a) SELECT g FROM generate_series(1, 5) g, pg_sleep(30) s"
+    if engine == "mysql":
+        return f"INSERT INTO {table} (a) SELECT SLEEP(30)"
+    cap = "WHERE x < 100000000000" if engine == "duckdb" else ""
+    return (f"INSERT INTO {table} (a) WITH RECURSIVE c(x) AS "
+            f"(SELECT 1 UNION ALL SELECT x + 1 FROM c {cap}) SELECT x FROM c")  # fmt: skip
+
+
+class Scratch:
+    """A database URL plus helpers that bypass the backend (setup and checks only)."""
+
+    def __init__(self, engine: str, url: str) -> None:
+        self.engine = engine
+        self.url = url
+        self._sa = create_backend_engine(url)  # same DuckDB config as the backend's engine
+
+    def execute(self, sql: str) -> None:
+        with self._sa.begin() as conn:
+            conn.exec_driver_sql(sql)
+
+    def scalar(self, sql: str) -> Any:
+        with self._sa.connect() as conn:
+            return conn.exec_driver_sql(sql).scalar()
+
+    def table(self) -> str:
+        """Create an empty scratch table ``(a INTEGER NOT NULL)`` and return its name."""
+        name = f"t_{uuid.uuid4().hex[:10]}"
+        self.execute(f"CREATE TABLE {name} (a INTEGER NOT NULL)")
+        return name
+
+    def count(self, table: str) -> int:
+        return int(self.scalar(f"SELECT count(*) FROM {table}"))
+
+    def dispose(self) -> None:
+        self._sa.dispose()
+
+
+def _url_for(engine: str, request: pytest.FixtureRequest, tmp: Path) -> str:
+    if engine == "sqlite":
+        return f"sqlite:///{tmp / 'db.sqlite'}"
+    if engine == "duckdb":
+        return f"duckdb:///{tmp / 'db.duckdb'}"
+    return str(request.getfixturevalue("pg_url" if engine == "postgres" else "mysql_url"))
+
+
+@pytest.fixture(params=ENGINES)
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Scratch]:
+    """One test per engine; yields a :class:`Scratch` on that engine's database."""
+    scratch = Scratch(request.param, _url_for(request.param, request, tmp_path))
+    try:
+        yield scratch
+    finally:
+        scratch.dispose()
+
+
+class FakeAudit:
+    """Records what the backend and the gate write (an in-memory AuditSink)."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+
+    def record(self, kind: str, payload: Any = None, *, tool_call_id: str | None = None,
+               tool_name: str | None = None, policy_version: str | None = None,
+               durable: bool = False) -> None:  # fmt: skip
+        self.records.append({"kind": kind, "payload": dict(payload or {}), "durable": durable,
+                             "tool_call_id": tool_call_id, "tool_name": tool_name,
+                             "policy_version": policy_version})  # fmt: skip
+
+    def kinds(self) -> list[str]:
+        return [r["kind"] for r in self.records]
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["kind"] == kind]
+
+
+def engine_url_with_password(url: str, password: str = SECRET) -> str:
+    return sa.make_url(url).set(password=password).render_as_string(hide_password=False)

@@ -1,0 +1,111 @@
+# ruff: noqa: F811 - the engine fixture ``db`` is imported from dbtest_support
+"""The backend's final check (S9, S25, S26, D4, D5), on all four engines."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from dbtest_support import FakeAudit, Scratch, db  # noqa: F401 - db is a fixture
+
+from pi_notebook.approvals import CapabilityStore
+from pi_notebook.sql.backend import DatabaseBackend, QueryError, QueryRefused, query_args_hash
+
+
+@pytest.fixture
+async def backend(db: Scratch) -> AsyncIterator[DatabaseBackend]:
+    b = DatabaseBackend(db.url, approvals=CapabilityStore(), audit=FakeAudit())
+    try:
+        yield b
+    finally:
+        b.dispose()
+
+
+def _audit(b: DatabaseBackend) -> FakeAudit:
+    assert isinstance(b.audit, FakeAudit)
+    return b.audit
+
+
+async def test_s25_read_runs_with_implicit_capability(
+    db: Scratch, backend: DatabaseBackend
+) -> None:
+    out = await backend.run("r1", "SELECT 1 AS one, 'x' AS two")
+    assert out.statement_kind == "read"
+    assert out.dataframe.to_dict("records") == [{"one": 1, "two": "x"}]
+    final = _audit(backend).of("final_args")
+    assert final and final[0]["durable"] and final[0]["payload"]["args_hash"] == out.args_hash
+
+
+async def test_d4_write_without_capability_refused_and_nothing_changes(
+    db: Scratch,
+    backend: DatabaseBackend,
+) -> None:
+    table = db.table()
+    with pytest.raises(QueryRefused, match="no approval"):
+        await backend.run("w1", f"INSERT INTO {table} (a) VALUES (1)")
+    assert db.count(table) == 0
+    mismatch = _audit(backend).of("capability_mismatch")[0]
+    assert mismatch["durable"] and mismatch["payload"]["approved_hash"] is None
+    assert mismatch["payload"]["final_hash"] == query_args_hash(
+        f"INSERT INTO {table} (a) VALUES (1)", backend.dialect)  # fmt: skip
+
+
+async def test_d5_approved_write_commits_once_and_cannot_be_replayed(
+    db: Scratch,
+    backend: DatabaseBackend,
+) -> None:
+    table = db.table()
+    sql = f"INSERT INTO {table} (a) VALUES (1), (2)"
+    backend.capabilities.grant("w1", query_args_hash(sql, backend.dialect), 60)
+    out = await backend.run("w1", sql)
+    assert out.statement_kind == "write" and db.count(table) == 2
+    with pytest.raises(QueryRefused, match="already used"):  # the same call id, a second use
+        await backend.run("w1", sql)
+    with pytest.raises(QueryRefused, match="no approval"):  # another call id
+        await backend.run("w2", sql)
+    assert db.count(table) == 2
+
+
+async def test_s26_changed_sql_after_approval_refused_with_both_hashes(
+    db: Scratch,
+    backend: DatabaseBackend,
+) -> None:
+    table = db.table()
+    approved = f"INSERT INTO {table} (a) VALUES (1)"
+    final = f"DELETE FROM {table}"
+    backend.capabilities.grant("w1", query_args_hash(approved, backend.dialect), 60)
+    with pytest.raises(QueryRefused, match="changed after it was approved"):
+        await backend.run("w1", final)
+    payload = _audit(backend).of("capability_mismatch")[0]["payload"]
+    assert payload["approved_hash"] == query_args_hash(approved, backend.dialect)
+    assert payload["final_hash"] == query_args_hash(final, backend.dialect)
+    assert db.count(table) == 0
+
+
+async def test_d5_forced_read_is_stopped_by_engine_read_only_mode(
+    db: Scratch,
+    backend: DatabaseBackend,
+) -> None:
+    """A write that slipped past the classifier still fails inside the read-only mode."""
+    table = db.table()
+    with pytest.raises(QueryError):
+        await backend._run_as("read", f"INSERT INTO {table} (a) VALUES (1)")  # pyright: ignore[reportPrivateUsage]
+    assert db.count(table) == 0
+    out = await backend.run("r1", f"SELECT count(*) AS n FROM {table}")  # the connection is fine
+    assert out.dataframe["n"].tolist() == [0]
+
+
+async def test_d5_failed_write_rolls_back(db: Scratch, backend: DatabaseBackend) -> None:
+    table = db.table()
+    sql = f"INSERT INTO {table} (a) VALUES (1), (NULL)"  # the second row violates NOT NULL
+    backend.capabilities.grant("w1", query_args_hash(sql, backend.dialect), 60)
+    with pytest.raises(QueryError):
+        await backend.run("w1", sql)
+    assert db.count(table) == 0
+    assert "query_error" in _audit(backend).kinds()
+
+
+async def test_d10_rejected_sql_refused_by_backend(backend: DatabaseBackend) -> None:
+    with pytest.raises(QueryRefused, match=r"^Refused: "):
+        await backend.run("x1", "SELECT 1; SELECT 2")
+    assert _audit(backend).kinds() == ["query_refused"]

@@ -1,0 +1,41 @@
+"""Engine-specific walls of the read-only modes (D5), beyond a plain INSERT."""
+
+from __future__ import annotations
+
+import pytest
+
+from pi_notebook.sql.backend import DatabaseBackend, QueryError
+
+
+@pytest.mark.parametrize("sql", ["PRAGMA query_only = 0", "ATTACH DATABASE ':memory:' AS other",
+                                 "CREATE TEMP TABLE tmp_x (a INTEGER)", "PRAGMA journal_mode = WAL"])  # fmt: skip
+async def test_d5_sqlite_authorizer_denies_escapes_in_read_mode(sql: str, tmp_path: object) -> None:
+    backend = DatabaseBackend("sqlite://")
+    try:
+        with pytest.raises(QueryError, match="not authorized"):
+            await backend._run_as("read", sql)  # pyright: ignore[reportPrivateUsage]
+    finally:
+        backend.dispose()
+
+
+@pytest.mark.parametrize("sql", ["ATTACH DATABASE ':memory:' AS other", "PRAGMA query_only = 0"])
+async def test_d5_sqlite_authorizer_denies_attach_and_pragma_writes_even_when_approved(
+    sql: str,
+) -> None:
+    backend = DatabaseBackend("sqlite://")
+    try:
+        with pytest.raises(QueryError, match="not authorized"):
+            await backend._run_as("write", sql)  # pyright: ignore[reportPrivateUsage]
+    finally:
+        backend.dispose()
+
+
+async def test_d5_duckdb_external_access_is_off_and_locked(tmp_path: object) -> None:
+    backend = DatabaseBackend(f"duckdb:///{tmp_path}/x.duckdb")
+    try:
+        with pytest.raises(QueryError, match="disabled by configuration"):
+            await backend._run_as("read", "SELECT * FROM read_csv('/etc/passwd')")  # pyright: ignore[reportPrivateUsage]
+        with pytest.raises(QueryError, match="locked"):
+            await backend._run_as("write", "SET enable_external_access = true")  # pyright: ignore[reportPrivateUsage]
+    finally:
+        backend.dispose()

@@ -1,0 +1,50 @@
+"""Result shaping (D7): a capped DataFrame in details, a bounded preview for the model."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pi_notebook.sql.backend import DatabaseBackend, render_preview
+
+SERIES = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < {n}) SELECT x, 'row ' || x AS label FROM c"
+
+
+async def test_d7_row_cap_truncates_dataframe_but_counts_all_rows() -> None:
+    backend = DatabaseBackend("sqlite://", row_cap=1_000, progress_every=5_000)
+    seen: list[int] = []
+    try:
+        out = await backend.run("r", SERIES.format(n=12_000), on_progress=seen.append)
+    finally:
+        backend.dispose()
+    details = out.details()
+    assert isinstance(details["dataframe"], pd.DataFrame) and len(details["dataframe"]) == 1_000
+    assert details["row_count"] == 12_000 and details["truncated"] is True
+    assert details["columns"] == ["x", "label"] and details["statement_kind"] == "read"
+    assert details["dialect"] == "sqlite" and details["duration_ms"] > 0
+    assert seen and seen[-1] >= 10_000  # progress reported the rows fetched so far
+    assert "12000 row(s)" in out.preview and "row cap" in out.preview
+
+
+async def test_d7_preview_respects_row_and_character_budgets() -> None:
+    backend = DatabaseBackend("sqlite://")
+    try:
+        out = await backend.run("r", "SELECT x, printf('%.500c', 'y') AS wide FROM ("
+                                + SERIES.format(n=300) + ")")  # fmt: skip
+    finally:
+        backend.dispose()
+    assert len(out.preview) <= 4_000
+    assert out.row_count == 300 and not out.truncated and len(out.dataframe) == 300
+    assert "[preview shows" in out.preview and "of 300 rows" in out.preview
+
+
+def test_d7_preview_of_small_result_is_complete() -> None:
+    text = render_preview(["a", "b"], [(1, None), (2, "x|y")], row_count=2, row_count_exact=True,
+                          truncated=False, has_rows=True)  # fmt: skip
+    assert text.splitlines() == ["2 row(s), 2 column(s).", "a | b", "1 | NULL", "2 | x\\|y"]
+
+
+def test_d7_preview_of_statement_without_rows() -> None:
+    text = render_preview(
+        [], [], row_count=3, row_count_exact=True, truncated=False, has_rows=False
+    )
+    assert text == "Statement executed; 3 row(s) affected."
