@@ -1,0 +1,137 @@
+"""Benchmark: SQL classification against a bare ``sqlglot.parse`` of the same text.
+
+Run: ``.venv/bin/python bench/bench_sql.py [--repeat N] [--dialect postgres]``
+
+For each size class (short, ~1 KB joins with CTEs, 5-10 KB analytical queries) it
+times, interleaved on the same texts in the same process: ``sqlglot.parse`` (the
+compiled ``sqlglotc`` build when installed), uncached classification, and a repeated
+(cached) classification. It prints p50/p99 per class and the classify/parse ratio.
+Issue 4's targets: ratio <= 1.5, p50 under 1.5 ms at 1 KB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import time
+from collections.abc import Callable
+
+import sqlglot
+
+from pi_notebook.sql import classify
+from pi_notebook.sql.classify import classify_uncached
+
+
+def short_queries(n: int) -> list[str]:
+    return [
+        f"SELECT id, name FROM customers WHERE id = {i} ORDER BY name LIMIT 10" for i in range(n)
+    ]
+
+
+def _cte_query(i: int) -> str:
+    return (
+        f"WITH recent AS (SELECT o.id, o.customer_id, o.amount, o.created_at FROM orders o "
+        f"WHERE o.created_at > DATE '2024-01-01' AND o.status IN ('paid', 'sent') AND o.amount > {i}), "
+        "per_customer AS (SELECT customer_id, count(*) AS n, sum(amount) AS total, avg(amount) AS mean, "
+        "max(created_at) AS last_order FROM recent GROUP BY customer_id HAVING count(*) > 1), "
+        "ranked AS (SELECT p.*, rank() OVER (ORDER BY total DESC) AS r, "
+        "row_number() OVER (PARTITION BY n ORDER BY last_order DESC) AS rn FROM per_customer p) "
+        "SELECT c.id, c.name, c.email, r.n, r.total, round(r.mean, 2) AS mean, r.r, "
+        "CASE WHEN r.total > 1000 THEN 'gold' WHEN r.total > 100 THEN 'silver' ELSE 'bronze' END AS tier, "
+        "coalesce(a.city, 'unknown') AS city, upper(substring(c.name, 1, 1)) AS initial "
+        "FROM ranked r JOIN customers c ON c.id = r.customer_id "
+        "LEFT JOIN addresses a ON a.customer_id = c.id AND a.kind = 'billing' "
+        "LEFT JOIN (SELECT customer_id, count(*) AS tickets FROM support_tickets WHERE status <> 'closed' "
+        f"GROUP BY customer_id) t ON t.customer_id = c.id WHERE r.rn <= 10 AND c.id <> {i} "
+        "ORDER BY r.total DESC, c.name LIMIT 100"
+    )
+
+
+def kb_queries(n: int) -> list[str]:
+    return [_cte_query(i) for i in range(n)]
+
+
+def analytical_queries(n: int) -> list[str]:
+    queries: list[str] = []
+    for i in range(n):
+        parts = [
+            f"m{k} AS (SELECT date_trunc('month', created_at) AS month, region_{k} AS region, "
+            f"count(DISTINCT customer_id) AS customers, sum(amount * (1 - discount)) AS revenue, "
+            f"percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) AS median_amount, "
+            f"sum(CASE WHEN status = 'refunded' THEN amount ELSE 0 END) AS refunds "
+            f"FROM orders_{k} WHERE created_at >= DATE '2023-01-01' AND amount > {i + k} "
+            f"GROUP BY 1, 2)"
+            for k in range(12)
+        ]
+        unions = " UNION ALL ".join(
+            f"SELECT month, region, customers, revenue, median_amount, refunds, "
+            f"lag(revenue) OVER (PARTITION BY region ORDER BY month) AS prev_revenue FROM m{k}"
+            for k in range(12)
+        )
+        queries.append(
+            f"WITH {', '.join(parts)}, combined AS ({unions}) "
+            "SELECT month, region, sum(revenue) AS revenue, sum(refunds) AS refunds, "
+            "avg(median_amount) AS median_amount, "
+            "sum(revenue) / nullif(sum(prev_revenue), 0) - 1 AS growth "
+            "FROM combined GROUP BY month, region ORDER BY month, region"
+        )
+    return queries
+
+
+def _time(fn: Callable[[str, str], object], sql: str, dialect: str) -> float:
+    started = time.perf_counter()
+    fn(sql, dialect)
+    return time.perf_counter() - started
+
+
+def _parse(sql: str, dialect: str) -> object:
+    return sqlglot.parse(sql, read=dialect)
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--repeat", type=int, default=3, help="passes over each class")
+    parser.add_argument("--dialect", default="postgres")
+    args = parser.parse_args()
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    compiled = sqlglot.parser.__file__.endswith(".so") if hasattr(sqlglot, "parser") else False
+    print(
+        f"sqlglot {sqlglot.__version__}, compiled parser (sqlglotc): {compiled}, dialect {args.dialect}"
+    )
+    classes = {
+        "short": short_queries(300),
+        "1KB": kb_queries(150),
+        "5-10KB": analytical_queries(40),
+    }
+    header = f"{'class':8} {'size':>7} {'parse p50':>10} {'p99':>9} {'classify p50':>13} {'p99':>9} {'ratio p50':>10} {'p99':>6} {'cached p50':>11}"
+    print(header)
+    for name, texts in classes.items():
+        for sql in texts:  # warm up and check every text is a read
+            assert classify_uncached(sql, args.dialect).kind == "read", sql[:80]
+            _parse(sql, args.dialect)
+        parse_times: list[float] = []
+        classify_times: list[float] = []
+        cached_times: list[float] = []
+        for _ in range(args.repeat):
+            for sql in texts:
+                parse_times.append(_time(_parse, sql, args.dialect))
+                classify_times.append(_time(classify_uncached, sql, args.dialect))
+                classify(sql, args.dialect)
+                cached_times.append(_time(classify, sql, args.dialect))
+        size = statistics.mean(len(sql) for sql in texts)
+        p50p, p99p = _pct(parse_times, 0.5), _pct(parse_times, 0.99)
+        p50c, p99c = _pct(classify_times, 0.5), _pct(classify_times, 0.99)
+        print(
+            f"{name:8} {size:7.0f} {p50p * 1e3:8.3f}ms {p99p * 1e3:7.3f}ms {p50c * 1e3:11.3f}ms "
+            f"{p99c * 1e3:7.3f}ms {p50c / p50p:10.2f} {p99c / p99p:6.2f} {_pct(cached_times, 0.5) * 1e6:8.1f}µs"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""``classify(sql, dialect)``: is this SQL a pure read, a write, or never to be run?
+
+The order of the checks is the policy (D1):
+
+1. the input itself (text, size, NUL bytes, surrogates, dialect) -> ``reject``;
+2. tokens: exactly one statement, no executable or nested comments, sane nesting,
+   escapes out of the database (``COPY ... PROGRAM``, ``INTO OUTFILE``...) -> ``reject``;
+   quoting that depends on server settings -> ``write``;
+3. utility statements (``EXPLAIN``, ``SHOW``, ``DESCRIBE``, ``PRAGMA``, ``SUMMARIZE``)
+   form by form, see ``commands.py``;
+4. everything else is parsed by sqlglot; a query root is walked node by node against
+   the allow-lists (``query.py``, ``functions.py``); any other root is a ``write``.
+
+Never raises: any failure of the parser is a ``reject`` with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from sqlglot import exp
+from sqlglot.tokenizer_core import Token
+
+from pi_notebook.sql import lexical
+from pi_notebook.sql.commands import COMMAND_WORDS, Assessment, command_assessment
+from pi_notebook.sql.findings import Finding, rejects, verdict_of, writes
+from pi_notebook.sql.query import QUERY_ROOTS, query_findings
+from pi_notebook.sql.verdict import Verdict, reject
+
+CACHE_SIZE = 4096
+"""Verdicts kept, keyed by (SQL text, dialect): the gate and the backend classify the
+same statement, and an agent often repeats one."""
+
+MAX_DEPTH = 2
+"""How far EXPLAIN/SHOW/SUMMARIZE may wrap another statement (EXPLAIN EXPLAIN ... is not)."""
+
+_DATA_CHANGES = frozenset({exp.Insert, exp.Update, exp.Delete, exp.Merge})
+
+_STATEMENT_REASONS: dict[type[exp.Expr], str] = {
+    exp.Transaction: "transaction control (BEGIN) changes session state",
+    exp.Commit: "transaction control (COMMIT) ends a transaction",
+    exp.Rollback: "transaction control (ROLLBACK) ends a transaction",
+    exp.Set: "SET changes session or server settings",
+    exp.Use: "USE changes the session's database",
+    exp.Attach: "ATTACH opens (and may create) another database file",
+    exp.Detach: "DETACH changes the session's databases",
+    exp.Copy: "COPY moves data between the database and files",
+    exp.Create: "CREATE changes the schema",
+    exp.Drop: "DROP removes objects",
+    exp.Alter: "ALTER changes the schema",
+    exp.TruncateTable: "TRUNCATE deletes all rows",
+    exp.Grant: "GRANT changes privileges",
+}
+
+
+def classify(sql: str, dialect: str) -> Verdict:
+    """Classify one SQL text for one dialect; never raises.
+
+    Args:
+        sql: the statement as the model wrote it.
+        dialect: sqlglot's dialect name: ``"sqlite"``, ``"postgres"``, ``"mysql"``
+            (also MariaDB) or ``"duckdb"``; SQLAlchemy's ``"postgresql"`` and
+            ``"mariadb"`` are accepted too. Anything else is a ``reject``.
+
+    Returns:
+        ``read`` only for exactly one statement made entirely of known pure read
+        constructs and side-effect-free functions; ``reject`` for input that must never
+        run (unparseable, stacked statements, escapes out of the database); ``write``
+        for everything else. Verdicts are cached by ``(sql, dialect)``.
+
+    >>> classify("SELECT 1", "sqlite").kind
+    'read'
+    >>> classify("DELETE FROM t", "postgres").kind
+    'write'
+    >>> classify("SELECT 1; DROP TABLE t", "mysql").kind
+    'reject'
+    """
+    problem = lexical.input_problem(sql, dialect)
+    if problem is not None:
+        return reject(problem)
+    return _classify_cached(sql, lexical.DIALECTS[dialect.lower()])
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def _classify_cached(sql: str, dialect: str) -> Verdict:
+    try:
+        assessment = assess(sql, dialect, 0)
+    except RecursionError:
+        return reject("the SQL is nested too deeply to analyse")
+    except Exception as exc:
+        return reject(f"the SQL could not be analysed ({type(exc).__name__})")
+    return verdict_of(assessment.findings, assessment.read_reason)
+
+
+def classify_uncached(sql: str, dialect: str) -> Verdict:
+    """:func:`classify` without the cache (for benchmarks and tests)."""
+    problem = lexical.input_problem(sql, dialect)
+    if problem is not None:
+        return reject(problem)
+    return _classify_cached.__wrapped__(sql, lexical.DIALECTS[dialect.lower()])
+
+
+def assess(sql: str, dialect: str, depth: int) -> Assessment:
+    """All findings for ``sql`` in a sqlglot ``dialect`` (already validated)."""
+    if depth > MAX_DEPTH:
+        return Assessment((writes("statement wrapped in too many EXPLAIN/DESCRIBE levels"),))
+    problem = lexical.input_problem(sql, dialect)
+    if problem is not None:
+        return Assessment((rejects(problem),))
+    try:
+        tokens = lexical.tokenize(sql, dialect)
+    except Exception as exc:
+        return Assessment((rejects(f"the SQL cannot be tokenized: {_first_line(exc)}"),))
+    compound = lexical.is_compound_create(tokens)
+    body, problem = lexical.single_statement(tokens)
+    if problem is not None and not compound:
+        return Assessment((rejects(problem),))
+    nesting = lexical.nesting_problem(body)
+    if nesting is not None:
+        return Assessment((rejects(nesting),))
+    early = [
+        *lexical.comment_findings(tokens, dialect),
+        *lexical.escape_findings(body, dialect),
+        *lexical.quoting_findings(sql, dialect),
+        *lexical.quoted_call_findings(body, dialect),
+    ]
+    if any(finding.kind == "reject" for finding in early):
+        return Assessment(tuple(early))
+    first = lexical.word(body[0])
+    if compound:
+        return Assessment((*early, writes("CREATE of a routine or trigger with a compound body")))
+    if first in COMMAND_WORDS:
+        inner = command_assessment(body, sql, dialect, depth, assess)
+        return Assessment((*early, *inner.findings), inner.plannable, inner.read_reason)
+    if body[0].token_type in lexical.dialect_of(dialect).tokenizer_class.COMMANDS:
+        # sqlglot does not parse these (VACUUM, CALL, PREPARE...); none is a read.
+        return Assessment((*early, writes(f"{body[0].text.upper()} is not a known read statement")))
+    parsed = _parse(body, sql, dialect)
+    if isinstance(parsed, Finding):
+        if parsed.kind == "reject" and first in lexical.STATEMENT_VERBS:
+            # The verb alone says this is no read; a person can judge the rest.
+            return Assessment(
+                (*early, writes(f"{first} statement (not fully parsed) is not a read"))
+            )
+        return Assessment((*early, parsed))
+    return _root_assessment(parsed, dialect, early)
+
+
+def _parse(tokens: list[Token], sql: str, dialect: str) -> exp.Expr | Finding:
+    try:
+        statements = lexical.dialect_of(dialect).parser().parse(tokens, sql)
+    except RecursionError:
+        return rejects("the SQL is nested too deeply to parse")
+    except Exception as exc:
+        return rejects(f"the SQL cannot be parsed as {dialect}: {_first_line(exc)}")
+    roots = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
+    if len(roots) != 1:
+        return rejects("more than one statement (stacked statements are never run)")
+    return roots[0]
+
+
+def _root_assessment(root: exp.Expr, dialect: str, early: list[Finding]) -> Assessment:
+    cls = type(root)
+    if cls in QUERY_ROOTS:
+        return Assessment((*early, *query_findings(root, dialect)), plannable=True)
+    inside = query_findings(root, dialect)
+    if cls in _DATA_CHANGES:
+        # Keep what planning alone may do (function calls, file reads) for EXPLAIN.
+        planned = [f for f in inside if not f.when_executed]
+        own = writes(f"{root.key.upper()} changes data")
+        return Assessment((*early, own, *planned), plannable=True)
+    reason = _STATEMENT_REASONS.get(cls)
+    if reason is None:
+        for base, text in _STATEMENT_REASONS.items():
+            if isinstance(root, base):
+                reason = text
+                break
+    if reason is None:
+        name = root.name.upper() if isinstance(root, exp.Command) else root.key.upper()
+        reason = f"{name} is not a known read statement"
+    rejected = [f for f in inside if f.kind == "reject"]
+    return Assessment((*early, writes(reason), *rejected))
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _first_line(exc: BaseException) -> str:
+    # sqlglot underlines the offending token with terminal escapes; drop them.
+    text = _ANSI.sub("", str(exc)).strip().splitlines()
+    return text[0][:160] if text else type(exc).__name__

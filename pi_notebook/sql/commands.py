@@ -1,0 +1,286 @@
+"""The harmless utility statements sqlglot does not parse into a query tree.
+
+``SHOW``, ``DESCRIBE``, ``EXPLAIN``, ``PRAGMA`` and DuckDB ``SUMMARIZE`` come back from
+sqlglot as a generic ``Command`` (or a loose parse) in most dialects, so they are read
+from their tokens here, form by form, instead of refusing the whole family:
+
+* ``EXPLAIN`` without ``ANALYZE`` only plans: the inner statement may be a write, but
+  function calls and file reads in it still count (planners fold functions and bind
+  table functions). ``EXPLAIN ANALYZE`` executes: the inner statement must be a read.
+* ``SHOW`` and ``DESCRIBE`` of a name read metadata; with a function call in a filter
+  they are not reads.
+* ``PRAGMA`` (SQLite, DuckDB) is a read only for listed pragmas, without assignment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from sqlglot.tokenizer_core import Token, TokenType
+
+from pi_notebook.sql.findings import Finding, writes
+from pi_notebook.sql.lexical import word
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    """Findings about one statement, plus what an enclosing ``EXPLAIN`` needs.
+
+    Attributes:
+        findings: every reason the statement is not a pure read.
+        plannable: the statement is a query or DML that ``EXPLAIN`` plans without
+            executing (so its ``when_executed`` findings do not apply under ``EXPLAIN``).
+        read_reason: the reason given when there is no finding.
+    """
+
+    findings: tuple[Finding, ...]
+    plannable: bool = False
+    read_reason: str | None = None
+
+
+Assess = Callable[[str, str, int], Assessment]
+"""``assess(sql, dialect, depth)``: classify an inner statement (EXPLAIN's target)."""
+
+COMMAND_WORDS = frozenset({"EXPLAIN", "DESCRIBE", "DESC", "SHOW", "PRAGMA", "SUMMARIZE"})
+"""First words of the statements handled here."""
+
+_QUERY_STARTS = frozenset(
+    {
+        "SELECT",
+        "WITH",
+        "FROM",
+        "VALUES",
+        "TABLE",
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "MERGE",
+        "REPLACE",
+        "CREATE",
+    }
+)
+_EXPLAIN_FLAGS = frozenset(
+    {
+        "ANALYZE",
+        "ANALYSE",
+        "VERBOSE",
+        "EXTENDED",
+        "PARTITIONS",
+        "QUERY",
+        "PLAN",
+        "COSTS",
+        "BUFFERS",
+        "SETTINGS",
+        "WAL",
+        "TIMING",
+        "SUMMARY",
+        "GENERIC_PLAN",
+        "MEMORY",
+    }
+)
+_NAME_TYPES = frozenset(
+    {
+        TokenType.IDENTIFIER,
+        TokenType.STRING,
+        TokenType.NUMBER,
+        TokenType.DOT,
+        TokenType.COMMA,
+        TokenType.EQ,
+        TokenType.STAR,
+    }
+)
+
+_SQLITE_PRAGMA_READS = frozenset(
+    """analysis_limit application_id auto_vacuum automatic_index busy_timeout cache_size
+    cache_spill cell_size_check checkpoint_fullfsync collation_list compile_options
+    data_version database_list defer_foreign_keys encoding foreign_key_check foreign_keys
+    freelist_count fullfsync function_list hard_heap_limit ignore_check_constraints
+    integrity_check journal_mode journal_size_limit legacy_alter_table locking_mode
+    max_page_count mmap_size module_list page_count page_size pragma_list query_only
+    quick_check read_uncommitted recursive_triggers reverse_unordered_selects schema_version
+    secure_delete soft_heap_limit synchronous table_list temp_store threads trusted_schema
+    user_version wal_autocheckpoint""".split()
+)
+_SQLITE_PRAGMA_ARG_READS = frozenset(
+    """table_info table_xinfo table_list index_info index_xinfo index_list foreign_key_list
+    foreign_key_check integrity_check quick_check""".split()
+)
+_DUCKDB_PRAGMA_READS = frozenset(
+    """show_tables show_tables_expanded show_databases database_list database_size version
+    platform collations user_agent metadata_info functions""".split()
+)
+_DUCKDB_PRAGMA_ARG_READS = frozenset("table_info storage_info show metadata_info".split())
+
+PRAGMA_READS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "sqlite": (_SQLITE_PRAGMA_READS, _SQLITE_PRAGMA_ARG_READS),
+    "duckdb": (_DUCKDB_PRAGMA_READS, _DUCKDB_PRAGMA_ARG_READS),
+}
+"""Per dialect: (pragmas that only report when called bare, pragmas that only report
+when called with a parenthesised argument). Side-effecting pragmas (``optimize``,
+``wal_checkpoint``, ``incremental_vacuum``, ``shrink_memory``, DuckDB's
+``enable_profiling``...) are absent on purpose."""
+
+
+def command_assessment(
+    tokens: Sequence[Token], sql: str, dialect: str, depth: int, assess: Assess
+) -> Assessment:
+    """Assess a statement whose first word is in :data:`COMMAND_WORDS`."""
+    first = word(tokens[0])
+    if first == "PRAGMA":
+        return _pragma(tokens, dialect)
+    if first == "SHOW":
+        return _show(tokens, sql, dialect, depth, assess)
+    if first == "SUMMARIZE":
+        return _summarize(tokens, sql, dialect, depth, assess)
+    return _explain(tokens, sql, dialect, depth, assess)
+
+
+def _rest(tokens: Sequence[Token], sql: str, start: int) -> str:
+    return sql[tokens[start].start : tokens[-1].end + 1]
+
+
+def _is_plain_name_list(tokens: Sequence[Token]) -> bool:
+    """Only words, quoted names, literals and ``= , . *``: no call, no operator."""
+    return all(word(token) or token.token_type in _NAME_TYPES for token in tokens)
+
+
+def _pragma(tokens: Sequence[Token], dialect: str) -> Assessment:
+    if dialect not in PRAGMA_READS:
+        return Assessment((writes(f"PRAGMA is not a {dialect} read statement"),))
+    bare_reads, arg_reads = PRAGMA_READS[dialect]
+    rest = list(tokens[1:])
+    # An optional schema prefix: PRAGMA main.table_info(t).
+    if len(rest) >= 3 and rest[1].token_type == TokenType.DOT:
+        rest = rest[2:]
+    if not rest or not word(rest[0]):
+        return Assessment((writes("PRAGMA without a recognised name"),))
+    name = rest[0].text.lower()
+    args = rest[1:]
+    if any(token.token_type == TokenType.EQ for token in args):
+        return Assessment((writes(f"PRAGMA {name} = ... changes a setting"),))
+    if not args:
+        if name in bare_reads:
+            return Assessment((), read_reason=f"PRAGMA {name} only reports")
+        return Assessment((writes(f"PRAGMA {name} may change state or is not known"),))
+    well_formed = (
+        args[0].token_type == TokenType.L_PAREN
+        and args[-1].token_type == TokenType.R_PAREN
+        and _is_plain_name_list(args[1:-1])
+    )
+    if well_formed and name in arg_reads:
+        return Assessment((), read_reason=f"PRAGMA {name}(...) only reports")
+    return Assessment((writes(f"PRAGMA {name} with an argument may change a setting"),))
+
+
+def _show(
+    tokens: Sequence[Token], sql: str, dialect: str, depth: int, assess: Assess
+) -> Assessment:
+    if dialect == "sqlite":
+        return Assessment((writes("SHOW is not a SQLite statement"),))
+    rest = tokens[1:]
+    if dialect == "duckdb" and rest and word(rest[0]) in _QUERY_STARTS:
+        return _describe_query(tokens, sql, dialect, depth, assess, start=1)
+    if dialect == "duckdb" and any(t.token_type == TokenType.STRING for t in rest):
+        return Assessment((writes("SHOW of a file reads a host file"),))
+    if _is_plain_name_list(rest):
+        return Assessment((), read_reason="SHOW reads settings or metadata")
+    return Assessment((writes("SHOW with an expression that may call functions"),))
+
+
+def _summarize(
+    tokens: Sequence[Token], sql: str, dialect: str, depth: int, assess: Assess
+) -> Assessment:
+    if dialect != "duckdb" or len(tokens) < 2:
+        return Assessment((writes("SUMMARIZE is a DuckDB statement"),))
+    # SUMMARIZE runs its query, so the target must be a read in every respect.
+    target = _rest(tokens, sql, 1)
+    inner_sql = target if word(tokens[1]) in _QUERY_STARTS else f"SELECT * FROM {target}"
+    inner = assess(inner_sql, dialect, depth + 1)
+    return Assessment(inner.findings, read_reason="SUMMARIZE of a pure read")
+
+
+def _explain(
+    tokens: Sequence[Token], sql: str, dialect: str, depth: int, assess: Assess
+) -> Assessment:
+    first = word(tokens[0])
+    if first in ("DESCRIBE", "DESC") and dialect not in ("mysql", "duckdb"):
+        return Assessment((writes(f"{first} is not a {dialect} statement"),))
+    index, analyze = _skip_explain_options(tokens, dialect)
+    if index >= len(tokens):
+        return Assessment((writes(f"{first} without a statement"),))
+    start_word = word(tokens[index])
+    if start_word not in _QUERY_STARTS and not tokens[index].token_type == TokenType.L_PAREN:
+        # EXPLAIN/DESCRIBE of a table name (MySQL, DuckDB) shows its columns.
+        if dialect == "duckdb":
+            inner = assess(f"SELECT * FROM {_rest(tokens, sql, index)}", dialect, depth + 1)
+            return Assessment(inner.findings, read_reason=f"{first} of a table reads metadata")
+        if dialect == "mysql" and not analyze and _is_plain_name_list(tokens[index:]):
+            return Assessment((), read_reason=f"{first} of a table reads metadata")
+        if not (dialect == "mysql" and start_word == "FOR"):
+            return Assessment((writes(f"{first} of something that is not a query"),))
+        if _is_plain_name_list(tokens[index:]):
+            return Assessment((), read_reason="EXPLAIN FOR CONNECTION reads a plan")
+    if analyze:
+        inner = assess(_rest(tokens, sql, index), dialect, depth + 1)
+        findings = tuple(
+            Finding(f.kind, f"{first} ANALYZE executes the statement: {f.reason}", False)
+            for f in inner.findings
+        )
+        return Assessment(findings, read_reason=f"{first} ANALYZE of a pure read")
+    return _describe_query(tokens, sql, dialect, depth, assess, start=index)
+
+
+def _describe_query(
+    tokens: Sequence[Token], sql: str, dialect: str, depth: int, assess: Assess, *, start: int
+) -> Assessment:
+    """Plan-only inspection of a statement: what planning alone may do still counts."""
+    first = word(tokens[0])
+    inner = assess(_rest(tokens, sql, start), dialect, depth + 1)
+    if inner.plannable:
+        kept = tuple(f for f in inner.findings if not f.when_executed)
+    else:
+        kept = inner.findings
+    return Assessment(kept, read_reason=f"{first} only plans the statement; it does not run it")
+
+
+def _skip_explain_options(tokens: Sequence[Token], dialect: str) -> tuple[int, bool]:
+    """Index of the first token after EXPLAIN's options, and whether ANALYZE is among them.
+
+    Any mention of ANALYZE counts, even ``ANALYZE false``: being wrong that way costs a
+    click, the other way runs a write.
+    """
+    index = 1
+    analyze = False
+    while index < len(tokens):
+        token = tokens[index]
+        name = word(token)
+        # PostgreSQL and DuckDB take a parenthesised option list: EXPLAIN (ANALYZE, ...).
+        if (
+            token.token_type == TokenType.L_PAREN
+            and index == 1
+            and dialect in ("postgres", "duckdb")
+        ):
+            depth = 0
+            while index < len(tokens):
+                kind = tokens[index].token_type
+                depth += kind == TokenType.L_PAREN
+                depth -= kind == TokenType.R_PAREN
+                analyze = analyze or word(tokens[index]) in ("ANALYZE", "ANALYSE")
+                index += 1
+                if depth == 0:
+                    break
+            continue
+        if name in _EXPLAIN_FLAGS:
+            analyze = analyze or name in ("ANALYZE", "ANALYSE")
+            index += 1
+            continue
+        if (
+            name == "FORMAT"
+            and index + 2 < len(tokens)
+            and tokens[index + 1].token_type == TokenType.EQ
+        ):
+            index += 3
+            continue
+        break
+    return index, analyze

@@ -1,0 +1,322 @@
+"""Checks on the raw text and its tokens, before anything is parsed.
+
+These catch what a parse tree cannot show: input that is not SQL text at all, stacked
+statements, comments an engine executes (MySQL ``/*! ... */``), quoting whose meaning
+depends on server settings, and the few statements that escape the database (``COPY ...
+PROGRAM``, ``INTO OUTFILE``, extension loading) before sqlglot gets a chance to parse
+them into something harmless-looking. Tokenising uses the dialect's own sqlglot
+tokenizer, so ``--`` without a following space is a comment only where the dialect says
+so (not in MySQL), and nested ``/* */`` only where the engine nests them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+from collections.abc import Sequence
+from operator import attrgetter
+
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.tokenizer_core import Token, TokenType
+
+from pi_notebook.sql.findings import Finding, rejects, writes
+
+MAX_SQL_CHARS = 100_000
+"""Longer text is refused before tokenising: classification must stay quick, and a
+statement a person is asked to approve must be one they can read."""
+
+MAX_NESTING = 200
+"""Deeper parenthesis nesting is refused before parsing (the parser recurses)."""
+
+DIALECTS: dict[str, str] = {
+    "sqlite": "sqlite",
+    "postgres": "postgres",
+    "postgresql": "postgres",
+    "mysql": "mysql",
+    "mariadb": "mysql",
+    "duckdb": "duckdb",
+}
+"""Accepted dialect names (sqlglot's, plus SQLAlchemy's spellings) to sqlglot names."""
+
+_BACKSLASH_QUOTE = re.compile(r"\\['\"]")
+LITERAL_TYPES = frozenset(
+    {
+        TokenType.STRING,
+        TokenType.IDENTIFIER,
+        TokenType.NUMBER,
+        TokenType.BIT_STRING,
+        TokenType.HEX_STRING,
+        TokenType.BYTE_STRING,
+        TokenType.NATIONAL_STRING,
+        TokenType.NATIONAL_RAW_STRING,
+        TokenType.RAW_STRING,
+        TokenType.HEREDOC_STRING,
+        TokenType.UNICODE_STRING,
+    }
+)
+"""Token types whose text is a value or a quoted name, never a keyword."""
+_UNTRUSTED_LANGUAGES = ("c", "internal", "plsh")
+
+
+_token_type = attrgetter("token_type")
+_local = threading.local()
+
+
+def dialect_of(name: str) -> Dialect:
+    """A sqlglot dialect instance, reused per thread (its tokenizer is not thread-safe)."""
+    cache: dict[str, Dialect] | None = getattr(_local, "dialects", None)
+    if cache is None:
+        cache = _local.dialects = {}
+    found = cache.get(name)
+    if found is None:
+        found = cache[name] = Dialect.get_or_raise(name)
+    return found
+
+
+def token_types(tokens: Sequence[Token]) -> list[TokenType]:
+    """The tokens' types, in order (computed at C speed, reused by several checks)."""
+    return list(map(_token_type, tokens))
+
+
+def input_problem(sql: object, dialect: object) -> str | None:
+    """Why this input cannot be classified at all, or None when it can."""
+    if not isinstance(sql, str):
+        return f"the SQL must be text, not {type(sql).__name__}"
+    if not isinstance(dialect, str) or dialect.lower() not in DIALECTS:
+        known = ", ".join(sorted(set(DIALECTS.values())))
+        return f"unknown SQL dialect {dialect!r} (known: {known})"
+    if len(sql) > MAX_SQL_CHARS:
+        return f"the SQL is too long ({len(sql)} characters; at most {MAX_SQL_CHARS})"
+    if "\x00" in sql:
+        return "the SQL contains a NUL byte"
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError:
+        return "the SQL is not valid Unicode (lone surrogate)"
+    if not sql.strip():
+        return "the SQL is empty"
+    return None
+
+
+def tokenize(sql: str, dialect: str) -> list[Token]:
+    """The dialect's tokens for ``sql``; raises whatever the tokenizer raises.
+
+    sqlglot's tokenizer swallows the rest of a command statement (``EXPLAIN ...``,
+    ``VACUUM ...``, PostgreSQL ``SHOW ...``) into one string token, hiding its words,
+    comments and semicolons from every check. That text is tokenised again here, with
+    offsets into ``sql``, so the checks see what the engine will see.
+    """
+    language = dialect_of(dialect)
+    tokens = language.tokenize(sql)
+    if language.tokenizer_class.COMMANDS.isdisjoint(token_types(tokens)):
+        return tokens
+    return _expand_commands(language, tokens, sql, 0, 0)
+
+
+def _expand_commands(
+    language: Dialect, tokens: list[Token], sql: str, offset: int, depth: int
+) -> list[Token]:
+    commands = language.tokenizer_class.COMMANDS
+    expanded: list[Token] = []
+    for index, token in enumerate(tokens):
+        if token.token_type != TokenType.STRING or index == 0:
+            if offset:
+                token.start += offset
+                token.end += offset
+            expanded.append(token)
+            continue
+        previous = expanded[-1]
+        start = previous.end + 1
+        while start < len(sql) and sql[start].isspace():
+            start += 1
+        swallowed = previous.token_type in commands and sql.startswith(token.text, start)
+        if not swallowed:
+            if offset:
+                token.start += offset
+                token.end += offset
+            expanded.append(token)
+            continue
+        if depth >= 3:
+            raise ValueError("commands nested too deeply")
+        inner = language.tokenize(token.text)
+        expanded.extend(_expand_commands(language, inner, sql, start, depth + 1))
+    return expanded
+
+
+def single_statement(tokens: Sequence[Token]) -> tuple[list[Token], str | None]:
+    """The tokens of the one statement, without trailing semicolons.
+
+    Returns ``(tokens, problem)``; ``problem`` says why there is not exactly one
+    statement. A trailing ``;`` (with or without a comment after it) is fine: sqlglot
+    would report an extra empty statement for it, the engines do not.
+    """
+    body = list(tokens)
+    while body and body[-1].token_type == TokenType.SEMICOLON:
+        body.pop()
+    if not body:
+        return body, "the SQL holds no statement (empty or only comments)"
+    if TokenType.SEMICOLON in token_types(body):
+        return body, "more than one statement (stacked statements are never run)"
+    return body, None
+
+
+def comment_findings(tokens: Sequence[Token], dialect: str) -> list[Finding]:
+    """Comments the engine would not treat as comments.
+
+    MySQL and MariaDB execute ``/*! ... */`` and ``/*M! ... */``; sqlglot keeps them as
+    comments, so what we would classify is not what runs. A comment opener inside a
+    comment is refused everywhere: engines disagree on nesting, and the text then
+    means different things to us and to the server.
+    """
+    found: list[Finding] = []
+    for token in [token for token in tokens if token.comments]:
+        for comment in token.comments:
+            body = comment.lstrip()
+            if dialect == "mysql" and (body.startswith("!") or body.upper().startswith("M!")):
+                found.append(rejects("MySQL executable comment /*! ... */ hides code"))
+            if "/*" in comment:
+                found.append(rejects("comment nested inside a comment"))
+    return found
+
+
+def nesting_problem(tokens: Sequence[Token]) -> str | None:
+    """Why the parenthesis nesting is unacceptable, or None."""
+    if token_types(tokens).count(TokenType.L_PAREN) <= MAX_NESTING:
+        return None
+    depth = 0
+    for token in tokens:
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+            if depth > MAX_NESTING:
+                return f"expression nested too deeply (more than {MAX_NESTING} levels)"
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+    return None
+
+
+def quoting_findings(sql: str, dialect: str) -> list[Finding]:
+    """Backslash before a quote: where the string ends depends on server settings.
+
+    MySQL ends ``'a\\'`` at the second quote only without ``NO_BACKSLASH_ESCAPES``;
+    PostgreSQL only with ``standard_conforming_strings`` off. Either way the statement
+    may not be the one we parsed, so it is not a read.
+    """
+    if dialect in ("mysql", "postgres") and _BACKSLASH_QUOTE.search(sql):
+        return [writes("backslash before a quote: the meaning depends on server settings")]
+    return []
+
+
+def quoted_call_findings(tokens: Sequence[Token], dialect: str) -> list[Finding]:
+    """A call through a quoted name: ``"LOWER"(x)`` is not the built-in ``lower``.
+
+    PostgreSQL matches quoted names exactly (so only an all-lower-case quoted name can
+    be a built-in); MySQL resolves a quoted call to a stored function.
+    """
+    if TokenType.IDENTIFIER not in token_types(tokens):
+        return []
+    for token, following in itertools.pairwise(tokens):
+        if token.token_type == TokenType.IDENTIFIER and following.token_type == TokenType.L_PAREN:
+            if dialect == "mysql" or token.text != token.text.lower():
+                return [
+                    writes(
+                        f'call through the quoted name "{token.text}" may be a user function',
+                        when_executed=False,
+                    )
+                ]
+    return []
+
+
+COMPOUND_OBJECTS = frozenset({"TRIGGER", "PROCEDURE", "FUNCTION", "EVENT"})
+
+
+def is_compound_create(tokens: Sequence[Token]) -> bool:
+    """``CREATE TRIGGER/PROCEDURE/FUNCTION ... BEGIN ...; END``: semicolons in its body
+    belong to the one statement (sqlglot would split it)."""
+    words = [word(token) for token in tokens[:8]]
+    return bool(words) and words[0] == "CREATE" and bool(COMPOUND_OBJECTS.intersection(words))
+
+
+STATEMENT_VERBS = frozenset(
+    """ALTER ANALYZE ATTACH BACKUP BEGIN CACHE CALL CHECKPOINT CHECKSUM CLUSTER COMMENT COMMIT
+    CREATE DEALLOCATE DELETE DETACH DISCARD DO DROP EXECUTE FLUSH GRANT HANDLER IMPORT INSERT
+    KILL LOAD LOCK MERGE OPTIMIZE PREPARE PURGE REASSIGN REFRESH REINDEX RELEASE RENAME REPAIR
+    REPLACE RESET RESTORE REVOKE ROLLBACK SAVEPOINT SECURITY SET SHUTDOWN SIGNAL START
+    TRUNCATE UNLOCK UPDATE USE VACUUM XA""".split()
+)
+"""First words of statements that are writes whatever follows: when sqlglot cannot
+parse one, it still goes to approval (``write``) rather than being refused."""
+
+
+def word(token: Token) -> str:
+    """The token's text in upper case when it is a bare word, else ''."""
+    if token.token_type in LITERAL_TYPES:
+        return ""
+    text = token.text
+    return text.upper() if text.replace("_", "a").isalnum() else ""
+
+
+def escape_findings(tokens: Sequence[Token], dialect: str) -> list[Finding]:
+    """Statements that escape the database, recognised from their tokens.
+
+    Checked before parsing because sqlglot parses some of them loosely (``COPY ... TO
+    PROGRAM``) or not at all (``SELECT ... INTO OUTFILE``).
+    """
+    first = word(tokens[0])
+    found: list[Finding] = []
+    if first in _ESCAPE_STARTS:
+        words = [word(token) for token in tokens]
+        found.extend(_statement_escapes(tokens, words, first))
+    if dialect == "mysql" and TokenType.INTO in token_types(tokens):
+        for index, token in enumerate(tokens[:-1]):
+            target = word(tokens[index + 1]) if token.token_type == TokenType.INTO else ""
+            if target in ("OUTFILE", "DUMPFILE"):
+                found.append(rejects(f"SELECT ... INTO {target} writes a file on the server host"))
+    return found
+
+
+_ESCAPE_STARTS = frozenset(
+    {"COPY", "EXPORT", "VACUUM", "INSTALL", "FORCE", "LOAD", "CREATE", "ALTER", "IMPORT"}
+)
+
+
+def _statement_escapes(tokens: Sequence[Token], words: Sequence[str], first: str) -> list[Finding]:
+    found: list[Finding] = []
+    if first == "COPY":
+        found.extend(_copy_findings(tokens, words))
+    elif first == "EXPORT":
+        found.append(rejects("EXPORT DATABASE writes files outside the database"))
+    elif first == "VACUUM" and "INTO" in words:
+        found.append(rejects("VACUUM INTO writes a copy of the database to a file"))
+    elif first in ("INSTALL", "FORCE") or (
+        first == "LOAD" and words[1:2] not in (["DATA"], ["XML"])
+    ):
+        found.append(rejects("loading an extension or library runs native code in the server"))
+    if "SONAME" in words:
+        found.append(rejects("SONAME loads a shared library into the server"))
+    if first == "CREATE" and "LANGUAGE" in words:
+        at = words.index("LANGUAGE") + 1
+        lang = tokens[at].text.lower() if at < len(tokens) else ""
+        # Untrusted procedural languages are named with a trailing "u" (plpython3u).
+        if lang in _UNTRUSTED_LANGUAGES or lang.endswith("u"):
+            found.append(rejects(f"a function in language {lang} runs code on the server host"))
+    if first in ("CREATE", "ALTER", "IMPORT") and "PROGRAM" in words and "OPTIONS" in words:
+        found.append(rejects("the 'program' option runs a shell command on the server"))
+    return found
+
+
+def _copy_findings(tokens: Sequence[Token], words: Sequence[str]) -> list[Finding]:
+    if "PROGRAM" in words:
+        return [rejects("COPY ... PROGRAM runs a shell command on the server")]
+    depth = 0
+    for index, token in enumerate(tokens):
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and words[index] == "TO" and index + 1 < len(tokens):
+            target = words[index + 1]
+            if target in ("STDOUT", "STDERR"):
+                return [writes("COPY streams data out of or into the database")]
+            return [rejects("COPY ... TO writes a file outside the database")]
+    return [writes("COPY loads data into the database (and may read host files)")]

@@ -1,0 +1,284 @@
+"""The allow-list walk over a parsed query: every node must be a known pure construct.
+
+A node whose class is in :data:`PURE_NODES` is fine; a function call must be on the
+dialect's list (``functions.py``); a few classes get a specific reason (locks, ``INTO``,
+DML inside a CTE); anything else is a ``write`` because we do not know it is a read.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from pi_notebook.sql import functions
+from pi_notebook.sql.findings import Finding, rejects, writes
+
+
+def _classes(*names: str) -> frozenset[type[exp.Expr]]:
+    return frozenset(getattr(exp, name) for name in names)
+
+
+QUERY_ROOTS = _classes("Select", "Union", "Intersect", "Except", "Values", "Subquery")
+"""Statement roots that can be a pure read."""
+
+PURE_NODES = _classes(
+    # query structure
+    "Select",
+    "Union",
+    "Intersect",
+    "Except",
+    "Values",
+    "Subquery",
+    "With",
+    "CTE",
+    "From",
+    "Join",
+    "Where",
+    "Group",
+    "Having",
+    "Qualify",
+    "Order",
+    "Ordered",
+    "Limit",
+    "Offset",
+    "Fetch",
+    "Distinct",
+    "Window",
+    "WindowSpec",
+    "Lateral",
+    "TableAlias",
+    "Table",
+    "Tuple",
+    "Star",
+    "Column",
+    "Identifier",
+    "Alias",
+    "Aliases",
+    "Var",
+    "Cube",
+    "Rollup",
+    "GroupingSets",
+    "TableSample",
+    "Pivot",
+    "PivotAlias",
+    "UnpivotColumns",
+    "Filter",
+    "WithinGroup",
+    "IgnoreNulls",
+    "RespectNulls",
+    "HavingMax",
+    "Slice",
+    "Lambda",
+    "Kwarg",
+    "Bracket",
+    "Dot",
+    "Paren",
+    "Placeholder",
+    "Parameter",
+    "SessionParameter",
+    "Schema",
+    "Semicolon",
+    # literals and types
+    "Literal",
+    "Null",
+    "Boolean",
+    "HexString",
+    "BitString",
+    "ByteString",
+    "National",
+    "RawString",
+    "UnicodeString",
+    "Introducer",
+    "DataType",
+    "DataTypeParam",
+    "ObjectIdentifier",
+    "PseudoType",
+    "Interval",
+    "IntervalSpan",
+    "CharacterSet",
+    "Escape",
+    "JSONPath",
+    "JSONPathKey",
+    "JSONPathRoot",
+    "JSONPathSubscript",
+    "JSONPathWildcard",
+    "JSONPathSlice",
+    "JSONPathFilter",
+    "JSONPathSelector",
+    "JSONPathUnion",
+    "JSONPathRecursive",
+    "JSONPathScript",
+    "JSONColumnDef",
+    "JSONSchema",
+    "Collate",
+    "AtTimeZone",
+    "ColumnPrefix",
+    # operators
+    "Neg",
+    "Not",
+    "And",
+    "Or",
+    "Xor",
+    "EQ",
+    "NEQ",
+    "GT",
+    "GTE",
+    "LT",
+    "LTE",
+    "NullSafeEQ",
+    "NullSafeNEQ",
+    "Is",
+    "Like",
+    "ILike",
+    "SimilarTo",
+    "Glob",
+    "RegexpLike",
+    "RegexpILike",
+    "Between",
+    "In",
+    "Any",
+    "All",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "IntDiv",
+    "Mod",
+    "Pow",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+    "BitwiseNot",
+    "BitwiseLeftShift",
+    "BitwiseRightShift",
+    "DPipe",
+    "Distance",
+    "Overlaps",
+    "ArrayContainsAll",
+    "ArrayContainedBy",
+    "ArrayOverlaps",
+    "JSONBContains",
+    "JSONExtract",
+    "JSONExtractScalar",
+    "JSONBExtract",
+    "JSONBExtractScalar",
+    "Adjacent",
+    "ExtendsLeft",
+    "ExtendsRight",
+    "MatchAgainst",
+    "Match",
+    "Struct",
+    "PropertyEQ",
+    "JSONKeyValue",
+    "LimitOptions",
+)
+"""Expression classes that only compute a value or shape a read."""
+
+_SPECIFIC_REASONS: dict[type[exp.Expr], str] = {
+    exp.Lock: "locking read (FOR UPDATE / FOR SHARE / LOCK IN SHARE MODE) takes row locks",
+    exp.Into: "SELECT ... INTO creates a table or assigns variables",
+    exp.Insert: "data-modifying statement (INSERT) inside the query",
+    exp.Update: "data-modifying statement (UPDATE) inside the query",
+    exp.Delete: "data-modifying statement (DELETE) inside the query",
+    exp.Merge: "data-modifying statement (MERGE) inside the query",
+    exp.Hint: "optimizer hint (may set session variables)",
+}
+
+_FILE_LIKE = frozenset("./:\\*?")
+_CHECKED_PURE_NODES = frozenset({exp.Table, exp.PropertyEQ})
+
+
+def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
+    """Findings for every node under ``root`` (``root`` itself included)."""
+    nodes = list(root.walk(bfs=False))
+    kinds = set(map(type, nodes))
+    # Most queries hold only pure constructs: look closer only at the kinds that need it.
+    attention = (kinds - PURE_NODES) | (kinds & _CHECKED_PURE_NODES)
+    if not attention:
+        return []
+    found: list[Finding] = []
+    for node in [node for node in nodes if type(node) in attention]:
+        cls = type(node)
+        if cls is exp.Table:
+            found.extend(_table_findings(node, dialect))
+        elif cls is exp.PropertyEQ:
+            if not isinstance(node.this, exp.Identifier | exp.Var):
+                # A named argument or struct field is ``name := value``; ``@x := 1``
+                # (MySQL) assigns a session variable.
+                found.append(writes("assignment to a variable (:=)"))
+        elif isinstance(node, exp.Func):
+            finding = function_finding(node, dialect)
+            if finding is not None:
+                found.append(finding)
+        elif cls is exp.Operator:
+            found.append(
+                writes("OPERATOR(...) may call a user-defined function", when_executed=False)
+            )
+        else:
+            reason = _SPECIFIC_REASONS.get(cls)
+            found.append(writes(reason or f"{_describe(node)} is not a known pure read construct"))
+    return found
+
+
+def function_finding(node: exp.Func, dialect: str) -> Finding | None:
+    """None when the call is on the dialect's side-effect-free list, else why not."""
+    name, quoted = _function_name(node)
+    parent = node.parent
+    if isinstance(parent, exp.Dot) and parent.expression is node:
+        schema = parent.this.name.lower() if isinstance(parent.this, exp.Expr) else ""
+        if schema not in functions.QUALIFIED_SCHEMAS[dialect]:
+            return writes(
+                f"function {schema}.{name}() is user-defined or unknown", when_executed=False
+            )
+    if isinstance(node, exp.Anonymous):
+        lowered = name.lower()
+        if lowered in functions.REJECT_FUNCTIONS[dialect]:
+            return rejects(
+                f"function {lowered}() reaches outside the database (host files or programs)"
+            )
+        # A quoted name is case-sensitive, so "LOWER"() is not the built-in lower().
+        if lowered in functions.PURE_FUNCTIONS[dialect] and not (quoted and name != lowered):
+            return None
+        if lowered in functions.HOST_ACCESS_FUNCTIONS:
+            return writes(
+                f"function {lowered}() reads host files, the network or SQL hidden in a string",
+                when_executed=False,
+            )
+        return writes(
+            f"function {lowered}() is not known to be free of side effects", when_executed=False
+        )
+    cls_name = type(node).__name__
+    if cls_name in functions.PURE_FUNCTION_CLASSES:
+        return None
+    if cls_name in ("ReadCSV", "ReadParquet"):
+        return writes(f"function {name.lower()}() reads host files", when_executed=False)
+    return writes(
+        f"function {name.lower()}() is not known to be free of side effects", when_executed=False
+    )
+
+
+def _function_name(node: exp.Func) -> tuple[str, bool]:
+    if isinstance(node, exp.Anonymous):
+        this = node.this
+        if isinstance(this, exp.Identifier):
+            return this.name, bool(this.quoted)
+        return str(this), False
+    return node.sql_name(), False
+
+
+def _table_findings(table: exp.Expr, dialect: str) -> list[Finding]:
+    source = table.this
+    if isinstance(source, exp.Literal):
+        return [writes("reads a file or URL named in the FROM clause", when_executed=False)]
+    # DuckDB opens a quoted table name that looks like a path or URL as a file.
+    if (
+        dialect == "duckdb"
+        and isinstance(source, exp.Identifier)
+        and source.quoted
+        and any(char in _FILE_LIKE for char in source.name)
+    ):
+        return [writes(f"FROM '{source.name}' reads a host file or URL", when_executed=False)]
+    return []
+
+
+def _describe(node: exp.Expr) -> str:
+    return f"{node.key.upper()} ({type(node).__name__})"
