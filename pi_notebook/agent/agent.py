@@ -108,8 +108,10 @@ class Agent:
             self._controller = None
 
     async def _emit(self, event: AgentEvent) -> None:
-        for listener in list(self._listeners):
+        for listener in tuple(self._listeners):
             try:
-                await maybe_await(listener(event))
+                returned = listener(event)
+                if returned is not None:
+                    await maybe_await(returned)
             except Exception:
                 log.exception("agent event listener failed on %s", event.type)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -53,6 +54,8 @@ EmitFn = Callable[[AgentEvent], Awaitable[None]]
 
 ABORTED_TEXT = "Operation aborted"
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(kw_only=True)
 class LoopConfig:
@@ -68,13 +71,38 @@ class LoopConfig:
 
 async def maybe_await(value: Awaitable[T] | T) -> T:
     """Accept sync and async callbacks alike."""
-    if inspect.isawaitable(value):
+    # ``None`` first: most callbacks return it, and isawaitable's ABC check is slow.
+    if value is not None and inspect.isawaitable(value):
         return await value
     return value
 
 
 def error_result(text: str) -> ToolResult:
     return ToolResult(content=[TextContent(text=text)], details={})
+
+
+def _is_own_cancellation(exc: BaseException) -> bool:
+    """True when ``exc`` cancels the running task itself, so it must propagate.
+
+    A ``CancelledError`` that a tool, hook or provider lets out of work *it* cancelled
+    (the asyncio way to honour an abort signal) is a failure like any other: it becomes
+    an error result or message, never a crash of the run.
+    """
+    if not isinstance(exc, asyncio.CancelledError):
+        return False
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
+
+
+async def _close_stream(stream: Any) -> None:
+    """Close a provider stream the loop stopped reading, so its cleanup runs now."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        await aclose()
+    except Exception:
+        log.exception("closing the model stream failed")
 
 
 def _exception_text(exc: BaseException) -> str:
@@ -164,23 +192,31 @@ async def _stream_assistant(
     )
     started = False
     final: AssistantMessage | None = None
+    stream = model.stream(request, signal=signal)
     try:
-        async for event in model.stream(request, signal=signal):
+        async for event in stream:
             if isinstance(event, StartEvent):
                 started = True
                 await emit(MessageStartEvent(message=event.partial))
-            elif isinstance(event, DoneEvent | ErrorEvent):
-                final = event.message if isinstance(event, DoneEvent) else event.error
+            elif isinstance(event, DoneEvent):
+                final = event.message
+                break
+            elif isinstance(event, ErrorEvent):
+                final = event.error
                 break
             elif started:
                 await emit(MessageUpdateEvent(message=event.partial, assistant_message_event=event))
-    except Exception as exc:  # C33: a provider failure is a message, not a crash
+    except (Exception, asyncio.CancelledError) as exc:  # C33: a message, not a crash
+        if _is_own_cancellation(exc):
+            raise
         final = AssistantMessage(
             stop_reason="aborted" if signal.aborted else "error",
             model=model.id,
             provider=model.provider,
             error_message=f"Model request failed: {_exception_text(exc)}",
         )
+    finally:
+        await _close_stream(stream)
     if final is None:
         final = AssistantMessage(
             stop_reason="aborted" if signal.aborted else "error",
@@ -281,17 +317,15 @@ async def _run_parallel(
         await _emit_end(outcome, emit)
         return outcome
 
-    tasks = {
-        index: asyncio.ensure_future(finish(entry))
-        for index, entry in enumerate(entries)
-        if isinstance(entry, _Prepared)
-    }
-    if tasks:
-        await asyncio.gather(*tasks.values())
-    outcomes = [
-        tasks[index].result() if index in tasks else entry
-        for index, entry in enumerate(entries)
-    ]
+    runnable = [(i, entry) for i, entry in enumerate(entries) if isinstance(entry, _Prepared)]
+    outcomes = list(entries)
+    if len(runnable) == 1:  # the common case: one call needs no task of its own
+        ((index, prepared),) = runnable
+        outcomes[index] = await finish(prepared)
+    elif runnable:
+        done = await asyncio.gather(*(finish(prepared) for _, prepared in runnable))
+        for (index, _), outcome in zip(runnable, done, strict=True):
+            outcomes[index] = outcome
     # Result messages keep source order.
     for outcome in outcomes:
         assert isinstance(outcome, _Outcome)
@@ -330,7 +364,9 @@ async def _prepare(
                     signal,
                 )
             )
-        except Exception as exc:  # a raising gate blocks the call (fail closed)
+        except (Exception, asyncio.CancelledError) as exc:  # a raising gate blocks (fail closed)
+            if _is_own_cancellation(exc):
+                raise
             return fail(_exception_text(exc))
         if signal.aborted:
             return fail(ABORTED_TEXT)
@@ -383,7 +419,9 @@ async def _execute(
     try:
         result = await prepared.tool.execute(call.id, prepared.args, signal, on_update)
         is_error = False
-    except Exception as exc:
+    except (Exception, asyncio.CancelledError) as exc:
+        if _is_own_cancellation(exc):
+            raise
         result, is_error = error_result(_exception_text(exc)), True
     finally:
         accepting = False
@@ -407,7 +445,9 @@ async def _execute(
                     signal,
                 )
             )
-        except Exception as exc:
+        except (Exception, asyncio.CancelledError) as exc:
+            if _is_own_cancellation(exc):
+                raise
             return _Outcome(tool_call=call, result=error_result(_exception_text(exc)), is_error=True)
         if patch is not None:
             result = ToolResult(

@@ -67,9 +67,17 @@ class AgentTool(Generic[P]):
     execute: Callable[[str, P, AbortSignal, ToolUpdateCallback], Awaitable[ToolResult]]
     prepare_arguments: Callable[[Any], Any] | None = None
     execution_mode: ExecutionMode | None = None
+    _schema: tuple[type[BaseModel], dict[str, Any]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def json_schema(self) -> dict[str, Any]:
-        return self.parameters.model_json_schema()
+        """The parameters' JSON Schema, built once per parameter model (it goes into every
+        model request, and building it costs more than the rest of a turn). Read-only:
+        every request shares the same dict."""
+        if self._schema is None or self._schema[0] is not self.parameters:
+            self._schema = (self.parameters, self.parameters.model_json_schema())
+        return self._schema[1]
 
 
 @dataclass(kw_only=True)

@@ -34,9 +34,19 @@ def validation_error_text(tool_name: str, error: ValidationError, received: Any)
     return f'Validation failed for tool "{tool_name}":\n{problems}\n\nReceived arguments:\n{shown}'
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _copy_arguments(raw: Any) -> Any:
+    """A copy nothing downstream can share with the assistant message's arguments."""
+    if type(raw) is dict and all(type(v) in _SCALARS for v in raw.values()):
+        return dict(raw)  # the usual case, far cheaper than deepcopy
+    return copy.deepcopy(raw)
+
+
 def prepare_and_validate(tool: AgentTool[Any], raw_arguments: Any) -> BaseModel:
     """Prepare then validate a copy of ``raw_arguments``; raise ToolArgumentsError."""
-    arguments = copy.deepcopy(raw_arguments)
+    arguments = _copy_arguments(raw_arguments)
     if tool.prepare_arguments is not None:
         try:
             arguments = tool.prepare_arguments(arguments)
