@@ -41,20 +41,32 @@ async def _read(
         raise FileNotFoundError(f"{params.path} is not a file")
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     total = len(lines)
-    start = min(params.offset, total + 1) - 1
+    if params.offset > max(total, 1):
+        raise ValueError(f"Offset {params.offset} is beyond the end of {params.path} ({total} lines)")
+    start = params.offset - 1
     limit = min(params.limit or READ_MAX_LINES, READ_MAX_LINES)
     shown: list[str] = []
     size = 0
+    clipped = False
     for line in lines[start : start + limit]:
-        if size + len(line) + 1 > READ_MAX_BYTES:
+        cost = len(line.encode("utf-8")) + 1
+        if size + cost > READ_MAX_BYTES:
+            if not shown:  # one line over the whole budget: show its start, or read never advances
+                shown.append(line.encode("utf-8")[:READ_MAX_BYTES].decode("utf-8", errors="ignore"))
+                clipped = True
             break
         shown.append(line)
-        size += len(line) + 1
+        size += cost
     end = start + len(shown)
-    text = "\n".join(shown)
-    truncated = end < total
-    if truncated:
-        text += f"\n\n[Showing lines {start + 1}-{end} of {total}. Use offset={end + 1} to continue.]"
+    text = "\n".join(shown) if total else "(empty file)"
+    truncated = clipped or end < total
+    notes: list[str] = []
+    if clipped:
+        notes.append(f"Line {end} is longer than {READ_MAX_BYTES} bytes; only its start is shown.")
+    if end < total:
+        notes.append(f"Showing lines {start + 1}-{end} of {total}. Use offset={end + 1} to continue.")
+    if notes:
+        text += "\n\n[" + " ".join(notes) + "]"
     return ToolResult(
         content=[TextContent(text=text)],
         details={"path": str(path), "total_lines": total, "first_line": start + 1, "last_line": end, "truncated": truncated},

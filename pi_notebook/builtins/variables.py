@@ -25,6 +25,14 @@ class InspectParams(BaseModel):
     name: str = Field(min_length=1, description="Name of the variable to inspect.")
 
 
+def _short_repr() -> reprlib.Repr:
+    # Python 3.11's Repr takes no constructor arguments; set the limits as attributes.
+    short = reprlib.Repr()
+    short.maxstring = short.maxother = REPR_MAX_CHARS
+    short.maxlist = short.maxdict = 20
+    return short
+
+
 def summarise(value: Any) -> tuple[str, dict[str, Any]]:
     """Text for the model and details for the app; bounded whatever the value."""
     kind = f"{type(value).__module__}.{type(value).__qualname__}".removeprefix("builtins.")
@@ -34,7 +42,7 @@ def summarise(value: Any) -> tuple[str, dict[str, Any]]:
         text = f"type: {kind}\nshape: {value.shape[0]} rows x {value.shape[1]} columns\ncolumns: {dtypes}\nhead:\n{head}"
         details: dict[str, Any] = {"type": kind, "shape": list(value.shape), "columns": [str(c) for c in value.columns]}
     else:
-        short = reprlib.Repr(maxstring=REPR_MAX_CHARS, maxother=REPR_MAX_CHARS, maxlist=20, maxdict=20)
+        short = _short_repr()
         text = f"type: {kind}"
         details = {"type": kind}
         if hasattr(value, "__len__"):
@@ -56,7 +64,8 @@ def inspect_variable_tool(namespace: Mapping[str, Any] | None) -> ToolDefinition
         tool_call_id: str, params: InspectParams, signal: AbortSignal, on_update: ToolUpdateCallback, ctx: ExtensionContext
     ) -> ToolResult:
         if namespace is None or params.name not in namespace:
-            raise KeyError(f"No variable named {params.name!r} in the namespace")
+            # Not KeyError: its str() adds quotes, and this text is what the model reads.
+            raise NameError(f"No variable named {params.name!r} in the namespace")
         text, details = summarise(namespace[params.name])
         return ToolResult(content=[TextContent(text=text)], details=details)
 

@@ -14,11 +14,43 @@ from .types import RegisteredTool, ToolDefinition, ToolInfo
 if TYPE_CHECKING:
     from ..audit import AuditLog
 
-__all__ = ["ExtensionAPI", "ToolRegistrationError"]
+__all__ = ["ExtensionAPI", "ToolRegistrationError", "check_tool_definition"]
 
 
 class ToolRegistrationError(ValueError):
     """A tool definition that cannot be registered (C6)."""
+
+
+def check_tool_definition(definition: ToolDefinition[Any], owner: str) -> None:
+    """Raise ``ToolRegistrationError`` naming ``owner`` and the tool unless the definition
+    has a name, a callable ``execute`` and a pydantic model whose JSON Schema is an object.
+
+    The schema is derived here, once, so a model that cannot produce one fails at
+    registration instead of breaking every later model request of the session.
+    """
+    name = getattr(definition, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ToolRegistrationError(f"{owner}: a tool needs a non-empty name")
+    parameters = getattr(definition, "parameters", None)
+    if not (isinstance(parameters, type) and issubclass(parameters, BaseModel)):
+        raise ToolRegistrationError(
+            f'{owner}: tool "{name}" has parameters of type {type(parameters).__name__}; '
+            "it needs a pydantic model class (an object schema)"
+        )
+    try:
+        schema = parameters.model_json_schema()
+    except Exception as exc:
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise ToolRegistrationError(
+            f'{owner}: tool "{name}": no JSON Schema can be derived from {parameters.__name__} ({reason})'
+        ) from exc
+    if schema.get("type") != "object":
+        raise ToolRegistrationError(
+            f'{owner}: tool "{name}" has parameters {parameters.__name__} whose JSON Schema is not '
+            f"an object (type {schema.get('type')!r}); use a pydantic model with fields"
+        )
+    if not callable(getattr(definition, "execute", None)):
+        raise ToolRegistrationError(f'{owner}: tool "{name}" has no callable execute')
 
 
 class ExtensionAPI:
@@ -53,20 +85,8 @@ class ExtensionAPI:
     def register_tool(self, definition: ToolDefinition[Any]) -> None:
         """Register (by reference) under ``definition.name``; a second registration of the
         same name in this extension replaces the first (C2)."""
-        name = getattr(definition, "name", None)
-        if not isinstance(name, str) or not name:
-            raise ToolRegistrationError(f"Extension {self.extension_path}: a tool needs a non-empty name")
-        parameters = getattr(definition, "parameters", None)
-        if not (isinstance(parameters, type) and issubclass(parameters, BaseModel)):
-            raise ToolRegistrationError(
-                f'Extension {self.extension_path}: tool "{name}" has parameters of type '
-                f"{type(parameters).__name__}; it needs a pydantic model class (an object schema)"
-            )
-        if not callable(getattr(definition, "execute", None)):
-            raise ToolRegistrationError(
-                f'Extension {self.extension_path}: tool "{name}" has no callable execute'
-            )
-        self._extension.tools[name] = RegisteredTool(
+        check_tool_definition(definition, f"Extension {self.extension_path}")
+        self._extension.tools[definition.name] = RegisteredTool(
             definition=definition, source_info=self._extension.source_info
         )
         self._runner.tool_registered()

@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import inspect
 import os
+import sys
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
@@ -60,7 +61,14 @@ def _load_file(path: Path) -> Factory:
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    # Registered before it runs, as importlib's own recipe does: dataclasses and pydantic
+    # look a class's module up in sys.modules to resolve string annotations.
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(spec.name, None)
+        raise
     return _register_of(module, str(path))
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agent.loop import maybe_await
+from ..ai.messages import to_text_parts
 from .context import ExtensionContext, SessionHost
 from .events import (
     ExtensionErrorEvent,
@@ -162,7 +163,9 @@ class ExtensionRunner:
                     continue
                 patched = True
                 if patch.content is not None:
-                    event.content = list(patch.content)
+                    # Later handlers see TextContent parts, whether a patch gave a string,
+                    # plain dicts or objects.
+                    event.content = to_text_parts(patch.content)
                 if patch.details is not None:
                     event.details = patch.details
                 if patch.is_error is not None:

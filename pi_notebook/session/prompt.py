@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from ..extensions.types import ToolDefinition
 
@@ -19,7 +20,7 @@ def _one_line(text: str | None) -> str:
     return re.sub(r"\s+", " ", text or "").strip()
 
 
-def build_system_prompt(active: Sequence[ToolDefinition[object]], *, base: str = BASE_PROMPT) -> str:
+def build_system_prompt(active: Sequence[ToolDefinition[Any]], *, base: str = BASE_PROMPT) -> str:
     """Only active tools contribute; a blank snippet counts as none; guidelines are
     trimmed, blanks dropped and duplicates (also across tools) shown once."""
     lines = [base]

@@ -28,7 +28,7 @@ from ..agent.types import (
 from ..ai.abort import AbortSignal
 from ..ai.messages import Message, to_text_parts
 from ..ai.model import Model
-from ..extensions.api import ExtensionAPI
+from ..extensions.api import ExtensionAPI, check_tool_definition
 from ..extensions.events import (
     SessionShutdownEvent,
     SessionStartEvent,
@@ -93,6 +93,9 @@ class AgentSession:
             RegisteredTool(definition=d, source_info=SourceInfo(kind="builtin", path=f"<builtin:{d.name}>"))
             for d in builtin_tools
         ]
+        custom_tools = list(custom_tools)
+        for definition in custom_tools:
+            check_tool_definition(definition, "SDK custom_tools")
         self._custom = [
             RegisteredTool(definition=d, source_info=SourceInfo(kind="sdk", path=f"<sdk:{d.name}>"))
             for d in custom_tools
@@ -127,6 +130,10 @@ class AgentSession:
                 first.source_info = SourceInfo(kind="extension", path="<audit>")
         if not self._pending:
             self._bind()
+        else:
+            # Async factories finish in start(); until then the tools already known (built-in,
+            # SDK, sync extensions) are usable, and an active set chosen now is kept (C7).
+            self.refresh_tools()
 
     # -- wiring ---------------------------------------------------------------
     def _make_api(self, extension: Extension) -> ExtensionAPI:
@@ -331,15 +338,20 @@ class AgentSession:
             return
         self.abort("session closed")
         self._closed = True
+        if self._pending:
+            # Closed before it ever started: async factories never ran, so drop them, and
+            # bind so the loaded extensions' handlers get a ctx for session_shutdown.
+            for extension, coroutine in self._pending:
+                coroutine.close()
+                self.runner.extensions.remove(extension)
+            self._pending = []
+            self._bind()
         await self.runner.emit(SessionShutdownEvent())
         if self._audit is not None:
             if self._owns_audit:
                 self._audit.close()
             else:
                 self._audit.flush()
-        for _, coroutine in self._pending:
-            coroutine.close()
-        self._pending = []
 
     # For tests and tools that replay events.
     def extension_errors(self) -> list[Mapping[str, str]]:

@@ -13,7 +13,7 @@ class SqlParams(BaseModel):
 
 
 def fake_database(seen: list[str]):
-    async def execute(tool_call_id, params: SqlParams, signal, on_update, ctx) -> ToolResult:  # noqa: ANN001
+    async def execute(tool_call_id, params: SqlParams, signal, on_update, ctx) -> ToolResult:
         seen.append(params.sql)
         return ToolResult(content=[TextContent(text="3 rows: a, b, c")], details={"rows": 3})
 
