@@ -182,14 +182,22 @@ async def _stream_assistant(
         await emit(MessageStartEvent(message=message))
         await emit(MessageEndEvent(message=message))
         return message
-    request = Context(
-        system_prompt=context.system_prompt,
-        messages=context.messages,
-        tools=[
+    try:
+        schemas = [
             ToolSchema(name=t.name, description=t.description, parameters=t.json_schema())
             for t in context.tools
-        ],
-    )
+        ]
+    except Exception as exc:  # a tool whose schema cannot be built must not crash the run
+        message = AssistantMessage(
+            stop_reason="error",
+            model=model.id,
+            provider=model.provider,
+            error_message=f"Could not build the tool schemas: {_exception_text(exc)}",
+        )
+        await emit(MessageStartEvent(message=message))
+        await emit(MessageEndEvent(message=message))
+        return message
+    request = Context(system_prompt=context.system_prompt, messages=context.messages, tools=schemas)
     started = False
     final: AssistantMessage | None = None
     stream = model.stream(request, signal=signal)

@@ -68,19 +68,29 @@ class SessionReadView:
 
 class ExtensionContext:
     """Per-call context: ``has_ui``, ``ui``, ``cwd``, ``model``, ``signal``, ``audit``,
-    ``session`` (read view), ``abort()``, ``is_idle()``, ``get_system_prompt()``."""
+    ``session`` (read view), ``abort()``, ``is_idle()``, ``get_system_prompt()``.
+
+    Values are taken when the context is created, so a handler sees the signal of the
+    run it was called in even if it keeps ``ctx`` around.
+    """
+
+    __slots__ = ("_host", "audit", "cwd", "extension_path", "has_ui", "model", "signal", "ui")
 
     def __init__(self, host: SessionHost, *, extension_path: str | None = None) -> None:
         self._host = host
         self.extension_path = extension_path
         ui = host.ui
         self.has_ui: bool = ui is not None
-        self.ui: Any = ui if ui is not None else NoUI()
+        self.ui: Any = ui if ui is not None else _NO_UI
         self.cwd: str = host.cwd
         self.model: Model = host.model
         self.signal: AbortSignal | None = host.signal
         self.audit: AuditLog | None = host.audit
-        self.session = SessionReadView(host)
+
+    @property
+    def session(self) -> SessionReadView:
+        """Read-only view of the session: history, active tools, system prompt."""
+        return SessionReadView(self._host)
 
     def abort(self, reason: str | None = None) -> None:
         """Abort the current run (the call in progress ends with "Operation aborted")."""
@@ -94,3 +104,5 @@ class ExtensionContext:
 
 
 ContextFactory = Callable[[], ExtensionContext]
+
+_NO_UI = NoUI()  # stateless: one instance serves every context

@@ -132,9 +132,13 @@ class ExtensionRunner:
         """Dispatch an ordinary event; raising handlers are reported, not propagated."""
         event_type: str = event.type
         for extension in self.extensions:
-            for handler in extension.handlers.get(event_type, ()):
+            handlers = extension.handlers.get(event_type)
+            if not handlers:
+                continue
+            ctx = self.create_context(extension.path)  # one per extension and event
+            for handler in handlers:
                 try:
-                    await maybe_await(handler(event, self.create_context(extension.path)))
+                    await maybe_await(handler(event, ctx))
                 except Exception as exc:
                     await self.report(extension.path, event_type, exc)
 
