@@ -11,7 +11,7 @@ from .events import (
     ToolResultEvent,
     ToolResultEventResult,
 )
-from .loader import ENTRY_POINT_GROUP, Diagnostic, entry_point_extensions
+from .loader import ENTRY_POINT_GROUP, Diagnostic, entry_point_extensions, labelled_extension
 from .runner import ExtensionRunner, RuntimeNotInitializedError
 from .types import RegisteredTool, SourceInfo, ToolDefinition, ToolInfo, define_tool
 from .ui import NoUI, UIContext
@@ -40,6 +40,7 @@ __all__ = [
     "UIContext",
     "define_tool",
     "entry_point_extensions",
+    "labelled_extension",
     "wrap_registered_tool",
     "wrap_tool_definition",
 ]

@@ -30,6 +30,7 @@ __all__ = [
     "Diagnostic",
     "ExtensionSource",
     "entry_point_extensions",
+    "labelled_extension",
     "load_extensions",
 ]
 
@@ -48,6 +49,21 @@ class Diagnostic:
 
     def __str__(self) -> str:
         return f"{self.extension_path}: {self.message}"
+
+
+class labelled_extension:
+    """A factory with the source path it should be listed under (C5).
+
+    A factory object may also carry an ``extension_path`` attribute itself, as the
+    database extension does; this wrapper gives one to any callable.
+    """
+
+    def __init__(self, factory: Factory, extension_path: str) -> None:
+        self.factory = factory
+        self.extension_path = extension_path
+
+    def __call__(self, pi: ExtensionAPI) -> Any:
+        return self.factory(pi)
 
 
 def entry_point_extensions() -> list[EntryPoint]:
@@ -93,7 +109,9 @@ def _resolve(source: ExtensionSource, inline_index: int) -> tuple[SourceInfo, Fa
             return info, _load_file(resolved)
         return SourceInfo(kind="extension", path=text), _register_of(importlib.import_module(text), text)
     if callable(source):
-        return SourceInfo(kind="extension", path=f"<inline:{inline_index}>"), source
+        label = getattr(source, "extension_path", None)
+        path = label if isinstance(label, str) and label else f"<inline:{inline_index}>"
+        return SourceInfo(kind="extension", path=path), source
     raise TypeError(f"cannot load an extension from {type(source).__name__}")
 
 
@@ -116,7 +134,7 @@ def load_extensions(
     pending: list[tuple[Extension, Coroutine[Any, Any, Any]]] = []
     inline = 0
     for source in sources:
-        if callable(source) and not isinstance(source, EntryPoint):
+        if callable(source) and not isinstance(source, EntryPoint) and not getattr(source, "extension_path", None):
             inline += 1
         try:
             info, factory = _resolve(source, inline)

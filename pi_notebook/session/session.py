@@ -40,6 +40,7 @@ from ..extensions.loader import (
     ExtensionSource,
     clash_diagnostics,
     finish_async_loads,
+    labelled_extension,
     load_extensions,
 )
 from ..extensions.runner import Extension, ExtensionRunner
@@ -119,15 +120,10 @@ class AgentSession:
         if audit is not None:
             from ..audit import audit_extension
 
-            sources.append(audit_extension(audit))
+            sources.append(labelled_extension(audit_extension(audit), "<audit>"))
         sources.extend(extensions)
         self.diagnostics: list[Diagnostic]
         self.diagnostics, self._pending = load_extensions(sources, self.runner, self._make_api)
-        if audit is not None and self.runner.extensions:
-            # The audit recorder is the host's, not an inline user extension.
-            first = self.runner.extensions[0]
-            if first.path == "<inline:1>":
-                first.source_info = SourceInfo(kind="extension", path="<audit>")
         if not self._pending:
             self._bind()
         else:

@@ -1,0 +1,101 @@
+"""The IPython extension (layer 6): ``%load_ext pi_notebook``, magics, the event store,
+the widgets that render it, and the notebook's ``UIContext``.
+
+Flow: a ``%%pi`` cell schedules the run as an asyncio task on the kernel's loop and returns
+at once, so widget clicks (Approve / Reject, Stop) can reach the kernel; session events go
+through the pure reducer in :mod:`.store`; the run view re-renders, throttled.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .config import PiNotebook
+from .paths import database_extension_path
+from .prompts import ApprovalPrompt, ChoicePrompt, Prompt, TextPrompt
+from .run import AwaitNotSupportedError, Run, kernel_handles_comms_while_awaiting
+from .state import NotebookState
+from .store import CardState, RunState, reduce
+from .ui import NotebookUI
+from .view import RunView
+
+__all__ = [
+    "ApprovalPrompt",
+    "AwaitNotSupportedError",
+    "CardState",
+    "ChoicePrompt",
+    "NotebookState",
+    "NotebookUI",
+    "PiNotebook",
+    "Prompt",
+    "Run",
+    "RunState",
+    "RunView",
+    "TextPrompt",
+    "current",
+    "database_extension_path",
+    "kernel_handles_comms_while_awaiting",
+    "load_ipython_extension",
+    "reduce",
+    "unload_ipython_extension",
+]
+
+_STATE: NotebookState | None = None
+_MAGIC_NAMES = {
+    "line": ("pi_tools", "pi_audit", "pi_approvals", "pi_abort", "pi_model", "pi_connect",
+             "pi_extension", "pi_result"),
+    "cell": ("pi",),
+}  # fmt: skip
+
+
+def current() -> NotebookState:
+    """The notebook state of this kernel: ``.session``, ``.last_run``, ``.runs``, ``.audit``.
+
+    Raises:
+        RuntimeError: the extension is not loaded.
+    """
+    if _STATE is None:
+        raise RuntimeError("pi_notebook is not loaded: run %load_ext pi_notebook first.")
+    return _STATE
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext pi_notebook``: build the session and register the magics.
+
+    With no configuration: the offline model and the database extension on the bundled
+    sample database; one status line says so.
+    """
+    from .magics import PiMagics
+
+    global _STATE
+    if _STATE is not None:
+        unload_ipython_extension(ipython)
+    from IPython.core.error import UsageError
+
+    from ..ai.resolve import ModelSpecError
+
+    config = PiNotebook(parent=ipython)
+    state = NotebookState(config, namespace=ipython.user_ns)
+    try:
+        state.build()
+    except ModelSpecError as exc:
+        raise UsageError(f"{exc} Fix it with %config PiNotebook.model = 'offline'.") from None
+    ipython.configurables.append(config)
+    ipython.register_magics(PiMagics(ipython, state))
+    _STATE = state
+    print(state.status_line())
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext pi_notebook``: stop any run, close the session, remove the magics."""
+    global _STATE
+    state, _STATE = _STATE, None
+    if state is None:
+        return
+    state.close()
+    if state.config in ipython.configurables:
+        ipython.configurables.remove(state.config)
+    manager = ipython.magics_manager
+    for kind, names in _MAGIC_NAMES.items():
+        for name in names:
+            manager.magics[kind].pop(name, None)

@@ -1,0 +1,39 @@
+"""``PiNotebook``: the notebook's settings, as a traitlets ``Configurable``.
+
+Set them with ``%config PiNotebook.model = "openai:gpt-4o-mini"`` (or in an IPython profile);
+a change applies from the next ``%%pi`` cell. Secrets stay in environment variables.
+"""
+
+from __future__ import annotations
+
+from traitlets import Float, List, Unicode
+from traitlets.config import Configurable
+
+__all__ = ["PiNotebook"]
+
+
+class PiNotebook(Configurable):
+    """Settings of the pi_notebook IPython extension."""
+
+    model = Unicode(
+        "offline", help="Model: 'offline', 'openai:<model-id>' or 'anthropic:<model-id>'."
+    ).tag(config=True)
+    database_url = Unicode(
+        "", help="SQLAlchemy URL of the database; empty means PI_NOTEBOOK_DATABASE_URL or the sample."
+    ).tag(config=True)
+    audit_url = Unicode(
+        "", help="SQLAlchemy URL of the audit log; empty means the default file."
+    ).tag(config=True)
+    approval_timeout = Float(
+        30.0, help="Seconds an approval prompt waits for a decision before it expires."
+    ).tag(config=True)
+    extensions = List(
+        Unicode(), help="More extensions: .py paths or module names."
+    ).tag(config=True)
+    allowed_tools = List(
+        Unicode(), default_value=None, allow_none=True,
+        help="When set, only these tool names reach the registry.",
+    ).tag(config=True)
+    excluded_tools = List(
+        Unicode(), help="Tool names kept out of the registry (wins over allowed_tools)."
+    ).tag(config=True)

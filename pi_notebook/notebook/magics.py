@@ -1,0 +1,246 @@
+"""The magics: thin parsers over :class:`~.state.NotebookState`.
+
+Every mistake is a ``UsageError`` (IPython shows it as one line, no traceback) that says what
+to do; the kernel and the session are left as they were.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+from typing import Any, NoReturn
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.display import display
+
+from .prompts import ApprovalPrompt
+from .state import NotebookState, check_database_url
+
+__all__ = ["PiMagics"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, usage: str) -> None:
+        super().__init__(prog=usage.split()[0], usage=usage, add_help=False, allow_abbrev=False)
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message}. Usage: {self.usage}")
+
+
+def _parse(parser: _Parser, line: str) -> argparse.Namespace:
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"{exc}. Usage: {parser.usage}") from None
+    return parser.parse_args(words)
+
+
+@magics_class
+class PiMagics(Magics):
+    """``%%pi``, ``%pi_tools``, ``%pi_audit``, ``%pi_approvals``, ``%pi_abort``, ``%pi_model``,
+    ``%pi_connect``, ``%pi_extension`` and ``%pi_result``."""
+
+    def __init__(self, shell: Any, state: NotebookState) -> None:
+        super().__init__(shell)
+        self.state = state
+
+    def _idle(self, what: str) -> None:
+        if self.state.active_run is not None:
+            raise UsageError(f"A %%pi run is still going: wait for it, press Stop or run %pi_abort, then {what}.")
+
+    def _rebuild(self) -> None:
+        from ..ai.resolve import ModelSpecError
+
+        try:
+            self.state.build()
+        except ModelSpecError as exc:
+            raise UsageError(f"{exc} Set it with %pi_model offline (or openai:<id>, anthropic:<id>).") from None
+
+    # -- prompt -------------------------------------------------------------------
+    @cell_magic
+    def pi(self, line: str, cell: str) -> None:
+        """Send the cell to the agent; the run view renders below and the cell returns at once."""
+        if line.strip():
+            raise UsageError("%%pi takes no options: write the question in the cell body.")
+        if not cell.strip():
+            raise UsageError("The %%pi cell is empty: write a question below %%pi.")
+        self._idle("run the cell again")
+        import asyncio
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            raise UsageError("%%pi needs a running asyncio loop: run it in a Jupyter kernel.") from None
+        if self.state.stale:
+            self._rebuild()
+        run = self.state.start_run(cell.strip())
+        display(run.view)
+
+    @line_magic
+    def pi_abort(self, line: str) -> None:
+        """Stop the run that is going (the Stop button does the same)."""
+        _parse(_Parser("%pi_abort"), line)
+        run = self.state.active_run
+        if run is None:
+            print("No run is going.")
+            return
+        run.abort()
+        print("Stopping the run.")
+
+    # -- registry -------------------------------------------------------------------
+    @line_magic
+    def pi_tools(self, line: str) -> Any:
+        """The tool registry and active set as a DataFrame; ``--activate/--deactivate NAME``."""
+        import pandas as pd
+
+        parser = _Parser("%pi_tools [--activate NAME] [--deactivate NAME]")
+        parser.add_argument("--activate", action="append", default=[], metavar="NAME")
+        parser.add_argument("--deactivate", action="append", default=[], metavar="NAME")
+        args = _parse(parser, line)
+        if self.state.stale:
+            self._rebuild()
+        session = self.state.current_session()
+        registry = session.tool_registry
+        for name in [*args.activate, *args.deactivate]:
+            if name not in registry:
+                raise UsageError(f"No tool named {name!r}: pick one of {', '.join(registry)} (see %pi_tools).")
+        if args.activate or args.deactivate:
+            active = [n for n in session.active_tool_names if n not in args.deactivate]
+            active += [n for n in args.activate if n not in active]
+            session.set_active_tools_by_name(active)
+        active_set = set(session.active_tool_names)
+        rows = [{
+            "name": name, "label": tool.definition.label, "source": tool.source_info.path,
+            "kind": tool.source_info.kind, "active": name in active_set,
+            "description": tool.definition.description,
+        } for name, tool in registry.items()]  # fmt: skip
+        return pd.DataFrame(rows, columns=["name", "label", "source", "kind", "active", "description"])
+
+    # -- records -------------------------------------------------------------------
+    @line_magic
+    def pi_audit(self, line: str) -> Any:
+        """Audit records as a DataFrame (this notebook's session unless ``--all``)."""
+        parser = _Parser("%pi_audit [--tool NAME] [--call ID] [--kind KIND] [--since TIME] [--all] [--calls]")
+        for option in ("--tool", "--call", "--kind", "--since"):
+            parser.add_argument(option)
+        parser.add_argument("--all", action="store_true")
+        parser.add_argument("--calls", action="store_true", help="one row per call")
+        args = _parse(parser, line)
+        audit = self.state.audit
+        if audit is None:
+            raise UsageError("No audit log: run %load_ext pi_notebook first.")
+        session = None if args.all else audit.session_id
+        if args.calls:
+            return audit.calls_dataframe(session=session)
+        try:
+            return audit.to_dataframe(session=session, tool=args.tool, tool_call_id=args.call,
+                                      since=args.since, kind=args.kind)  # fmt: skip
+        except ValueError as exc:
+            raise UsageError(f"{exc}; give --since as an ISO time such as 2024-05-01T12:00") from None
+
+    @line_magic
+    def pi_approvals(self, line: str) -> Any:
+        """Approval decisions (durable records plus prompts still open) as a DataFrame."""
+        import pandas as pd
+
+        parser = _Parser("%pi_approvals [--all]")
+        parser.add_argument("--all", action="store_true")
+        args = _parse(parser, line)
+        frame = self.state.database.approvals.to_dataframe() if self.state.database else pd.DataFrame()
+        if not args.all and self.state.audit is not None and "session_id" in frame:
+            frame = frame[frame["session_id"] == self.state.audit.session_id]
+        pending = [{"tool_call_id": p.tool_call_id, "decision": "pending", "sql": p.sql,
+                    "timestamp": pd.Timestamp(p.requested_at, unit="s", tz="UTC")}
+                   for p in self.state.ui.prompts if isinstance(p, ApprovalPrompt) and not p.decided]  # fmt: skip
+        if pending:
+            frame = pd.concat([frame, pd.DataFrame(pending)], ignore_index=True)
+        return frame.reset_index(drop=True)
+
+    @line_magic
+    def pi_result(self, line: str) -> Any:
+        """A call's result DataFrame (default: the latest); ``-o VAR`` also stores it."""
+        parser = _Parser("%pi_result [CALL_ID] [-o VAR]")
+        parser.add_argument("call_id", nargs="?")
+        parser.add_argument("-o", "--out", metavar="VAR")
+        args = _parse(parser, line)
+        if args.out is not None and not args.out.isidentifier():
+            raise UsageError(f"{args.out!r} is not a variable name: use e.g. -o df.")
+        found: Any = None
+        for run in reversed(self.state.runs):
+            results = run.results()
+            if args.call_id is None:
+                # By default the latest frame with columns: a write's empty result is not one.
+                results = {k: v for k, v in results.items() if len(v.columns)}
+            if args.call_id is None and results:
+                found = list(results.values())[-1]
+                break
+            if args.call_id in results:
+                found = results[args.call_id]
+                break
+        if found is None:
+            what = f"call {args.call_id!r}" if args.call_id else "any call"
+            raise UsageError(f"No result DataFrame for {what}: run a query first (see %pi_audit for call ids).")
+        if args.out is not None and self.shell is not None:
+            self.shell.user_ns[args.out] = found
+        return found
+
+    # -- configuration -------------------------------------------------------------
+    @line_magic
+    def pi_model(self, line: str) -> None:
+        """Show the model, or switch to ``offline`` / ``openai:<id>`` / ``anthropic:<id>``."""
+        from ..ai.resolve import ModelSpecError, resolve_model
+
+        parser = _Parser("%pi_model [offline | openai:<id> | anthropic:<id>]")
+        parser.add_argument("spec", nargs="?")
+        args = _parse(parser, line)
+        if args.spec is None:
+            print(f"model: {self.state.current_session().model_name}")
+            return
+        self._idle("switch the model")
+        try:
+            resolve_model(args.spec)
+        except ModelSpecError as exc:
+            raise UsageError(f"{exc} Try %pi_model offline.") from None
+        self.state.config.model = args.spec
+        self._rebuild()
+        print(self.state.status_line())
+
+    @line_magic
+    def pi_connect(self, line: str) -> None:
+        """Point the database extension at a SQLAlchemy URL."""
+        parser = _Parser("%pi_connect URL")
+        parser.add_argument("url")
+        args = _parse(parser, line)
+        self._idle("connect")
+        try:
+            url = check_database_url(args.url)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        self.state.config.database_url = url
+        self._rebuild()
+        print(self.state.status_line())
+
+    @line_magic
+    def pi_extension(self, line: str) -> None:
+        """Load another extension file (``.py`` with a module-level ``register(pi)``)."""
+        parser = _Parser("%pi_extension PATH")
+        parser.add_argument("path")
+        args = _parse(parser, line)
+        self._idle("load the extension")
+        path = Path(args.path).expanduser().resolve()
+        if not path.is_file():
+            raise UsageError(f"No file at {path}: give the path of a .py file that defines register(pi).")
+        config = self.state.config
+        before = list(config.extensions)
+        config.extensions = [*before, str(path)]
+        self._rebuild()
+        session = self.state.current_session()
+        problems = [d for d in session.diagnostics if d.extension_path == str(path) and d.level == "error"]
+        if problems:
+            config.extensions = before
+            self._rebuild()
+            raise UsageError(f"{problems[0].message}; fix {path.name} and run %pi_extension again.")
+        tools = [n for n, t in session.tool_registry.items() if t.source_info.path == str(path)]
+        print(f"Loaded {path.name}: tools {', '.join(tools) or '(none)'}.")
