@@ -20,7 +20,7 @@ import re
 from functools import lru_cache
 
 from sqlglot import exp
-from sqlglot.tokenizer_core import Token
+from sqlglot.tokenizer_core import Token, TokenType
 
 from pi_notebook.sql import lexical
 from pi_notebook.sql.commands import COMMAND_WORDS, Assessment, command_assessment
@@ -133,6 +133,12 @@ def assess(sql: str, dialect: str, depth: int) -> Assessment:
     if first in COMMAND_WORDS:
         inner = command_assessment(body, sql, dialect, depth, assess)
         return Assessment((*early, *inner.findings), inner.plannable, inner.read_reason)
+    if dialect == "mysql" and first == "VALUES" and depth == 0 and _balanced(body):
+        # sqlglot's MySQL parser lacks a bare VALUES statement: judge the same rows
+        # as a derived table, which it parses.
+        body_sql = sql[body[0].start : body[-1].end + 1]
+        inner = assess(f"SELECT * FROM ({body_sql}) AS v", dialect, depth + 1)
+        return Assessment((*early, *inner.findings), inner.plannable, inner.read_reason)
     if body[0].token_type in lexical.dialect_of(dialect).tokenizer_class.COMMANDS:
         # sqlglot does not parse these (VACUUM, CALL, PREPARE...); none is a read.
         return Assessment((*early, writes(f"{body[0].text.upper()} is not a known read statement")))
@@ -145,6 +151,15 @@ def assess(sql: str, dialect: str, depth: int) -> Assessment:
             )
         return Assessment((*early, parsed))
     return _root_assessment(parsed, dialect, early)
+
+
+def _balanced(tokens: list[Token]) -> bool:
+    depth = 0
+    for token in tokens:
+        depth += (token.token_type == TokenType.L_PAREN) - (token.token_type == TokenType.R_PAREN)
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 def _parse(tokens: list[Token], sql: str, dialect: str) -> exp.Expr | Finding:

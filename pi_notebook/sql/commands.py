@@ -79,6 +79,8 @@ _EXPLAIN_FLAGS = frozenset(
         "MEMORY",
     }
 )
+_DUCKDB_SHOW_LISTS = frozenset({"TABLES", "ALL", "DATABASES", "SCHEMAS", "FUNCTIONS"})
+"""DuckDB ``SHOW`` forms that list catalog entries; any other ``SHOW x`` describes ``x``."""
 _NAME_TYPES = frozenset(
     {
         TokenType.IDENTIFIER,
@@ -183,6 +185,10 @@ def _show(
         return _describe_query(tokens, sql, dialect, depth, assess, start=1)
     if dialect == "duckdb" and any(t.token_type == TokenType.STRING for t in rest):
         return Assessment((writes("SHOW of a file reads a host file"),))
+    if dialect == "duckdb" and rest and word(rest[0]) not in _DUCKDB_SHOW_LISTS:
+        # SHOW <name> is DESCRIBE <name>: the name may be a file (SHOW x.csv reads it).
+        inner = assess(f"SELECT * FROM {_rest(tokens, sql, 1)}", dialect, depth + 1)
+        return Assessment(inner.findings, read_reason="SHOW of a table reads metadata")
     if _is_plain_name_list(rest):
         return Assessment((), read_reason="SHOW reads settings or metadata")
     return Assessment((writes("SHOW with an expression that may call functions"),))

@@ -153,6 +153,11 @@ _POSTGRES = """
     abbrev broadcast family host hostmask inet_merge inet_same_family masklen netmask network
     set_masklen text
     lower_inf upper_inf lower_inc upper_inc isempty range_merge multirange
+    int4range int8range numrange tsrange tstzrange daterange int4multirange
+    int8multirange nummultirange tsmultirange tstzmultirange datemultirange
+    point box circle lseg line path polygon area center diameter height width radius
+    npoints isclosed isopen bound_box pclose popen slope
+    row xmlattributes xmlpi xmltext xmlexists txid_current_if_assigned
     to_tsvector to_tsquery plainto_tsquery phraseto_tsquery websearch_to_tsquery ts_rank
     ts_rank_cd ts_headline setweight strip numnode querytree tsvector_to_array
     array_to_tsvector ts_lexize get_current_ts_config
@@ -211,7 +216,7 @@ _MYSQL = """
     bin_to_uuid version week weekday weekofyear year yearweek json_arrayagg
     median percentile_cont percentile_disc nvl nvl2 natural_sort_key sys_guid decode_oracle
     ln log rand random_bytes sformat statement_digest_text weight_string
-    is_free_lock is_used_lock icu_version
+    is_free_lock is_used_lock icu_version row
 """
 
 _SQLITE = """
@@ -263,7 +268,7 @@ _DUCKDB = """
     prefix printf regexp_escape regexp_extract regexp_extract_all regexp_full_match
     regexp_matches regexp_replace regexp_split_to_array regexp_split_to_table repeat reverse
     right rpad sha1 sha256 split split_part starts_with str_split str_split_regex strip_accents
-    string_split string_split_regex string_to_array strlen strpos strip suffix to_base64
+    string_split string_split_regex string_to_array strlen strpos suffix to_base64
     to_binary to_hex translate ucase unbin unhex unicode url_decode url_encode
     century current_date current_localtime current_localtimestamp current_time
     current_timestamp date_add date_diff date_part date_sub date_trunc datediff datepart
@@ -288,18 +293,44 @@ _DUCKDB = """
     quantile_disc regr_avgx regr_avgy regr_count regr_intercept regr_r2 regr_slope regr_sxx
     regr_sxy regr_syy reservoir_quantile sem skewness string_agg sumkahan weighted_avg
     cbrt even factorial fdiv fmod gamma gcd greatest_common_divisor isfinite isinf isnan
-    lcm least_common_multiple lgamma log2 nextafter random round_even roundbankers setbit
+    lcm least_common_multiple lgamma log2 nextafter random round_even roundbankers
     signbit trunc xor acosh asinh atanh cosh sinh tanh
     current_database current_catalog current_query current_schema current_schemas
     current_setting current_user user session_user version typeof uuid gen_random_uuid
     uuidv4 uuidv7 uuid_extract_timestamp uuid_extract_version alias constant_or_null
-    error ifnull nullif if iff coalesce to_json vector_type stats
+    error ifnull nullif if coalesce to_json vector_type stats
     duckdb_columns duckdb_constraints duckdb_databases duckdb_dependencies
     duckdb_extensions duckdb_functions duckdb_indexes duckdb_keywords duckdb_schemas
     duckdb_sequences duckdb_settings duckdb_tables duckdb_types duckdb_views
     duckdb_memory duckdb_approx_database_count
     pragma_table_info pragma_storage_info pragma_show pragma_version pragma_database_size
     pragma_collations pragma_platform pragma_metadata_info test_all_types
+    array_cosine_distance array_cross_product array_grade_up array_negative_dot_product
+    array_negative_inner_product array_to_json base64 bitstring col_description
+    current_connection_id current_query_id current_transaction_id currval days_in_month
+    enum_code enum_first enum_last enum_range enum_range_boundary equi_width_bins
+    format_pg_type format_type generate_subscripts get_type grade_up in_search_path
+    has_any_column_privilege has_column_privilege has_database_privilege
+    has_function_privilege has_schema_privilege has_sequence_privilege has_table_privilege
+    inet_client_addr inet_client_port inet_server_addr inet_server_port json_each json_tree
+    json_deep_merge json_insert json_merge_patch_diff json_normalize json_replace
+    json_deserialize_sql left_grapheme length_grapheme right_grapheme substring_grapheme
+    list_approx_count_distinct list_bit_and list_bit_or list_bit_xor list_entropy
+    list_histogram list_intersect list_kurtosis list_kurtosis_pop list_mad
+    list_negative_dot_product list_negative_inner_product list_sem list_skewness
+    list_stddev_pop list_stddev_samp list_var_pop list_var_samp make_timestamp_ms
+    make_timestamp_ns map_contains_entry map_contains_value map_extract_value
+    md5_number_lower md5_number_upper normalized_interval obj_description shobj_description
+    octet_length parse_formatted_bytes path_join pg_typeof pg_size_pretty
+    pg_get_constraintdef pg_get_expr pg_get_viewdef pg_has_role pg_my_temp_schema
+    pg_is_other_temp_schema pg_postmaster_start_time pg_conf_load_time pg_table_is_visible
+    pg_type_is_visible pg_function_is_visible pg_timezone_names row_to_json struct_concat
+    struct_contains struct_extract_at struct_has struct_indexof struct_keys
+    struct_position struct_update struct_values to_base wavg arg_max_nulls_last
+    arg_min_nulls_last histogram_exact histogram_values lttb ago repeat_row
+    variant_extract variant_extract_string variant_keys variant_type variant_typeof
+    duckdb_available_metrics duckdb_connection_count duckdb_optimizers duckdb_triggers
+    duckdb_prepared_statements duckdb_temporary_files duckdb_variables duckdb_secret_types
 """
 
 PURE_FUNCTIONS: dict[str, frozenset[str]] = {
@@ -347,3 +378,56 @@ HOST_ACCESS_FUNCTIONS: frozenset[str] = _names(
 )
 """Functions that read host files, the network or run SQL hidden in a string; they get
 a sharper reason. They are ``write`` (D1: not reads of the database)."""
+
+PURE_ONLY_WITHOUT_ARGUMENTS: dict[str, frozenset[str]] = {
+    "postgres": frozenset(),
+    "mysql": _names("last_insert_id"),
+    "sqlite": frozenset(),
+    "duckdb": frozenset(),
+}
+"""Functions that only report when called bare: MySQL ``LAST_INSERT_ID(expr)`` sets the
+value the session's next ``LAST_INSERT_ID()`` returns."""
+
+SIZE_BOUNDED_FUNCTIONS: dict[str, frozenset[str]] = {
+    "postgres": frozenset(),
+    "mysql": frozenset(),
+    "sqlite": _names("randomblob zeroblob"),
+    "duckdb": frozenset(),
+}
+"""Functions whose argument is the size of the value they build, in bytes. SQLite runs
+in the notebook's own process, and one call allocates at once (no interrupt point):
+only a small literal size is a read, see :data:`MAX_BUILT_BYTES`."""
+
+MAX_BUILT_BYTES = 1 << 20
+"""Largest literal size a :data:`SIZE_BOUNDED_FUNCTIONS` call may ask for."""
+
+HOST_FILE_TABLES: dict[str, frozenset[str]] = {
+    "postgres": _names("pg_file_settings pg_hba_file_rules pg_ident_file_mappings"),
+    "mysql": frozenset(),
+    "sqlite": frozenset(),
+    "duckdb": frozenset(),
+}
+"""Catalog views that read configuration files on the server host when queried."""
+
+SQLITE_PRAGMA_TABLES: frozenset[str] = _names(
+    """
+    table_info table_xinfo table_list index_list index_info index_xinfo foreign_key_list
+    database_list function_list module_list pragma_list collation_list compile_options
+    foreign_key_check integrity_check quick_check application_id user_version
+    schema_version data_version encoding freelist_count page_count page_size
+    max_page_count
+    """
+)
+"""SQLite pragmas whose eponymous table ``pragma_<name>`` only reports. Others exist as
+tables too and have effects (``pragma_optimize`` may run ``ANALYZE``)."""
+
+DUCKDB_FILE_SUFFIXES: frozenset[str] = _names(
+    """
+    csv tsv txt text json jsonl ndjson parquet gz gzip zst zstd bz2 xz lz4 snappy br
+    db duckdb ddb sqlite sqlite3 xlsx xls avro arrow feather ipc orc geojson shp gpkg
+    fgb kml gpx xml tbl dat psv iceberg delta lance vortex
+    """
+)
+"""Last parts of a dotted table name that DuckDB may open as a file: when ``x.csv`` is
+not a table, DuckDB 2 reads the file ``x.csv`` (and ``x.db`` as a database, and installs
+an extension for ``x.xlsx``)."""

@@ -17,7 +17,7 @@ def _classes(*names: str) -> frozenset[type[exp.Expr]]:
     return frozenset(getattr(exp, name) for name in names)
 
 
-QUERY_ROOTS = _classes("Select", "Union", "Intersect", "Except", "Values", "Subquery")
+QUERY_ROOTS = _classes("Select", "Union", "Intersect", "Except", "Values", "Subquery", "Pivot")
 """Statement roots that can be a pure read."""
 
 PURE_NODES = _classes(
@@ -58,6 +58,7 @@ PURE_NODES = _classes(
     "Rollup",
     "GroupingSets",
     "TableSample",
+    "IndexTableHint",
     "Pivot",
     "PivotAlias",
     "UnpivotColumns",
@@ -68,6 +69,7 @@ PURE_NODES = _classes(
     "HavingMax",
     "Slice",
     "Lambda",
+    "Comprehension",
     "Kwarg",
     "Bracket",
     "Dot",
@@ -169,6 +171,10 @@ PURE_NODES = _classes(
     "Struct",
     "PropertyEQ",
     "JSONKeyValue",
+    "JSONValue",
+    "ColumnDef",
+    "ColumnConstraint",
+    "PathColumnConstraint",
     "LimitOptions",
 )
 """Expression classes that only compute a value or shape a read."""
@@ -198,7 +204,7 @@ def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
     found: list[Finding] = []
     for node in [node for node in nodes if type(node) in attention]:
         cls = type(node)
-        if cls is exp.Table:
+        if isinstance(node, exp.Table):
             found.extend(_table_findings(node, dialect))
         elif cls is exp.PropertyEQ:
             if not isinstance(node.this, exp.Identifier | exp.Var):
@@ -210,9 +216,18 @@ def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
             if finding is not None:
                 found.append(finding)
         elif cls is exp.Operator:
-            found.append(
-                writes("OPERATOR(...) may call a user-defined function", when_executed=False)
-            )
+            # OPERATOR(pg_catalog.~) (as psql writes it) is the built-in; another schema
+            # names a user-defined operator, whose function can do anything.
+            schema, dot, _ = str(node.args.get("operator", "")).rpartition(".")
+            # sqlglot drops the quotes here, so compare exactly: "PG_CATALOG" is not
+            # pg_catalog (an unquoted upper-case spelling costs a click).
+            if dot and schema.strip() not in functions.QUALIFIED_SCHEMAS[dialect]:
+                found.append(
+                    writes(
+                        f"OPERATOR({schema}...) may call a user-defined function",
+                        when_executed=False,
+                    )
+                )
         else:
             reason = _SPECIFIC_REASONS.get(cls)
             found.append(writes(reason or f"{_describe(node)} is not a known pure read construct"))
@@ -225,12 +240,19 @@ def function_finding(node: exp.Func, dialect: str) -> Finding | None:
     parent = node.parent
     if isinstance(parent, exp.Dot) and parent.expression is node:
         schema = parent.this.name.lower() if isinstance(parent.this, exp.Expr) else ""
-        if schema not in functions.QUALIFIED_SCHEMAS[dialect]:
+        if not _builtin_schema(parent.this, dialect):
             return writes(
                 f"function {schema}.{name}() is user-defined or unknown", when_executed=False
             )
     if isinstance(node, exp.Anonymous):
         lowered = name.lower()
+        if node.expressions and lowered in functions.PURE_ONLY_WITHOUT_ARGUMENTS[dialect]:
+            return writes(f"{lowered}(...) with an argument sets session state")
+        if lowered in functions.SIZE_BOUNDED_FUNCTIONS[dialect] and not _small_size(node):
+            return writes(
+                f"{lowered}() of a large or computed size may exhaust memory",
+                when_executed=False,
+            )
         if lowered in functions.REJECT_FUNCTIONS[dialect]:
             return rejects(
                 f"function {lowered}() reaches outside the database (host files or programs)"
@@ -265,10 +287,56 @@ def _function_name(node: exp.Func) -> tuple[str, bool]:
     return node.sql_name(), False
 
 
-def _table_findings(table: exp.Expr, dialect: str) -> list[Finding]:
+def _builtin_schema(schema: object, dialect: str) -> bool:
+    """The qualifier names the built-ins' schema (``pg_catalog``, or ``"pg_catalog"``:
+    quoted names are case-sensitive, so ``"PG_CATALOG"`` is some other schema)."""
+    if not isinstance(schema, exp.Identifier):
+        return False
+    name = schema.name if schema.quoted else schema.name.lower()
+    return name in functions.QUALIFIED_SCHEMAS[dialect]
+
+
+def _small_size(node: exp.Anonymous) -> bool:
+    """The call's only argument is an integer literal of at most MAX_BUILT_BYTES."""
+    args = node.expressions
+    if len(args) != 1 or not isinstance(args[0], exp.Literal) or args[0].is_string:
+        return False
+    text = args[0].this
+    return text.isdigit() and int(text) <= functions.MAX_BUILT_BYTES
+
+
+def _table_findings(table: exp.Table, dialect: str) -> list[Finding]:
     source = table.this
     if isinstance(source, exp.Literal):
         return [writes("reads a file or URL named in the FROM clause", when_executed=False)]
+    if isinstance(source, exp.Func) and (table.args.get("db") or table.args.get("catalog")):
+        # FROM evil.generate_series(1, 3) calls a function of schema evil, not the built-in.
+        if table.args.get("catalog") or not _builtin_schema(table.args["db"], dialect):
+            return [
+                writes(
+                    f"table function {table.sql(dialect=dialect)[:80]} is user-defined or unknown",
+                    when_executed=False,
+                )
+            ]
+    if not isinstance(source, exp.Identifier):
+        return []
+    name = source.name.lower()
+    if name in functions.HOST_FILE_TABLES[dialect]:
+        return [writes(f"{name} reads configuration files on the server host")]
+    if dialect == "sqlite" and name.startswith("pragma_"):
+        if name.removeprefix("pragma_") not in functions.SQLITE_PRAGMA_TABLES:
+            return [writes(f"{name} runs a pragma that may change state", when_executed=False)]
+    if (
+        dialect == "duckdb"
+        and table.args.get("db")
+        and name.rsplit(".", 1)[-1] in functions.DUCKDB_FILE_SUFFIXES
+    ):
+        return [
+            writes(
+                f"DuckDB reads {table.sql(dialect=dialect)} as a host file when no such table exists",
+                when_executed=False,
+            )
+        ]
     # DuckDB opens a quoted table name that looks like a path or URL as a file.
     if (
         dialect == "duckdb"
