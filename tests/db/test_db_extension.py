@@ -39,7 +39,7 @@ class ScriptedUI:
         self.asked: list[tuple[str, str, float | None]] = []
 
     async def confirm(self, title: str, message: str, *, signal: Any = None,
-                      timeout: float | None = None) -> bool:  # noqa: ASYNC109  # fmt: skip
+                      timeout: float | None = None) -> bool:  # fmt: skip
         self.asked.append((title, message, timeout))
         if self.answer == "wait":
             await asyncio.sleep((timeout or 0) + 0.05)  # the UI's own timeout passes: no

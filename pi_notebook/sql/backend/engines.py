@@ -6,6 +6,7 @@ per statement (see :mod:`.readonly`). Nothing here decides what may run.
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import sqlalchemy as sa
@@ -65,7 +66,11 @@ def create_backend_engine(url: str | URL) -> sa.Engine:
             # One shared connection: a second one would see a different, empty database.
             kwargs["poolclass"] = StaticPool
     elif backend == "duckdb":
-        kwargs["connect_args"] = {"config": {"enable_external_access": False}}
+        # No host files, and no Python replacement scans: without this, `FROM df` would read
+        # any pandas variable of the kernel by name.
+        kwargs["connect_args"] = {
+            "config": {"enable_external_access": False, "python_enable_replacements": False}
+        }
     engine = sa.create_engine(u, **kwargs)
     if backend == "sqlite":
         event.listen(engine, "connect", _on_sqlite_connect)
@@ -74,7 +79,13 @@ def create_backend_engine(url: str | URL) -> sa.Engine:
     return engine
 
 
+# SQLite runs in the kernel's own process: cap the size of any one value (a string or blob
+# built by randomblob/printf/replace/a recursive CTE) so a read cannot exhaust its memory.
+SQLITE_MAX_VALUE_BYTES = 64 * 1024 * 1024
+
+
 def _on_sqlite_connect(dbapi_connection: Any, record: Any) -> None:
+    dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_VALUE_BYTES)
     install_sqlite_guard(dbapi_connection, record.info)
 
 
