@@ -54,8 +54,9 @@ def show(event: Any) -> None:
 async def main() -> int:
     prompts = [
         "What can you do?",
-        "SELECT c.name, c.city, COUNT(o.id) AS orders\nFROM customers c JOIN orders o ON o.customer_id = c.id\n"
-        "GROUP BY c.id ORDER BY orders DESC LIMIT 5",
+        "SELECT c.name, c.city, COUNT(o.order_id) AS orders\n"
+        "FROM customers c JOIN orders o ON o.customer_id = c.customer_id\n"
+        "GROUP BY c.customer_id ORDER BY orders DESC LIMIT 5",
         "UPDATE products SET price = price * 1.1 WHERE category = 'Books'",
     ]
     session = create_agent_session(model="offline", extensions=[str(DATABASE_EXTENSION)])
