@@ -1,0 +1,161 @@
+"""Benchmark the audit log against bare SQLAlchemy and pandas on the same store, in one run.
+
+1. Writes: records/second through ``AuditLog.record`` (queued, then ``flush``), including
+   encoding, redaction, hashing and the head update, against a bare SQLAlchemy ``executemany``
+   of the very same rows (target: at least 0.5x the bare rate).
+2. Reads: ``AuditLog.to_dataframe()`` over N records (default 1,000,000) against
+   ``pandas.read_sql`` of the same table (target: at most 1.3x the time).
+
+    .venv/bin/python bench/bench_audit.py                      # SQLite file in a temp dir
+    .venv/bin/python bench/bench_audit.py --records 100000     # a quicker run
+    .venv/bin/python bench/bench_audit.py --url postgresql+psycopg://postgres@127.0.0.1/bench
+
+A ``--url`` store must be empty or disposable: the benchmark drops the audit tables first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gc
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+
+from pi_notebook.audit import AuditLog
+from pi_notebook.audit.chain import GENESIS, format_ts, record_hash
+from pi_notebook.audit.schema import heads, metadata, records
+
+
+def payload(i: int) -> dict[str, Any]:
+    """A typical record: a query_database call's arguments and a decision."""
+    return {"input": {"sql": f"SELECT id, name, total FROM orders WHERE id = {i} LIMIT 100",
+                      "limit": 100}, "decision": "seen", "attempt": 1}
+
+
+def bench_writes(url: str, n: int) -> tuple[float, float]:
+    """One timing of each: n records through AuditLog, then the same rows bare."""
+    log = AuditLog(url, session_id="bench-" + uuid.uuid4().hex)
+    # Warm up the writer, the pool and the schema before timing.
+    log.record("warmup", {}, durable=True)
+    payloads = [payload(i) for i in range(n)]
+    gc.collect()
+    t0 = time.perf_counter()
+    for i, body in enumerate(payloads):
+        log.record("tool_call", body, tool_call_id=f"call_{i}", tool_name="query_database")
+    log.flush()
+    ours = time.perf_counter() - t0
+    with log.engine.connect() as conn:
+        rows = [dict(r._mapping) for r in conn.execute(
+            sa.select(records).where(records.c.session_id == log.session_id,
+                                     records.c.kind == "tool_call"))]
+    log.close()
+    bare_sid = "bare-" + uuid.uuid4().hex
+    for row in rows:
+        row.pop("id")
+        row["session_id"] = bare_sid
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:  # warm the pool like the log's
+        conn.execute(sa.select(1))
+    gc.collect()
+    t0 = time.perf_counter()
+    with engine.begin() as conn:
+        conn.execute(sa.insert(records), rows)
+    bare = time.perf_counter() - t0
+    engine.dispose()
+    return n / ours, n / bare
+
+
+def populate(url: str, n: int) -> None:
+    """Fill the store with ``n`` valid, chained records quickly (bare inserts)."""
+    engine = sa.create_engine(url)
+    base = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
+    chunk = 50_000
+    sessions = max(1, n // 10_000)
+    per = -(-n // sessions)
+    done = 0
+    with engine.begin() as conn:
+        for s in range(sessions):
+            sid, prev, rows = f"s{s:05d}", GENESIS, []
+            count = min(per, n - done)
+            for seq in range(1, count + 1):
+                ts = base + dt.timedelta(milliseconds=done + seq)
+                text = ('{"decision":"seen","input":{"limit":100,"sql":"SELECT id FROM orders '
+                        f'WHERE id = {seq}"}}}}')
+                fields = {"session_id": sid, "seq": seq, "kind": "tool_call",
+                          "tool_call_id": f"call_{s}_{seq}", "tool_name": "query_database",
+                          "user": "bench", "policy_version": "v1", "payload": text,
+                          "prev_hash": prev}
+                prev = record_hash(ts=format_ts(ts), **fields)
+                rows.append({**fields, "ts": ts, "hash": prev})
+                if len(rows) >= chunk:
+                    conn.execute(sa.insert(records), rows)
+                    rows = []
+            if rows:
+                conn.execute(sa.insert(records), rows)
+            conn.execute(sa.insert(heads).values(session_id=sid, count=count, last_hash=prev))
+            done += count
+    engine.dispose()
+
+
+def bench_reads(url: str, repeat: int) -> tuple[float, float, int]:
+    log = AuditLog(url)
+    engine = sa.create_engine(url)
+    ours, bare = float("inf"), float("inf")
+    rows = 0
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        frame = log.to_dataframe()
+        ours = min(ours, time.perf_counter() - t0)
+        rows = len(frame)
+        del frame
+        gc.collect()
+        t0 = time.perf_counter()
+        frame = pd.read_sql("SELECT * FROM pi_audit_records ORDER BY session_id, seq", engine)
+        bare = min(bare, time.perf_counter() - t0)
+        del frame
+    log.close()
+    engine.dispose()
+    return ours, bare, rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", help="SQLAlchemy URL of a disposable store (default: SQLite)")
+    parser.add_argument("--records", type=int, default=1_000_000, help="records for the read test")
+    parser.add_argument("--writes", type=int, default=50_000, help="records for the write test")
+    parser.add_argument("--repeat", type=int, default=3, help="timings: best of N")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        url = args.url or f"sqlite:///{Path(tmp) / 'bench_audit.sqlite'}"
+        engine = sa.create_engine(url)
+        metadata.drop_all(engine)
+        engine.dispose()
+        print(f"store: {sa.make_url(url).render_as_string(hide_password=True)}")
+
+        # Alternate the two and keep each one's best: other load on the machine then hits both.
+        runs = [bench_writes(url, args.writes) for _ in range(args.repeat)]
+        ours, bare = max(r[0] for r in runs), max(r[1] for r in runs)
+        print(f"writes ({args.writes:,} records): AuditLog {ours:,.0f} rec/s, bare executemany "
+              f"{bare:,.0f} rec/s, ratio {ours / bare:.2f}x (target >= 0.5x)")
+
+        engine = sa.create_engine(url)
+        metadata.drop_all(engine)
+        engine.dispose()
+        AuditLog(url).close()  # create the schema
+        t0 = time.perf_counter()
+        populate(url, args.records)
+        print(f"populated {args.records:,} records in {time.perf_counter() - t0:.1f} s")
+        ours_s, bare_s, n = bench_reads(url, args.repeat)
+        print(f"reads ({n:,} records): to_dataframe {ours_s:.2f} s, pandas.read_sql "
+              f"{bare_s:.2f} s, ratio {ours_s / bare_s:.2f}x (target <= 1.3x)")
+
+
+if __name__ == "__main__":
+    main()

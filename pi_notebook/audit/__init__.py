@@ -1,0 +1,24 @@
+"""The audit log: append-only, hash-chained records of every call, explorable as DataFrames.
+
+``AuditLog`` writes to a SQLAlchemy store (a SQLite file in the data directory by default,
+PostgreSQL for a team); ``audit_extension(log)`` records the session's events into it; the
+gate and the backend add durable approval and final-argument records through ``record``.
+"""
+
+from .chain import VerifyReport
+from .encode import to_jsonable
+from .log import AuditLog, default_audit_url
+from .recorder import audit_extension, summarise_result
+from .redact import DEFAULT_PATTERNS, RedactionPattern, Redactor
+
+__all__ = [
+    "DEFAULT_PATTERNS",
+    "AuditLog",
+    "RedactionPattern",
+    "Redactor",
+    "VerifyReport",
+    "audit_extension",
+    "default_audit_url",
+    "summarise_result",
+    "to_jsonable",
+]

@@ -1,0 +1,188 @@
+"""JSON-safe conversion of arbitrary audit payloads.
+
+The audit must never drop a record because its payload is awkward, and must never raise into
+the agent run. ``to_jsonable`` therefore converts what it knows (pydantic models, dataclasses,
+DataFrames, bytes, datetimes, exceptions, sets, decimals, ...) and summarises everything else
+with its type and a bounded ``repr``. Large values are summarised, not copied: a DataFrame
+becomes its shape and columns, bytes become their length and SHA-256.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import decimal
+import enum
+import hashlib
+import json
+import math
+import reprlib
+import sys
+import uuid
+from collections.abc import Mapping
+from pathlib import PurePath
+from typing import Any
+
+__all__ = ["to_jsonable", "type_name"]
+
+_MAX_DEPTH = 24
+_MAX_ITEMS = 1000
+_repr = reprlib.Repr()
+_repr.maxstring = 200
+_repr.maxother = 200
+
+
+def type_name(obj: object) -> str:
+    """The qualified name of ``obj``'s type, e.g. ``pandas.core.frame.DataFrame``."""
+    cls = type(obj)
+    module = getattr(cls, "__module__", "") or ""
+    name = getattr(cls, "__qualname__", cls.__name__)
+    return name if module == "builtins" else f"{module}.{name}"
+
+
+def _safe_repr(obj: object) -> str:
+    try:
+        return _repr.repr(obj)
+    except Exception:  # a broken __repr__ must not lose the record
+        return f"<unrepresentable {type_name(obj)}>"
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert ``obj`` into plain JSON types (dict with str keys, list, str, int, float, bool, None).
+
+    Never raises: anything that cannot be converted is summarised as
+    ``{"_type": <qualified type name>, "repr": <bounded repr>}``.
+    """
+    try:
+        return _convert(obj, 0, set())
+    except Exception:  # last resort, see the docstring
+        return {"_type": type_name(obj), "repr": _safe_repr(obj)}
+
+
+def _convert(obj: Any, depth: int, seen: set[int]) -> Any:
+    # Fast path first: most payloads are already plain JSON.
+    if obj is None or obj is True or obj is False or type(obj) is str or type(obj) is int:
+        return obj
+    if isinstance(obj, float):
+        # NaN and infinities are not JSON; keep them readable rather than emitting invalid text.
+        return obj if math.isfinite(obj) else repr(obj)
+    if isinstance(obj, str):
+        return str(obj)
+    if isinstance(obj, int):  # bool handled above; IntEnum and int subclasses
+        return obj.value if isinstance(obj, enum.Enum) else int(obj)
+    if depth > _MAX_DEPTH:
+        return {"_type": type_name(obj), "repr": _safe_repr(obj), "_note": "nested too deeply"}
+    if isinstance(obj, Mapping | list | tuple | set | frozenset):
+        if id(obj) in seen:
+            return {"_type": type_name(obj), "_note": "cycle"}
+        seen.add(id(obj))
+        try:
+            return _container(obj, depth, seen)
+        finally:
+            seen.discard(id(obj))
+    return _scalar_or_object(obj, depth, seen)
+
+
+def _container(obj: Any, depth: int, seen: set[int]) -> Any:
+    if isinstance(obj, Mapping):
+        out: dict[str, Any] = {}
+        for i, (key, value) in enumerate(obj.items()):
+            if i >= _MAX_ITEMS:
+                out["_truncated_items"] = len(obj) - _MAX_ITEMS
+                break
+            out[key if isinstance(key, str) else _key(key)] = _convert(value, depth + 1, seen)
+        return out
+    items = list(obj)
+    converted = [_convert(v, depth + 1, seen) for v in items[:_MAX_ITEMS]]
+    if isinstance(obj, set | frozenset):
+        # Sets have no order; sort their JSON text so the payload (and its hash) is stable.
+        converted.sort(key=_sort_key)
+    if len(items) > _MAX_ITEMS:
+        converted.append({"_truncated_items": len(items) - _MAX_ITEMS})
+    return converted
+
+
+def _sort_key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _key(key: object) -> str:
+    if isinstance(key, enum.Enum):
+        return str(key.value)
+    if isinstance(key, str | int | float | bool) or key is None:
+        return str(key)
+    return _safe_repr(key)
+
+
+def _scalar_or_object(obj: Any, depth: int, seen: set[int]) -> Any:
+    if isinstance(obj, bytes | bytearray | memoryview):
+        data = bytes(obj)
+        return {"_type": "bytes", "length": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    if isinstance(obj, dt.datetime | dt.date | dt.time):
+        return obj.isoformat()
+    if isinstance(obj, dt.timedelta):
+        return {"_type": "timedelta", "seconds": obj.total_seconds()}
+    if isinstance(obj, decimal.Decimal):
+        return str(obj)
+    if isinstance(obj, uuid.UUID | PurePath):
+        return str(obj)
+    if isinstance(obj, enum.Enum):
+        return _convert(obj.value, depth + 1, seen)
+    if isinstance(obj, BaseException):
+        return {"_type": "exception", "type": type_name(obj), "message": _safe_str(obj)}
+    special = _pandas_or_numpy(obj)
+    if special is not _NOTHING:
+        return special
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump) and not isinstance(obj, type):
+        try:
+            return _convert(dump(mode="json"), depth + 1, seen)
+        except Exception:  # fall back to a python-mode dump, then to repr
+            try:
+                return _convert(dump(), depth + 1, seen)
+            except Exception:
+                pass
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        if id(obj) in seen:
+            return {"_type": type_name(obj), "_note": "cycle"}
+        seen.add(id(obj))
+        try:
+            # Field by field rather than asdict(): asdict deep-copies and raises on odd values.
+            return {f.name: _convert(getattr(obj, f.name, None), depth + 1, seen)
+                    for f in dataclasses.fields(obj)}
+        finally:
+            seen.discard(id(obj))
+    return {"_type": type_name(obj), "repr": _safe_repr(obj)}
+
+
+def _safe_str(obj: object) -> str:
+    try:
+        return str(obj)
+    except Exception:
+        return _safe_repr(obj)
+
+
+_NOTHING: Any = object()
+
+
+def _pandas_or_numpy(obj: Any) -> Any:
+    # Only look at pandas/numpy if they are already imported: if they are not, obj cannot be
+    # one of their objects, and importing them here would make every record slow.
+    pd = sys.modules.get("pandas")
+    if pd is not None:
+        if isinstance(obj, pd.DataFrame):
+            return {"_type": "DataFrame", "shape": list(obj.shape),
+                    "columns": [_key(c) for c in list(obj.columns)[:_MAX_ITEMS]],
+                    "dtypes": [str(t) for t in list(obj.dtypes)[:_MAX_ITEMS]]}
+        if isinstance(obj, pd.Series):
+            return {"_type": "Series", "length": len(obj), "name": _key(obj.name),
+                    "dtype": str(obj.dtype)}
+        if isinstance(obj, pd.Timestamp):
+            return obj.isoformat()
+    np = sys.modules.get("numpy")
+    if np is not None:
+        if isinstance(obj, np.ndarray):
+            return {"_type": "ndarray", "shape": list(obj.shape), "dtype": str(obj.dtype)}
+        if isinstance(obj, np.generic):
+            return to_jsonable(obj.item())
+    return _NOTHING

@@ -1,0 +1,207 @@
+"""The event recorder: an extension that writes the session's events into the audit (D8, S27).
+
+``audit_extension(log)`` returns an extension factory. Its handlers are synchronous, return
+nothing and never raise: the audit observes the run, it never steers it. Records are queued
+(not durable); the gate and the backend write their own durable records (approval, final
+arguments, capability mismatch) through the same log.
+
+Kinds written here are the event types: ``session_start``, ``tool_execution_start``,
+``tool_execution_update``, ``tool_call``, ``tool_result``, ``tool_execution_end``,
+``session_shutdown``, and ``extension_error`` from the error listener.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .encode import to_jsonable
+from .log import AuditLog
+
+__all__ = ["UPDATE_INTERVAL", "audit_extension", "summarise_result"]
+
+_log = logging.getLogger("pi_notebook.audit")
+UPDATE_INTERVAL = 1.0  # seconds between recorded updates of one call (the first is always kept)
+_clock = time.monotonic  # tests replace it to drive the update rate limit
+_TEXT_LIMIT = 2000
+
+
+class _EventSource(Protocol):
+    def on(self, event_type: str, handler: Callable[..., Any], /) -> Any: ...
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)  # pyright: ignore[reportUnknownMemberType]
+    return getattr(obj, name, default)
+
+
+def summarise_result(result: Any) -> dict[str, Any]:
+    """A bounded summary of a tool result: its text (cut to 2,000 chars) and its details.
+
+    Accepts a result object or dict with ``content`` (parts with ``text``) and ``details``.
+    """
+    if result is None:
+        return {}
+    parts = _get(result, "content") or []
+    texts: list[str] = []
+    other: list[str] = []
+    for part in parts if isinstance(parts, list | tuple) else [parts]:
+        text = _get(part, "text")
+        if isinstance(text, str):
+            texts.append(text)
+        else:
+            other.append(str(_get(part, "type", type(part).__name__)))
+    joined = "\n".join(texts)
+    summary: dict[str, Any] = {"text": joined[:_TEXT_LIMIT], "text_chars": len(joined)}
+    if len(joined) > _TEXT_LIMIT:
+        summary["text_truncated"] = True
+    if other:
+        summary["other_parts"] = other
+    details = _get(result, "details")
+    if details is not None:
+        summary["details"] = to_jsonable(details)
+    return summary
+
+
+@dataclass
+class _CallState:
+    started: float
+    last_update: float | None = None
+    updates: int = 0
+    skipped: int = 0
+    pending: Any = None  # the last update not recorded yet (rate limit)
+
+
+class _Recorder:
+    def __init__(self, log: AuditLog, source: Any) -> None:
+        self.log = log
+        self.source = source
+        self.calls: dict[str, _CallState] = {}
+
+    def _record(self, kind: str, event: Any, payload: Mapping[str, Any]) -> None:
+        self.log.record(kind, payload, tool_call_id=_opt(_get(event, "tool_call_id")),
+                        tool_name=_opt(_get(event, "tool_name")))
+
+    def session_start(self, event: Any, ctx: Any = None) -> None:
+        model = _get(event, "model") or _get(ctx, "model")
+        tools = _get(event, "active_tools")
+        if tools is None:
+            getter = getattr(self.source, "get_active_tools", None)
+            tools = getter() if callable(getter) else None
+        self._record("session_start", event, {"model": _describe_model(model),
+                                              "active_tools": tools})
+
+    def tool_execution_start(self, event: Any, _ctx: Any = None) -> None:
+        call_id = _opt(_get(event, "tool_call_id")) or ""
+        self.calls[call_id] = _CallState(started=_clock())
+        self._record("tool_execution_start", event, {"args": _get(event, "args")})
+
+    def tool_execution_update(self, event: Any, _ctx: Any = None) -> None:
+        call_id = _opt(_get(event, "tool_call_id")) or ""
+        state = self.calls.setdefault(call_id, _CallState(started=_clock()))
+        state.updates += 1
+        now = _clock()
+        if state.last_update is not None and now - state.last_update < UPDATE_INTERVAL:
+            # Keep a reference only; it is summarised if it turns out to be the last one.
+            state.pending, state.skipped = event, state.skipped + 1
+            return
+        state.last_update, state.pending = now, None
+        self._update(event, state)
+
+    def _update(self, event: Any, state: _CallState) -> None:
+        self._record("tool_execution_update", event, {
+            "update": state.updates, "skipped_before": state.skipped,
+            "partial_result": summarise_result(_get(event, "partial_result"))})
+        state.skipped = 0
+
+    def tool_call(self, event: Any, _ctx: Any = None) -> None:
+        # Observe only: returning anything here could block or alter the call.
+        self._record("tool_call", event, {"input": to_jsonable(_get(event, "input")),
+                                          "decision": "seen"})
+
+    def tool_result(self, event: Any, _ctx: Any = None) -> None:
+        result = _get(event, "result")
+        self._record("tool_result", event, {
+            "input": to_jsonable(_get(event, "input")),
+            "is_error": bool(_get(event, "is_error", _get(result, "is_error", False))),
+            "result": summarise_result(result if result is not None else event)})
+
+    def tool_execution_end(self, event: Any, _ctx: Any = None) -> None:
+        call_id = _opt(_get(event, "tool_call_id")) or ""
+        state = self.calls.pop(call_id, None)
+        if state is not None and state.pending is not None:
+            # The last update was skipped by the rate limit: keep it after all.
+            state.skipped -= 1
+            self._update(state.pending, state)
+        duration = None if state is None else round((_clock() - state.started) * 1000, 3)
+        result = _get(event, "result")
+        self._record("tool_execution_end", event, {
+            "is_error": bool(_get(event, "is_error", False)), "duration_ms": duration,
+            "result": summarise_result(result)})
+
+    def session_shutdown(self, event: Any, _ctx: Any = None) -> None:
+        self._record("session_shutdown", event, {"open_calls": sorted(self.calls)})
+        self.log.flush()
+
+    def error(self, error_event: Any, *_rest: Any) -> None:
+        event = _get(error_event, "event")
+        self.log.record("extension_error", {
+            "extension_path": _get(error_event, "extension_path"),
+            "event": event if isinstance(event, str) else _get(event, "type", event),
+            "error": _get(error_event, "error")},
+            tool_call_id=_opt(_get(event, "tool_call_id")),
+            tool_name=_opt(_get(event, "tool_name")))
+
+
+def _opt(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _describe_model(model: Any) -> Any:
+    if model is None or isinstance(model, str):
+        return model
+    for attr in ("id", "model_id", "name"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str):
+            provider = getattr(model, "provider", None)
+            return f"{provider}:{value}" if isinstance(provider, str) else value
+    return type(model).__name__
+
+
+def _guarded(name: str, handler: Callable[..., None]) -> Callable[..., None]:
+    def run(*args: Any) -> None:
+        try:
+            handler(*args)
+        except Exception:  # auditing must never break the run
+            _log.exception("audit: the %s handler failed", name)
+
+    run.__name__ = f"audit_{name}"
+    return run
+
+
+_EVENTS = ("session_start", "tool_execution_start", "tool_execution_update", "tool_call",
+           "tool_result", "tool_execution_end", "session_shutdown")
+
+
+def audit_extension(log: AuditLog) -> Callable[[Any], None]:
+    """An extension factory that records the session's events into ``log`` (D8).
+
+    The factory subscribes with ``pi.on(event_type, handler)`` to session_start,
+    tool_execution_start/update/end, tool_call, tool_result and session_shutdown, and with
+    ``pi.on_error(handler)`` (if the API has it) to extension errors. Handlers are sync,
+    return ``None`` and never raise.
+    """
+
+    def register(pi: _EventSource) -> None:
+        recorder = _Recorder(log, pi)
+        for name in _EVENTS:
+            pi.on(name, _guarded(name, getattr(recorder, name)))
+        on_error = getattr(pi, "on_error", None)
+        if callable(on_error):
+            on_error(_guarded("error", recorder.error))
+
+    return register
