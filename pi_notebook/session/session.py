@@ -269,10 +269,26 @@ class AgentSession:
         event = ToolCallEvent(
             tool_call_id=context.tool_call.id, tool_name=context.tool_call.name, input=context.args
         )
-        decision = await self.runner.emit_tool_call(event)
-        if decision is None:
+        try:
+            decision = await self.runner.emit_tool_call(event)
+        except Exception as exc:
+            self._record_decision(context, "blocked", f"{type(exc).__name__}: {exc}")
+            raise
+        if decision is None or not decision.block:
+            self._record_decision(context, "allowed", None)
             return None
+        self._record_decision(context, "blocked", decision.reason)
         return BeforeToolCallResult(block=decision.block, reason=decision.reason, terminate=decision.terminate)
+
+    def _record_decision(self, context: BeforeToolCallContext, decision: str, reason: str | None) -> None:
+        """D8: the outcome of the whole tool_call chain, with the arguments execute will get."""
+        if self._audit is not None:
+            self._audit.record(
+                "tool_call",
+                {"decision": decision, "reason": reason, "input": context.args},
+                tool_call_id=context.tool_call.id,
+                tool_name=context.tool_call.name,
+            )
 
     async def _after_tool_call(
         self, context: AfterToolCallContext, signal: AbortSignal
