@@ -28,44 +28,36 @@ def _unavailable(what: str, exc: BaseException) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
-def pg_url() -> Iterator[str]:
-    """URL of a fresh PostgreSQL database, dropped at the end of the session."""
-    base = make_url(os.environ.get("PI_NOTEBOOK_PG_URL", PG_DEFAULT))
+def _fresh_database(what: str, env: str, default: str, quote: str, drop_suffix: str = "") -> Iterator[str]:
+    """Create a uniquely named database on a server, yield its URL, drop it afterwards."""
+    base = make_url(os.environ.get(env, default))
     name = f"pi_nb_test_{uuid.uuid4().hex[:10]}"
+    quoted = f"{quote}{name}{quote}"
     try:
         admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
-            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:
-        _unavailable("PostgreSQL", exc)
+            conn.execute(sa.text(f"CREATE DATABASE {quoted}"))
+    except Exception as exc:  # any failure means: server not usable
+        _unavailable(what, exc)
         raise
     try:
         yield base.set(database=name).render_as_string(hide_password=False)
     finally:
         with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {quoted}{drop_suffix}"))
         admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """URL of a fresh PostgreSQL database, dropped at the end of the session."""
+    yield from _fresh_database("PostgreSQL", "PI_NOTEBOOK_PG_URL", PG_DEFAULT, '"', " WITH (FORCE)")
 
 
 @pytest.fixture(scope="session")
 def mysql_url() -> Iterator[str]:
     """URL of a fresh MariaDB/MySQL database, dropped at the end of the session."""
-    base = make_url(os.environ.get("PI_NOTEBOOK_MYSQL_URL", MYSQL_DEFAULT))
-    name = f"pi_nb_test_{uuid.uuid4().hex[:10]}"
-    try:
-        admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"CREATE DATABASE `{name}`"))
-    except Exception as exc:
-        _unavailable("MariaDB/MySQL", exc)
-        raise
-    try:
-        yield base.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"DROP DATABASE IF EXISTS `{name}`"))
-        admin.dispose()
+    yield from _fresh_database("MariaDB/MySQL", "PI_NOTEBOOK_MYSQL_URL", MYSQL_DEFAULT, "`")
 
 
 @pytest.fixture(autouse=True)
