@@ -90,6 +90,12 @@ class DatabaseExtension:
             self._approvals = ApprovalStore(self.approvals_url)
         return self._approvals
 
+    def explain_approval(self, sql: str) -> str:
+        """Why ``sql`` needs approval, in words (for a UI showing the approval prompt)."""
+        dialect = self.backend.dialect if self.backend is not None else "sqlite"
+        verdict = classify(sql, dialect)
+        return "; ".join(verdict.reasons) or "it is not a plain read"
+
     def __call__(self, pi: ExtensionAPI) -> None:
         url = self.url or os.environ.get(ENV_URL) or sample_database_url()
         backend = DatabaseBackend(url, row_cap=self.row_cap, approvals=CapabilityStore(),
@@ -158,7 +164,7 @@ class DatabaseExtension:
             if verdict.kind != "write":  # reject, or anything unknown: refuse without asking
                 return {"block": True, "reason": "Refused: " + "; ".join(verdict.reasons)}
             args_hash = query_args_hash(sql, backend.dialect)
-            decision, reason = await self._ask(sql, verdict.reasons, ctx)
+            decision, reason = await self._ask(sql, ctx)
             record = ApprovalRecord(
                 tool_call_id=event.tool_call_id, tool_name=TOOL_NAME, args_hash=args_hash,
                 decision=decision, policy_version=POLICY_VERSION, sql=sql, user=_user(),
@@ -187,12 +193,13 @@ class DatabaseExtension:
 
         return gate
 
-    async def _ask(self, sql: str, reasons: Any, ctx: Any) -> tuple[ApprovalDecision, str]:
+    async def _ask(self, sql: str, ctx: Any) -> tuple[ApprovalDecision, str]:
         """Ask the user; anything but an explicit, timely ``True`` is a denial."""
         if not getattr(ctx, "has_ui", False):
             return "no_ui", NO_UI_REASON
-        why = "; ".join(reasons) or "it is not a plain read"
-        message = f"The assistant wants to run this statement:\n\n{sql}\n\nIt needs approval because: {why}"
+        # As in the chapter: the message is the statement itself. A UI that wants to say why
+        # asks `explain_approval(sql)` (the notebook does).
+        message = sql
         timeout = self.approval_timeout_s
         signal = getattr(ctx, "signal", None)
         started = time.monotonic()

@@ -64,7 +64,8 @@ class NotebookState:
     def __init__(self, config: PiNotebook, namespace: dict[str, Any] | None = None) -> None:
         self.config = config
         self.namespace = namespace
-        self.ui = NotebookUI(lambda: self.active_run, default_timeout=config.approval_timeout)
+        self.ui = NotebookUI(lambda: self.active_run, default_timeout=config.approval_timeout,
+                             explain=self._explain_approval)  # fmt: skip
         self.runs: list[Run] = []
         self.active_run: Run | None = None
         self.database: Any = None
@@ -127,6 +128,10 @@ class NotebookState:
         if old is not None:
             self._close_later(old)
         return session
+
+    def _explain_approval(self, sql: str) -> str | None:
+        explain = getattr(self.database, "explain_approval", None)
+        return str(explain(sql)) if callable(explain) else None
 
     def current_session(self) -> AgentSession:
         """The session, rebuilt first if the configuration changed."""

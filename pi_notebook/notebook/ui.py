@@ -26,16 +26,15 @@ log = logging.getLogger(__name__)
 _BECAUSE = "needs approval because:"
 
 
-def _sql_and_reason(title: str, message: str, args: Any) -> tuple[str, str]:
+def _sql_and_reason(title: str, message: str, args: Any, explain: Callable[[str], str | None]) -> tuple[str, str]:
     sql = args.get("sql") if isinstance(args, dict) else None
+    sql = sql if isinstance(sql, str) else message
     lowered = message.lower()
-    if _BECAUSE in lowered:
-        reason = message[lowered.index(_BECAUSE) + len(_BECAUSE):].strip()
-    elif isinstance(sql, str) and sql.strip() != message.strip():
-        reason = message
-    else:
-        reason = f"{title}: it is not a plain read."
-    return (sql if isinstance(sql, str) else message), reason
+    if _BECAUSE in lowered:  # an extension that says why in its message
+        return sql, message[lowered.index(_BECAUSE) + len(_BECAUSE):].strip()
+    if sql.strip() != message.strip():
+        return sql, message
+    return sql, explain(sql) or f"{title}: it is not a plain read."
 
 
 class NotebookUI:
@@ -44,10 +43,14 @@ class NotebookUI:
     Args:
         get_run: the run that is going (``None`` if none).
         default_timeout: seconds a prompt waits when the caller gives no timeout.
+        explain: says why a statement needs approval, when the caller's message is only
+            the statement (as the database gate's is).
     """
 
-    def __init__(self, get_run: Callable[[], Run | None], *, default_timeout: float = 30.0) -> None:
+    def __init__(self, get_run: Callable[[], Run | None], *, default_timeout: float = 30.0,
+                 explain: Callable[[str], str | None] = lambda sql: None) -> None:  # fmt: skip
         self._get_run = get_run
+        self._explain = explain
         self.default_timeout = default_timeout
         self.prompts: list[Prompt] = []
 
@@ -67,7 +70,7 @@ class NotebookUI:
         run = self._get_run()
         call_id = run.state.pending_card_id() if run is not None else None
         args = run.state.cards[call_id].args if run is not None and call_id is not None else None
-        sql, reason = _sql_and_reason(title, message, args)
+        sql, reason = _sql_and_reason(title, message, args, self._explain)
         prompt = ApprovalPrompt(title=title, sql=sql, reason=reason,
                                 timeout=self._timeout(timeout), tool_call_id=call_id)  # fmt: skip
         self._show(prompt)

@@ -125,7 +125,9 @@ async def test_s24_approved_write_runs_once_and_commits(db: Scratch, make_run: A
     [result] = run.results()
     assert not result.is_error and db.count(table) == 1
     [(title, message, timeout)] = ui.asked
-    assert title == "Database write" and f"INSERT INTO {table}" in message and timeout == 30
+    # As in the chapter: confirm("Database write", sql, signal=..., timeout=30 s).
+    assert (title, message, timeout) == ("Database write", f"INSERT INTO {table} (a) VALUES (7)", 30)
+    assert "changes data" in run.ext.explain_approval(message)  # what a UI shows as "why"
     [record] = run.ext.approvals.records()
     assert record.decision == "approved" and record.args_hash == result.details["args_hash"]
     kinds = run.audit_kinds()

@@ -71,7 +71,8 @@ async def test_write_approved_by_click_changes_database_and_audit(loaded: Intera
     assert run.view.cards[0].prompt is prompt  # rendered inside the card being confirmed
     descriptions = [prompt.approve_button.description, prompt.reject_button.description]
     assert descriptions == ["Approve", "Reject"]
-    assert "UPDATE customers" in prompt.sql
+    assert prompt.sql == "UPDATE customers SET city = 'Approved-City' WHERE customer_id = 7"
+    assert prompt.reason == "UPDATE changes data"  # why, from the database extension's policy
     prompt.approve_button.click()
     assert prompt.approve_button.disabled and prompt.reject_button.disabled
     state = await run.wait(timeout=30)
