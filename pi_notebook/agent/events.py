@@ -114,5 +114,3 @@ AgentEvent: TypeAlias = (
     | ToolExecutionUpdateEvent
     | ToolExecutionEndEvent
 )
-
-EventPayload: TypeAlias = dict[str, Any]

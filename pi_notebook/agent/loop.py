@@ -14,7 +14,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -172,13 +172,19 @@ async def run_agent_loop(
     await emit(AgentEndEvent(messages=list(messages)))
 
 
+def _failed_message(
+    model: Model, stop_reason: Literal["aborted", "error"], text: str
+) -> AssistantMessage:
+    return AssistantMessage(
+        stop_reason=stop_reason, model=model.id, provider=model.provider, error_message=text
+    )
+
+
 async def _stream_assistant(
     context: AgentContext, model: Model, signal: AbortSignal, emit: EmitFn
 ) -> AssistantMessage:
     if signal.aborted:
-        message = AssistantMessage(
-            stop_reason="aborted", model=model.id, provider=model.provider, error_message=ABORTED_TEXT
-        )
+        message = _failed_message(model, "aborted", ABORTED_TEXT)
         await emit(MessageStartEvent(message=message))
         await emit(MessageEndEvent(message=message))
         return message
@@ -188,11 +194,8 @@ async def _stream_assistant(
             for t in context.tools
         ]
     except Exception as exc:  # a tool whose schema cannot be built must not crash the run
-        message = AssistantMessage(
-            stop_reason="error",
-            model=model.id,
-            provider=model.provider,
-            error_message=f"Could not build the tool schemas: {_exception_text(exc)}",
+        message = _failed_message(
+            model, "error", f"Could not build the tool schemas: {_exception_text(exc)}"
         )
         await emit(MessageStartEvent(message=message))
         await emit(MessageEndEvent(message=message))
@@ -217,20 +220,18 @@ async def _stream_assistant(
     except (Exception, asyncio.CancelledError) as exc:  # C33: a message, not a crash
         if _is_own_cancellation(exc):
             raise
-        final = AssistantMessage(
-            stop_reason="aborted" if signal.aborted else "error",
-            model=model.id,
-            provider=model.provider,
-            error_message=f"Model request failed: {_exception_text(exc)}",
+        final = _failed_message(
+            model,
+            "aborted" if signal.aborted else "error",
+            f"Model request failed: {_exception_text(exc)}",
         )
     finally:
         await _close_stream(stream)
     if final is None:
-        final = AssistantMessage(
-            stop_reason="aborted" if signal.aborted else "error",
-            model=model.id,
-            provider=model.provider,
-            error_message="The model stream ended without a final message.",
+        final = _failed_message(
+            model,
+            "aborted" if signal.aborted else "error",
+            "The model stream ended without a final message.",
         )
     if not started:
         await emit(MessageStartEvent(message=final))

@@ -70,8 +70,14 @@ class Writer:
 
     def submit(self, ts: dt.datetime, kind: str, tool_call_id: str | None, tool_name: str | None,
                policy_version: str | None, payload: str) -> int:
-        """Queue a record; returns its ticket for ``wait``."""
+        """Queue a record; returns its ticket for ``wait``.
+
+        Raises:
+            RuntimeError: ``close`` has begun, so the record might never be written.
+        """
         with self._lock:
+            if self._stopping:
+                raise RuntimeError(f"the audit writer of session {self._session_id} is closed")
             self._issued += 1
             self._queue.append(Pending(self._issued, ts, kind, tool_call_id, tool_name,
                                        policy_version, payload))

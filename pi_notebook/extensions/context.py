@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -102,7 +102,5 @@ class ExtensionContext:
     def get_system_prompt(self) -> str:
         return self._host.system_prompt
 
-
-ContextFactory = Callable[[], ExtensionContext]
 
 _NO_UI = NoUI()  # stateless: one instance serves every context

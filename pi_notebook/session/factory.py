@@ -55,6 +55,11 @@ def create_agent_session(
         resolved = resolve_model(model)
     else:
         resolved = model
+    builtins: list[ToolDefinition[Any]] = []
+    if builtin_tools:
+        from ..builtins import builtin_tools as make_builtins
+
+        builtins = make_builtins(namespace=namespace)
     audit_log: AuditLog | None = None
     owns_audit = False
     if audit is not False:
@@ -64,21 +69,22 @@ def create_agent_session(
             audit_log = audit
         else:
             audit_log, owns_audit = AuditLog(audit), True
-    builtins: list[ToolDefinition[Any]] = []
-    if builtin_tools:
-        from ..builtins import builtin_tools as make_builtins
-
-        builtins = make_builtins(namespace=namespace)
-    return AgentSession(
-        model=resolved,
-        extensions=extensions,
-        custom_tools=custom_tools,
-        builtin_tools=builtins,
-        allowed_tool_names=allowed_tool_names,
-        excluded_tool_names=excluded_tool_names,
-        ui=ui,
-        cwd=cwd,
-        audit=audit_log,
-        owns_audit=owns_audit,
-        tool_execution=tool_execution,
-    )
+    try:
+        return AgentSession(
+            model=resolved,
+            extensions=extensions,
+            custom_tools=custom_tools,
+            builtin_tools=builtins,
+            allowed_tool_names=allowed_tool_names,
+            excluded_tool_names=excluded_tool_names,
+            ui=ui,
+            cwd=cwd,
+            audit=audit_log,
+            owns_audit=owns_audit,
+            tool_execution=tool_execution,
+        )
+    except BaseException:
+        # A session that was never built cannot close the log it would have owned.
+        if owns_audit and audit_log is not None:
+            audit_log.close()
+        raise

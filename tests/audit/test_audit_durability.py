@@ -80,6 +80,15 @@ def test_close_is_idempotent_and_stops_the_writer(tmp_path: Path) -> None:
                 and t.name.endswith(log.session_id[:8])]
 
 
+def test_a_record_racing_close_is_refused_loudly_not_lost_silently(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    log = AuditLog(f"sqlite:///{tmp_path / 'a.sqlite'}", session_id="race")
+    log._writer.close()  # pyright: ignore[reportPrivateUsage]  # close() overtakes a record()
+    log.record("late", {})  # past the closed check, but the writer has stopped: never raised
+    assert "record('late') failed" in caplog.text and "is closed" in caplog.text
+    log.close()
+
+
 def test_d8_a_failing_store_never_raises_and_keeps_records_for_retry(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(log_module, "_DURABLE_TIMEOUT", 0.3)

@@ -231,3 +231,27 @@ async def test_s29_no_credential_reaches_the_audit_through_a_session(tmp_path: P
     engine.dispose()
     assert secret not in stored
     assert records  # the call was recorded, only the credential was masked
+
+
+def test_a_session_that_fails_to_build_closes_the_audit_log_it_created(tmp_path: Path) -> None:
+    import threading
+
+    from pydantic import RootModel
+
+    from pi_notebook import ToolDefinition, ToolResult
+    from pi_notebook.extensions import ToolRegistrationError
+
+    async def execute(*_args: Any) -> ToolResult:
+        return ToolResult()
+
+    bad = ToolDefinition(name="odd", label="Odd", description="d", parameters=RootModel[int],
+                         execute=execute)  # fmt: skip
+    before = {t for t in threading.enumerate() if t.name.startswith("pi-audit-")}
+    with pytest.raises(ToolRegistrationError) as raised:
+        create_agent_session(model=ScriptedModel([]), custom_tools=[bad],
+                             audit=f"sqlite:///{tmp_path}/audit.sqlite")  # fmt: skip
+    # The traceback keeps the failed call's frame (and so the log) alive: only an explicit
+    # close stops the writer thread here, not garbage collection.
+    assert raised.traceback
+    leaked = {t for t in threading.enumerate() if t.name.startswith("pi-audit-")} - before
+    assert not leaked

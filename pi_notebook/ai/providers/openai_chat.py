@@ -82,8 +82,9 @@ class OpenAIChatModel:
         self._id = model_id
         self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self._secret = api_key or os.environ.get("OPENAI_API_KEY") or None
+        self._official = _is_openai_host(self._base_url)
         self._api_key = self._secret
-        if self._api_key is None and not _is_openai_host(self._base_url):
+        if self._api_key is None and not self._official:
             self._api_key = _PLACEHOLDER_KEY
         self._max_output_tokens = max_output_tokens
         self._timeout_s = timeout_s
@@ -91,9 +92,7 @@ class OpenAIChatModel:
             max_retries=max_retries, base_delay_s=retry_base_delay_s, max_delay_s=retry_max_delay_s
         )
         self._host = host_port(self._base_url)
-        self._service = (
-            "the OpenAI API" if _is_openai_host(self._base_url) else "the OpenAI-compatible server"
-        )
+        self._service = "the OpenAI API" if self._official else "the OpenAI-compatible server"
 
     @property
     def id(self) -> str:
@@ -113,10 +112,11 @@ class OpenAIChatModel:
     ) -> AsyncIterator[AssistantMessageEvent]:
         """Stream one answer; ends with a done or error event and never raises for failures."""
         builder = AssistantStream(model=self._id, provider=self.provider)
-        missing = missing_key_failure(VENDOR, "OPENAI_API_KEY", "OPENAI_BASE_URL")
         return run_request(
             builder,
-            missing_key=None if self._api_key else missing.message,
+            missing_key=None
+            if self._api_key
+            else missing_key_failure(VENDOR, "OPENAI_API_KEY", "OPENAI_BASE_URL").message,
             connect=lambda: self._connect(context),
             new_translator=lambda: _ChunkTranslator(builder),
             describe=self._describe,
@@ -154,7 +154,7 @@ class OpenAIChatModel:
         if self._max_output_tokens is not None:
             # openai.com rejects max_tokens for reasoning models; older local servers
             # know only max_tokens.
-            field = "max_completion_tokens" if _is_openai_host(self._base_url) else "max_tokens"
+            field = "max_completion_tokens" if self._official else "max_tokens"
             request[field] = self._max_output_tokens
         return request
 
