@@ -10,8 +10,9 @@ from typing import Any
 from ..ai.abort import AbortController, AbortSignal
 from ..ai.messages import Message, TextContent, UserMessage
 from ..ai.model import Model
+from .common import LoopConfig, maybe_await
 from .events import AgentEvent
-from .loop import LoopConfig, maybe_await, run_agent_loop
+from .loop import run_agent_loop
 from .types import AfterToolCallHook, AgentTool, BeforeToolCallHook, ExecutionMode
 
 __all__ = ["Agent", "AgentBusyError", "AgentState", "Listener"]

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent.loop import maybe_await
+from ..agent.common import maybe_await
 from ..ai.messages import to_text_parts
 from .context import ExtensionContext, SessionHost
 from .events import (

@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..agent.agent import Agent, AgentBusyError
+from ..agent.common import maybe_await
 from ..agent.events import AgentEvent
-from ..agent.loop import maybe_await
 from ..agent.types import (
     AfterToolCallContext,
     AfterToolCallResult,
