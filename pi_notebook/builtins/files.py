@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -33,30 +34,44 @@ class ReadParams(BaseModel):
     limit: int | None = Field(default=None, ge=1, description="Most lines to show.")
 
 
+def _read_window(path: Path, start: int, limit: int) -> tuple[list[str], int, bool]:
+    """Lines ``start`` .. ``start + limit`` within the byte budget, the file's line count,
+    and whether a single over-long line had to be clipped."""
+    shown: list[str] = []
+    size = 0
+    clipped = False
+    full = False
+    total = 0
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for total, raw in enumerate(handle, start=1):
+            if full or total <= start or len(shown) >= limit:
+                continue
+            line = raw.rstrip("\r\n")
+            cost = len(line.encode("utf-8")) + 1
+            if size + cost > READ_MAX_BYTES:
+                if not shown:  # one line over the whole budget: show its start, or read never advances
+                    shown.append(line.encode("utf-8")[:READ_MAX_BYTES].decode("utf-8", errors="ignore"))
+                    clipped = True
+                full = True
+                continue
+            shown.append(line)
+            size += cost
+    return shown, total, clipped
+
+
 async def _read(
     tool_call_id: str, params: ReadParams, signal: AbortSignal, on_update: ToolUpdateCallback, ctx: ExtensionContext
 ) -> ToolResult:
     path = _inside(ctx.cwd, params.path)
     if not path.is_file():
         raise FileNotFoundError(f"{params.path} is not a file")
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    total = len(lines)
+    limit = min(params.limit or READ_MAX_LINES, READ_MAX_LINES)
+    # Off the event loop, one line at a time: a large file neither stalls the kernel nor
+    # has to fit in memory.
+    shown, total, clipped = await asyncio.to_thread(_read_window, path, params.offset - 1, limit)
     if params.offset > max(total, 1):
         raise ValueError(f"Offset {params.offset} is beyond the end of {params.path} ({total} lines)")
     start = params.offset - 1
-    limit = min(params.limit or READ_MAX_LINES, READ_MAX_LINES)
-    shown: list[str] = []
-    size = 0
-    clipped = False
-    for line in lines[start : start + limit]:
-        cost = len(line.encode("utf-8")) + 1
-        if size + cost > READ_MAX_BYTES:
-            if not shown:  # one line over the whole budget: show its start, or read never advances
-                shown.append(line.encode("utf-8")[:READ_MAX_BYTES].decode("utf-8", errors="ignore"))
-                clipped = True
-            break
-        shown.append(line)
-        size += cost
     end = start + len(shown)
     text = "\n".join(shown) if total else "(empty file)"
     truncated = clipped or end < total

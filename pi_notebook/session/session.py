@@ -9,6 +9,7 @@ extension handler for it has finished (C30).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import uuid
@@ -360,10 +361,8 @@ class AgentSession:
             self._bind()
         await self.runner.emit(SessionShutdownEvent())
         if self._audit is not None:
-            if self._owns_audit:
-                self._audit.close()
-            else:
-                self._audit.flush()
+            # Flushing waits on the writer thread: keep the event loop (the kernel) free.
+            await asyncio.to_thread(self._audit.close if self._owns_audit else self._audit.flush)
 
     # For tests and tools that replay events.
     def extension_errors(self) -> list[Mapping[str, str]]:
