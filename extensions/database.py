@@ -32,6 +32,7 @@ from pi_notebook.approvals.records import ApprovalDecision
 from pi_notebook.sample_db import sample_database_url
 from pi_notebook.sql import POLICY_VERSION, classify
 from pi_notebook.sql.backend import DatabaseBackend, query_args_hash, safe_url
+from pi_notebook.sql.backend.auditing import record_before
 
 __all__ = ["DatabaseExtension", "QueryDatabaseParams", "database_extension", "register"]
 
@@ -172,15 +173,13 @@ class DatabaseExtension:
             )  # fmt: skip
             try:
                 await asyncio.to_thread(self.approvals.record, record)
-                audit = _audit(pi, ctx)
-                if audit is not None:
-                    await asyncio.to_thread(
-                        audit.record, "approval",
-                        {"decision": decision, "args_hash": args_hash, "sql": sql,
-                         "reasons": list(verdict.reasons), "user": record.user},
-                        tool_call_id=event.tool_call_id, tool_name=TOOL_NAME,
-                        policy_version=POLICY_VERSION, durable=True,
-                    )  # fmt: skip
+                await asyncio.to_thread(
+                    record_before, _audit(pi, ctx), "approval",
+                    {"decision": decision, "args_hash": args_hash, "sql": sql,
+                     "reasons": list(verdict.reasons), "user": record.user},
+                    tool_call_id=event.tool_call_id, tool_name=TOOL_NAME,
+                    policy_version=POLICY_VERSION,
+                )  # fmt: skip
             except Exception as exc:  # an approval we cannot record is no approval
                 return {
                     "block": True,

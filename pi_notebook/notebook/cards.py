@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
 from .store import CardState
 
-__all__ = ["ToolCard"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["ToolCard", "result_dataframe"]
 
 _STATUS_COLOURS = {
     "queued": "#777",
@@ -41,14 +44,11 @@ def _args_html(args: Any) -> str:
     return f"<pre style='white-space:pre-wrap;margin:2px 0'>{html.escape(text)}</pre>"
 
 
-def _dataframe(details: Any) -> Any:
-    if not isinstance(details, dict):
-        return None
-    frame = details.get("dataframe")
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        return None
+def result_dataframe(details: Any) -> pd.DataFrame | None:
+    """The result DataFrame in a tool result's ``details`` (``details["dataframe"]``), if any."""
+    import pandas as pd  # here, not at import time: importing the notebook layer stays light
+
+    frame = details.get("dataframe") if isinstance(details, dict) else None
     return frame if isinstance(frame, pd.DataFrame) else None
 
 
@@ -69,7 +69,7 @@ class ToolCard(widgets.VBox):
         self.content_fold.set_title(0, "Model-facing content")
         self.content_fold.layout.display = "none"
         self.error_view = widgets.HTML()
-        self.dataframe: Any = None
+        self.dataframe: pd.DataFrame | None = None
         super().__init__(
             children=[self.header, self.args_view, self.progress, self.approval_box,
                       self.result, self.content_fold, self.error_view],
@@ -101,7 +101,7 @@ class ToolCard(widgets.VBox):
             self.progress.value = f"<i>{html.escape(card.progress)}</i>"
         else:
             self.progress.value = ""
-        frame = _dataframe(card.details)
+        frame = result_dataframe(card.details)
         if frame is not None and self.dataframe is None:
             self.dataframe = frame
             self.result.append_display_data(frame)

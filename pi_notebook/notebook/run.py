@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..agent.events import AgentEndEvent
+from .cards import result_dataframe
 from .prompts import Prompt
 from .store import ApprovalRequested, ApprovalResolved, RunFailed, RunState, StopRequested, reduce
 from .view import RunView
@@ -183,12 +184,9 @@ class Run:
     # -- results -----------------------------------------------------------------
     def results(self) -> dict[str, pd.DataFrame]:
         """Each call's result DataFrame (from ``details["dataframe"]``), by call id."""
-        import pandas as pd
-
         out: dict[str, pd.DataFrame] = {}
         for card in self.state.card_list():
-            details = card.details
-            frame = details.get("dataframe") if isinstance(details, dict) else None
-            if isinstance(frame, pd.DataFrame):
+            frame = result_dataframe(card.details)
+            if frame is not None:
                 out[card.tool_call_id] = frame
         return out

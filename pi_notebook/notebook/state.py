@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ def safe_url(url: str) -> str:
     """``url`` without its password."""
     try:
         return sa.make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return "<invalid URL>"
 
 
@@ -44,7 +45,14 @@ def _database_module() -> Any:
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot import {path}")
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        # Registered before it runs, as the extension loader does: pydantic and dataclasses
+        # look a class's module up in sys.modules to resolve its string annotations.
+        sys.modules[spec.name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(spec.name, None)
+            raise
         _DB_MODULE = module
     return _DB_MODULE
 
@@ -209,8 +217,10 @@ def check_database_url(url: str) -> str:
     text = url.strip().strip("'\"")
     try:
         parsed = sa.make_url(text)
-    except ArgumentError:
-        raise ValueError(f"{text!r} is not a SQLAlchemy URL; write e.g. sqlite:///path/to/file.db "
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
+        from ..sql.backend.errors import scrub  # the message is shown, so no password in it
+
+        raise ValueError(f"{scrub(text)!r} is not a SQLAlchemy URL; write e.g. sqlite:///path/to/file.db "
                          "or postgresql+psycopg://user@host/db") from None
     try:
         parsed.get_dialect()

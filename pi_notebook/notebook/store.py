@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
+from ..ai.messages import part_text
+
 __all__ = [
     "ApprovalRequested",
     "ApprovalResolved",
@@ -119,12 +121,7 @@ class RunState:
 
 
 def _text_of(parts: Any) -> tuple[str, ...]:
-    out: list[str] = []
-    for part in parts or ():
-        value = part.get("text") if isinstance(part, dict) else getattr(part, "text", None)
-        if isinstance(value, str):
-            out.append(value)
-    return tuple(out)
+    return tuple(text for text in map(part_text, parts or ()) if text)
 
 
 def _with_card(state: RunState, card: CardState) -> RunState:

@@ -54,12 +54,11 @@ class NotebookUI:
         self.default_timeout = default_timeout
         self.prompts: list[Prompt] = []
 
-    def _show(self, prompt: Prompt) -> Run | None:
+    def _show(self, prompt: Prompt) -> None:
         self.prompts.append(prompt)
         run = self._get_run()
         if run is not None:
             run.attach_prompt(prompt, run.state.pending_card_id())
-        return run
 
     def _timeout(self, timeout: float | None) -> float:
         return self.default_timeout if timeout is None else timeout

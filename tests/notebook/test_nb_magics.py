@@ -137,6 +137,7 @@ async def test_stop_button_aborts_pending_approval(loaded: InteractiveShell) -> 
     ("pi_audit", "--bogus 1", "Usage: %pi_audit"),
     ("pi_connect", "not a url", "Usage: %pi_connect"),
     ("pi_connect", "notaurl", "not a SQLAlchemy URL"),
+    ("pi_connect", "postgresql://u:hunter2@host:port/db", r"^(?!.*hunter2).*not a SQLAlchemy URL"),
     ("pi_connect", "nosuchdriver://x/y", "no driver"),
     ("pi_connect", "sqlite:////nonexistent/dir/x.db", "no SQLite file"),
     ("pi_model", "gpt-5", "Try %pi_model offline"),

@@ -93,6 +93,14 @@ def test_s14_end_sets_duration_content_and_details() -> None:
     assert card.progress == "q"
 
 
+def test_content_parts_as_objects_or_plain_dicts() -> None:
+    end = ToolExecutionEndEvent(
+        tool_call_id="a", tool_name="query_database", is_error=False,
+        result=ToolResult(content=[{"type": "text", "text": "from a dict"}, TextContent(text="an object")],
+                          details=None))
+    assert _fold([_start("a"), end]).cards["a"].content == ("from a dict", "an object")
+
+
 def test_s14_blocked_versus_error() -> None:
     call = ToolCallEvent(tool_call_id="a", tool_name="query_database", input=None)
     blocked = _fold([_start("a"), call, _end("a", "Rejected by user.", is_error=True)])

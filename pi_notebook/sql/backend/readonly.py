@@ -26,6 +26,10 @@ _READ_PRAGMAS = frozenset(
         "application_id", "encoding", "page_size", "page_count", "freelist_count",
     }
 )  # fmt: skip
+# Read pragmas that become writes when given a value (``PRAGMA user_version = 5``).
+_VALUE_PRAGMAS = frozenset(
+    {"user_version", "schema_version", "application_id", "page_size", "encoding"}
+)
 _READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE})
 _NEVER_FUNCTIONS = frozenset({"load_extension"})
 
@@ -60,12 +64,6 @@ class _SqliteGuard:
         if self.mode == "read":
             return sqlite3.SQLITE_OK if action in _READ_ACTIONS else sqlite3.SQLITE_DENY
         return sqlite3.SQLITE_OK
-
-
-# Read pragmas that become writes when given a value (``PRAGMA user_version = 5``).
-_VALUE_PRAGMAS = frozenset(
-    {"user_version", "schema_version", "application_id", "page_size", "encoding"}
-)
 
 
 def install_sqlite_guard(dbapi_connection: sqlite3.Connection, info: dict[Any, Any]) -> None:
