@@ -26,7 +26,19 @@ log = logging.getLogger(__name__)
 _BECAUSE = "needs approval because:"
 
 
+DATABASE_WRITE = "Database write"
+
+
 def _sql_and_reason(title: str, message: str, args: Any, explain: Callable[[str], str | None]) -> tuple[str, str]:
+    """The statement to show and why it needs approval.
+
+    The database gate asks ``confirm("Database write", sql)``, as in the chapter: its
+    message *is* the statement being approved (which a handler may have changed since
+    the model sent it), so that is what the prompt shows. Other callers' messages are
+    prose: the card's ``sql`` argument is shown, and the message says why.
+    """
+    if title == DATABASE_WRITE:
+        return message, explain(message) or "it is not a plain read."
     sql = args.get("sql") if isinstance(args, dict) else None
     sql = sql if isinstance(sql, str) else message
     lowered = message.lower()

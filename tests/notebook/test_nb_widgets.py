@@ -126,3 +126,17 @@ async def test_task_exception_is_shown_in_run_view() -> None:
     assert state.status == "error"
     assert "provider exploded" in run.view.error.value
     assert run.view.stop_button.disabled
+
+
+def test_database_write_prompt_shows_the_statement_being_approved() -> None:
+    """The gate's message is the statement it approves; if a handler changed the model's SQL,
+    the prompt must show the changed statement, not the card's original arguments."""
+    from pi_notebook.notebook.ui import _sql_and_reason  # pyright: ignore[reportPrivateUsage]
+
+    sql, reason = _sql_and_reason(
+        "Database write", "DELETE FROM orders", {"sql": "SELECT 1"}, lambda s: f"why: {s}"
+    )
+    assert (sql, reason) == ("DELETE FROM orders", "why: DELETE FROM orders")
+    # Another extension's prose message: the card's SQL is shown, the message says why.
+    sql, reason = _sql_and_reason("Confirm", "This is risky.", {"sql": "DROP TABLE t"}, lambda s: None)
+    assert (sql, reason) == ("DROP TABLE t", "This is risky.")
