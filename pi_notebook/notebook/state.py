@@ -11,6 +11,7 @@ import asyncio
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -157,13 +158,22 @@ class NotebookState:
         pi.on("tool_call", forward)
         pi.on("tool_result", forward)
 
-    def _close_later(self, session: AgentSession) -> None:
+    def _close_later(self, session: AgentSession, then: Callable[[], None] | None = None) -> None:
+        """Close ``session`` (on the running loop if there is one), then call ``then``."""
+
+        async def close() -> None:
+            try:
+                await session.close()
+            finally:
+                if then is not None:
+                    then()
+
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            asyncio.run(session.close())
+            asyncio.run(close())
             return
-        task = loop.create_task(session.close())
+        task = loop.create_task(close())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -201,11 +211,14 @@ class NotebookState:
         """Stop any run, close the session and the audit log."""
         if self.active_run is not None:
             self.active_run.abort()
+        audit, self.audit = self.audit, None
+        # The audit log is closed only after the session: the aborted run still records.
+        then = audit.close if audit is not None else None
         if self.session is not None:
-            self._close_later(self.session)
+            self._close_later(self.session, then)
             self.session = None
-        if self.audit is not None:
-            self.audit.flush()
+        elif then is not None:
+            then()
 
 
 def check_database_url(url: str) -> str:

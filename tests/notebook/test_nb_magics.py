@@ -234,3 +234,18 @@ async def test_current_handle_and_results(loaded: InteractiveShell) -> None:
     assert state.active_run is None
     (frame,) = run.results().values()
     assert isinstance(frame, pd.DataFrame) and frame.shape == (4, 2)
+
+
+async def test_unload_closes_the_session_then_the_audit_log(shell: InteractiveShell, shared_data_dir,
+                                                             monkeypatch) -> None:  # fmt: skip
+    monkeypatch.setenv("PI_NOTEBOOK_DATA_DIR", str(shared_data_dir))
+    shell.run_line_magic("load_ext", "pi_notebook")
+    state = current()
+    audit, session = state.audit, state.session
+    assert audit is not None and session is not None
+    shell.run_line_magic("unload_ext", "pi_notebook")
+    for task in list(state._background):  # pyright: ignore[reportPrivateUsage]
+        await task
+    assert session.closed
+    assert audit._closed  # pyright: ignore[reportPrivateUsage]
+    assert audit.verify().ok  # the store is still readable, only this writer is closed
