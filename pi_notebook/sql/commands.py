@@ -189,6 +189,9 @@ def _show(
         # SHOW <name> is DESCRIBE <name>: the name may be a file (SHOW x.csv reads it).
         inner = assess(f"SELECT * FROM {_rest(tokens, sql, 1)}", dialect, depth + 1)
         return Assessment(inner.findings, read_reason="SHOW of a table reads metadata")
+    if dialect == "mysql" and [word(t) for t in rest[:2]] in (["GRANTS"], ["CREATE", "USER"]):
+        # Verified on MariaDB: both print IDENTIFIED BY PASSWORD '<hash>'.
+        return Assessment((writes("SHOW GRANTS / SHOW CREATE USER shows password hashes"),))
     if _is_plain_name_list(rest):
         return Assessment((), read_reason="SHOW reads settings or metadata")
     return Assessment((writes("SHOW with an expression that may call functions"),))

@@ -409,6 +409,29 @@ HOST_FILE_TABLES: dict[str, frozenset[str]] = {
 }
 """Catalog views that read configuration files on the server host when queried."""
 
+CREDENTIAL_TABLES: dict[str, frozenset[str]] = {
+    "postgres": _names("pg_authid pg_shadow pg_user_mapping pg_user_mappings"),
+    "mysql": _names("mysql.user mysql.global_priv global_priv"),
+    "sqlite": _names("sqlite_dbpage"),
+    "duckdb": frozenset(),
+}
+"""Tables that hold password hashes or stored credentials (PostgreSQL's ``pg_authid``,
+readable by a superuser; MariaDB's ``mysql.user``), or raw database pages that keep
+deleted rows (SQLite's ``sqlite_dbpage``): no ordinary read needs them, and their content
+must not reach the model unasked. Matched on the name, or ``schema.name`` where the bare
+name is common (MariaDB ``user``)."""
+
+FORMAT_WIDTH_FUNCTIONS: dict[str, frozenset[str]] = {
+    "postgres": frozenset(),
+    "mysql": frozenset(),
+    "sqlite": _names("printf format"),
+    "duckdb": frozenset(),
+}
+"""``printf``-style functions whose format can ask for a huge padded value at once
+(``printf('%.*c', 1000000000, 'x')`` allocates a gigabyte in the notebook's process with
+SQLite, verified): only a literal format without ``*`` and without a width or precision
+of more than six digits is a read."""
+
 SQLITE_PRAGMA_TABLES: frozenset[str] = _names(
     """
     table_info table_xinfo table_list index_list index_info index_xinfo foreign_key_list

@@ -288,8 +288,10 @@ def _statement_escapes(tokens: Sequence[Token], words: Sequence[str], first: str
         found.append(rejects("EXPORT DATABASE writes files outside the database"))
     elif first == "VACUUM" and "INTO" in words:
         found.append(rejects("VACUUM INTO writes a copy of the database to a file"))
-    elif first in ("INSTALL", "FORCE") or (
-        first == "LOAD" and words[1:2] not in (["DATA"], ["XML"])
+    elif (
+        first == "INSTALL"
+        or words[:2] == ["FORCE", "INSTALL"]
+        or (first == "LOAD" and words[1:2] not in (["DATA"], ["XML"]))
     ):
         found.append(rejects("loading an extension or library runs native code in the server"))
     if "SONAME" in words:

@@ -7,6 +7,8 @@ DML inside a CTE); anything else is a ``write`` because we do not know it is a r
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from pi_notebook.sql import functions
@@ -244,6 +246,11 @@ def function_finding(node: exp.Func, dialect: str) -> Finding | None:
             return writes(
                 f"function {schema}.{name}() is user-defined or unknown", when_executed=False
             )
+    if name.lower() in functions.FORMAT_WIDTH_FUNCTIONS[dialect] and not _modest_format(node):
+        return writes(
+            f"{name.lower()}() with a computed format or a huge width may exhaust memory",
+            when_executed=False,
+        )
     if isinstance(node, exp.Anonymous):
         lowered = name.lower()
         if node.expressions and lowered in functions.PURE_ONLY_WITHOUT_ARGUMENTS[dialect]:
@@ -305,6 +312,21 @@ def _small_size(node: exp.Anonymous) -> bool:
     return text.isdigit() and int(text) <= functions.MAX_BUILT_BYTES
 
 
+_HUGE_WIDTH = re.compile(r"%[-+ 0#,!]*(?:\*|\d{7})|%[^%a-zA-Z]*\.(?:\*|\d{7})")
+
+
+def _modest_format(node: exp.Func) -> bool:
+    """The format is a string literal asking for no ``*`` width and no width or
+    precision of seven digits or more."""
+    if isinstance(node, exp.Anonymous):
+        fmt = node.expressions[0] if node.expressions else None
+    else:
+        fmt = node.this
+    if not isinstance(fmt, exp.Literal) or not fmt.is_string:
+        return False
+    return _HUGE_WIDTH.search(fmt.this) is None
+
+
 def _table_findings(table: exp.Table, dialect: str) -> list[Finding]:
     source = table.this
     if isinstance(source, exp.Literal):
@@ -323,6 +345,9 @@ def _table_findings(table: exp.Table, dialect: str) -> list[Finding]:
     name = source.name.lower()
     if name in functions.HOST_FILE_TABLES[dialect]:
         return [writes(f"{name} reads configuration files on the server host")]
+    credentials = functions.CREDENTIAL_TABLES[dialect]
+    if name in credentials or f"{table.db.lower()}.{name}" in credentials:
+        return [writes(f"{table.sql(dialect=dialect)} holds password hashes or raw pages")]
     if dialect == "sqlite" and name.startswith("pragma_"):
         if name.removeprefix("pragma_") not in functions.SQLITE_PRAGMA_TABLES:
             return [writes(f"{name} runs a pragma that may change state", when_executed=False)]
