@@ -260,6 +260,11 @@ def _opt_str(value: object) -> str | None:
 
 
 def _shutdown(writer: Writer, engine: sa.Engine | None) -> None:
-    writer.close()
-    if engine is not None:
-        engine.dispose()
+    # Also runs from garbage collection, where an exception would only be printed:
+    # log it instead, with the context that says what failed.
+    try:
+        writer.close()
+        if engine is not None:
+            engine.dispose()
+    except Exception:
+        _log.exception("audit: shutting down the writer failed")

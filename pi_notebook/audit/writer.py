@@ -109,6 +109,10 @@ class Writer:
         with self._lock:
             self._stopping = True
             self._work.notify_all()
+        if threading.current_thread() is self._thread:
+            # Garbage collection can run the log's finalizer on this very thread; it then
+            # drains the queue by itself once the current batch is done.
+            return
         self._thread.join(timeout)
         with self._lock:
             lost = len(self._queue)
