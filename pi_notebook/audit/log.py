@@ -8,6 +8,7 @@ committed (approval decisions and final arguments must be on disk before a state
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import getpass
 import json
@@ -116,9 +117,13 @@ class AuditLog:
         self.max_payload_bytes = max_payload_bytes
         self._writer = Writer(self.engine, self.session_id, self.user)
         self._closed = False
-        # Runs on close(), on garbage collection, and at interpreter exit (atexit flush).
+        # Runs on close() and on garbage collection. At interpreter exit our own hook runs
+        # it: weakref.finalize's exit hook iterates its registry unguarded, and a writer
+        # thread touching that registry meanwhile makes it skip every finalizer (seen).
         self._finalizer = weakref.finalize(self, _shutdown, self._writer,
                                            self.engine if owned else None)
+        self._finalizer.atexit = False
+        _open_logs.add(self)
 
     def __repr__(self) -> str:
         return f"AuditLog(url={self.engine.url!r}, session_id={self.session_id!r})"
@@ -257,6 +262,16 @@ class AuditLog:
 
 def _opt_str(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+_open_logs: weakref.WeakSet[AuditLog] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_logs() -> None:
+    """At interpreter exit, write what every open log still has queued."""
+    for log in list(_open_logs):
+        log.close()
 
 
 def _shutdown(writer: Writer, engine: sa.Engine | None) -> None:
