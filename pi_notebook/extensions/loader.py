@@ -19,6 +19,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal, TypeAlias
 
 from .api import ExtensionAPI
@@ -32,6 +33,7 @@ __all__ = [
     "entry_point_extensions",
     "labelled_extension",
     "load_extensions",
+    "load_module_file",
 ]
 
 ENTRY_POINT_GROUP = "pi_notebook.extensions"
@@ -71,7 +73,8 @@ def entry_point_extensions() -> list[EntryPoint]:
     return list(entry_points(group=ENTRY_POINT_GROUP))
 
 
-def _load_file(path: Path) -> Factory:
+def load_module_file(path: Path) -> ModuleType:
+    """Import a ``.py`` file as a module under a name unique to its path."""
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:12]
     spec = importlib.util.spec_from_file_location(f"pi_notebook_extension_{path.stem}_{digest}", path)
     if spec is None or spec.loader is None:
@@ -85,7 +88,11 @@ def _load_file(path: Path) -> Factory:
     except BaseException:
         sys.modules.pop(spec.name, None)
         raise
-    return _register_of(module, str(path))
+    return module
+
+
+def _load_file(path: Path) -> Factory:
+    return _register_of(load_module_file(path), str(path))
 
 
 def _register_of(module: Any, where: str) -> Factory:

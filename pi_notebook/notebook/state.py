@@ -8,9 +8,7 @@ the audit log is kept across sessions so ``%pi_audit`` shows the whole notebook.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import ArgumentError
 
-from ..extensions.loader import labelled_extension
+from ..extensions.loader import labelled_extension, load_module_file
 from ..session import AgentSession, create_agent_session
 from .config import PiNotebook
 from .paths import database_extension_path
@@ -41,20 +39,7 @@ def safe_url(url: str) -> str:
 def _database_module() -> Any:
     global _DB_MODULE
     if _DB_MODULE is None:
-        path = database_extension_path()
-        spec = importlib.util.spec_from_file_location("pi_notebook_database_extension", path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot import {path}")
-        module = importlib.util.module_from_spec(spec)
-        # Registered before it runs, as the extension loader does: pydantic and dataclasses
-        # look a class's module up in sys.modules to resolve its string annotations.
-        sys.modules[spec.name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            sys.modules.pop(spec.name, None)
-            raise
-        _DB_MODULE = module
+        _DB_MODULE = load_module_file(database_extension_path())
     return _DB_MODULE
 
 
