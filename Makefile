@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,db,providers,bench]"
+	$(PY) -m pip install --quiet -e ".[dev,db,providers,mcp,arrow,bench]"
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -28,6 +28,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 typecheck: $(STAMP)
 	$(VENV)/bin/pyright

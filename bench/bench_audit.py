@@ -34,8 +34,14 @@ from pi_notebook.audit.schema import heads, metadata, records
 
 def payload(i: int) -> dict[str, Any]:
     """A typical record: a query_database call's arguments and a decision."""
-    return {"input": {"sql": f"SELECT id, name, total FROM orders WHERE id = {i} LIMIT 100",
-                      "limit": 100}, "decision": "seen", "attempt": 1}
+    return {
+        "input": {
+            "sql": f"SELECT id, name, total FROM orders WHERE id = {i} LIMIT 100",
+            "limit": 100,
+        },
+        "decision": "seen",
+        "attempt": 1,
+    }
 
 
 def bench_writes(url: str, n: int) -> tuple[float, float]:
@@ -51,9 +57,14 @@ def bench_writes(url: str, n: int) -> tuple[float, float]:
     log.flush()
     ours = time.perf_counter() - t0
     with log.engine.connect() as conn:
-        rows = [dict(r._mapping) for r in conn.execute(
-            sa.select(records).where(records.c.session_id == log.session_id,
-                                     records.c.kind == "tool_call"))]
+        rows = [
+            dict(r._mapping)
+            for r in conn.execute(
+                sa.select(records).where(
+                    records.c.session_id == log.session_id, records.c.kind == "tool_call"
+                )
+            )
+        ]
     log.close()
     bare_sid = "bare-" + uuid.uuid4().hex
     for row in rows:
@@ -85,12 +96,21 @@ def populate(url: str, n: int) -> None:
             count = min(per, n - done)
             for seq in range(1, count + 1):
                 ts = base + dt.timedelta(milliseconds=done + seq)
-                text = ('{"decision":"seen","input":{"limit":100,"sql":"SELECT id FROM orders '
-                        f'WHERE id = {seq}"}}}}')
-                fields = {"session_id": sid, "seq": seq, "kind": "tool_call",
-                          "tool_call_id": f"call_{s}_{seq}", "tool_name": "query_database",
-                          "user": "bench", "policy_version": "v1", "payload": text,
-                          "prev_hash": prev}
+                text = (
+                    '{"decision":"seen","input":{"limit":100,"sql":"SELECT id FROM orders '
+                    f'WHERE id = {seq}"}}}}'
+                )
+                fields = {
+                    "session_id": sid,
+                    "seq": seq,
+                    "kind": "tool_call",
+                    "tool_call_id": f"call_{s}_{seq}",
+                    "tool_name": "query_database",
+                    "user": "bench",
+                    "policy_version": "v1",
+                    "payload": text,
+                    "prev_hash": prev,
+                }
                 prev = record_hash(ts=format_ts(ts), **fields)
                 rows.append({**fields, "ts": ts, "hash": prev})
                 if len(rows) >= chunk:
@@ -142,8 +162,10 @@ def main() -> None:
         # Alternate the two and keep each one's best: other load on the machine then hits both.
         runs = [bench_writes(url, args.writes) for _ in range(args.repeat)]
         ours, bare = max(r[0] for r in runs), max(r[1] for r in runs)
-        print(f"writes ({args.writes:,} records): AuditLog {ours:,.0f} rec/s, bare executemany "
-              f"{bare:,.0f} rec/s, ratio {ours / bare:.2f}x (target >= 0.5x)")
+        print(
+            f"writes ({args.writes:,} records): AuditLog {ours:,.0f} rec/s, bare executemany "
+            f"{bare:,.0f} rec/s, ratio {ours / bare:.2f}x (target >= 0.5x)"
+        )
 
         engine = sa.create_engine(url)
         metadata.drop_all(engine)
@@ -153,8 +175,10 @@ def main() -> None:
         populate(url, args.records)
         print(f"populated {args.records:,} records in {time.perf_counter() - t0:.1f} s")
         ours_s, bare_s, n = bench_reads(url, args.repeat)
-        print(f"reads ({n:,} records): to_dataframe {ours_s:.2f} s, pandas.read_sql "
-              f"{bare_s:.2f} s, ratio {ours_s / bare_s:.2f}x (target <= 1.3x)")
+        print(
+            f"reads ({n:,} records): to_dataframe {ours_s:.2f} s, pandas.read_sql "
+            f"{bare_s:.2f} s, ratio {ours_s / bare_s:.2f}x (target <= 1.3x)"
+        )
 
 
 if __name__ == "__main__":

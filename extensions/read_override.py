@@ -65,12 +65,19 @@ async def read_numbered(
         for number, line in enumerate(chosen, start=first)
     ]
     last = first + len(chosen) - 1
-    text = "\n".join(numbered) if numbered else f"(no lines from {first}; the file has {len(lines)})"
+    text = (
+        "\n".join(numbered) if numbered else f"(no lines from {first}; the file has {len(lines)})"
+    )
     if last < len(lines):
         text += f"\n\n[{len(lines) - last} more lines. Use offset={last + 1} to continue.]"
     return ToolResult(
         content=[TextContent(text=text)],
-        details={"path": str(path), "first_line": first, "last_line": last, "total_lines": len(lines)},
+        details={
+            "path": str(path),
+            "first_line": first,
+            "last_line": last,
+            "total_lines": len(lines),
+        },
     )
 
 

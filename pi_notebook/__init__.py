@@ -19,6 +19,7 @@ from .ai.messages import (
     Usage,
     UserMessage,
 )
+from .errors import PiNotebookError, SessionClosedError
 from .extensions import (
     ExtensionAPI,
     ExtensionContext,
@@ -32,7 +33,7 @@ from .extensions import (
     ToolResultEventResult,
     define_tool,
 )
-from .session import AgentSession, SessionClosedError, create_agent_session
+from .session import AgentSession, create_agent_session
 
 __version__ = "0.1.0"
 
@@ -48,6 +49,8 @@ __all__ = [
     # Extensions and tools
     "ExtensionAPI",
     "ExtensionContext",
+    # Errors
+    "PiNotebookError",
     "RegisteredTool",
     "SessionClosedError",
     "SourceInfo",

@@ -26,7 +26,12 @@ class ApprovingConsoleUI:
     """Shows each approval request and approves it (a person would decide here)."""
 
     async def confirm(
-        self, title: str, message: str, *, signal: AbortSignal | None = None, timeout: float | None = None
+        self,
+        title: str,
+        message: str,
+        *,
+        signal: AbortSignal | None = None,
+        timeout: float | None = None,
     ) -> bool:
         print(f"\n  [approval] {title}\n    " + message.replace("\n", "\n    "))
         print("  [approval] approved (a person would click Approve)")
@@ -67,14 +72,18 @@ async def main() -> int:
     await session.close()
 
     print("\n--- the same write, now with a UI that approves ---")
-    approving = create_agent_session(model="offline", extensions=[str(DATABASE_EXTENSION)], ui=ApprovingConsoleUI())
+    approving = create_agent_session(
+        model="offline", extensions=[str(DATABASE_EXTENSION)], ui=ApprovingConsoleUI()
+    )
     approving.subscribe(show)
     await approving.prompt(prompts[-1])
     audit = approving.audit
     if audit is not None:
         audit.flush()
         frame = audit.to_dataframe(session=audit.session_id)
-        print(f"\naudit records of that session: {len(frame)}; kinds: {', '.join(frame['kind'].unique())}")
+        print(
+            f"\naudit records of that session: {len(frame)}; kinds: {', '.join(frame['kind'].unique())}"
+        )
         print(f"audit chain verifies: {audit.verify().ok}")
     await approving.close()
     return 0

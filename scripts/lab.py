@@ -34,8 +34,12 @@ def headless(path: Path = QUICKSTART, timeout: int = 300) -> int:
     import nbformat
 
     notebook = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=timeout,
-                                     resources={"metadata": {"path": str(path.parent)}})
+    client = nbclient.NotebookClient(
+        notebook,
+        kernel_name="python3",
+        timeout=timeout,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     try:
         client.execute()
     finally:
@@ -88,7 +92,9 @@ def lab(port: int | None = None, open_browser: bool = False) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--headless", action="store_true", help="execute the quickstart and print its outputs")
+    parser.add_argument(
+        "--headless", action="store_true", help="execute the quickstart and print its outputs"
+    )
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--open", action="store_true", help="also open a browser")
     args = parser.parse_args(argv)

@@ -28,7 +28,9 @@ def _unavailable(what: str, exc: BaseException) -> None:
     pytest.skip(reason)
 
 
-def _fresh_database(what: str, env: str, default: str, quote: str, drop_suffix: str = "") -> Iterator[str]:
+def _fresh_database(
+    what: str, env: str, default: str, quote: str, drop_suffix: str = ""
+) -> Iterator[str]:
     """Create a uniquely named database on a server, yield its URL, drop it afterwards."""
     base = make_url(os.environ.get(env, default))
     name = f"pi_nb_test_{uuid.uuid4().hex[:10]}"
@@ -61,7 +63,9 @@ def mysql_url() -> Iterator[str]:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_data_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Keep every test's default files (audit log, sample database) out of the real home."""
     data = tmp_path_factory.mktemp("pi_data")
     monkeypatch.setenv("PI_NOTEBOOK_DATA_DIR", str(data))

@@ -10,6 +10,7 @@ from typing import Any
 from ..ai.abort import AbortController, AbortSignal
 from ..ai.messages import Message, TextContent, UserMessage
 from ..ai.model import Model
+from ..errors import AgentBusyError
 from .common import LoopConfig, maybe_await
 from .events import AgentEvent
 from .loop import run_agent_loop
@@ -20,10 +21,6 @@ __all__ = ["Agent", "AgentBusyError", "AgentState", "Listener"]
 log = logging.getLogger(__name__)
 
 Listener = Callable[[AgentEvent], Awaitable[None] | None]
-
-
-class AgentBusyError(RuntimeError):
-    """``prompt`` was called while a run is still going."""
 
 
 @dataclass(kw_only=True)
@@ -103,7 +100,9 @@ class Agent:
             tool_execution=self.tool_execution,
         )
         try:
-            await run_agent_loop(prompts, self.state.messages, config, controller.signal, self._emit)
+            await run_agent_loop(
+                prompts, self.state.messages, config, controller.signal, self._emit
+            )
         finally:
             self.state.is_running = False
             self._controller = None

@@ -30,7 +30,6 @@ EmitFn = Callable[[AgentEvent], Awaitable[None]]
 ABORTED_TEXT = "Operation aborted"
 
 
-
 @dataclass(kw_only=True)
 class LoopConfig:
     """How the loop runs. ``get_turn_state`` is read before every model request, so a

@@ -62,7 +62,9 @@ async def fail_truncated(calls: list[ToolCall], emit: EmitFn) -> list[ToolCallOu
     """C26: the output hit the token limit, so every call's arguments may be cut off."""
     outcomes: list[ToolCallOutcome] = []
     for call in calls:
-        await emit(ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
+        await emit(
+            ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
+        )
         outcome = ToolCallOutcome(
             tool_call=call,
             result=error_result(
@@ -106,7 +108,9 @@ async def _run_sequential(
 ) -> list[ToolCallOutcome]:
     outcomes: list[ToolCallOutcome] = []
     for call in calls:
-        await emit(ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
+        await emit(
+            ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
+        )
         prepared = await _prepare(context, message, call, config, signal)
         if isinstance(prepared, ToolCallOutcome):
             outcome = prepared
@@ -131,7 +135,9 @@ async def _run_parallel(
     # Phase 1, in source order: start events and before-hooks (C27).
     entries: list[ToolCallOutcome | _Prepared] = []
     for call in calls:
-        await emit(ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
+        await emit(
+            ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
+        )
         prepared = await _prepare(context, message, call, config, signal)
         if isinstance(prepared, ToolCallOutcome):
             await _emit_end(prepared, emit)
@@ -199,7 +205,9 @@ async def _prepare(
         if signal.aborted:
             return fail(ABORTED_TEXT)
         if decision is not None and decision.block:
-            return fail(decision.reason or "Tool execution was blocked", terminate=decision.terminate)
+            return fail(
+                decision.reason or "Tool execution was blocked", terminate=decision.terminate
+            )
     if signal.aborted:
         return fail(ABORTED_TEXT)
     return _Prepared(tool_call=call, tool=tool, args=args)
@@ -225,7 +233,10 @@ async def _execute(
             await previous  # keep updates in the order they were sent
         await emit(
             ToolExecutionUpdateEvent(
-                tool_call_id=call.id, tool_name=call.name, args=call.arguments, partial_result=partial
+                tool_call_id=call.id,
+                tool_name=call.name,
+                args=call.arguments,
+                partial_result=partial,
             )
         )
 
@@ -256,7 +267,10 @@ async def _execute(
     if last_update is not None:
         await last_update  # S13: emitted updates arrive before the end event
     if not isinstance(result, ToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
-        result, is_error = error_result(f"Tool {call.name} returned {type(result).__name__}, not a ToolResult"), True
+        result, is_error = (
+            error_result(f"Tool {call.name} returned {type(result).__name__}, not a ToolResult"),
+            True,
+        )
 
     if config.after_tool_call is not None:
         try:
@@ -276,7 +290,9 @@ async def _execute(
         except (Exception, asyncio.CancelledError) as exc:
             if is_own_cancellation(exc):
                 raise
-            return ToolCallOutcome(tool_call=call, result=error_result(exception_text(exc)), is_error=True)
+            return ToolCallOutcome(
+                tool_call=call, result=error_result(exception_text(exc)), is_error=True
+            )
         if patch is not None:
             result = ToolResult(
                 content=patch.content if patch.content is not None else result.content,

@@ -14,13 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..errors import ToolArgumentsError
 from .types import AgentTool
 
 __all__ = ["ToolArgumentsError", "prepare_and_validate", "validation_error_text"]
-
-
-class ToolArgumentsError(Exception):
-    """Arguments could not be prepared or validated; the message is the error result."""
 
 
 def _location(loc: tuple[int | str, ...]) -> str:

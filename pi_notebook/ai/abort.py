@@ -12,14 +12,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import AbortError
+
 __all__ = ["AbortController", "AbortError", "AbortSignal"]
-
-
-class AbortError(Exception):
-    """Raised by work that honours an abort signal."""
-
-    def __init__(self, message: str = "Operation aborted") -> None:
-        super().__init__(message)
 
 
 class AbortSignal:

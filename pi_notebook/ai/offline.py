@@ -53,7 +53,9 @@ def extract_sql(prompt: str) -> str | None:
 
 
 def _summary(result: ToolResultMessage) -> str:
-    first = next((line.strip() for line in content_text(result.content).splitlines() if line.strip()), "")
+    first = next(
+        (line.strip() for line in content_text(result.content).splitlines() if line.strip()), ""
+    )
     if len(first) > 200:
         first = first[:197] + "..."
     if result.is_error:
@@ -98,7 +100,9 @@ class OfflineModel:
             None,
         )
 
-    def _events(self, context: Context, signal: AbortSignal | None) -> Iterator[AssistantMessageEvent]:
+    def _events(
+        self, context: Context, signal: AbortSignal | None
+    ) -> Iterator[AssistantMessageEvent]:
         text, sql = self._answer(context)
         out = AssistantStream(model=self.id, provider=self.provider)
         yield out.start()

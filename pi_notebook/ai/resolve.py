@@ -7,16 +7,13 @@ only when their string is used, so ``import pi_notebook`` never needs them.
 
 from __future__ import annotations
 
+from ..errors import ModelSpecError
 from .model import Model
 
 __all__ = ["ModelSpecError", "resolve_model"]
 
 ACCEPTED = "'offline', 'openai:<model-id>', 'anthropic:<model-id>', or a model object"
 _EXTRA_HINT = 'pip install "pi-notebook[providers]"'
-
-
-class ModelSpecError(ValueError):
-    """The ``model`` argument names no model this installation can build."""
 
 
 def resolve_model(spec: str | Model) -> Model:

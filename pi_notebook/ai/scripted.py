@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, overload
 
+from ..errors import UnexpectedModelCall
 from .abort import AbortSignal
 from .events import AssistantMessageEvent
 from .messages import Message, StopReason, TextContent, ToolCall, Usage
@@ -45,9 +46,7 @@ class ScriptedTurn:
 
 
 Part: TypeAlias = TextContent | ToolCall
-Step: TypeAlias = (
-    Part | Sequence[Part] | ScriptedTurn | BaseException | Callable[[Context], Any]
-)
+Step: TypeAlias = Part | Sequence[Part] | ScriptedTurn | BaseException | Callable[[Context], Any]
 
 
 def text(value: str) -> TextContent:
@@ -57,19 +56,20 @@ def text(value: str) -> TextContent:
 
 def tool_call(name: str, args: Any = None, *, id: str | None = None) -> ToolCall:
     """A tool call part. ``args`` is sent as is (it need not be valid)."""
-    return ToolCall(id=id or f"call_{next(_ids)}", name=name, arguments={} if args is None else args)
+    return ToolCall(
+        id=id or f"call_{next(_ids)}", name=name, arguments={} if args is None else args
+    )
 
 
 def turn(
-    parts: Part | Sequence[Part], *, stop_reason: StopReason | None = None, usage: Usage | None = None
+    parts: Part | Sequence[Part],
+    *,
+    stop_reason: StopReason | None = None,
+    usage: Usage | None = None,
 ) -> ScriptedTurn:
     """An answer with a forced stop reason (e.g. ``"length"``) or usage."""
     as_tuple = (parts,) if isinstance(parts, TextContent | ToolCall) else tuple(parts)
     return ScriptedTurn(parts=as_tuple, stop_reason=stop_reason, usage=usage)
-
-
-class UnexpectedModelCall(AssertionError):
-    """The model was asked for more answers than the script holds."""
 
 
 class _HistoryView(Sequence[Message]):
@@ -181,7 +181,9 @@ class ScriptedModel:
         for event in self._events(step, signal):
             yield event
 
-    def _events(self, step: ScriptedTurn, signal: AbortSignal | None) -> Iterator[AssistantMessageEvent]:
+    def _events(
+        self, step: ScriptedTurn, signal: AbortSignal | None
+    ) -> Iterator[AssistantMessageEvent]:
         out = AssistantStream(model=self.id, provider=self.provider)
         yield out.start()
         for part in step.parts:
@@ -202,4 +204,6 @@ class ScriptedModel:
                 yield out.tool_call_end(index)
         if step.usage is not None:
             out.set_usage(step.usage)
-        yield out.done(step.stop_reason if step.stop_reason not in (None, "error", "aborted") else None)  # type: ignore[arg-type]
+        yield out.done(
+            step.stop_reason if step.stop_reason not in (None, "error", "aborted") else None
+        )  # type: ignore[arg-type]

@@ -53,19 +53,40 @@ def format_ts(ts: dt.datetime) -> str:
     return ts.isoformat(timespec="microseconds") + "Z"
 
 
-def record_hash(*, session_id: str, seq: int, ts: str, kind: str, tool_call_id: str | None,
-                tool_name: str | None, user: str | None, policy_version: str | None,
-                payload: str, prev_hash: str) -> str:
+def record_hash(
+    *,
+    session_id: str,
+    seq: int,
+    ts: str,
+    kind: str,
+    tool_call_id: str | None,
+    tool_name: str | None,
+    user: str | None,
+    policy_version: str | None,
+    payload: str,
+    prev_hash: str,
+) -> str:
     """SHA-256 (hex) of the canonical JSON of a record's fields; ``ts`` from ``format_ts``."""
     canonical = _CANONICAL.encode(
-        {"session_id": session_id, "seq": seq, "ts": ts, "kind": kind,
-         "tool_call_id": tool_call_id, "tool_name": tool_name, "user": user,
-         "policy_version": policy_version, "payload": payload, "prev_hash": prev_hash})
+        {
+            "session_id": session_id,
+            "seq": seq,
+            "ts": ts,
+            "kind": kind,
+            "tool_call_id": tool_call_id,
+            "tool_name": tool_name,
+            "user": user,
+            "policy_version": policy_version,
+            "payload": payload,
+            "prev_hash": prev_hash,
+        }
+    )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def verify_session(session_id: str, rows: Iterable[Any], head: tuple[int, str] | None,
-                   report: VerifyReport) -> None:
+def verify_session(
+    session_id: str, rows: Iterable[Any], head: tuple[int, str] | None, report: VerifyReport
+) -> None:
     """Check one session's records (ordered by seq) against the chain and the head.
 
     ``rows`` have attributes session_id, seq, ts, kind, tool_call_id, tool_name, user,
@@ -78,8 +99,9 @@ def verify_session(session_id: str, rows: Iterable[Any], head: tuple[int, str] |
         report.records += len(seqs)
         if seqs:
             span = f"seq {min(seqs)}" if len(seqs) == 1 else f"seq {min(seqs)}..{max(seqs)}"
-            report.problems.append(f"{where} {span}: inserted (no head entry: the audit never "
-                                   f"wrote this session)")
+            report.problems.append(
+                f"{where} {span}: inserted (no head entry: the audit never wrote this session)"
+            )
         return
     expected_seq = 1
     prev_hash = GENESIS
@@ -90,47 +112,72 @@ def verify_session(session_id: str, rows: Iterable[Any], head: tuple[int, str] |
         report.records += 1
         seq = int(row.seq)
         computed = record_hash(
-            session_id=row.session_id, seq=seq, ts=format_ts(row.ts), kind=row.kind,
-            tool_call_id=row.tool_call_id, tool_name=row.tool_name, user=row.user,
-            policy_version=row.policy_version, payload=row.payload, prev_hash=row.prev_hash)
+            session_id=row.session_id,
+            seq=seq,
+            ts=format_ts(row.ts),
+            kind=row.kind,
+            tool_call_id=row.tool_call_id,
+            tool_name=row.tool_name,
+            user=row.user,
+            policy_version=row.policy_version,
+            payload=row.payload,
+            prev_hash=row.prev_hash,
+        )
         if seq > expected_seq:
-            missing = f"seq {expected_seq}" if seq == expected_seq + 1 \
+            missing = (
+                f"seq {expected_seq}"
+                if seq == expected_seq + 1
                 else f"seq {expected_seq}..{seq - 1}"
-            report.problems.append(f"{where} {missing}: removed (the chain jumps from seq "
-                                   f"{expected_seq - 1} to seq {seq})")
+            )
+            report.problems.append(
+                f"{where} {missing}: removed (the chain jumps from seq "
+                f"{expected_seq - 1} to seq {seq})"
+            )
         elif seq < expected_seq:
             report.problems.append(f"{where} seq {seq}: inserted (sequence number repeats)")
         if computed != row.hash:
             what = "inserted" if seq > head[0] else "altered"
-            report.problems.append(f"{where} seq {seq}: {what} (its content does not match "
-                                   f"its hash)")
+            report.problems.append(
+                f"{where} seq {seq}: {what} (its content does not match its hash)"
+            )
         elif row.prev_hash != prev_hash and seq == expected_seq:
             if seq == 1:
                 report.problems.append(f"{where} seq 1: altered (does not start the chain)")
             else:
                 # This record is self-consistent but links elsewhere: its predecessor was
                 # rewritten and re-hashed, or this record was forged with a valid hash.
-                report.problems.append(f"{where} seq {seq - 1}: altered (seq {seq} links to a "
-                                       f"different hash)")
+                report.problems.append(
+                    f"{where} seq {seq - 1}: altered (seq {seq} links to a different hash)"
+                )
         expected_seq = max(expected_seq, seq + 1)
         prev_hash = row.hash
         last_seq, last_hash = seq, row.hash
     _check_head(where, head, last_seq, last_hash, len(report.problems) > problems_before, report)
 
 
-def _check_head(where: str, head: tuple[int, str] | None, last_seq: int, last_hash: str | None,
-                found_already: bool, report: VerifyReport) -> None:
+def _check_head(
+    where: str,
+    head: tuple[int, str] | None,
+    last_seq: int,
+    last_hash: str | None,
+    found_already: bool,
+    report: VerifyReport,
+) -> None:
     if head is None:
         return
     count, head_hash = head
     if last_seq < count:
         missing = f"seq {last_seq + 1}" if last_seq + 1 == count else f"seq {last_seq + 1}..{count}"
-        report.problems.append(f"{where} {missing}: removed (the head records {count} records, "
-                               f"the store ends at seq {last_seq})")
+        report.problems.append(
+            f"{where} {missing}: removed (the head records {count} records, "
+            f"the store ends at seq {last_seq})"
+        )
     elif last_seq > count:
         extra = f"seq {count + 1}" if count + 1 == last_seq else f"seq {count + 1}..{last_seq}"
-        report.problems.append(f"{where} {extra}: inserted (beyond the {count} records the "
-                               f"head counts)")
+        report.problems.append(
+            f"{where} {extra}: inserted (beyond the {count} records the head counts)"
+        )
     elif last_hash != head_hash and not found_already:
-        report.problems.append(f"{where} seq {last_seq}: altered (does not match the head's "
-                               f"last hash)")
+        report.problems.append(
+            f"{where} seq {last_seq}: altered (does not match the head's last hash)"
+        )

@@ -148,8 +148,10 @@ def _scalar_or_object(obj: Any, depth: int, seen: set[int]) -> Any:
         seen.add(id(obj))
         try:
             # Field by field rather than asdict(): asdict deep-copies and raises on odd values.
-            return {f.name: _convert(getattr(obj, f.name, None), depth + 1, seen)
-                    for f in dataclasses.fields(obj)}
+            return {
+                f.name: _convert(getattr(obj, f.name, None), depth + 1, seen)
+                for f in dataclasses.fields(obj)
+            }
         finally:
             seen.discard(id(obj))
     return {"_type": type_name(obj), "repr": _safe_repr(obj)}
@@ -171,12 +173,19 @@ def _pandas_or_numpy(obj: Any) -> Any:
     pd = sys.modules.get("pandas")
     if pd is not None:
         if isinstance(obj, pd.DataFrame):
-            return {"_type": "DataFrame", "shape": list(obj.shape),
-                    "columns": [_key(c) for c in list(obj.columns)[:_MAX_ITEMS]],
-                    "dtypes": [str(t) for t in list(obj.dtypes)[:_MAX_ITEMS]]}
+            return {
+                "_type": "DataFrame",
+                "shape": list(obj.shape),
+                "columns": [_key(c) for c in list(obj.columns)[:_MAX_ITEMS]],
+                "dtypes": [str(t) for t in list(obj.dtypes)[:_MAX_ITEMS]],
+            }
         if isinstance(obj, pd.Series):
-            return {"_type": "Series", "length": len(obj), "name": _key(obj.name),
-                    "dtype": str(obj.dtype)}
+            return {
+                "_type": "Series",
+                "length": len(obj),
+                "name": _key(obj.name),
+                "dtype": str(obj.dtype),
+            }
         if isinstance(obj, pd.Timestamp):
             return obj.isoformat()
     np = sys.modules.get("numpy")

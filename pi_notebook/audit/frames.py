@@ -23,10 +23,31 @@ if TYPE_CHECKING:
 
 __all__ = ["CALL_COLUMNS", "RECORD_COLUMNS", "read_records", "summarise_calls"]
 
-RECORD_COLUMNS = ["id", "session_id", "seq", "timestamp", "kind", "tool_call_id", "tool_name",
-                  "user", "policy_version", "payload", "prev_hash", "hash"]
-CALL_COLUMNS = ["tool_call_id", "tool_name", "args_hash", "decision", "outcome", "is_error",
-                "duration_ms", "started_at", "ended_at"]
+RECORD_COLUMNS = [
+    "id",
+    "session_id",
+    "seq",
+    "timestamp",
+    "kind",
+    "tool_call_id",
+    "tool_name",
+    "user",
+    "policy_version",
+    "payload",
+    "prev_hash",
+    "hash",
+]
+CALL_COLUMNS = [
+    "tool_call_id",
+    "tool_name",
+    "args_hash",
+    "decision",
+    "outcome",
+    "is_error",
+    "duration_ms",
+    "started_at",
+    "ended_at",
+]
 
 
 def _utc(value: Any) -> dt.datetime:
@@ -42,10 +63,16 @@ def _utc(value: Any) -> dt.datetime:
     return out
 
 
-def read_records(engine: sa.Engine, *, session: str | None = None, tool: str | None = None,
-                 tool_call_id: str | None = None, since: Any = None,
-                 kind: str | Sequence[str] | None = None,
-                 calls_only: bool = False) -> pd.DataFrame:
+def read_records(
+    engine: sa.Engine,
+    *,
+    session: str | None = None,
+    tool: str | None = None,
+    tool_call_id: str | None = None,
+    since: Any = None,
+    kind: str | Sequence[str] | None = None,
+    calls_only: bool = False,
+) -> pd.DataFrame:
     """The matching records, ordered by session and seq, with typed columns."""
     import pandas as pd
 
@@ -54,8 +81,20 @@ def read_records(engine: sa.Engine, *, session: str | None = None, tool: str | N
     # SQLite keeps timestamps as text: fetch the text and let pandas parse it in bulk rather
     # than have SQLAlchemy build a datetime object per row.
     ts_col = sa.type_coerce(c.ts, sa.String()) if sqlite else c.ts
-    query = sa.select(c.id, c.session_id, c.seq, ts_col, c.kind, c.tool_call_id, c.tool_name,
-                      c.user, c.policy_version, c.payload, c.prev_hash, c.hash)
+    query = sa.select(
+        c.id,
+        c.session_id,
+        c.seq,
+        ts_col,
+        c.kind,
+        c.tool_call_id,
+        c.tool_name,
+        c.user,
+        c.policy_version,
+        c.payload,
+        c.prev_hash,
+        c.hash,
+    )
     if session is not None:
         query = query.where(c.session_id == session)
     if tool is not None:
@@ -91,8 +130,16 @@ def read_records(engine: sa.Engine, *, session: str | None = None, tool: str | N
         payloads = np.empty(len(data["id"]), dtype=object)
         payloads[:] = _payloads(list(data["payload"]))
         data["payload"] = payloads
-        for name in ("session_id", "kind", "tool_call_id", "tool_name", "user",
-                     "policy_version", "prev_hash", "hash"):
+        for name in (
+            "session_id",
+            "kind",
+            "tool_call_id",
+            "tool_name",
+            "user",
+            "policy_version",
+            "prev_hash",
+            "hash",
+        ):
             data[name] = np.array(data[name], dtype=object)
         return pd.DataFrame(data, columns=RECORD_COLUMNS)
     finally:
@@ -109,8 +156,11 @@ def _fetch(engine: sa.Engine, query: sa.Select[*tuple[Any, ...]]) -> list[Any]:
     # PostgreSQL) an aware datetime, which these drivers take as they are.
     compiled = query.compile(dialect=engine.dialect, compile_kwargs={"render_postcompile": True})
     params = compiled.construct_params()
-    args: Any = tuple(params[name] for name in compiled.positiontup or ()) \
-        if compiled.positional else params
+    args: Any = (
+        tuple(params[name] for name in compiled.positiontup or ())
+        if compiled.positional
+        else params
+    )
     with engine.connect() as conn:
         cursor = conn.connection.driver_connection.cursor()  # pyright: ignore[reportOptionalMemberAccess]
         try:
@@ -168,12 +218,28 @@ def summarise_calls(frame: pd.DataFrame) -> pd.DataFrame:
     calls: dict[str, dict[str, Any]] = {}
     sub = frame[frame["tool_call_id"].notna()]
     for call_id, tool_name, kind, ts, payload in zip(
-            sub["tool_call_id"], sub["tool_name"], sub["kind"], sub["timestamp"], sub["payload"],
-            strict=True):
-        row = calls.setdefault(call_id, {
-            "tool_call_id": call_id, "tool_name": None, "args_hash": None, "approval": None,
-            "gate": None, "outcome": "incomplete", "is_error": None, "duration_ms": None,
-            "started_at": ts, "ended_at": None})
+        sub["tool_call_id"],
+        sub["tool_name"],
+        sub["kind"],
+        sub["timestamp"],
+        sub["payload"],
+        strict=True,
+    ):
+        row = calls.setdefault(
+            call_id,
+            {
+                "tool_call_id": call_id,
+                "tool_name": None,
+                "args_hash": None,
+                "approval": None,
+                "gate": None,
+                "outcome": "incomplete",
+                "is_error": None,
+                "duration_ms": None,
+                "started_at": ts,
+                "ended_at": None,
+            },
+        )
         payload = payload if isinstance(payload, dict) else {}
         if row["tool_name"] is None and isinstance(tool_name, str):
             row["tool_name"] = tool_name
@@ -200,8 +266,9 @@ def summarise_calls(frame: pd.DataFrame) -> pd.DataFrame:
         out_rows.append({k: row[k] for k in CALL_COLUMNS})
     out = pd.DataFrame(out_rows, columns=CALL_COLUMNS)
     out["is_error"] = out["is_error"].astype("boolean")
-    out["duration_ms"] = pd.Series(pd.to_numeric(out["duration_ms"], errors="coerce"),
-                                   index=out.index).astype("Float64")
+    out["duration_ms"] = pd.Series(
+        pd.to_numeric(out["duration_ms"], errors="coerce"), index=out.index
+    ).astype("Float64")
     for col in ("started_at", "ended_at"):
         out[col] = pd.to_datetime(out[col], utc=True)
     return out

@@ -66,8 +66,9 @@ def _make_engine(url: str | sa.URL) -> sa.Engine:
         return sa.create_engine(parsed, pool_pre_ping=True)
     if parsed.database in (None, "", ":memory:"):
         # One shared connection, or the writer and readers would each see an empty database.
-        engine = sa.create_engine(parsed, poolclass=sa.StaticPool,
-                                  connect_args={"check_same_thread": False})
+        engine = sa.create_engine(
+            parsed, poolclass=sa.StaticPool, connect_args={"check_same_thread": False}
+        )
     else:
         engine = sa.create_engine(parsed)
     sa_event.listen(engine, "connect", _sqlite_pragmas)
@@ -98,9 +99,15 @@ class AuditLog:
         sqlalchemy.exc.SQLAlchemyError: The store cannot be reached or its schema created.
     """
 
-    def __init__(self, url_or_engine: str | sa.URL | sa.Engine | None = None, *,
-                 session_id: str | None = None, user: str | None = None,
-                 redaction: Redactor | None = None, max_payload_bytes: int = 16384) -> None:
+    def __init__(
+        self,
+        url_or_engine: str | sa.URL | sa.Engine | None = None,
+        *,
+        session_id: str | None = None,
+        user: str | None = None,
+        redaction: Redactor | None = None,
+        max_payload_bytes: int = 16384,
+    ) -> None:
         if isinstance(url_or_engine, sa.Engine):
             self.engine, owned = url_or_engine, False
         else:
@@ -120,8 +127,9 @@ class AuditLog:
         # Runs on close() and on garbage collection. At interpreter exit our own hook runs
         # it: weakref.finalize's exit hook iterates its registry unguarded, and a writer
         # thread touching that registry meanwhile makes it skip every finalizer (seen).
-        self._finalizer = weakref.finalize(self, _shutdown, self._writer,
-                                           self.engine if owned else None)
+        self._finalizer = weakref.finalize(
+            self, _shutdown, self._writer, self.engine if owned else None
+        )
         self._finalizer.atexit = False
         _open_logs.add(self)
 
@@ -133,9 +141,16 @@ class AuditLog:
         """The last store error the writer met (it retries), or ``None``."""
         return self._writer.last_error
 
-    def record(self, kind: str, payload: Mapping[str, Any] | None = None, *,
-               tool_call_id: str | None = None, tool_name: str | None = None,
-               policy_version: str | None = None, durable: bool = False) -> None:
+    def record(
+        self,
+        kind: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        policy_version: str | None = None,
+        durable: bool = False,
+    ) -> None:
         """Append a record. Never raises into the caller.
 
         The payload is converted to JSON-safe values, redacted and truncated now; it is
@@ -148,12 +163,21 @@ class AuditLog:
                 _log.error("audit: record(%r) after close() is dropped", kind)
                 return
             text = self._payload_text(payload)
-            ticket = self._writer.submit(dt.datetime.now(dt.UTC), str(kind),
-                                         _opt_str(tool_call_id), _opt_str(tool_name),
-                                         _opt_str(policy_version), text)
+            ticket = self._writer.submit(
+                dt.datetime.now(dt.UTC),
+                str(kind),
+                _opt_str(tool_call_id),
+                _opt_str(tool_name),
+                _opt_str(policy_version),
+                text,
+            )
             if durable and not self._writer.wait(ticket, _DURABLE_TIMEOUT):
-                _log.error("audit: durable record %r of session %s is not committed: %r",
-                           kind, self.session_id, self._writer.last_error)
+                _log.error(
+                    "audit: durable record %r of session %s is not committed: %r",
+                    kind,
+                    self.session_id,
+                    self._writer.last_error,
+                )
         except Exception:  # the audit must not break the agent run
             _log.exception("audit: record(%r) failed", kind)
 
@@ -176,15 +200,19 @@ class AuditLog:
             text = dumps(value)
         text, value = self.redactor.redact_json(text, value)
         if len(text) * 4 > self.max_payload_bytes and len(text.encode()) > self.max_payload_bytes:
-            text = truncate(json.loads(text) if value is None else value, text,
-                            self.max_payload_bytes)
+            text = truncate(
+                json.loads(text) if value is None else value, text, self.max_payload_bytes
+            )
         return text
 
     def flush(self, timeout: float | None = 60.0) -> None:
         """Return once everything queued so far is committed (or ``timeout`` seconds passed)."""
         if not self._writer.wait(None, timeout):
-            _log.error("audit: flush incomplete, %d record(s) pending: %r",
-                       self._writer.pending(), self._writer.last_error)
+            _log.error(
+                "audit: flush incomplete, %d record(s) pending: %r",
+                self._writer.pending(),
+                self._writer.last_error,
+            )
 
     def close(self) -> None:
         """Flush, stop the writer, and release the engine if this log created it. Idempotent."""
@@ -207,9 +235,22 @@ class AuditLog:
         if not self._closed:
             self.flush()
         report = VerifyReport()
-        cols = [records.c[n] for n in ("session_id", "seq", "ts", "kind", "tool_call_id",
-                                       "tool_name", "user", "policy_version", "payload",
-                                       "prev_hash", "hash")]
+        cols = [
+            records.c[n]
+            for n in (
+                "session_id",
+                "seq",
+                "ts",
+                "kind",
+                "tool_call_id",
+                "tool_name",
+                "user",
+                "policy_version",
+                "payload",
+                "prev_hash",
+                "hash",
+            )
+        ]
         with self.engine.connect() as conn:
             head_q = sa.select(heads.c.session_id, heads.c.count, heads.c.last_hash)
             ids_q = sa.select(records.c.session_id).distinct()
@@ -220,15 +261,21 @@ class AuditLog:
             sessions = sorted(set(head_map) | {r[0] for r in conn.execute(ids_q)})
             for sid in sessions:
                 rows = conn.execution_options(yield_per=5000).execute(
-                    sa.select(*cols).where(records.c.session_id == sid).order_by(records.c.seq))
+                    sa.select(*cols).where(records.c.session_id == sid).order_by(records.c.seq)
+                )
                 verify_session(sid, rows, head_map.get(sid), report)
                 report.sessions += 1
         report.ok = not report.problems
         return report
 
-    def to_dataframe(self, session: str | None = None, tool: str | None = None,
-                     tool_call_id: str | None = None, since: Any = None,
-                     kind: str | Sequence[str] | None = None) -> pd.DataFrame:
+    def to_dataframe(
+        self,
+        session: str | None = None,
+        tool: str | None = None,
+        tool_call_id: str | None = None,
+        since: Any = None,
+        kind: str | Sequence[str] | None = None,
+    ) -> pd.DataFrame:
         """The records as a DataFrame, one row per record, ordered by session and seq (D9).
 
         Args:
@@ -247,8 +294,14 @@ class AuditLog:
 
         if not self._closed:
             self.flush()
-        return read_records(self.engine, session=session, tool=tool, tool_call_id=tool_call_id,
-                            since=since, kind=kind)
+        return read_records(
+            self.engine,
+            session=session,
+            tool=tool,
+            tool_call_id=tool_call_id,
+            since=since,
+            kind=kind,
+        )
 
     def calls_dataframe(self, session: str | None = None) -> pd.DataFrame:
         """One row per tool call: tool_call_id, tool_name, args_hash, decision, outcome,

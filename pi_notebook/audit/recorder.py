@@ -83,8 +83,12 @@ class _Recorder:
         self.calls: dict[str, _CallState] = {}
 
     def _record(self, kind: str, event: Any, payload: Mapping[str, Any]) -> None:
-        self.log.record(kind, payload, tool_call_id=_opt(_get(event, "tool_call_id")),
-                        tool_name=_opt(_get(event, "tool_name")))
+        self.log.record(
+            kind,
+            payload,
+            tool_call_id=_opt(_get(event, "tool_call_id")),
+            tool_name=_opt(_get(event, "tool_name")),
+        )
 
     def session_start(self, event: Any, ctx: Any = None) -> None:
         model = _get(event, "model") or _get(ctx, "model")
@@ -92,8 +96,9 @@ class _Recorder:
         if tools is None:
             getter = getattr(self.source, "get_active_tools", None)
             tools = getter() if callable(getter) else None
-        self._record("session_start", event, {"model": _describe_model(model),
-                                              "active_tools": tools})
+        self._record(
+            "session_start", event, {"model": _describe_model(model), "active_tools": tools}
+        )
 
     def tool_execution_start(self, event: Any, _ctx: Any = None) -> None:
         call_id = _opt(_get(event, "tool_call_id")) or ""
@@ -113,22 +118,34 @@ class _Recorder:
         self._update(event, state)
 
     def _update(self, event: Any, state: _CallState) -> None:
-        self._record("tool_execution_update", event, {
-            "update": state.updates, "skipped_before": state.skipped,
-            "partial_result": summarise_result(_get(event, "partial_result"))})
+        self._record(
+            "tool_execution_update",
+            event,
+            {
+                "update": state.updates,
+                "skipped_before": state.skipped,
+                "partial_result": summarise_result(_get(event, "partial_result")),
+            },
+        )
         state.skipped = 0
 
     def tool_call(self, event: Any, _ctx: Any = None) -> None:
         # Observe only: returning anything here could block or alter the call.
-        self._record("tool_call", event, {"input": to_jsonable(_get(event, "input")),
-                                          "decision": "seen"})
+        self._record(
+            "tool_call", event, {"input": to_jsonable(_get(event, "input")), "decision": "seen"}
+        )
 
     def tool_result(self, event: Any, _ctx: Any = None) -> None:
         result = _get(event, "result")
-        self._record("tool_result", event, {
-            "input": to_jsonable(_get(event, "input")),
-            "is_error": bool(_get(event, "is_error", _get(result, "is_error", False))),
-            "result": summarise_result(result if result is not None else event)})
+        self._record(
+            "tool_result",
+            event,
+            {
+                "input": to_jsonable(_get(event, "input")),
+                "is_error": bool(_get(event, "is_error", _get(result, "is_error", False))),
+                "result": summarise_result(result if result is not None else event),
+            },
+        )
 
     def tool_execution_end(self, event: Any, _ctx: Any = None) -> None:
         call_id = _opt(_get(event, "tool_call_id")) or ""
@@ -139,9 +156,15 @@ class _Recorder:
             self._update(state.pending, state)
         duration = None if state is None else round((_clock() - state.started) * 1000, 3)
         result = _get(event, "result")
-        self._record("tool_execution_end", event, {
-            "is_error": bool(_get(event, "is_error", False)), "duration_ms": duration,
-            "result": summarise_result(result)})
+        self._record(
+            "tool_execution_end",
+            event,
+            {
+                "is_error": bool(_get(event, "is_error", False)),
+                "duration_ms": duration,
+                "result": summarise_result(result),
+            },
+        )
 
     def session_shutdown(self, event: Any, _ctx: Any = None) -> None:
         self._record("session_shutdown", event, {"open_calls": sorted(self.calls)})
@@ -149,12 +172,16 @@ class _Recorder:
 
     def error(self, error_event: Any, *_rest: Any) -> None:
         event = _get(error_event, "event")
-        self.log.record("extension_error", {
-            "extension_path": _get(error_event, "extension_path"),
-            "event": event if isinstance(event, str) else _get(event, "type", event),
-            "error": _get(error_event, "error")},
+        self.log.record(
+            "extension_error",
+            {
+                "extension_path": _get(error_event, "extension_path"),
+                "event": event if isinstance(event, str) else _get(event, "type", event),
+                "error": _get(error_event, "error"),
+            },
             tool_call_id=_opt(_get(event, "tool_call_id")),
-            tool_name=_opt(_get(event, "tool_name")))
+            tool_name=_opt(_get(event, "tool_name")),
+        )
 
 
 def _opt(value: Any) -> str | None:
@@ -183,8 +210,15 @@ def _guarded(name: str, handler: Callable[..., None]) -> Callable[..., None]:
     return run
 
 
-_EVENTS = ("session_start", "tool_execution_start", "tool_execution_update", "tool_call",
-           "tool_result", "tool_execution_end", "session_shutdown")
+_EVENTS = (
+    "session_start",
+    "tool_execution_start",
+    "tool_execution_update",
+    "tool_call",
+    "tool_result",
+    "tool_execution_end",
+    "session_shutdown",
+)
 
 
 def audit_extension(log: AuditLog) -> Callable[[Any], None]:

@@ -15,8 +15,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_PATTERNS", "DEFAULT_SECRET_KEYS", "RedactionPattern", "Redactor", "dumps",
-           "truncate"]
+__all__ = [
+    "DEFAULT_PATTERNS",
+    "DEFAULT_SECRET_KEYS",
+    "RedactionPattern",
+    "Redactor",
+    "dumps",
+    "truncate",
+]
 
 MASK = "***"
 
@@ -40,32 +46,42 @@ class RedactionPattern:
 
 DEFAULT_PATTERNS: tuple[RedactionPattern, ...] = (
     # scheme://user:PASSWORD@host — the password only; user and host stay for the audit.
-    RedactionPattern(name="url_password",
-                     regex=r"[A-Za-z][A-Za-z0-9+.\-]*://[^:/?#@\s]*:(?P<secret>[^/?#\s]+)@",
-                     triggers=("://",)),
+    RedactionPattern(
+        name="url_password",
+        regex=r"[A-Za-z][A-Za-z0-9+.\-]*://[^:/?#@\s]*:(?P<secret>[^/?#\s]+)@",
+        triggers=("://",),
+    ),
     RedactionPattern(name="anthropic_key", regex=r"sk-ant-[A-Za-z0-9_\-]{8,}", triggers=("sk-",)),
     RedactionPattern(name="openai_key", regex=r"\bsk-[A-Za-z0-9_\-]{16,}", triggers=("sk-",)),
-    RedactionPattern(name="aws_access_key", regex=r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-                     triggers=("akia", "asia")),
-    RedactionPattern(name="github_token", regex=r"\bgh[pousr]_[A-Za-z0-9]{20,}",
-                     triggers=("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
-    RedactionPattern(name="slack_token", regex=r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",
-                     triggers=("xox",)),
-    RedactionPattern(name="google_api_key", regex=r"\bAIza[0-9A-Za-z_\-]{30,}",
-                     triggers=("aiza",)),
-    RedactionPattern(name="bearer",
-                     regex=r"(?i)\b(?:bearer|basic|token)\s+(?P<secret>[A-Za-z0-9._~+/=\-]{8,})",
-                     triggers=("bearer", "basic", "token")),
+    RedactionPattern(
+        name="aws_access_key", regex=r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", triggers=("akia", "asia")
+    ),
+    RedactionPattern(
+        name="github_token",
+        regex=r"\bgh[pousr]_[A-Za-z0-9]{20,}",
+        triggers=("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
+    RedactionPattern(
+        name="slack_token", regex=r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", triggers=("xox",)
+    ),
+    RedactionPattern(name="google_api_key", regex=r"\bAIza[0-9A-Za-z_\-]{30,}", triggers=("aiza",)),
+    RedactionPattern(
+        name="bearer",
+        regex=r"(?i)\b(?:bearer|basic|token)\s+(?P<secret>[A-Za-z0-9._~+/=\-]{8,})",
+        triggers=("bearer", "basic", "token"),
+    ),
     RedactionPattern(
         name="secret_pair",
         regex=r"(?i)\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token"
-              r"|client[_-]?secret|aws_secret_access_key)\b[\"']?\s*(?:=|:|\s+)\s*"
-              r"(?P<secret>\"[^\"]*\"|'[^']*'|[^\s&;,\"'})]+)",
-        triggers=("passw", "pwd", "secret", "api", "token")),
+        r"|client[_-]?secret|aws_secret_access_key)\b[\"']?\s*(?:=|:|\s+)\s*"
+        r"(?P<secret>\"[^\"]*\"|'[^']*'|[^\s&;,\"'})]+)",
+        triggers=("passw", "pwd", "secret", "api", "token"),
+    ),
     RedactionPattern(
         name="private_key",
         regex=r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-        triggers=("private key",)),
+        triggers=("private key",),
+    ),
 )
 
 DEFAULT_SECRET_KEYS = (
@@ -87,8 +103,13 @@ class Redactor:
         mask: The replacement text.
     """
 
-    def __init__(self, patterns: Iterable[RedactionPattern] = DEFAULT_PATTERNS, *,
-                 secret_keys: str | None = DEFAULT_SECRET_KEYS, mask: str = MASK) -> None:
+    def __init__(
+        self,
+        patterns: Iterable[RedactionPattern] = DEFAULT_PATTERNS,
+        *,
+        secret_keys: str | None = DEFAULT_SECRET_KEYS,
+        mask: str = MASK,
+    ) -> None:
         self.patterns = tuple(patterns)
         self.secret_keys = secret_keys
         self.mask = mask
@@ -101,8 +122,9 @@ class Redactor:
         # Substring tests on the lower-cased text (~0.1 µs each; a case-insensitive regex
         # alternation of the same literals costs ~40 µs): most text has no trigger at all,
         # and then no pattern needs to run. Patterns without triggers disable the shortcut.
-        self._all_triggers = tuple(dict.fromkeys(t.lower() for p in self.patterns
-                                                 for t in p.triggers))
+        self._all_triggers = tuple(
+            dict.fromkeys(t.lower() for p in self.patterns for t in p.triggers)
+        )
         self._always = any(not p.triggers for p in self.patterns)
 
     def extend(self, *patterns: RedactionPattern) -> Redactor:
@@ -117,8 +139,11 @@ class Redactor:
                     break
             else:
                 return []
-        return [rx for triggers, rx in self._compiled
-                if not triggers or any(t in lowered for t in triggers)]
+        return [
+            rx
+            for triggers, rx in self._compiled
+            if not triggers or any(t in lowered for t in triggers)
+        ]
 
     def redact_text(self, text: str) -> str:
         """``text`` with every match of every pattern masked."""
@@ -131,7 +156,7 @@ class Redactor:
             start, end = match.span("secret")
             base = match.start()
             whole = match.group(0)
-            return whole[: start - base] + self.mask + whole[end - base:]
+            return whole[: start - base] + self.mask + whole[end - base :]
         return self.mask
 
     def is_secret_key(self, key: str) -> bool:
@@ -172,8 +197,13 @@ class Redactor:
             out: dict[str, Any] = {}
             for key, item in value.items():
                 skey = self.redact_text(key) if isinstance(key, str) else key
-                if isinstance(key, str) and self.is_secret_key(key) and item is not None \
-                        and isinstance(item, str | int | float) and not isinstance(item, bool):
+                if (
+                    isinstance(key, str)
+                    and self.is_secret_key(key)
+                    and item is not None
+                    and isinstance(item, str | int | float)
+                    and not isinstance(item, bool)
+                ):
                     out[skey] = self.mask
                 else:
                     out[skey] = self.redact(item)
@@ -191,12 +221,12 @@ _JSON_KEY = re.compile(r'"([^"]*)":')
 _EDGE_SENSITIVE = re.compile(r"(?<!\[)\^|\$|\(\?<?[=!]|\\[AZzB]")
 
 
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                            default=str)
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 # For payloads straight from the caller: refuses NaN and unknown types, which then go
 # through ``to_jsonable`` instead.
-STRICT_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                                  allow_nan=False)
+STRICT_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
 
 
 def dumps(value: Any) -> str:
@@ -223,8 +253,11 @@ def truncate(value: Any, text: str, max_bytes: int) -> str:
     keep: dict[str, Any] = {"_truncated": True, "original_bytes": original}
     if isinstance(value, Mapping):
         for key, item in value.items():
-            if isinstance(item, bool | int | float) or item is None \
-                    or (isinstance(item, str) and len(item) <= 200):
+            if (
+                isinstance(item, bool | int | float)
+                or item is None
+                or (isinstance(item, str) and len(item) <= 200)
+            ):
                 keep[str(key)] = item
     budget = max_bytes - len(dumps(keep).encode("utf-8")) - 32
     if budget < 0:  # too many scalars: keep only the note

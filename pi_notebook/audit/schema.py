@@ -30,7 +30,8 @@ _Json = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 metadata = sa.MetaData()
 
 records = sa.Table(
-    "pi_audit_records", metadata,
+    "pi_audit_records",
+    metadata,
     sa.Column("id", _Id, primary_key=True, autoincrement=True),
     sa.Column("session_id", sa.String(64), nullable=False),
     sa.Column("seq", sa.Integer(), nullable=False),
@@ -49,14 +50,16 @@ sa.Index("ix_pi_audit_records_tool_call_id", records.c.tool_call_id)
 sa.Index("ix_pi_audit_records_ts", records.c.ts)
 
 heads = sa.Table(
-    "pi_audit_heads", metadata,
+    "pi_audit_heads",
+    metadata,
     sa.Column("session_id", sa.String(64), primary_key=True),
     sa.Column("count", sa.Integer(), nullable=False),
     sa.Column("last_hash", sa.String(64), nullable=False),
 )
 
 schema_version = sa.Table(
-    "pi_audit_schema", metadata,
+    "pi_audit_schema",
+    metadata,
     sa.Column("id", sa.Integer(), primary_key=True, autoincrement=False),
     sa.Column("version", sa.Integer(), nullable=False),
 )
@@ -101,10 +104,13 @@ def _upgrade(conn: sa.Connection) -> None:
         return
     version = int(row[0])
     if version > SCHEMA_VERSION:
-        raise RuntimeError(f"the audit store has schema version {version}; this pi_notebook "
-                           f"understands up to {SCHEMA_VERSION}. Upgrade pi_notebook.")
+        raise RuntimeError(
+            f"the audit store has schema version {version}; this pi_notebook "
+            f"understands up to {SCHEMA_VERSION}. Upgrade pi_notebook."
+        )
     while version < SCHEMA_VERSION:
         _UPGRADES[version](conn)
         version += 1
-        conn.execute(sa.update(schema_version).where(schema_version.c.id == 1)
-                     .values(version=version))
+        conn.execute(
+            sa.update(schema_version).where(schema_version.c.id == 1).values(version=version)
+        )

@@ -29,7 +29,8 @@ _log = logging.getLogger("pi_notebook.audit")
 _MAX_BATCH = 2000
 _SQLITE_INSERT = (
     'INSERT INTO pi_audit_records (session_id, seq, ts, kind, tool_call_id, tool_name, "user", '
-    "policy_version, payload, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+    "policy_version, payload, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 _MAX_BACKOFF = 5.0
 
 
@@ -64,12 +65,20 @@ class Writer:
         self._head_exists = False
         self._sqlite = engine.dialect.name == "sqlite"
         self.last_error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=f"pi-audit-{session_id[:8]}",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"pi-audit-{session_id[:8]}", daemon=True
+        )
         self._thread.start()
 
-    def submit(self, ts: dt.datetime, kind: str, tool_call_id: str | None, tool_name: str | None,
-               policy_version: str | None, payload: str) -> int:
+    def submit(
+        self,
+        ts: dt.datetime,
+        kind: str,
+        tool_call_id: str | None,
+        tool_name: str | None,
+        policy_version: str | None,
+        payload: str,
+    ) -> int:
         """Queue a record; returns its ticket for ``wait``.
 
         Raises:
@@ -79,8 +88,9 @@ class Writer:
             if self._stopping:
                 raise RuntimeError(f"the audit writer of session {self._session_id} is closed")
             self._issued += 1
-            self._queue.append(Pending(self._issued, ts, kind, tool_call_id, tool_name,
-                                       policy_version, payload))
+            self._queue.append(
+                Pending(self._issued, ts, kind, tool_call_id, tool_name, policy_version, payload)
+            )
             self._work.notify()
             return self._issued
 
@@ -117,8 +127,12 @@ class Writer:
         with self._lock:
             lost = len(self._queue)
         if lost:
-            _log.error("audit: %d record(s) of session %s could not be written before close: %r",
-                       lost, self._session_id, self.last_error)
+            _log.error(
+                "audit: %d record(s) of session %s could not be written before close: %r",
+                lost,
+                self._session_id,
+                self.last_error,
+            )
 
     def _run(self) -> None:
         backoff = 0.05
@@ -153,8 +167,11 @@ class Writer:
                 self._done.notify_all()
 
     def _load_head(self, conn: sa.Connection) -> tuple[int, str]:
-        row = conn.execute(sa.select(heads.c.count, heads.c.last_hash)
-                           .where(heads.c.session_id == self._session_id)).first()
+        row = conn.execute(
+            sa.select(heads.c.count, heads.c.last_hash).where(
+                heads.c.session_id == self._session_id
+            )
+        ).first()
         self._head_exists = row is not None
         return (int(row[0]), str(row[1])) if row is not None else (0, GENESIS)
 
@@ -167,23 +184,56 @@ class Writer:
             sqlite = self._sqlite
             for item in batch:
                 count += 1
-                iso = item.ts.astimezone(dt.UTC).replace(tzinfo=None).isoformat(
-                    timespec="microseconds")
+                iso = (
+                    item.ts.astimezone(dt.UTC)
+                    .replace(tzinfo=None)
+                    .isoformat(timespec="microseconds")
+                )
                 digest = record_hash(
-                    session_id=sid, seq=count, ts=iso + "Z", kind=item.kind,
-                    tool_call_id=item.tool_call_id, tool_name=item.tool_name, user=user,
-                    policy_version=item.policy_version, payload=item.payload, prev_hash=prev)
+                    session_id=sid,
+                    seq=count,
+                    ts=iso + "Z",
+                    kind=item.kind,
+                    tool_call_id=item.tool_call_id,
+                    tool_name=item.tool_name,
+                    user=user,
+                    policy_version=item.policy_version,
+                    payload=item.payload,
+                    prev_hash=prev,
+                )
                 if sqlite:
                     # SQLAlchemy's own text form of a SQLite DATETIME, so reads parse it.
-                    rows.append((sid, count, f"{iso[:10]} {iso[11:]}", item.kind,
-                                 item.tool_call_id, item.tool_name, user, item.policy_version,
-                                 item.payload, prev, digest))
+                    rows.append(
+                        (
+                            sid,
+                            count,
+                            f"{iso[:10]} {iso[11:]}",
+                            item.kind,
+                            item.tool_call_id,
+                            item.tool_name,
+                            user,
+                            item.policy_version,
+                            item.payload,
+                            prev,
+                            digest,
+                        )
+                    )
                 else:
-                    rows.append({"session_id": sid, "seq": count, "ts": item.ts,
-                                 "kind": item.kind, "tool_call_id": item.tool_call_id,
-                                 "tool_name": item.tool_name, "user": user,
-                                 "policy_version": item.policy_version,
-                                 "payload": item.payload, "prev_hash": prev, "hash": digest})
+                    rows.append(
+                        {
+                            "session_id": sid,
+                            "seq": count,
+                            "ts": item.ts,
+                            "kind": item.kind,
+                            "tool_call_id": item.tool_call_id,
+                            "tool_name": item.tool_name,
+                            "user": user,
+                            "policy_version": item.policy_version,
+                            "payload": item.payload,
+                            "prev_hash": prev,
+                            "hash": digest,
+                        }
+                    )
                 prev = digest
             if sqlite:
                 # The driver's executemany with tuples: SQLAlchemy's per-row parameter
@@ -192,8 +242,11 @@ class Writer:
             else:
                 conn.execute(sa.insert(records), rows)
             if self._head_exists:
-                conn.execute(sa.update(heads).where(heads.c.session_id == sid)
-                             .values(count=count, last_hash=prev))
+                conn.execute(
+                    sa.update(heads)
+                    .where(heads.c.session_id == sid)
+                    .values(count=count, last_hash=prev)
+                )
             else:
                 conn.execute(sa.insert(heads).values(session_id=sid, count=count, last_hash=prev))
         self._head = (count, prev)

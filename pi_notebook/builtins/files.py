@@ -49,8 +49,12 @@ def _read_window(path: Path, start: int, limit: int) -> tuple[list[str], int, bo
             line = raw.rstrip("\r\n")
             cost = len(line.encode("utf-8")) + 1
             if size + cost > READ_MAX_BYTES:
-                if not shown:  # one line over the whole budget: show its start, or read never advances
-                    shown.append(line.encode("utf-8")[:READ_MAX_BYTES].decode("utf-8", errors="ignore"))
+                if (
+                    not shown
+                ):  # one line over the whole budget: show its start, or read never advances
+                    shown.append(
+                        line.encode("utf-8")[:READ_MAX_BYTES].decode("utf-8", errors="ignore")
+                    )
                     clipped = True
                 full = True
                 continue
@@ -60,7 +64,11 @@ def _read_window(path: Path, start: int, limit: int) -> tuple[list[str], int, bo
 
 
 async def _read(
-    tool_call_id: str, params: ReadParams, signal: AbortSignal, on_update: ToolUpdateCallback, ctx: ExtensionContext
+    tool_call_id: str,
+    params: ReadParams,
+    signal: AbortSignal,
+    on_update: ToolUpdateCallback,
+    ctx: ExtensionContext,
 ) -> ToolResult:
     path = _inside(ctx.cwd, params.path)
     if not path.is_file():
@@ -70,7 +78,9 @@ async def _read(
     # has to fit in memory.
     shown, total, clipped = await asyncio.to_thread(_read_window, path, params.offset - 1, limit)
     if params.offset > max(total, 1):
-        raise ValueError(f"Offset {params.offset} is beyond the end of {params.path} ({total} lines)")
+        raise ValueError(
+            f"Offset {params.offset} is beyond the end of {params.path} ({total} lines)"
+        )
     start = params.offset - 1
     end = start + len(shown)
     text = "\n".join(shown) if total else "(empty file)"
@@ -79,12 +89,20 @@ async def _read(
     if clipped:
         notes.append(f"Line {end} is longer than {READ_MAX_BYTES} bytes; only its start is shown.")
     if end < total:
-        notes.append(f"Showing lines {start + 1}-{end} of {total}. Use offset={end + 1} to continue.")
+        notes.append(
+            f"Showing lines {start + 1}-{end} of {total}. Use offset={end + 1} to continue."
+        )
     if notes:
         text += "\n\n[" + " ".join(notes) + "]"
     return ToolResult(
         content=[TextContent(text=text)],
-        details={"path": str(path), "total_lines": total, "first_line": start + 1, "last_line": end, "truncated": truncated},
+        details={
+            "path": str(path),
+            "total_lines": total,
+            "first_line": start + 1,
+            "last_line": end,
+            "truncated": truncated,
+        },
     )
 
 
@@ -105,7 +123,11 @@ class LsParams(BaseModel):
 
 
 async def _ls(
-    tool_call_id: str, params: LsParams, signal: AbortSignal, on_update: ToolUpdateCallback, ctx: ExtensionContext
+    tool_call_id: str,
+    params: LsParams,
+    signal: AbortSignal,
+    on_update: ToolUpdateCallback,
+    ctx: ExtensionContext,
 ) -> ToolResult:
     path = _inside(ctx.cwd, params.path)
     if not path.is_dir():
@@ -117,7 +139,11 @@ async def _ls(
         text += f"\n\n[{len(entries) - LS_MAX_ENTRIES} more entries not shown.]"
     return ToolResult(
         content=[TextContent(text=text)],
-        details={"path": str(path), "entries": len(entries), "truncated": len(entries) > LS_MAX_ENTRIES},
+        details={
+            "path": str(path),
+            "entries": len(entries),
+            "truncated": len(entries) > LS_MAX_ENTRIES,
+        },
     )
 
 

@@ -40,7 +40,11 @@ def summarise(value: Any) -> tuple[str, dict[str, Any]]:
         dtypes = ", ".join(f"{c}: {t}" for c, t in value.dtypes.astype(str).items())
         head = value.head(HEAD_ROWS).to_string(max_colwidth=40)
         text = f"type: {kind}\nshape: {value.shape[0]} rows x {value.shape[1]} columns\ncolumns: {dtypes}\nhead:\n{head}"
-        details: dict[str, Any] = {"type": kind, "shape": list(value.shape), "columns": [str(c) for c in value.columns]}
+        details: dict[str, Any] = {
+            "type": kind,
+            "shape": list(value.shape),
+            "columns": [str(c) for c in value.columns],
+        }
     else:
         short = _short_repr()
         text = f"type: {kind}"
@@ -61,7 +65,11 @@ def inspect_variable_tool(namespace: Mapping[str, Any] | None) -> ToolDefinition
     """The tool, reading ``namespace`` (a notebook's ``user_ns`` or a dict given to the session)."""
 
     async def execute(
-        tool_call_id: str, params: InspectParams, signal: AbortSignal, on_update: ToolUpdateCallback, ctx: ExtensionContext
+        tool_call_id: str,
+        params: InspectParams,
+        signal: AbortSignal,
+        on_update: ToolUpdateCallback,
+        ctx: ExtensionContext,
     ) -> ToolResult:
         if namespace is None or params.name not in namespace:
             # Not KeyError: its str() adds quotes, and this text is what the model reads.

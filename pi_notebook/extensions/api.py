@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from ..errors import ToolRegistrationError
 from .events import EXTENSION_EVENT_TYPES, ExtensionErrorEvent
 from .runner import ErrorListener, Extension, ExtensionRunner, Handler
 from .types import RegisteredTool, ToolDefinition, ToolInfo
@@ -15,10 +16,6 @@ if TYPE_CHECKING:
     from ..audit import AuditLog
 
 __all__ = ["ExtensionAPI", "ToolRegistrationError", "check_tool_definition"]
-
-
-class ToolRegistrationError(ValueError):
-    """A tool definition that cannot be registered (C6)."""
 
 
 def check_tool_definition(definition: ToolDefinition[Any], owner: str) -> None:

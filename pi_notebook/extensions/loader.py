@@ -76,7 +76,9 @@ def entry_point_extensions() -> list[EntryPoint]:
 def load_module_file(path: Path) -> ModuleType:
     """Import a ``.py`` file as a module under a name unique to its path."""
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:12]
-    spec = importlib.util.spec_from_file_location(f"pi_notebook_extension_{path.stem}_{digest}", path)
+    spec = importlib.util.spec_from_file_location(
+        f"pi_notebook_extension_{path.stem}_{digest}", path
+    )
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
@@ -114,7 +116,9 @@ def _resolve(source: ExtensionSource, inline_index: int) -> tuple[SourceInfo, Fa
             if not resolved.is_file():
                 raise FileNotFoundError(f"no such extension file: {resolved}")
             return info, _load_file(resolved)
-        return SourceInfo(kind="extension", path=text), _register_of(importlib.import_module(text), text)
+        return SourceInfo(kind="extension", path=text), _register_of(
+            importlib.import_module(text), text
+        )
     if callable(source):
         label = getattr(source, "extension_path", None)
         path = label if isinstance(label, str) and label else f"<inline:{inline_index}>"
@@ -141,7 +145,11 @@ def load_extensions(
     pending: list[tuple[Extension, Coroutine[Any, Any, Any]]] = []
     inline = 0
     for source in sources:
-        if callable(source) and not isinstance(source, EntryPoint) and not getattr(source, "extension_path", None):
+        if (
+            callable(source)
+            and not isinstance(source, EntryPoint)
+            and not getattr(source, "extension_path", None)
+        ):
             inline += 1
         try:
             info, factory = _resolve(source, inline)
@@ -160,7 +168,9 @@ def load_extensions(
         except Exception as exc:
             runner.extensions.remove(extension)
             diagnostics.append(
-                Diagnostic(extension_path=info.path, message=f"factory raised {type(exc).__name__}: {exc}")
+                Diagnostic(
+                    extension_path=info.path, message=f"factory raised {type(exc).__name__}: {exc}"
+                )
             )
             continue
         if inspect.iscoroutine(result):

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..agent.common import maybe_await
 from ..ai.messages import to_text_parts
+from ..errors import RuntimeNotInitializedError
 from .context import ExtensionContext, SessionHost
 from .events import (
     ExtensionErrorEvent,
@@ -37,16 +38,6 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[Any, ExtensionContext], Awaitable[Any] | Any]
 ErrorListener = Callable[[ExtensionErrorEvent], Awaitable[None] | None]
-
-
-class RuntimeNotInitializedError(RuntimeError):
-    """An ExtensionAPI runtime call came before the session was bound (C3)."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__(
-            f"extension runtime not initialized: {what}() cannot be called while extensions "
-            "are loading; call it from an event handler or a tool instead"
-        )
 
 
 @dataclass(kw_only=True)
@@ -176,7 +167,9 @@ class ExtensionRunner:
                     event.is_error = patch.is_error
         if not patched:
             return None
-        return ToolResultEventResult(content=event.content, details=event.details, is_error=event.is_error)
+        return ToolResultEventResult(
+            content=event.content, details=event.details, is_error=event.is_error
+        )
 
 
 def _tool_call_decision(raw: Any, path: str, tool_name: str) -> ToolCallEventResult | None:

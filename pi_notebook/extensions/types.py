@@ -42,6 +42,12 @@ class ToolDefinition(Generic[P]):
     ``execute(tool_call_id, params, signal, on_update, ctx)`` may raise; the message
     becomes an error result for the model. ``prompt_snippet`` is the one line under
     "Available tools" in the system prompt; ``prompt_guidelines`` become bullets.
+
+    ``requires_approval``: ``True`` makes every call wait for a person's approval; a callable
+    receives the validated parameters and returns the reason a call needs approval, or
+    ``None`` when it does not (it may raise: the call is then blocked). The approval binds
+    to the hash of the canonical JSON of the final arguments, after every ``tool_call``
+    handler, and is checked again right before ``execute``.
     """
 
     name: str
@@ -53,6 +59,7 @@ class ToolDefinition(Generic[P]):
     execution_mode: ExecutionMode | None = None
     prompt_snippet: str | None = None
     prompt_guidelines: Sequence[str] | None = None
+    requires_approval: bool | Callable[[P], str | None] = False
 
 
 def define_tool(definition: ToolDefinition[P]) -> ToolDefinition[P]:

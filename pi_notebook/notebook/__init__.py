@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from .config import PiNotebook
-from .paths import database_extension_path
 from .prompts import ApprovalPrompt, ChoicePrompt, Prompt, TextPrompt
 from .run import AwaitNotSupportedError, Run, kernel_handles_comms_while_awaiting
 from .state import NotebookState
@@ -33,7 +32,6 @@ __all__ = [
     "RunView",
     "TextPrompt",
     "current",
-    "database_extension_path",
     "kernel_handles_comms_while_awaiting",
     "load_ipython_extension",
     "reduce",

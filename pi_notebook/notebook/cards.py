@@ -107,9 +107,7 @@ class ToolCard(widgets.VBox):
             self.result.append_display_data(frame)
         if card.content and card.status == "done":
             text = "\n".join(card.content)
-            self.content_view.value = (
-                f"<pre style='white-space:pre-wrap'>{html.escape(text)}</pre>"
-            )
+            self.content_view.value = f"<pre style='white-space:pre-wrap'>{html.escape(text)}</pre>"
             self.content_fold.layout.display = ""
         if card.error:
             self.error_view.value = (

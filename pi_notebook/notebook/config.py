@@ -19,7 +19,8 @@ class PiNotebook(Configurable):
         "offline", help="Model: 'offline', 'openai:<model-id>' or 'anthropic:<model-id>'."
     ).tag(config=True)
     database_url = Unicode(
-        "", help="SQLAlchemy URL of the database; empty means PI_NOTEBOOK_DATABASE_URL or the sample."
+        "",
+        help="SQLAlchemy URL of the database; empty means PI_NOTEBOOK_DATABASE_URL or the sample.",
     ).tag(config=True)
     audit_url = Unicode(
         "", help="SQLAlchemy URL of the audit log; empty means the default file."
@@ -27,11 +28,13 @@ class PiNotebook(Configurable):
     approval_timeout = Float(
         30.0, help="Seconds an approval prompt waits for a decision before it expires."
     ).tag(config=True)
-    extensions = List(
-        Unicode(), help="More extensions: .py paths or module names."
-    ).tag(config=True)
+    extensions = List(Unicode(), help="More extensions: .py paths or module names.").tag(
+        config=True
+    )
     allowed_tools = List(
-        Unicode(), default_value=None, allow_none=True,
+        Unicode(),
+        default_value=None,
+        allow_none=True,
         help="When set, only these tool names reach the registry.",
     ).tag(config=True)
     excluded_tools = List(

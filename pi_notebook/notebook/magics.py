@@ -48,7 +48,9 @@ class PiMagics(Magics):
 
     def _idle(self, what: str) -> None:
         if self.state.active_run is not None:
-            raise UsageError(f"A %%pi run is still going: wait for it, press Stop or run %pi_abort, then {what}.")
+            raise UsageError(
+                f"A %%pi run is still going: wait for it, press Stop or run %pi_abort, then {what}."
+            )
 
     def _rebuild(self) -> None:
         from ..ai.resolve import ModelSpecError
@@ -56,7 +58,9 @@ class PiMagics(Magics):
         try:
             self.state.build()
         except ModelSpecError as exc:
-            raise UsageError(f"{exc} Set it with %pi_model offline (or openai:<id>, anthropic:<id>).") from None
+            raise UsageError(
+                f"{exc} Set it with %pi_model offline (or openai:<id>, anthropic:<id>)."
+            ) from None
 
     # -- prompt -------------------------------------------------------------------
     @cell_magic
@@ -72,7 +76,9 @@ class PiMagics(Magics):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            raise UsageError("%%pi needs a running asyncio loop: run it in a Jupyter kernel.") from None
+            raise UsageError(
+                "%%pi needs a running asyncio loop: run it in a Jupyter kernel."
+            ) from None
         if self.state.stale:
             self._rebuild()
         run = self.state.start_run(cell.strip())
@@ -105,7 +111,9 @@ class PiMagics(Magics):
         registry = session.tool_registry
         for name in [*args.activate, *args.deactivate]:
             if name not in registry:
-                raise UsageError(f"No tool named {name!r}: pick one of {', '.join(registry)} (see %pi_tools).")
+                raise UsageError(
+                    f"No tool named {name!r}: pick one of {', '.join(registry)} (see %pi_tools)."
+                )
         if args.activate or args.deactivate:
             active = [n for n in session.active_tool_names if n not in args.deactivate]
             active += [n for n in args.activate if n not in active]
@@ -116,13 +124,17 @@ class PiMagics(Magics):
             "kind": tool.source_info.kind, "active": name in active_set,
             "description": tool.definition.description,
         } for name, tool in registry.items()]  # fmt: skip
-        return pd.DataFrame(rows, columns=["name", "label", "source", "kind", "active", "description"])
+        return pd.DataFrame(
+            rows, columns=["name", "label", "source", "kind", "active", "description"]
+        )
 
     # -- records -------------------------------------------------------------------
     @line_magic
     def pi_audit(self, line: str) -> Any:
         """Audit records as a DataFrame (this notebook's session unless ``--all``)."""
-        parser = _Parser("%pi_audit [--tool NAME] [--call ID] [--kind KIND] [--since TIME] [--all] [--calls]")
+        parser = _Parser(
+            "%pi_audit [--tool NAME] [--call ID] [--kind KIND] [--since TIME] [--all] [--calls]"
+        )
         for option in ("--tool", "--call", "--kind", "--since"):
             parser.add_argument(option)
         parser.add_argument("--all", action="store_true")
@@ -138,7 +150,9 @@ class PiMagics(Magics):
             return audit.to_dataframe(session=session, tool=args.tool, tool_call_id=args.call,
                                       since=args.since, kind=args.kind)  # fmt: skip
         except ValueError as exc:
-            raise UsageError(f"{exc}; give --since as an ISO time such as 2024-05-01T12:00") from None
+            raise UsageError(
+                f"{exc}; give --since as an ISO time such as 2024-05-01T12:00"
+            ) from None
 
     @line_magic
     def pi_approvals(self, line: str) -> Any:
@@ -148,7 +162,9 @@ class PiMagics(Magics):
         parser = _Parser("%pi_approvals [--all]")
         parser.add_argument("--all", action="store_true")
         args = _parse(parser, line)
-        frame = self.state.database.approvals.to_dataframe() if self.state.database else pd.DataFrame()
+        frame = (
+            self.state.database.approvals.to_dataframe() if self.state.database else pd.DataFrame()
+        )
         if not args.all and self.state.audit is not None and "session_id" in frame:
             frame = frame[frame["session_id"] == self.state.audit.session_id]
         pending = [{"tool_call_id": p.tool_call_id, "decision": "pending", "sql": p.sql,
@@ -181,7 +197,9 @@ class PiMagics(Magics):
                 break
         if found is None:
             what = f"call {args.call_id!r}" if args.call_id else "any call"
-            raise UsageError(f"No result DataFrame for {what}: run a query first (see %pi_audit for call ids).")
+            raise UsageError(
+                f"No result DataFrame for {what}: run a query first (see %pi_audit for call ids)."
+            )
         if args.out is not None and self.shell is not None:
             self.shell.user_ns[args.out] = found
         return found
@@ -231,13 +249,17 @@ class PiMagics(Magics):
         self._idle("load the extension")
         path = Path(args.path).expanduser().resolve()
         if not path.is_file():
-            raise UsageError(f"No file at {path}: give the path of a .py file that defines register(pi).")
+            raise UsageError(
+                f"No file at {path}: give the path of a .py file that defines register(pi)."
+            )
         config = self.state.config
         before = list(config.extensions)
         config.extensions = [*before, str(path)]
         self._rebuild()
         session = self.state.current_session()
-        problems = [d for d in session.diagnostics if d.extension_path == str(path) and d.level == "error"]
+        problems = [
+            d for d in session.diagnostics if d.extension_path == str(path) and d.level == "error"
+        ]
         if problems:
             config.extensions = before
             self._rebuild()

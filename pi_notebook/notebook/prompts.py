@@ -153,7 +153,9 @@ class ApprovalPrompt(Prompt):
         self.approve_button = _button("Approve", "success", self.approve)
         self.reject_button = _button("Reject", "danger", self.reject)
         body = [
-            widgets.HTML(f"<pre style='white-space:pre-wrap;margin:4px 0'>{html.escape(sql)}</pre>"),
+            widgets.HTML(
+                f"<pre style='white-space:pre-wrap;margin:4px 0'>{html.escape(sql)}</pre>"
+            ),
             widgets.HTML(f"Needs approval because: {html.escape(reason)}"),
         ]
         super().__init__(title=title, timeout=timeout, body=body,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..agent.events import AgentEndEvent
+from ..errors import AwaitNotSupportedError
 from .cards import result_dataframe
 from .prompts import Prompt
 from .store import ApprovalRequested, ApprovalResolved, RunFailed, RunState, StopRequested, reduce
@@ -30,10 +31,6 @@ __all__ = ["AwaitNotSupportedError", "Run", "kernel_handles_comms_while_awaiting
 
 _URGENT = frozenset({"tool_execution_start", "tool_execution_end", "approval_requested",
                      "approval_resolved", "agent_end", "run_failed", "stop_requested", "notice"})  # fmt: skip
-
-
-class AwaitNotSupportedError(RuntimeError):
-    """This kernel cannot deliver widget clicks while a cell awaits."""
 
 
 def kernel_handles_comms_while_awaiting() -> bool:
@@ -102,7 +99,9 @@ class Run:
             self.view.render()
             for waiter in self._prompt_waiters:
                 if not waiter.done():
-                    waiter.set_exception(RuntimeError(f"the run ended ({self.state.status}) without a prompt"))
+                    waiter.set_exception(
+                        RuntimeError(f"the run ended ({self.state.status}) without a prompt")
+                    )
             if self._on_finish is not None:
                 self._on_finish(self)
 
@@ -157,8 +156,11 @@ class Run:
         if tool_call_id is not None and tool_call_id in self.state.cards:
             self.dispatch(ApprovalRequested(tool_call_id=tool_call_id))
             self.view.card(tool_call_id).show_prompt(prompt)
-            prompt.on_decided(lambda p: self.dispatch(
-                ApprovalResolved(tool_call_id=tool_call_id, decision=p.decision or "expired")))
+            prompt.on_decided(
+                lambda p: self.dispatch(
+                    ApprovalResolved(tool_call_id=tool_call_id, decision=p.decision or "expired")
+                )
+            )
         else:
             self.view.show_dialog(prompt)
         for waiter in self._prompt_waiters:

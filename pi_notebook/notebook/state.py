@@ -16,16 +16,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import ArgumentError
 
-from ..extensions.loader import labelled_extension, load_module_file
+from ..database import DatabaseExtension, database_extension
+from ..extensions.loader import labelled_extension
 from ..session import AgentSession, create_agent_session
 from .config import PiNotebook
-from .paths import database_extension_path
 from .run import Run
 from .ui import NotebookUI
 
 __all__ = ["NotebookState", "check_database_url", "safe_url"]
-
-_DB_MODULE: Any = None
 
 
 def safe_url(url: str) -> str:
@@ -34,13 +32,6 @@ def safe_url(url: str) -> str:
         return sa.make_url(url).render_as_string(hide_password=True)
     except (ArgumentError, ValueError):
         return "<invalid URL>"
-
-
-def _database_module() -> Any:
-    global _DB_MODULE
-    if _DB_MODULE is None:
-        _DB_MODULE = load_module_file(database_extension_path())
-    return _DB_MODULE
 
 
 class NotebookState:
@@ -62,7 +53,7 @@ class NotebookState:
                              explain=self._explain_approval)  # fmt: skip
         self.runs: list[Run] = []
         self.active_run: Run | None = None
-        self.database: Any = None
+        self.database: DatabaseExtension | None = None
         self.database_url = ""
         self.audit: Any = None
         self._audit_url: str | None = None
@@ -96,8 +87,10 @@ class NotebookState:
             raise RuntimeError("a run is going")
         cfg = self.config
         model = resolve_model(cfg.model)
-        url = cfg.database_url or os.environ.get("PI_NOTEBOOK_DATABASE_URL") or sample_database_url()
-        database = _database_module().database_extension(url=url, approval_timeout_s=cfg.approval_timeout)
+        url = (
+            cfg.database_url or os.environ.get("PI_NOTEBOOK_DATABASE_URL") or sample_database_url()
+        )
+        database = database_extension(url=url, approval_timeout_s=cfg.approval_timeout)
         audit_url = cfg.audit_url or None
         if self.audit is None or audit_url != self._audit_url:
             if self.audit is not None:
@@ -107,7 +100,7 @@ class NotebookState:
             model=model,
             extensions=[
                 self._events_extension,
-                labelled_extension(database, str(database_extension_path())),
+                labelled_extension(database, "pi_notebook.database"),
                 *cfg.extensions,
             ],
             allowed_tool_names=cfg.allowed_tools,
@@ -189,7 +182,11 @@ class NotebookState:
         model = "offline" if model == "offline:offline" else model
         if model.startswith("offline"):
             model += " (rule-based demo, not an LLM)"
-        sample = "" if self.config.database_url or os.environ.get("PI_NOTEBOOK_DATABASE_URL") else " (bundled sample)"
+        sample = (
+            ""
+            if self.config.database_url or os.environ.get("PI_NOTEBOOK_DATABASE_URL")
+            else " (bundled sample)"
+        )
         return f"pi_notebook: model {model} · database {safe_url(self.database_url)}{sample} · ask in a %%pi cell"
 
     def close(self) -> None:
@@ -218,16 +215,21 @@ def check_database_url(url: str) -> str:
     except (ArgumentError, ValueError):  # ValueError: a port that is not a number
         from ..sql.backend.errors import scrub  # the message is shown, so no password in it
 
-        raise ValueError(f"{scrub(text)!r} is not a SQLAlchemy URL; write e.g. sqlite:///path/to/file.db "
-                         "or postgresql+psycopg://user@host/db") from None
+        raise ValueError(
+            f"{scrub(text)!r} is not a SQLAlchemy URL; write e.g. sqlite:///path/to/file.db "
+            "or postgresql+psycopg://user@host/db"
+        ) from None
     try:
         parsed.get_dialect()
     except Exception as exc:  # NoSuchModuleError, or a driver that is not installed
-        raise ValueError(f"no driver for {parsed.drivername!r} ({type(exc).__name__}); "
-                         "install it or use another URL") from None
+        raise ValueError(
+            f"no driver for {parsed.drivername!r} ({type(exc).__name__}); "
+            "install it or use another URL"
+        ) from None
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         # Connecting would silently create an empty database file.
         if not Path(parsed.database or "").expanduser().is_file():
-            raise ValueError(f"no SQLite file at {parsed.database}; give the path of an existing database")
+            raise ValueError(
+                f"no SQLite file at {parsed.database}; give the path of an existing database"
+            )
     return text
-

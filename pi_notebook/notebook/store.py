@@ -28,7 +28,9 @@ __all__ = [
     "reduce",
 ]
 
-CardStatus: TypeAlias = Literal["queued", "awaiting approval", "running", "done", "error", "blocked"]
+CardStatus: TypeAlias = Literal[
+    "queued", "awaiting approval", "running", "done", "error", "blocked"
+]
 RunStatus: TypeAlias = Literal["idle", "running", "done", "stopped", "error"]
 TERMINAL: frozenset[str] = frozenset({"done", "error", "blocked"})
 

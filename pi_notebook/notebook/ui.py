@@ -29,7 +29,9 @@ _BECAUSE = "needs approval because:"
 DATABASE_WRITE = "Database write"
 
 
-def _sql_and_reason(title: str, message: str, args: Any, explain: Callable[[str], str | None]) -> tuple[str, str]:
+def _sql_and_reason(
+    title: str, message: str, args: Any, explain: Callable[[str], str | None]
+) -> tuple[str, str]:
     """The statement to show and why it needs approval.
 
     The database gate asks ``confirm("Database write", sql)``, as in the chapter: its
@@ -43,7 +45,7 @@ def _sql_and_reason(title: str, message: str, args: Any, explain: Callable[[str]
     sql = sql if isinstance(sql, str) else message
     lowered = message.lower()
     if _BECAUSE in lowered:  # an extension that says why in its message
-        return sql, message[lowered.index(_BECAUSE) + len(_BECAUSE):].strip()
+        return sql, message[lowered.index(_BECAUSE) + len(_BECAUSE) :].strip()
     if sql.strip() != message.strip():
         return sql, message
     return sql, explain(sql) or f"{title}: it is not a plain read."

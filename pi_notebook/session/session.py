@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..agent.agent import Agent, AgentBusyError
+from ..agent.agent import Agent
 from ..agent.common import maybe_await
 from ..agent.events import AgentEvent
 from ..agent.types import (
@@ -29,6 +29,7 @@ from ..agent.types import (
 from ..ai.abort import AbortSignal
 from ..ai.messages import Message, to_text_parts
 from ..ai.model import Model
+from ..errors import AgentBusyError, SessionClosedError
 from ..extensions.api import ExtensionAPI, check_tool_definition
 from ..extensions.events import (
     SessionShutdownEvent,
@@ -61,10 +62,6 @@ log = logging.getLogger(__name__)
 SessionListener = Callable[[Any], Awaitable[None] | None]
 
 
-class SessionClosedError(RuntimeError):
-    """The session was closed; create a new one."""
-
-
 class AgentSession:
     """A running agent with its extensions. Build it with ``create_agent_session``."""
 
@@ -92,7 +89,9 @@ class AgentSession:
         self._allowed = None if allowed_tool_names is None else frozenset(allowed_tool_names)
         self._excluded = frozenset(excluded_tool_names or ())
         self._builtins = [
-            RegisteredTool(definition=d, source_info=SourceInfo(kind="builtin", path=f"<builtin:{d.name}>"))
+            RegisteredTool(
+                definition=d, source_info=SourceInfo(kind="builtin", path=f"<builtin:{d.name}>")
+            )
             for d in builtin_tools
         ]
         custom_tools = list(custom_tools)
@@ -159,7 +158,9 @@ class AgentSession:
             pending, self._pending = self._pending, []
             self.diagnostics.extend(await finish_async_loads(pending, self.runner))
             self._bind()
-        await self.runner.emit(SessionStartEvent(model=self.model_name, active_tools=list(self._active)))
+        await self.runner.emit(
+            SessionStartEvent(model=self.model_name, active_tools=list(self._active))
+        )
 
     # -- SessionHost (read by ctx) -------------------------------------------
     @property
@@ -266,7 +267,9 @@ class AgentSession:
         self, context: BeforeToolCallContext, signal: AbortSignal
     ) -> BeforeToolCallResult | None:
         if not self.runner.has_handlers("tool_call"):
-            return None  # C19: no gate at all means ungated (the database backend never relies on it)
+            return (
+                None  # C19: no gate at all means ungated (the database backend never relies on it)
+            )
         event = ToolCallEvent(
             tool_call_id=context.tool_call.id, tool_name=context.tool_call.name, input=context.args
         )
@@ -279,9 +282,13 @@ class AgentSession:
             self._record_decision(context, "allowed", None)
             return None
         self._record_decision(context, "blocked", decision.reason)
-        return BeforeToolCallResult(block=decision.block, reason=decision.reason, terminate=decision.terminate)
+        return BeforeToolCallResult(
+            block=decision.block, reason=decision.reason, terminate=decision.terminate
+        )
 
-    def _record_decision(self, context: BeforeToolCallContext, decision: str, reason: str | None) -> None:
+    def _record_decision(
+        self, context: BeforeToolCallContext, decision: str, reason: str | None
+    ) -> None:
         """D8: the outcome of the whole tool_call chain, with the arguments execute will get."""
         if self._audit is not None:
             self._audit.record(
@@ -370,4 +377,3 @@ class AgentSession:
             {"extension_path": e.extension_path, "event": e.event, "error": e.error}
             for e in self.runner.errors
         ]
-

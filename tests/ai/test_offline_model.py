@@ -19,7 +19,11 @@ def fake_database(seen: list[str]):
 
     tool = define_tool(
         ToolDefinition(
-            name="query_database", label="Query", description="Run SQL.", parameters=SqlParams, execute=execute
+            name="query_database",
+            label="Query",
+            description="Run SQL.",
+            parameters=SqlParams,
+            execute=execute,
         )
     )
     return lambda pi: pi.register_tool(tool)
@@ -27,13 +31,18 @@ def fake_database(seen: list[str]):
 
 def test_extract_sql_from_fence_and_from_keyword_line() -> None:
     assert extract_sql("Please run\n```sql\nSELECT 1\n```\nthanks") == "SELECT 1"
-    assert extract_sql("top customers:\nselect name\nfrom customers\n\nand more") == "select name\nfrom customers"
+    assert (
+        extract_sql("top customers:\nselect name\nfrom customers\n\nand more")
+        == "select name\nfrom customers"
+    )
     assert extract_sql("how many orders are there?") is None
 
 
 async def test_offline_runs_sql_and_summarises_the_result() -> None:
     seen: list[str] = []
-    session = create_agent_session(model=OfflineModel(), extensions=[fake_database(seen)], audit=False)
+    session = create_agent_session(
+        model=OfflineModel(), extensions=[fake_database(seen)], audit=False
+    )
     await session.prompt("SELECT name FROM customers LIMIT 3")
     assert seen == ["SELECT name FROM customers LIMIT 3"]
     roles = [m.role for m in session.messages]
@@ -44,7 +53,9 @@ async def test_offline_runs_sql_and_summarises_the_result() -> None:
 
 
 async def test_offline_help_text_names_active_tools_and_says_it_is_not_an_llm() -> None:
-    session = create_agent_session(model=OfflineModel(), extensions=[fake_database([])], audit=False)
+    session = create_agent_session(
+        model=OfflineModel(), extensions=[fake_database([])], audit=False
+    )
     await session.prompt("hello, who are you?")
     answer = session.messages[-1]
     assert answer.role == "assistant"
@@ -55,7 +66,9 @@ async def test_offline_help_text_names_active_tools_and_says_it_is_not_an_llm() 
 
 
 async def test_offline_does_not_call_an_inactive_tool() -> None:
-    session = create_agent_session(model=OfflineModel(), extensions=[fake_database([])], audit=False)
+    session = create_agent_session(
+        model=OfflineModel(), extensions=[fake_database([])], audit=False
+    )
     session.set_active_tools_by_name(["read"])
     await session.prompt("SELECT 1")
     assert [m.role for m in session.messages] == ["user", "assistant"]

@@ -62,8 +62,9 @@ def snapshot(log: AuditLog, **filters: Any) -> list[tuple[Any, ...]]:
     """(kind, tool_call_id, tool_name, payload) per record, with durations normalised."""
     frame = log.to_dataframe(**filters)
     out: list[tuple[Any, ...]] = []
-    for kind, call_id, tool, payload in zip(frame["kind"], frame["tool_call_id"],
-                                            frame["tool_name"], frame["payload"], strict=True):
+    for kind, call_id, tool, payload in zip(
+        frame["kind"], frame["tool_call_id"], frame["tool_name"], frame["payload"], strict=True
+    ):
         if isinstance(payload, dict) and isinstance(payload.get("duration_ms"), float | int):
             payload = {**payload, "duration_ms": "<ms>"}
         out.append((kind, _none(call_id), _none(tool), payload))

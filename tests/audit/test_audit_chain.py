@@ -49,8 +49,11 @@ def test_d8_an_untouched_store_verifies(log: AuditLog) -> None:
 
 
 def test_d8_altered_payload_is_named(log: AuditLog) -> None:
-    run(log, "UPDATE pi_audit_records SET payload = :p WHERE session_id = 'victim' AND seq = 3",
-        p='{"i":333}')
+    run(
+        log,
+        "UPDATE pi_audit_records SET payload = :p WHERE session_id = 'victim' AND seq = 3",
+        p='{"i":333}',
+    )
     report = log.verify()
     assert not report.ok
     assert report.problems[0].startswith("session victim seq 3: altered")
@@ -60,14 +63,28 @@ def test_d8_altered_payload_is_named(log: AuditLog) -> None:
 def test_d8_altered_and_rehashed_record_is_named(log: AuditLog) -> None:
     # A forger who knows the algorithm re-hashes the record; the next link still breaks.
     with log.engine.connect() as conn:
-        row = conn.execute(sa.select(records).where(records.c.session_id == "victim",
-                                                    records.c.seq == 2)).one()
-    forged = record_hash(session_id="victim", seq=2, ts=format_ts(row.ts), kind=row.kind,
-                         tool_call_id=row.tool_call_id, tool_name=row.tool_name, user=row.user,
-                         policy_version=row.policy_version, payload='{"i":222}',
-                         prev_hash=row.prev_hash)
-    run(log, "UPDATE pi_audit_records SET payload = :p, hash = :h "
-             "WHERE session_id = 'victim' AND seq = 2", p='{"i":222}', h=forged)
+        row = conn.execute(
+            sa.select(records).where(records.c.session_id == "victim", records.c.seq == 2)
+        ).one()
+    forged = record_hash(
+        session_id="victim",
+        seq=2,
+        ts=format_ts(row.ts),
+        kind=row.kind,
+        tool_call_id=row.tool_call_id,
+        tool_name=row.tool_name,
+        user=row.user,
+        policy_version=row.policy_version,
+        payload='{"i":222}',
+        prev_hash=row.prev_hash,
+    )
+    run(
+        log,
+        "UPDATE pi_audit_records SET payload = :p, hash = :h "
+        "WHERE session_id = 'victim' AND seq = 2",
+        p='{"i":222}',
+        h=forged,
+    )
     assert log.verify().problems[0].startswith("session victim seq 2: altered")
 
 
@@ -82,7 +99,8 @@ def test_d11_removed_last_record_is_named(log: AuditLog) -> None:
     run(log, "DELETE FROM pi_audit_records WHERE session_id = 'victim' AND seq = 5")
     report = log.verify()
     assert report.problems == [
-        "session victim seq 5: removed (the head records 5 records, the store ends at seq 4)"]
+        "session victim seq 5: removed (the head records 5 records, the store ends at seq 4)"
+    ]
 
 
 def test_d11_removed_whole_session_is_named(log: AuditLog) -> None:
@@ -93,27 +111,59 @@ def test_d11_removed_whole_session_is_named(log: AuditLog) -> None:
 @pytest.mark.parametrize("valid_hash", [False, True])
 def test_d8_inserted_forged_row_is_named(log: AuditLog, valid_hash: bool) -> None:
     with log.engine.connect() as conn:
-        last = conn.execute(sa.select(records).where(records.c.session_id == "victim",
-                                                     records.c.seq == 5)).one()
+        last = conn.execute(
+            sa.select(records).where(records.c.session_id == "victim", records.c.seq == 5)
+        ).one()
     ts = last.ts
-    digest = record_hash(session_id="victim", seq=6, ts=format_ts(ts), kind="approval",
-                         tool_call_id="c9", tool_name="t", user="ada", policy_version=None,
-                         payload='{"decision":"approved"}', prev_hash=last.hash) \
-        if valid_hash else "f" * 64
+    digest = (
+        record_hash(
+            session_id="victim",
+            seq=6,
+            ts=format_ts(ts),
+            kind="approval",
+            tool_call_id="c9",
+            tool_name="t",
+            user="ada",
+            policy_version=None,
+            payload='{"decision":"approved"}',
+            prev_hash=last.hash,
+        )
+        if valid_hash
+        else "f" * 64
+    )
     with log.engine.begin() as conn:
-        conn.execute(sa.insert(records).values(
-            session_id="victim", seq=6, ts=ts, kind="approval", tool_call_id="c9",
-            tool_name="t", user="ada", policy_version=None, payload='{"decision":"approved"}',
-            prev_hash=last.hash, hash=digest))
+        conn.execute(
+            sa.insert(records).values(
+                session_id="victim",
+                seq=6,
+                ts=ts,
+                kind="approval",
+                tool_call_id="c9",
+                tool_name="t",
+                user="ada",
+                policy_version=None,
+                payload='{"decision":"approved"}',
+                prev_hash=last.hash,
+                hash=digest,
+            )
+        )
     report = log.verify()
     assert report.problems[0].startswith("session victim seq 6: inserted")
 
 
 def test_d8_forged_session_is_named(log: AuditLog) -> None:
     with log.engine.begin() as conn:
-        conn.execute(sa.insert(records).values(
-            session_id="ghost", seq=1, ts=sa.func.current_timestamp(), kind="approval",
-            payload="{}", prev_hash="0" * 64, hash="0" * 64))
+        conn.execute(
+            sa.insert(records).values(
+                session_id="ghost",
+                seq=1,
+                ts=sa.func.current_timestamp(),
+                kind="approval",
+                payload="{}",
+                prev_hash="0" * 64,
+                hash="0" * 64,
+            )
+        )
     assert log.verify().problems[0].startswith("session ghost seq 1: inserted")
 
 
@@ -145,10 +195,16 @@ def test_schema_version_is_recorded_and_a_newer_store_is_refused(tmp_path: Path)
 
 
 def test_d8_garbage_payload_rows_do_not_break_reading(log: AuditLog) -> None:
-    run(log, "UPDATE pi_audit_records SET payload = :p WHERE session_id = 'victim' AND seq = 1",
-        p="[1, 2]")
-    run(log, "UPDATE pi_audit_records SET payload = :p WHERE session_id = 'victim' AND seq = 2",
-        p="not json")
+    run(
+        log,
+        "UPDATE pi_audit_records SET payload = :p WHERE session_id = 'victim' AND seq = 1",
+        p="[1, 2]",
+    )
+    run(
+        log,
+        "UPDATE pi_audit_records SET payload = :p WHERE session_id = 'victim' AND seq = 2",
+        p="not json",
+    )
     payloads = log.to_dataframe(session="victim")["payload"].tolist()
     assert payloads[:3] == [{"_not_an_object": [1, 2]}, {"_invalid_json": "not json"}, {"i": 3}]
     assert log.verify().problems[0].startswith("session victim seq 1: altered")

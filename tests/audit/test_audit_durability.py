@@ -35,8 +35,10 @@ def count(url: str, session_id: str) -> int:
     engine = sa.create_engine(url)
     try:
         with engine.connect() as conn:
-            return conn.execute(sa.text("SELECT count(*) FROM pi_audit_records WHERE "
-                                        "session_id = :s"), {"s": session_id}).scalar_one()
+            return conn.execute(
+                sa.text("SELECT count(*) FROM pi_audit_records WHERE session_id = :s"),
+                {"s": session_id},
+            ).scalar_one()
     finally:
         engine.dispose()
 
@@ -54,8 +56,9 @@ def test_d8_durable_record_is_committed_before_it_returns(url: str) -> None:
         assert count(url, "d1") == 2011
 
 
-def test_default_store_is_a_wal_sqlite_file_in_the_data_dir(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_store_is_a_wal_sqlite_file_in_the_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = Path(os.environ["PI_NOTEBOOK_DATA_DIR"])
     assert default_audit_url() == f"sqlite:///{data / 'audit.sqlite'}"
     with AuditLog() as log:
@@ -76,12 +79,16 @@ def test_close_is_idempotent_and_stops_the_writer(tmp_path: Path) -> None:
     log.close()
     log.close()
     log.record("after close", {})  # logged and dropped, never raised
-    assert not [t for t in threading.enumerate() if t.name.startswith("pi-audit-")
-                and t.name.endswith(log.session_id[:8])]
+    assert not [
+        t
+        for t in threading.enumerate()
+        if t.name.startswith("pi-audit-") and t.name.endswith(log.session_id[:8])
+    ]
 
 
 def test_a_record_racing_close_is_refused_loudly_not_lost_silently(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     log = AuditLog(f"sqlite:///{tmp_path / 'a.sqlite'}", session_id="race")
     log._writer.close()  # pyright: ignore[reportPrivateUsage]  # close() overtakes a record()
     log.record("late", {})  # past the closed check, but the writer has stopped: never raised
@@ -90,7 +97,8 @@ def test_a_record_racing_close_is_refused_loudly_not_lost_silently(
 
 
 def test_d8_a_failing_store_never_raises_and_keeps_records_for_retry(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setattr(log_module, "_DURABLE_TIMEOUT", 0.3)
     with AuditLog(f"sqlite:///{tmp_path / 'a.sqlite'}", session_id="r1") as log:
         log.record("before", {}, durable=True)
@@ -122,8 +130,9 @@ while True:
 
 def test_d8_killed_writer_keeps_every_acknowledged_record(url: str) -> None:
     AuditLog(url).close()  # schema first, so the child starts writing at once
-    child = subprocess.Popen([sys.executable, "-c", CRASH_CHILD, url], cwd=ROOT,
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CRASH_CHILD, url], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
     acked = 0
     try:
         assert child.stdout is not None
@@ -163,8 +172,15 @@ with AuditLog(sys.argv[1]) as log:
 def test_d8_four_processes_share_one_postgres_store(pg_url: str) -> None:
     with fresh_pg(pg_url) as url:
         started = time.monotonic()
-        children = [subprocess.Popen([sys.executable, "-c", WRITER_CHILD, url], cwd=ROOT,
-                                     stdout=subprocess.PIPE, text=True) for _ in range(4)]
+        children = [
+            subprocess.Popen(
+                [sys.executable, "-c", WRITER_CHILD, url],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(4)
+        ]
         sessions = []
         for child in children:
             out, _ = child.communicate(timeout=60)
@@ -177,7 +193,8 @@ def test_d8_four_processes_share_one_postgres_store(pg_url: str) -> None:
         assert report.ok, report.problems
         assert (report.sessions, report.records) == (4, 4000)
         assert sorted(frame.groupby("session_id")["seq"].max().items()) == sorted(
-            (s, 1000) for s in sessions)
+            (s, 1000) for s in sessions
+        )
         assert elapsed < 20
 
 

@@ -33,38 +33,60 @@ def stored(log: AuditLog) -> list[dict[str, Any]]:
     return list(log.to_dataframe()["payload"])
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("postgresql://u:secret@h/db", "postgresql://u:***@h/db"),
-    ("postgresql+psycopg://alice:p@ss:w0rd@db.example.com:5432/x",
-     "postgresql+psycopg://alice:***@db.example.com:5432/x"),
-    ("mysql://root:@localhost/x", "mysql://root:@localhost/x"),  # no password, nothing to hide
-    ("key sk-abcdefghijklmnopqrstuvwx end", "key *** end"),
-    ("sk-proj-AbCdEfGhIjKlMnOpQrStUv", "***"),
-    ("ANTHROPIC=sk-ant-api03-AbCdEfGhIjKl", "ANTHROPIC=***"),
-    ("aws AKIAIOSFODNN7EXAMPLE here", "aws *** here"),
-    ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig", "Authorization: Bearer ***"),
-    ("password=hunter2&user=bob", "password=***&user=bob"),
-    ("ALTER USER bob PASSWORD 'hunter2'", "ALTER USER bob PASSWORD ***"),
-    ('{"api_key": "abc123"}', '{"api_key": ***}'),
-    ("ghp_abcdefghijklmnopqrstuvwxyz0123456789", "***"),
-    ("SELECT name, total FROM orders WHERE id = 3", "SELECT name, total FROM orders WHERE id = 3"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("postgresql://u:secret@h/db", "postgresql://u:***@h/db"),
+        (
+            "postgresql+psycopg://alice:p@ss:w0rd@db.example.com:5432/x",
+            "postgresql+psycopg://alice:***@db.example.com:5432/x",
+        ),
+        ("mysql://root:@localhost/x", "mysql://root:@localhost/x"),  # no password, nothing to hide
+        ("key sk-abcdefghijklmnopqrstuvwx end", "key *** end"),
+        ("sk-proj-AbCdEfGhIjKlMnOpQrStUv", "***"),
+        ("ANTHROPIC=sk-ant-api03-AbCdEfGhIjKl", "ANTHROPIC=***"),
+        ("aws AKIAIOSFODNN7EXAMPLE here", "aws *** here"),
+        ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig", "Authorization: Bearer ***"),
+        ("password=hunter2&user=bob", "password=***&user=bob"),
+        ("ALTER USER bob PASSWORD 'hunter2'", "ALTER USER bob PASSWORD ***"),
+        ('{"api_key": "abc123"}', '{"api_key": ***}'),
+        ("ghp_abcdefghijklmnopqrstuvwxyz0123456789", "***"),
+        (
+            "SELECT name, total FROM orders WHERE id = 3",
+            "SELECT name, total FROM orders WHERE id = 3",
+        ),
+    ],
+)
 def test_s29_default_patterns(text: str, expected: str) -> None:
     assert Redactor().redact_text(text) == expected
 
 
 def test_s29_secret_keys_are_masked_whole_and_other_keys_kept() -> None:
-    value = {"password": "x", "db_password": "y", "api_key": 5, "max_tokens": 512,
-             "token": None, "nested": [{"client_secret": "z", "ok": "fine"}]}
+    value = {
+        "password": "x",
+        "db_password": "y",
+        "api_key": 5,
+        "max_tokens": 512,
+        "token": None,
+        "nested": [{"client_secret": "z", "ok": "fine"}],
+    }
     assert Redactor().redact(value) == {
-        "password": "***", "db_password": "***", "api_key": "***", "max_tokens": 512,
-        "token": None, "nested": [{"client_secret": "***", "ok": "fine"}]}
+        "password": "***",
+        "db_password": "***",
+        "api_key": "***",
+        "max_tokens": 512,
+        "token": None,
+        "nested": [{"client_secret": "***", "ok": "fine"}],
+    }
 
 
 def test_s29_patterns_are_configurable() -> None:
-    custom = Redactor().extend(RedactionPattern(name="employee", regex=r"EMP-\d{6}",
-                                                triggers=("emp-",)))
-    assert custom.redact_text("id EMP-123456, postgresql://u:pw@h") == "id ***, postgresql://u:***@h"
+    custom = Redactor().extend(
+        RedactionPattern(name="employee", regex=r"EMP-\d{6}", triggers=("emp-",))
+    )
+    assert (
+        custom.redact_text("id EMP-123456, postgresql://u:pw@h") == "id ***, postgresql://u:***@h"
+    )
     bare = Redactor(patterns=(), secret_keys=None)
     assert bare.redact({"password": "pw"}) == {"password": "pw"}
     anchored = Redactor(patterns=(RedactionPattern(name="whole", regex=r"^secret-\w+$"),))
@@ -72,15 +94,27 @@ def test_s29_patterns_are_configurable() -> None:
 
 
 def test_s29_the_store_never_holds_a_credential(log: AuditLog) -> None:
-    secrets = ["hunter2", "sk-ant-api03-AbCdEfGhIjKl", "AKIAIOSFODNN7EXAMPLE",
-               "eyJhbGciOiJIUzI1NiJ9"]
-    log.record("x", {"url": "postgresql://bob:hunter2@h/db", "env": {"KEY": secrets[1]},
-                     "note": f"keys {secrets[2]}", "headers": [f"Authorization: Bearer {secrets[3]}"],
-                     "escaped": 'quote " then password=hunter2'})
+    secrets = [
+        "hunter2",
+        "sk-ant-api03-AbCdEfGhIjKl",
+        "AKIAIOSFODNN7EXAMPLE",
+        "eyJhbGciOiJIUzI1NiJ9",
+    ]
+    log.record(
+        "x",
+        {
+            "url": "postgresql://bob:hunter2@h/db",
+            "env": {"KEY": secrets[1]},
+            "note": f"keys {secrets[2]}",
+            "headers": [f"Authorization: Bearer {secrets[3]}"],
+            "escaped": 'quote " then password=hunter2',
+        },
+    )
     log.record("approval", {"sql": "select 1"}, durable=True)
     with log.engine.connect() as conn:
-        dump = "\n".join(str(tuple(r)) for r in conn.exec_driver_sql(
-            "SELECT * FROM pi_audit_records"))
+        dump = "\n".join(
+            str(tuple(r)) for r in conn.exec_driver_sql("SELECT * FROM pi_audit_records")
+        )
     for secret in secrets:
         assert secret not in dump
     assert log.verify().ok  # redaction happens before hashing
@@ -93,8 +127,10 @@ def test_s29_large_payloads_are_truncated_with_a_note(tmp_path: Path) -> None:
         log.record("small", {"text": "y" * 100})
         one, two, three = stored(log)
         with log.engine.connect() as conn:
-            sizes = [len(r[0].encode()) for r in conn.exec_driver_sql(
-                "SELECT payload FROM pi_audit_records ORDER BY seq")]
+            sizes = [
+                len(r[0].encode())
+                for r in conn.exec_driver_sql("SELECT payload FROM pi_audit_records ORDER BY seq")
+            ]
     assert all(size <= 1000 for size in sizes)
     assert one["_truncated"] is True and one["original_bytes"] > 5000
     assert one["is_error"] is False and one["text"].startswith("xxx")
@@ -130,13 +166,23 @@ def test_s29_non_json_payloads_are_converted_never_dropped(log: AuditLog) -> Non
         "frame": pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}),
         "series": pd.Series([1.5], name="s"),
         "bytes": b"\x00\x01",
-        "when": when, "date": dt.date(2025, 1, 2), "delta": dt.timedelta(seconds=3),
+        "when": when,
+        "date": dt.date(2025, 1, 2),
+        "delta": dt.timedelta(seconds=3),
         "error": ValueError("bad value"),
         "model": Model(sql="select 1", when=when),
         "point": Point(1, {2, 1}),
-        "decimal": decimal.Decimal("1.10"), "uuid": uuid.UUID(int=1), "path": Path("/tmp/x"),
-        "enum": Color.RED, "nan": math.nan, "np": np.int64(7), "array": np.zeros((2, 3)),
-        "set": {"b", "a"}, "tuple": (1, 2), "object": Unknown(), "cycle": cyclic,
+        "decimal": decimal.Decimal("1.10"),
+        "uuid": uuid.UUID(int=1),
+        "path": Path("/tmp/x"),
+        "enum": Color.RED,
+        "nan": math.nan,
+        "np": np.int64(7),
+        "array": np.zeros((2, 3)),
+        "set": {"b", "a"},
+        "tuple": (1, 2),
+        "object": Unknown(),
+        "cycle": cyclic,
         3: "int key",
     }
     log.record("odd", payload)
@@ -144,20 +190,29 @@ def test_s29_non_json_payloads_are_converted_never_dropped(log: AuditLog) -> Non
     log.record("none")
     first, second, third = stored(log)
     assert first == {
-        "frame": {"_type": "DataFrame", "shape": [2, 2], "columns": ["a", "b"],
-                  "dtypes": ["int64", str(pd.DataFrame({"b": ["x"]})["b"].dtype)]},
+        "frame": {
+            "_type": "DataFrame",
+            "shape": [2, 2],
+            "columns": ["a", "b"],
+            "dtypes": ["int64", str(pd.DataFrame({"b": ["x"]})["b"].dtype)],
+        },
         "series": {"_type": "Series", "length": 1, "name": "s", "dtype": "float64"},
-        "bytes": {"_type": "bytes", "length": 2,
-                  "sha256": hashlib.sha256(b"\x00\x01").hexdigest()},
-        "when": "2025-01-02T03:04:05+00:00", "date": "2025-01-02",
+        "bytes": {"_type": "bytes", "length": 2, "sha256": hashlib.sha256(b"\x00\x01").hexdigest()},
+        "when": "2025-01-02T03:04:05+00:00",
+        "date": "2025-01-02",
         "delta": {"_type": "timedelta", "seconds": 3.0},
         "error": {"_type": "exception", "type": "ValueError", "message": "bad value"},
         "model": {"sql": "select 1", "when": "2025-01-02T03:04:05Z"},
         "point": {"x": 1, "y": [1, 2]},
-        "decimal": "1.10", "uuid": "00000000-0000-0000-0000-000000000001", "path": "/tmp/x",
-        "enum": "red", "nan": "nan", "np": 7,
+        "decimal": "1.10",
+        "uuid": "00000000-0000-0000-0000-000000000001",
+        "path": "/tmp/x",
+        "enum": "red",
+        "nan": "nan",
+        "np": 7,
         "array": {"_type": "ndarray", "shape": [2, 3], "dtype": "float64"},
-        "set": ["a", "b"], "tuple": [1, 2],
+        "set": ["a", "b"],
+        "tuple": [1, 2],
         "object": {"_type": f"{__name__}.Unknown", "repr": "<Unknown thing>"},
         "cycle": [{"_type": "list", "_note": "cycle"}],
         "3": "int key",

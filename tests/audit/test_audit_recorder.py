@@ -58,9 +58,17 @@ def start(call_id: str, tool: str, args: Any) -> NS:
 
 
 def test_d8_registers_every_event_and_the_error_listener(pi: FakePi) -> None:
-    assert sorted(pi.handlers) == sorted([
-        "session_start", "tool_execution_start", "tool_execution_update", "tool_call",
-        "tool_result", "tool_execution_end", "session_shutdown"])
+    assert sorted(pi.handlers) == sorted(
+        [
+            "session_start",
+            "tool_execution_start",
+            "tool_execution_update",
+            "tool_call",
+            "tool_result",
+            "tool_execution_end",
+            "session_shutdown",
+        ]
+    )
     assert len(pi.error_handlers) == 1
 
 
@@ -71,35 +79,96 @@ def test_d8_s27_s28_exact_records_of_a_read_call(pi: FakePi, log: AuditLog, cloc
     params = QueryParams(sql="SELECT 1", limit=5)
     pi.emit(NS(type="tool_call", tool_call_id="c1", tool_name="query_database", input=params))
     params.sql = "SELECT 2"  # a later handler mutates the input: the record keeps what it saw
-    log.record("final_args", {"sql": "SELECT 2", "args_hash": "h2"}, tool_call_id="c1",
-               tool_name="query_database", policy_version="p1", durable=True)
+    log.record(
+        "final_args",
+        {"sql": "SELECT 2", "args_hash": "h2"},
+        tool_call_id="c1",
+        tool_name="query_database",
+        policy_version="p1",
+        durable=True,
+    )
     clock.now += 0.1
-    pi.emit(NS(type="tool_execution_update", tool_call_id="c1", tool_name="query_database",
-               partial_result=result("running")))
+    pi.emit(
+        NS(
+            type="tool_execution_update",
+            tool_call_id="c1",
+            tool_name="query_database",
+            partial_result=result("running"),
+        )
+    )
     clock.now += 0.15
-    pi.emit(NS(type="tool_result", tool_call_id="c1", tool_name="query_database", input=params,
-               content=[NS(type="text", text="1 row")], details={"rows": 1}, is_error=False))
-    pi.emit(NS(type="tool_execution_end", tool_call_id="c1", tool_name="query_database",
-               result=result("1 row", {"rows": 1}), is_error=False))
+    pi.emit(
+        NS(
+            type="tool_result",
+            tool_call_id="c1",
+            tool_name="query_database",
+            input=params,
+            content=[NS(type="text", text="1 row")],
+            details={"rows": 1},
+            is_error=False,
+        )
+    )
+    pi.emit(
+        NS(
+            type="tool_execution_end",
+            tool_call_id="c1",
+            tool_name="query_database",
+            result=result("1 row", {"rows": 1}),
+            is_error=False,
+        )
+    )
     pi.emit(NS(type="session_shutdown"))
 
     assert snapshot(log) == [
-        ("session_start", None, None,
-         {"model": "scripted", "active_tools": ["read", "query_database"]}),
-        ("tool_execution_start", "c1", "query_database",
-         {"args": {"sql": "SELECT 1", "limit": "5"}}),
-        ("tool_call", "c1", "query_database",
-         {"input": {"sql": "SELECT 1", "limit": 5}, "decision": "seen"}),
+        (
+            "session_start",
+            None,
+            None,
+            {"model": "scripted", "active_tools": ["read", "query_database"]},
+        ),
+        (
+            "tool_execution_start",
+            "c1",
+            "query_database",
+            {"args": {"sql": "SELECT 1", "limit": "5"}},
+        ),
+        (
+            "tool_call",
+            "c1",
+            "query_database",
+            {"input": {"sql": "SELECT 1", "limit": 5}, "decision": "seen"},
+        ),
         ("final_args", "c1", "query_database", {"sql": "SELECT 2", "args_hash": "h2"}),
-        ("tool_execution_update", "c1", "query_database",
-         {"update": 1, "skipped_before": 0,
-          "partial_result": {"text": "running", "text_chars": 7}}),
-        ("tool_result", "c1", "query_database",
-         {"input": {"sql": "SELECT 2", "limit": 5}, "is_error": False,
-          "result": {"text": "1 row", "text_chars": 5, "details": {"rows": 1}}}),
-        ("tool_execution_end", "c1", "query_database",
-         {"is_error": False, "duration_ms": "<ms>",
-          "result": {"text": "1 row", "text_chars": 5, "details": {"rows": 1}}}),
+        (
+            "tool_execution_update",
+            "c1",
+            "query_database",
+            {
+                "update": 1,
+                "skipped_before": 0,
+                "partial_result": {"text": "running", "text_chars": 7},
+            },
+        ),
+        (
+            "tool_result",
+            "c1",
+            "query_database",
+            {
+                "input": {"sql": "SELECT 2", "limit": 5},
+                "is_error": False,
+                "result": {"text": "1 row", "text_chars": 5, "details": {"rows": 1}},
+            },
+        ),
+        (
+            "tool_execution_end",
+            "c1",
+            "query_database",
+            {
+                "is_error": False,
+                "duration_ms": "<ms>",
+                "result": {"text": "1 row", "text_chars": 5, "details": {"rows": 1}},
+            },
+        ),
         ("session_shutdown", None, None, {"open_calls": []}),
     ]
     frame = log.to_dataframe(kind="tool_execution_end")
@@ -111,45 +180,106 @@ def test_d8_s27_s28_exact_records_of_a_read_call(pi: FakePi, log: AuditLog, cloc
 
 def test_d8_exact_records_of_an_execute_error(pi: FakePi, log: AuditLog, clock: Clock) -> None:
     pi.emit(start("c2", "query_database", {"sql": "SELECT * FROM nope"}))
-    pi.emit(NS(type="tool_call", tool_call_id="c2", tool_name="query_database",
-               input=QueryParams(sql="SELECT * FROM nope")))
+    pi.emit(
+        NS(
+            type="tool_call",
+            tool_call_id="c2",
+            tool_name="query_database",
+            input=QueryParams(sql="SELECT * FROM nope"),
+        )
+    )
     clock.now += 0.004
     # execute raised: no tool_result event, an error result at the end (S30).
-    pi.emit(NS(type="tool_execution_end", tool_call_id="c2", tool_name="query_database",
-               result=result("no such table: nope", None), is_error=True))
-    pi.error({"extension_path": "extensions/broken.py", "event": "tool_execution_end",
-              "error": RuntimeError("handler broke")})
+    pi.emit(
+        NS(
+            type="tool_execution_end",
+            tool_call_id="c2",
+            tool_name="query_database",
+            result=result("no such table: nope", None),
+            is_error=True,
+        )
+    )
+    pi.error(
+        {
+            "extension_path": "extensions/broken.py",
+            "event": "tool_execution_end",
+            "error": RuntimeError("handler broke"),
+        }
+    )
 
     assert snapshot(log) == [
         ("tool_execution_start", "c2", "query_database", {"args": {"sql": "SELECT * FROM nope"}}),
-        ("tool_call", "c2", "query_database",
-         {"input": {"sql": "SELECT * FROM nope", "limit": 100}, "decision": "seen"}),
-        ("tool_execution_end", "c2", "query_database",
-         {"is_error": True, "duration_ms": "<ms>",
-          "result": {"text": "no such table: nope", "text_chars": 19}}),
-        ("extension_error", None, None,
-         {"extension_path": "extensions/broken.py", "event": "tool_execution_end",
-          "error": {"_type": "exception", "type": "RuntimeError", "message": "handler broke"}}),
+        (
+            "tool_call",
+            "c2",
+            "query_database",
+            {"input": {"sql": "SELECT * FROM nope", "limit": 100}, "decision": "seen"},
+        ),
+        (
+            "tool_execution_end",
+            "c2",
+            "query_database",
+            {
+                "is_error": True,
+                "duration_ms": "<ms>",
+                "result": {"text": "no such table: nope", "text_chars": 19},
+            },
+        ),
+        (
+            "extension_error",
+            None,
+            None,
+            {
+                "extension_path": "extensions/broken.py",
+                "event": "tool_execution_end",
+                "error": {"_type": "exception", "type": "RuntimeError", "message": "handler broke"},
+            },
+        ),
     ]
     calls = log.calls_dataframe()
     assert calls.to_dict("records")[0] | {"started_at": None, "ended_at": None} == {
-        "tool_call_id": "c2", "tool_name": "query_database", "args_hash": None,
-        "decision": "seen", "outcome": "error", "is_error": True, "duration_ms": 4.0,
-        "started_at": None, "ended_at": None}
+        "tool_call_id": "c2",
+        "tool_name": "query_database",
+        "args_hash": None,
+        "decision": "seen",
+        "outcome": "error",
+        "is_error": True,
+        "duration_ms": 4.0,
+        "started_at": None,
+        "ended_at": None,
+    }
 
 
 def test_d8_updates_are_rate_limited_first_then_one_per_second_and_the_last(
-        pi: FakePi, log: AuditLog, clock: Clock) -> None:
+    pi: FakePi, log: AuditLog, clock: Clock
+) -> None:
     pi.emit(start("c3", "slow", {}))
     for i in range(25):  # 25 updates, 0.1 s apart: 2.4 s in all
-        pi.emit(NS(type="tool_execution_update", tool_call_id="c3", tool_name="slow",
-                   partial_result=result(f"step {i}")))
+        pi.emit(
+            NS(
+                type="tool_execution_update",
+                tool_call_id="c3",
+                tool_name="slow",
+                partial_result=result(f"step {i}"),
+            )
+        )
         clock.now += 0.1
-    pi.emit(NS(type="tool_execution_end", tool_call_id="c3", tool_name="slow",
-               result=result("done"), is_error=False))
+    pi.emit(
+        NS(
+            type="tool_execution_end",
+            tool_call_id="c3",
+            tool_name="slow",
+            result=result("done"),
+            is_error=False,
+        )
+    )
     updates = [p for kind, _, _, p in snapshot(log) if kind == "tool_execution_update"]
     assert [(u["partial_result"]["text"], u["update"], u["skipped_before"]) for u in updates] == [
-        ("step 0", 1, 0), ("step 10", 11, 9), ("step 20", 21, 9), ("step 24", 25, 3)]
+        ("step 0", 1, 0),
+        ("step 10", 11, 9),
+        ("step 20", 21, 9),
+        ("step 24", 25, 3),
+    ]
     kinds = [kind for kind, *_ in snapshot(log)]
     assert kinds[-2:] == ["tool_execution_update", "tool_execution_end"]
 
@@ -173,10 +303,18 @@ def test_d8_a_broken_event_never_raises_into_the_runner(pi: FakePi, log: AuditLo
 
 
 def test_s29_recorded_events_are_redacted(pi: FakePi, log: AuditLog) -> None:
-    pi.emit(start("c5", "query_database",
-                  {"url": "postgresql://bob:hunter2@db:5432/x", "headers":
-                   {"Authorization": "Bearer abcdefghijklmnop"}}))
+    pi.emit(
+        start(
+            "c5",
+            "query_database",
+            {
+                "url": "postgresql://bob:hunter2@db:5432/x",
+                "headers": {"Authorization": "Bearer abcdefghijklmnop"},
+            },
+        )
+    )
     (payload,) = [p for *_, p in snapshot(log)]
-    assert payload == {"args": {"url": "postgresql://bob:***@db:5432/x",
-                                "headers": {"Authorization": "***"}}}
+    assert payload == {
+        "args": {"url": "postgresql://bob:***@db:5432/x", "headers": {"Authorization": "***"}}
+    }
     assert "hunter2" not in str(log.to_dataframe().to_dict())

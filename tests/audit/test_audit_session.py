@@ -7,38 +7,27 @@ decided, what the backend ran, and how the call ended.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from pi_notebook import create_agent_session
 from pi_notebook.audit import AuditLog
+from pi_notebook.database import database_extension
 from pi_notebook.testing import ScriptedModel, text, tool_call
 
 REPO = Path(__file__).resolve().parents[2]
 LONG_READ = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
 
 
-def _database_module() -> ModuleType:
-    name = "pi_notebook_test_database_extension"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "extensions" / "database.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 class AnsweringUI:
     def __init__(self, answer: bool) -> None:
         self.answer = answer
 
-    async def confirm(self, title: str, message: str, *, signal: Any = None, timeout: float | None = None) -> bool:
+    async def confirm(
+        self, title: str, message: str, *, signal: Any = None, timeout: float | None = None
+    ) -> bool:
         return self.answer
 
 
@@ -64,7 +53,7 @@ async def run_call(tmp_path: Path, sql: str, *, ui: Any = None, extra: tuple[Any
     log = AuditLog(f"sqlite:///{tmp_path}/audit.sqlite")
     session = create_agent_session(
         model=ScriptedModel([tool_call("query_database", {"sql": sql}, id="call-1"), text("done")]),
-        extensions=[_database_module().database_extension(url=db_url), *extra],
+        extensions=[database_extension(url=db_url), *extra],
         audit=log,
         ui=ui,
     )
@@ -121,7 +110,9 @@ async def test_d8_records_of_a_read(tmp_path: Path) -> None:
 
 
 async def test_d8_records_of_an_approved_write(tmp_path: Path) -> None:
-    records, log, _ = await run_call(tmp_path, "INSERT INTO items VALUES (1, 'a')", ui=AnsweringUI(True))
+    records, log, _ = await run_call(
+        tmp_path, "INSERT INTO items VALUES (1, 'a')", ui=AnsweringUI(True)
+    )
     assert shape(records) == [
         "tool_execution_start",
         "tool_call:seen",
@@ -165,7 +156,10 @@ async def test_d8_records_of_a_write_blocked_without_ui(tmp_path: Path) -> None:
 
 async def test_d4_d8_records_of_a_mutation_after_approval(tmp_path: Path) -> None:
     records, _, db_url = await run_call(
-        tmp_path, "INSERT INTO items VALUES (2, 'b')", ui=AnsweringUI(True), extra=(mutate_after_approval,)
+        tmp_path,
+        "INSERT INTO items VALUES (2, 'b')",
+        ui=AnsweringUI(True),
+        extra=(mutate_after_approval,),
     )
     assert shape(records) == [
         "tool_execution_start",
@@ -181,7 +175,9 @@ async def test_d4_d8_records_of_a_mutation_after_approval(tmp_path: Path) -> Non
     assert mismatch["approved_hash"] == approval["args_hash"] != mismatch["final_hash"]
     assert mismatch["sql"] == "DROP TABLE items"
     # The gate's decision record shows the arguments execute received, not those approved.
-    assert payload_of(records, "tool_call", decision="allowed")["input"] == {"sql": "DROP TABLE items"}
+    assert payload_of(records, "tool_call", decision="allowed")["input"] == {
+        "sql": "DROP TABLE items"
+    }
     import sqlalchemy as sa
 
     engine = sa.create_engine(db_url)
@@ -219,7 +215,9 @@ async def test_d8_records_of_an_abort(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("secret", ["hunter2-secret"])
-async def test_s29_no_credential_reaches_the_audit_through_a_session(tmp_path: Path, secret: str) -> None:
+async def test_s29_no_credential_reaches_the_audit_through_a_session(
+    tmp_path: Path, secret: str
+) -> None:
     sql = f"SELECT 'postgresql://app:{secret}@db.example/prod' AS url"
     records, log, _ = await run_call(tmp_path, sql)
     log.flush()
@@ -227,7 +225,9 @@ async def test_s29_no_credential_reaches_the_audit_through_a_session(tmp_path: P
 
     engine = sa.create_engine(f"sqlite:///{tmp_path}/audit.sqlite")
     with engine.connect() as conn:
-        stored = " ".join(str(row) for row in conn.exec_driver_sql("SELECT payload FROM pi_audit_records"))
+        stored = " ".join(
+            str(row) for row in conn.exec_driver_sql("SELECT payload FROM pi_audit_records")
+        )
     engine.dispose()
     assert secret not in stored
     assert records  # the call was recorded, only the credential was masked

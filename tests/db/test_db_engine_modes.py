@@ -51,7 +51,9 @@ def test_d5_duckdb_replacement_scans_of_python_variables_are_off(tmp_path: objec
     engine = create_backend_engine(f"duckdb:///{tmp_path}/y.duckdb")
     try:
         with engine.connect() as conn:
-            value = conn.exec_driver_sql("SELECT current_setting('python_enable_replacements')").scalar()
+            value = conn.exec_driver_sql(
+                "SELECT current_setting('python_enable_replacements')"
+            ).scalar()
             assert value is False
             with pytest.raises(sa.exc.DBAPIError, match="Cannot change configuration"):
                 conn.exec_driver_sql("SET python_enable_replacements = true")

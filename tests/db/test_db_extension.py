@@ -12,23 +12,14 @@ from typing import Any
 import pytest
 from dbtest_support import Scratch, db  # noqa: F401
 
+import pi_notebook.database
 from pi_notebook import AgentSession, ExtensionAPI, create_agent_session
 from pi_notebook.testing import ScriptedModel, text, tool_call
 
 EXTENSION = Path(__file__).resolve().parents[2] / "extensions" / "database.py"
 
 
-def load_extension_module() -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("pi_db_ext_under_test", EXTENSION)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ext_module = load_extension_module()
+ext_module = pi_notebook.database
 
 
 class ScriptedUI:
@@ -126,7 +117,11 @@ async def test_s24_approved_write_runs_once_and_commits(db: Scratch, make_run: A
     assert not result.is_error and db.count(table) == 1
     [(title, message, timeout)] = ui.asked
     # As in the chapter: confirm("Database write", sql, signal=..., timeout=30 s).
-    assert (title, message, timeout) == ("Database write", f"INSERT INTO {table} (a) VALUES (7)", 30)
+    assert (title, message, timeout) == (
+        "Database write",
+        f"INSERT INTO {table} (a) VALUES (7)",
+        30,
+    )
     assert "changes data" in run.ext.explain_approval(message)  # what a UI shows as "why"
     [record] = run.ext.approvals.records()
     assert record.decision == "approved" and record.args_hash == result.details["args_hash"]

@@ -47,10 +47,14 @@ def _make_tool(
 ) -> ToolDefinition[Any]:
     """A tool answering ``<name>:<params as dict>``; ``log`` records (name, params) per run."""
 
-    async def default(tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+    async def default(
+        tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         if log is not None:
             log.append((name, params))
-        return ToolResult(content=[TextContent(text=f"{name}:{params.model_dump()}")], details={"tool": name})
+        return ToolResult(
+            content=[TextContent(text=f"{name}:{params.model_dump()}")], details={"tool": name}
+        )
 
     return define_tool(
         ToolDefinition(

@@ -12,7 +12,9 @@ from pi_notebook.testing import ScriptedModel, text, tool_call
 def setting_active(apis: list[ExtensionAPI], names: Callable[[list[str]], Sequence[str]]) -> Any:
     """An execute that sets the active set to ``names(current)`` through ``pi``."""
 
-    async def execute(tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+    async def execute(
+        tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         pi = apis[0]
         pi.set_active_tools(list(names(pi.get_active_tools())))
         return ToolResult(content=[TextContent(text="changed")])
@@ -20,7 +22,9 @@ def setting_active(apis: list[ExtensionAPI], names: Callable[[list[str]], Sequen
     return execute
 
 
-async def test_s15_set_active_tools_filters_unknown_replaces_and_rebuilds_prompt(make_tool: Any) -> None:
+async def test_s15_set_active_tools_filters_unknown_replaces_and_rebuilds_prompt(
+    make_tool: Any,
+) -> None:
     apis: list[ExtensionAPI] = []
 
     def ext(pi: ExtensionAPI) -> None:
@@ -57,12 +61,16 @@ async def test_s15_change_takes_effect_from_next_turn(make_tool: Any) -> None:
     assert "- echo: echo text" not in model.calls[1].system_prompt
 
 
-async def test_c10_active_change_inside_execute_reaches_next_request_of_same_run(make_tool: Any) -> None:
+async def test_c10_active_change_inside_execute_reaches_next_request_of_same_run(
+    make_tool: Any,
+) -> None:
     apis: list[ExtensionAPI] = []
 
     def ext(pi: ExtensionAPI) -> None:
         apis.append(pi)
-        pi.register_tool(make_tool("switch", execute=setting_active(apis, lambda _: ["switch", "b"])))
+        pi.register_tool(
+            make_tool("switch", execute=setting_active(apis, lambda _: ["switch", "b"]))
+        )
         pi.register_tool(make_tool("a", snippet="tool a"))
         pi.register_tool(make_tool("b", snippet="tool b"))
 
@@ -77,12 +85,16 @@ async def test_c10_active_change_inside_execute_reaches_next_request_of_same_run
     assert "- b: tool b" in model.calls[1].system_prompt
 
 
-async def test_s4_added_tool_names_set_when_execute_only_adds(make_tool: Any, results_of: Any) -> None:
+async def test_s4_added_tool_names_set_when_execute_only_adds(
+    make_tool: Any, results_of: Any
+) -> None:
     apis: list[ExtensionAPI] = []
 
     def ext(pi: ExtensionAPI) -> None:
         apis.append(pi)
-        pi.register_tool(make_tool("enable", execute=setting_active(apis, lambda cur: [*cur, "x", "y"])))
+        pi.register_tool(
+            make_tool("enable", execute=setting_active(apis, lambda cur: [*cur, "x", "y"]))
+        )
         pi.register_tool(make_tool("x"))
         pi.register_tool(make_tool("y"))
 
@@ -95,7 +107,9 @@ async def test_s4_added_tool_names_set_when_execute_only_adds(make_tool: Any, re
     assert model.calls[1].tool_names == ["enable", "x", "y"]
 
 
-async def test_s4_added_tool_names_absent_when_change_also_removes(make_tool: Any, results_of: Any) -> None:
+async def test_s4_added_tool_names_absent_when_change_also_removes(
+    make_tool: Any, results_of: Any
+) -> None:
     apis: list[ExtensionAPI] = []
 
     def ext(pi: ExtensionAPI) -> None:
@@ -106,7 +120,9 @@ async def test_s4_added_tool_names_absent_when_change_also_removes(make_tool: An
         pi.register_tool(make_tool("plain"))
 
     model = ScriptedModel([[tool_call("swap", {}), tool_call("plain", {})], text("done")])
-    session = create_agent_session(model=model, extensions=[ext], audit=False, tool_execution="sequential")
+    session = create_agent_session(
+        model=model, extensions=[ext], audit=False, tool_execution="sequential"
+    )
     apis[0].set_active_tools(["swap", "old", "plain"])
     await session.prompt("go")
     swap, plain = results_of(session)
@@ -124,15 +140,23 @@ async def test_s16_c25_tool_deactivated_after_request_is_still_found_and_gated(
     def ext(pi: ExtensionAPI) -> None:
         apis.append(pi)
         pi.register_tool(
-            make_tool("disable_b", execute=setting_active(apis, lambda cur: [n for n in cur if n != "b"]))
+            make_tool(
+                "disable_b", execute=setting_active(apis, lambda cur: [n for n in cur if n != "b"])
+            )
         )
         pi.register_tool(make_tool("b", log=ran))
         pi.on("tool_call", lambda event, ctx: gated.append(event.tool_name))
 
     model = ScriptedModel(
-        [[tool_call("disable_b", {}), tool_call("b", {"text": "late"})], tool_call("b", {}), text("done")]
+        [
+            [tool_call("disable_b", {}), tool_call("b", {"text": "late"})],
+            tool_call("b", {}),
+            text("done"),
+        ]
     )
-    session = create_agent_session(model=model, extensions=[ext], audit=False, tool_execution="sequential")
+    session = create_agent_session(
+        model=model, extensions=[ext], audit=False, tool_execution="sequential"
+    )
     await session.prompt("go")
     first, second, third = results_of(session)
     # the call the model already produced still runs, through the gate
@@ -145,7 +169,9 @@ async def test_s16_c25_tool_deactivated_after_request_is_still_found_and_gated(
     assert third.content[0].text == "Tool b not found"
 
 
-async def test_c25_never_offered_name_gets_start_and_end_events(make_tool: Any, results_of: Any) -> None:
+async def test_c25_never_offered_name_gets_start_and_end_events(
+    make_tool: Any, results_of: Any
+) -> None:
     events: list[tuple[str, str]] = []
     handler_saw: list[str] = []
 
@@ -155,7 +181,9 @@ async def test_c25_never_offered_name_gets_start_and_end_events(make_tool: Any, 
     model = ScriptedModel([tool_call("ghost", {"a": 1}, id="g1"), text("done")])
     session = create_agent_session(model=model, extensions=[ext], audit=False)
     session.subscribe(
-        lambda e: events.append((e.type, e.tool_call_id)) if e.type.startswith("tool_execution") else None
+        lambda e: (
+            events.append((e.type, e.tool_call_id)) if e.type.startswith("tool_execution") else None
+        )
     )
     await session.prompt("go")
     assert events == [("tool_execution_start", "g1"), ("tool_execution_end", "g1")]
@@ -241,7 +269,9 @@ def test_c8_allow_list_holds_only_named_tools_whatever_the_source(make_tool: Any
     session = create_agent_session(
         model=ScriptedModel([]), extensions=[ext], allowed_tool_names=["read"], audit=False
     )
-    assert [(t.name, t.source_info.kind) for t in session.get_all_tools()] == [("read", "extension")]
+    assert [(t.name, t.source_info.kind) for t in session.get_all_tools()] == [
+        ("read", "extension")
+    ]
 
 
 def test_c8_empty_allow_list_means_no_tools_and_prompt_says_so(make_tool: Any) -> None:

@@ -30,7 +30,12 @@ def test_b1_builtins_are_registered_with_builtin_source() -> None:
         ("ls", "<builtin:ls>"),
         ("inspect_variable", "<builtin:inspect_variable>"),
     ]
-    assert create_agent_session(model=ScriptedModel([]), builtin_tools=False, audit=False).tool_registry == {}
+    assert (
+        create_agent_session(
+            model=ScriptedModel([]), builtin_tools=False, audit=False
+        ).tool_registry
+        == {}
+    )
 
 
 # -- read ----------------------------------------------------------------------------------
@@ -61,7 +66,10 @@ async def test_b1_read_truncates_at_line_limit(tmp_path: Path) -> None:
     result = await run_tool("read", {"path": "long.txt", "limit": 10**6}, cwd=str(tmp_path))
     body, note = result.content[0].text.split("\n\n[")
     assert len(body.splitlines()) == files.READ_MAX_LINES
-    assert note == f"Showing lines 1-{files.READ_MAX_LINES} of {total}. Use offset={files.READ_MAX_LINES + 1} to continue.]"
+    assert (
+        note
+        == f"Showing lines 1-{files.READ_MAX_LINES} of {total}. Use offset={files.READ_MAX_LINES + 1} to continue.]"
+    )
 
 
 async def test_b1_read_truncates_at_byte_limit(tmp_path: Path) -> None:
@@ -76,7 +84,9 @@ async def test_b1_read_truncates_at_byte_limit(tmp_path: Path) -> None:
 
 
 async def test_b1_read_single_line_over_byte_limit_still_makes_progress(tmp_path: Path) -> None:
-    (tmp_path / "blob.txt").write_text("a" * (files.READ_MAX_BYTES * 2) + "\nnext line\n", encoding="utf-8")
+    (tmp_path / "blob.txt").write_text(
+        "a" * (files.READ_MAX_BYTES * 2) + "\nnext line\n", encoding="utf-8"
+    )
     result = await run_tool("read", {"path": "blob.txt"}, cwd=str(tmp_path))
     body = result.content[0].text
     assert body.startswith("a" * 1000)
@@ -201,7 +211,9 @@ async def test_b1_inspect_other_values_are_bounded() -> None:
 async def test_b1_inspect_missing_variable_and_missing_namespace() -> None:
     missing = await run_tool("inspect_variable", {"name": "nope"}, namespace={"df": 1})
     no_namespace = await run_tool("inspect_variable", {"name": "df"})
-    assert missing.is_error and missing.content[0].text == "No variable named 'nope' in the namespace"
+    assert (
+        missing.is_error and missing.content[0].text == "No variable named 'nope' in the namespace"
+    )
     assert no_namespace.is_error and "No variable named 'df'" in no_namespace.content[0].text
 
 
@@ -215,7 +227,9 @@ async def test_b1_inspect_reads_namespace_live() -> None:
     assert "length: 3" in session.messages[2].content[0].text
 
 
-async def test_b1_extension_read_replaces_builtin_and_sdk_read_replaces_both(make_tool: Any) -> None:
+async def test_b1_extension_read_replaces_builtin_and_sdk_read_replaces_both(
+    make_tool: Any,
+) -> None:
     def ext(pi: ExtensionAPI) -> None:
         pi.register_tool(make_tool("read", description="extension read"))
 

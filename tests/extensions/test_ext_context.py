@@ -42,14 +42,18 @@ class DialogUI:
         signal: AbortSignal | None = None,
         timeout: float | None = None,
     ) -> bool:
-        self.asked.append({"title": title, "message": message, "signal": signal, "timeout": timeout})
+        self.asked.append(
+            {"title": title, "message": message, "signal": signal, "timeout": timeout}
+        )
         self.was_asked.set()
         user = asyncio.ensure_future(asyncio.sleep(self.delay, result=self.answer))
         waiters: set[asyncio.Future[Any]] = {user}
         aborted = asyncio.ensure_future(signal.wait()) if signal is not None else None
         if aborted is not None:
             waiters.add(aborted)
-        done, pending = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        done, pending = await asyncio.wait(
+            waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
         for future in pending:
             future.cancel()
         if user in done:
@@ -59,12 +63,16 @@ class DialogUI:
         return False
 
 
-def gated_extension(make_tool: Any, ran: list[Any], decisions: list[bool], *, timeout: float = 30) -> Any:
+def gated_extension(
+    make_tool: Any, ran: list[Any], decisions: list[bool], *, timeout: float = 30
+) -> Any:
     def ext(pi: ExtensionAPI) -> None:
         pi.register_tool(make_tool("write", log=ran))
 
         async def gate(event: Any, ctx: Any) -> Any:
-            approved = await ctx.ui.confirm("Database write", event.input.text, signal=ctx.signal, timeout=timeout)
+            approved = await ctx.ui.confirm(
+                "Database write", event.input.text, signal=ctx.signal, timeout=timeout
+            )
             decisions.append(approved)
             return None if approved else {"block": True, "reason": "Rejected by user."}
 
@@ -73,10 +81,14 @@ def gated_extension(make_tool: Any, ran: list[Any], decisions: list[bool], *, ti
     return ext
 
 
-async def test_c31_ctx_is_fresh_per_call_and_carries_the_session(make_tool: Any, tmp_path: Any) -> None:
+async def test_c31_ctx_is_fresh_per_call_and_carries_the_session(
+    make_tool: Any, tmp_path: Any
+) -> None:
     contexts: list[tuple[str, Any]] = []
 
-    async def execute(tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+    async def execute(
+        tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         contexts.append(("execute", ctx))
         assert ctx.signal is signal  # the run's abort signal
         assert ctx.is_idle() is False
@@ -106,11 +118,15 @@ async def test_c31_ctx_is_fresh_per_call_and_carries_the_session(make_tool: Any,
     assert ctxs[0].extension_path == "<inline:1>"
 
 
-async def test_c31_no_ui_confirm_is_false_at_once_and_gate_fails_closed(make_tool: Any, results_of: Any) -> None:
+async def test_c31_no_ui_confirm_is_false_at_once_and_gate_fails_closed(
+    make_tool: Any, results_of: Any
+) -> None:
     ran: list[Any] = []
     decisions: list[bool] = []
     model = ScriptedModel([tool_call("write", {"text": "DELETE"}), text("done")])
-    session = create_agent_session(model=model, extensions=[gated_extension(make_tool, ran, decisions)], audit=False)
+    session = create_agent_session(
+        model=model, extensions=[gated_extension(make_tool, ran, decisions)], audit=False
+    )
     started = time.monotonic()
     await session.prompt("go")
     assert time.monotonic() - started < 1  # never waited for the 30 s timeout
@@ -119,7 +135,9 @@ async def test_c31_no_ui_confirm_is_false_at_once_and_gate_fails_closed(make_too
     assert await NoUI().confirm("t", "m", timeout=30) is False
 
 
-async def test_c31_c36_ui_gets_timeout_in_seconds_and_run_signal(make_tool: Any, results_of: Any) -> None:
+async def test_c31_c36_ui_gets_timeout_in_seconds_and_run_signal(
+    make_tool: Any, results_of: Any
+) -> None:
     ran: list[Any] = []
     decisions: list[bool] = []
     ui = DialogUI(answer=True)
@@ -130,25 +148,37 @@ async def test_c31_c36_ui_gets_timeout_in_seconds_and_run_signal(make_tool: Any,
 
     model = ScriptedModel([tool_call("write", {"text": "UPDATE t"}), text("done")])
     session = create_agent_session(
-        model=model, extensions=[spy, gated_extension(make_tool, ran, decisions)], ui=ui, audit=False
+        model=model,
+        extensions=[spy, gated_extension(make_tool, ran, decisions)],
+        ui=ui,
+        audit=False,
     )
     await session.prompt("go")
     assert isinstance(ui, UIContext)
     assert seen_ctx[0].has_ui is True and seen_ctx[0].ui is ui
     [asked] = ui.asked
-    assert (asked["title"], asked["message"], asked["timeout"]) == ("Database write", "UPDATE t", 30)
+    assert (asked["title"], asked["message"], asked["timeout"]) == (
+        "Database write",
+        "UPDATE t",
+        30,
+    )
     assert isinstance(asked["signal"], AbortSignal) and asked["signal"] is not None
     assert decisions == [True] and len(ran) == 1
     assert results_of(session)[0].is_error is False
 
 
-async def test_c36_ui_confirm_returns_false_when_timeout_expires(make_tool: Any, results_of: Any) -> None:
+async def test_c36_ui_confirm_returns_false_when_timeout_expires(
+    make_tool: Any, results_of: Any
+) -> None:
     ran: list[Any] = []
     decisions: list[bool] = []
     ui = DialogUI(answer=True, delay=10)
     model = ScriptedModel([tool_call("write", {"text": "DROP"}), text("done")])
     session = create_agent_session(
-        model=model, extensions=[gated_extension(make_tool, ran, decisions, timeout=0.05)], ui=ui, audit=False
+        model=model,
+        extensions=[gated_extension(make_tool, ran, decisions, timeout=0.05)],
+        ui=ui,
+        audit=False,
     )
     started = time.monotonic()
     await session.prompt("go")
@@ -157,7 +187,9 @@ async def test_c36_ui_confirm_returns_false_when_timeout_expires(make_tool: Any,
     assert results_of(session)[0].content[0].text == "Rejected by user."
 
 
-async def test_c31_ui_confirm_returns_false_when_signal_aborts(make_tool: Any, results_of: Any) -> None:
+async def test_c31_ui_confirm_returns_false_when_signal_aborts(
+    make_tool: Any, results_of: Any
+) -> None:
     ran: list[Any] = []
     decisions: list[bool] = []
     ui = DialogUI(answer=True, delay=10)

@@ -18,8 +18,13 @@ READ_OVERRIDE = EXTENSIONS / "read_override.py"
 
 
 def leaky_tool(make_tool: Any, payload: str) -> Any:
-    async def execute(tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
-        return ToolResult(content=[TextContent(text=payload), {"type": "text", "text": "clean"}], details={"raw": payload})  # type: ignore[list-item]
+    async def execute(
+        tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
+        return ToolResult(
+            content=[TextContent(text=payload), {"type": "text", "text": "clean"}],
+            details={"raw": payload},
+        )  # type: ignore[list-item]
 
     return make_tool("leak", execute=execute)
 
@@ -27,7 +32,10 @@ def leaky_tool(make_tool: Any, payload: str) -> Any:
 @pytest.mark.parametrize(
     ("secret", "expected"),
     [
-        ("postgresql://analyst:hunter2@db.internal:5432/sales", "postgresql://analyst:***@db.internal:5432/sales"),
+        (
+            "postgresql://analyst:hunter2@db.internal:5432/sales",
+            "postgresql://analyst:***@db.internal:5432/sales",
+        ),
         ("mysql+pymysql://root:p%40ss@localhost/x", "mysql+pymysql://root:***@localhost/x"),
         ("password=swordfish; user=bob", "password=***; user=bob"),
         ('{"api_key": "abc123def456"}', '{"api_key": "***"}'),
@@ -61,8 +69,12 @@ async def test_s22_redact_leaves_clean_results_untouched(make_tool: Any) -> None
     returned: list[ToolResult] = []
     ends: list[Any] = []
 
-    async def execute(tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
-        returned.append(ToolResult(content=[TextContent(text="SELECT count(*) -> 42")], details={"n": 42}))
+    async def execute(
+        tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
+        returned.append(
+            ToolResult(content=[TextContent(text="SELECT count(*) -> 42")], details={"n": 42})
+        )
         return returned[0]
 
     def ext(pi: ExtensionAPI) -> None:
@@ -88,7 +100,9 @@ async def test_s22_redact_wraps_builtin_tools_too(tmp_path: Path, results_of: An
 async def test_s20_read_override_replaces_builtin_read(tmp_path: Path, results_of: Any) -> None:
     (tmp_path / "poem.txt").write_text("roses\nviolets\nsugar\n", encoding="utf-8")
     model = ScriptedModel([tool_call("read", {"path": "poem.txt", "offset": 2}), text("done")])
-    session = create_agent_session(model=model, extensions=[READ_OVERRIDE], cwd=str(tmp_path), audit=False)
+    session = create_agent_session(
+        model=model, extensions=[READ_OVERRIDE], cwd=str(tmp_path), audit=False
+    )
     await session.prompt("go")
     [result] = results_of(session)
     assert result.content[0].text == "2\tviolets\n3\tsugar"
@@ -96,22 +110,34 @@ async def test_s20_read_override_replaces_builtin_read(tmp_path: Path, results_o
     info = next(t for t in session.get_all_tools() if t.name == "read")
     assert info.source_info.path == str(READ_OVERRIDE)
     assert info.label == "Read file (numbered)"
-    assert "- read: read a text file under the working directory, with line numbers" in model.calls[0].system_prompt
+    assert (
+        "- read: read a text file under the working directory, with line numbers"
+        in model.calls[0].system_prompt
+    )
     assert "- Cite line numbers from read when you quote a file." in model.calls[0].system_prompt
     assert [t.name for t in session.get_all_tools()].count("read") == 1
 
 
-async def test_s20_read_override_has_its_own_backend_and_limits(tmp_path: Path, results_of: Any) -> None:
+async def test_s20_read_override_has_its_own_backend_and_limits(
+    tmp_path: Path, results_of: Any
+) -> None:
     (tmp_path / "work").mkdir()
     (tmp_path / "secret.txt").write_text("private", encoding="utf-8")
-    (tmp_path / "work" / "long.txt").write_text("".join(f"l{i}\n" for i in range(1, 13)), encoding="utf-8")
+    (tmp_path / "work" / "long.txt").write_text(
+        "".join(f"l{i}\n" for i in range(1, 13)), encoding="utf-8"
+    )
     model = ScriptedModel(
         [
-            [tool_call("read", {"path": "../secret.txt"}), tool_call("read", {"path": "long.txt", "limit": 10})],
+            [
+                tool_call("read", {"path": "../secret.txt"}),
+                tool_call("read", {"path": "long.txt", "limit": 10}),
+            ],
             text("done"),
         ]
     )
-    session = create_agent_session(model=model, extensions=[READ_OVERRIDE], cwd=str(tmp_path / "work"), audit=False)
+    session = create_agent_session(
+        model=model, extensions=[READ_OVERRIDE], cwd=str(tmp_path / "work"), audit=False
+    )
     await session.prompt("go")
     outside, long = results_of(session)
     assert outside.is_error and "outside the working directory" in outside.content[0].text

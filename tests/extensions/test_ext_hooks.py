@@ -35,13 +35,17 @@ async def test_s5_interception_lives_in_session_hooks_not_in_the_wrapper(make_to
 
     def ext(pi: ExtensionAPI) -> None:
         pi.register_tool(make_tool("echo"))
-        pi.on("tool_call", lambda event, ctx: gate_calls.append(event.tool_call_id) or {"block": True})
+        pi.on(
+            "tool_call", lambda event, ctx: gate_calls.append(event.tool_call_id) or {"block": True}
+        )
 
     model = run_once(tool_call("echo", {}, id="via_loop"))
     session = create_agent_session(model=model, extensions=[ext], audit=False)
     # The wrapped AgentTool, called directly, runs execute without any gate...
     [wrapped] = [t for t in session.agent.state.tools if t.name == "echo"]
-    direct = await wrapped.execute("direct", wrapped.parameters(), AbortController().signal, lambda _: None)
+    direct = await wrapped.execute(
+        "direct", wrapped.parameters(), AbortController().signal, lambda _: None
+    )
     assert direct.content[0].text == "echo:{'text': 'hi'}"
     assert gate_calls == []
     # ...while the agent core calls the session's before-hook, which runs the chain.
@@ -50,7 +54,9 @@ async def test_s5_interception_lives_in_session_hooks_not_in_the_wrapper(make_to
     assert session.messages[2].is_error is True
 
 
-async def test_s8_c16_in_place_mutation_reaches_execute_without_revalidation(make_tool: Any) -> None:
+async def test_s8_c16_in_place_mutation_reaches_execute_without_revalidation(
+    make_tool: Any,
+) -> None:
     ran: list[tuple[str, Any]] = []
     later_saw: list[str] = []
 
@@ -65,14 +71,19 @@ async def test_s8_c16_in_place_mutation_reaches_execute_without_revalidation(mak
         pi.on("tool_call", lambda event, ctx: later_saw.append(event.input.text))
 
     session = create_agent_session(
-        model=run_once(tool_call("echo", {"text": "ok", "n": "7"})), extensions=[ext, observer], audit=False
+        model=run_once(tool_call("echo", {"text": "ok", "n": "7"})),
+        extensions=[ext, observer],
+        audit=False,
     )
     await session.prompt("go")
     [(_, params)] = ran
     assert params.text == "far too long for max_length"  # not validated again
     assert params.n == 7  # validated (coerced) before the handlers
     assert later_saw == ["far too long for max_length"]
-    assert session.messages[1].content[0].arguments == {"text": "ok", "n": "7"}  # as the model sent it
+    assert session.messages[1].content[0].arguments == {
+        "text": "ok",
+        "n": "7",
+    }  # as the model sent it
 
 
 async def test_c16_rebinding_input_is_seen_by_later_handlers_not_by_execute(make_tool: Any) -> None:
@@ -89,7 +100,9 @@ async def test_c16_rebinding_input_is_seen_by_later_handlers_not_by_execute(make
         pi.on("tool_call", rebind)
         pi.on("tool_call", lambda event, ctx: later_saw.append(event.input))
 
-    session = create_agent_session(model=run_once(tool_call("echo", {"text": "orig"})), extensions=[ext], audit=False)
+    session = create_agent_session(
+        model=run_once(tool_call("echo", {"text": "orig"})), extensions=[ext], audit=False
+    )
     await session.prompt("go")
     assert later_saw == [Limited(text="other")]
     [(_, params)] = ran
@@ -100,7 +113,9 @@ async def test_c16_rebinding_input_is_seen_by_later_handlers_not_by_execute(make
 async def test_s22_event_wrapping_order_around_execute(make_tool: Any) -> None:
     order: list[str] = []
 
-    async def execute(tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+    async def execute(
+        tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         order.append(f"execute:{params.text}")
         return ToolResult(content=[TextContent(text="raw")])
 
@@ -119,7 +134,9 @@ async def test_s22_event_wrapping_order_around_execute(make_tool: Any) -> None:
         pi.on("tool_call", before)
         pi.on("tool_result", after)
 
-    session = create_agent_session(model=run_once(tool_call("echo", {})), extensions=[ext, wrapping], audit=False)
+    session = create_agent_session(
+        model=run_once(tool_call("echo", {})), extensions=[ext, wrapping], audit=False
+    )
     await session.prompt("go")
     assert order == ["tool_call", "execute:checked", "tool_result"]
     assert session.messages[2].content == [TextContent(text="raw (annotated)")]
@@ -127,7 +144,10 @@ async def test_s22_event_wrapping_order_around_execute(make_tool: Any) -> None:
 
 @pytest.mark.parametrize(
     "answer",
-    [{"block": True, "reason": "Not on Fridays."}, ToolCallEventResult(block=True, reason="Not on Fridays.")],
+    [
+        {"block": True, "reason": "Not on Fridays."},
+        ToolCallEventResult(block=True, reason="Not on Fridays."),
+    ],
     ids=["dict", "object"],
 )
 async def test_s23_block_with_reason_is_error_result_and_execute_never_runs(
@@ -145,20 +165,27 @@ async def test_s23_block_with_reason_is_error_result_and_execute_never_runs(
         pi.on("tool_call", gate)
         pi.on("tool_result", lambda event, ctx: result_handler.append(event))
 
-    session = create_agent_session(model=run_once(tool_call("echo", {})), extensions=[ext], audit=False)
+    session = create_agent_session(
+        model=run_once(tool_call("echo", {})), extensions=[ext], audit=False
+    )
     await session.prompt("go")
     [result] = results_of(session)
     assert (result.is_error, result.content[0].text) == (True, "Not on Fridays.")
     assert ran == [] and result_handler == []
 
 
-async def test_c17_chain_order_first_block_stops_default_reason(make_tool: Any, results_of: Any) -> None:
+async def test_c17_chain_order_first_block_stops_default_reason(
+    make_tool: Any, results_of: Any
+) -> None:
     order: list[str] = []
 
     def first(pi: ExtensionAPI) -> None:
         pi.register_tool(make_tool("echo"))
         pi.on("tool_call", lambda e, c: order.append("first.1"))
-        pi.on("tool_call", lambda e, c: order.append("first.2") or {"block": False, "reason": "ignored"})
+        pi.on(
+            "tool_call",
+            lambda e, c: order.append("first.2") or {"block": False, "reason": "ignored"},
+        )
 
     def second(pi: ExtensionAPI) -> None:
         pi.on("tool_call", lambda e, c: order.append("second.1") or {"block": True})
@@ -188,7 +215,9 @@ async def test_c17_non_blocking_return_has_no_effect(make_tool: Any, results_of:
         pi.on("tool_call", lambda e, c: {"block": False, "reason": "fine"})
         pi.on("tool_call", lambda e, c: ToolCallEventResult(reason="still fine"))
 
-    session = create_agent_session(model=run_once(tool_call("echo", {})), extensions=[ext], audit=False)
+    session = create_agent_session(
+        model=run_once(tool_call("echo", {})), extensions=[ext], audit=False
+    )
     await session.prompt("go")
     assert results_of(session)[0].is_error is False
 
@@ -221,7 +250,9 @@ async def test_c18_s31_raising_tool_call_handler_blocks_and_is_not_reported(
         pi.on("tool_call", lambda e, c: later.append("later"))
         pi.on_error(reports.append)
 
-    session = create_agent_session(model=run_once(tool_call("echo", {})), extensions=[ext], audit=False)
+    session = create_agent_session(
+        model=run_once(tool_call("echo", {})), extensions=[ext], audit=False
+    )
     await session.prompt("go")
     [result] = results_of(session)
     assert (result.is_error, result.content[0].text) == (True, "policy engine is down")
@@ -247,9 +278,15 @@ async def test_unknown_shape_from_tool_call_handler_blocks_naming_extension_and_
     await session.prompt("go")
     other, echo = sorted(results_of(session), key=lambda m: m.tool_name, reverse=True)
     assert ran == []
-    assert echo.is_error and "<inline:2>" in echo.content[0].text and '"echo"' in echo.content[0].text
+    assert (
+        echo.is_error and "<inline:2>" in echo.content[0].text and '"echo"' in echo.content[0].text
+    )
     assert "str" in echo.content[0].text
-    assert other.is_error and "<inline:1>" in other.content[0].text and "'allow'" in other.content[0].text
+    assert (
+        other.is_error
+        and "<inline:1>" in other.content[0].text
+        and "'allow'" in other.content[0].text
+    )
     # the session keeps working
     assert session.messages[-1].content[0].text == "done"
 
@@ -261,7 +298,9 @@ async def test_c19_no_tool_call_handler_means_ungated(make_tool: Any, results_of
         pi.register_tool(make_tool("echo", log=ran))
         pi.on("tool_result", lambda e, c: None)
 
-    session = create_agent_session(model=run_once(tool_call("echo", {})), extensions=[ext], audit=False)
+    session = create_agent_session(
+        model=run_once(tool_call("echo", {})), extensions=[ext], audit=False
+    )
     await session.prompt("go")
     assert len(ran) == 1 and results_of(session)[0].is_error is False
 
@@ -284,7 +323,9 @@ async def test_c20_tool_call_runs_after_every_start_listener_finished(make_tool:
         pi.on("tool_execution_start", slow_start)
         pi.on("tool_call", lambda e, c: order.append("tool_call"))
 
-    session = create_agent_session(model=run_once(tool_call("echo", {})), extensions=[ext], audit=False)
+    session = create_agent_session(
+        model=run_once(tool_call("echo", {})), extensions=[ext], audit=False
+    )
     session.subscribe(slow_subscriber)
     await session.prompt("go")
     assert order == ["ext start begins", "ext start ends", "subscriber start ends", "tool_call"]
@@ -294,21 +335,35 @@ async def test_c23_result_handlers_chain_patches(make_tool: Any, results_of: Any
     seen: list[tuple[str, Any, Any, bool]] = []
     original_details = {"rows": 3}
 
-    async def execute(tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+    async def execute(
+        tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         return ToolResult(content=[TextContent(text="raw")], details=original_details)
 
     def record(tag: str) -> Any:
-        return lambda e, c: seen.append((tag, [p.text if hasattr(p, "text") else p["text"] for p in e.content], e.details, e.is_error))
+        return lambda e, c: seen.append(
+            (
+                tag,
+                [p.text if hasattr(p, "text") else p["text"] for p in e.content],
+                e.details,
+                e.is_error,
+            )
+        )
 
     def ext(pi: ExtensionAPI) -> None:
         pi.register_tool(make_tool("echo", execute=execute))
         pi.on("tool_result", record("h1"))
         pi.on("tool_result", lambda e, c: {"content": [TextContent(text="patched")]})
         pi.on("tool_result", record("h3"))
-        pi.on("tool_result", lambda e, c: ToolResultEventResult(details={"rows": 3, "note": "x"}, is_error=True))
+        pi.on(
+            "tool_result",
+            lambda e, c: ToolResultEventResult(details={"rows": 3, "note": "x"}, is_error=True),
+        )
         pi.on("tool_result", record("h5"))
 
-    session = create_agent_session(model=run_once(tool_call("echo", {})), extensions=[ext], audit=False)
+    session = create_agent_session(
+        model=run_once(tool_call("echo", {})), extensions=[ext], audit=False
+    )
     await session.prompt("go")
     assert seen == [
         ("h1", ["raw"], {"rows": 3}, False),
@@ -320,8 +375,12 @@ async def test_c23_result_handlers_chain_patches(make_tool: Any, results_of: Any
     assert (result.details, result.is_error) == ({"rows": 3, "note": "x"}, True)
 
 
-async def test_c23_patch_flips_error_to_success_and_cannot_terminate(make_tool: Any, results_of: Any) -> None:
-    async def boom(tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+async def test_c23_patch_flips_error_to_success_and_cannot_terminate(
+    make_tool: Any, results_of: Any
+) -> None:
+    async def boom(
+        tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         raise RuntimeError("boom")
 
     seen: list[tuple[str, bool]] = []
@@ -330,7 +389,10 @@ async def test_c23_patch_flips_error_to_success_and_cannot_terminate(make_tool: 
         pi.register_tool(make_tool("echo", execute=boom))
         pi.on("tool_result", lambda e, c: seen.append((e.content[0].text, e.is_error)))
         pi.on("tool_result", lambda e, c: {"terminate": True, "is_error": False})  # rejected whole
-        pi.on("tool_result", lambda e, c: {"is_error": False, "content": [{"type": "text", "text": "recovered"}]})
+        pi.on(
+            "tool_result",
+            lambda e, c: {"is_error": False, "content": [{"type": "text", "text": "recovered"}]},
+        )
 
     model = ScriptedModel([tool_call("echo", {}), text("done")])  # not terminated: asks again
     session = create_agent_session(model=model, extensions=[ext], audit=False)
@@ -347,7 +409,9 @@ async def test_c23_without_patch_result_is_exactly_what_execute_returned(make_to
     returned = ToolResult(content=[TextContent(text="raw")], details={"rows": [1, 2]})
     ends: list[Any] = []
 
-    async def execute(tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+    async def execute(
+        tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         return returned
 
     def ext(pi: ExtensionAPI) -> None:
@@ -355,7 +419,9 @@ async def test_c23_without_patch_result_is_exactly_what_execute_returned(make_to
         pi.on("tool_result", lambda e, c: None)
         pi.on("tool_execution_end", lambda e, c: ends.append(e.result))
 
-    session = create_agent_session(model=run_once(tool_call("echo", {})), extensions=[ext], audit=False)
+    session = create_agent_session(
+        model=run_once(tool_call("echo", {})), extensions=[ext], audit=False
+    )
     await session.prompt("go")
     assert ends == [returned]
     assert session.messages[2].details is returned.details
@@ -405,7 +471,9 @@ async def test_c23_result_handlers_skip_unknown_invalid_prepare_failed_blocked_a
     assert errors["blocked"] == "Tool execution was blocked"
 
 
-async def test_c23_no_result_handler_after_abort_before_execution(make_tool: Any, results_of: Any) -> None:
+async def test_c23_no_result_handler_after_abort_before_execution(
+    make_tool: Any, results_of: Any
+) -> None:
     handled: list[str] = []
     ran: list[Any] = []
 
@@ -422,7 +490,9 @@ async def test_c23_no_result_handler_after_abort_before_execution(make_tool: Any
     assert (result.is_error, result.content[0].text) == (True, "Operation aborted")
 
 
-async def test_s31_raising_result_handler_is_isolated_and_reported(make_tool: Any, results_of: Any) -> None:
+async def test_s31_raising_result_handler_is_isolated_and_reported(
+    make_tool: Any, results_of: Any
+) -> None:
     reports: list[Any] = []
     later: list[str] = []
 
@@ -437,7 +507,9 @@ async def test_s31_raising_result_handler_is_isolated_and_reported(make_tool: An
     def other(pi: ExtensionAPI) -> None:
         pi.on("tool_result", lambda e, c: later.append(e.content[0].text))
 
-    session = create_agent_session(model=run_once(tool_call("echo", {})), extensions=[ext, other], audit=False)
+    session = create_agent_session(
+        model=run_once(tool_call("echo", {})), extensions=[ext, other], audit=False
+    )
     await session.prompt("go")
     [result] = results_of(session)
     assert (result.is_error, result.content[0].text) == (False, "echo:{'text': 'hi'}")
@@ -457,14 +529,20 @@ async def test_unknown_shape_from_tool_result_handler_is_reported_and_ignored(
         pi.on("tool_result", lambda e, c: 42)
         pi.on_error(reports.append)
 
-    session = create_agent_session(model=run_once(tool_call("echo", {})), extensions=[ext], audit=False)
+    session = create_agent_session(
+        model=run_once(tool_call("echo", {})), extensions=[ext], audit=False
+    )
     await session.prompt("go")
     assert results_of(session)[0].content[0].text == "echo:{'text': 'hi'}"
     [report] = reports
-    assert report.extension_path == "<inline:1>" and '"echo"' in report.error and "int" in report.error
+    assert (
+        report.extension_path == "<inline:1>" and '"echo"' in report.error and "int" in report.error
+    )
 
 
-async def test_c32_errors_of_other_events_reach_listener_and_do_not_stop_others(make_tool: Any) -> None:
+async def test_c32_errors_of_other_events_reach_listener_and_do_not_stop_others(
+    make_tool: Any,
+) -> None:
     reports: list[Any] = []
     host_reports: list[Any] = []
     survivors: list[str] = []
@@ -479,7 +557,9 @@ async def test_c32_errors_of_other_events_reach_listener_and_do_not_stop_others(
         pi.on("tool_execution_end", lambda e, c: survivors.append(e.type))
         pi.on_error(reports.append)
 
-    session = create_agent_session(model=run_once(tool_call("echo", {})), extensions=[broken, listener], audit=False)
+    session = create_agent_session(
+        model=run_once(tool_call("echo", {})), extensions=[broken, listener], audit=False
+    )
     session.runner.on_error(host_reports.append)
     await session.prompt("go")
     assert [(r.extension_path, r.event, r.error) for r in reports] == [
@@ -499,17 +579,24 @@ async def test_c32_errors_of_other_events_reach_listener_and_do_not_stop_others(
     }
 
 
-async def test_c23_patch_content_as_string_or_dicts_is_normalised(make_tool: Any, results_of: Any) -> None:
+async def test_c23_patch_content_as_string_or_dicts_is_normalised(
+    make_tool: Any, results_of: Any
+) -> None:
     later_saw: list[Any] = []
 
     def ext(pi: ExtensionAPI) -> None:
         pi.register_tool(make_tool("echo"))
         pi.on("tool_result", lambda e, c: {"content": "as a plain string"})
         pi.on("tool_result", lambda e, c: later_saw.append(list(e.content)))
-        pi.on("tool_result", lambda e, c: {"content": [*e.content, {"type": "text", "text": "a dict part"}]})
+        pi.on(
+            "tool_result",
+            lambda e, c: {"content": [*e.content, {"type": "text", "text": "a dict part"}]},
+        )
         pi.on("tool_result", lambda e, c: later_saw.append(list(e.content)))
 
-    session = create_agent_session(model=run_once(tool_call("echo", {})), extensions=[ext], audit=False)
+    session = create_agent_session(
+        model=run_once(tool_call("echo", {})), extensions=[ext], audit=False
+    )
     await session.prompt("go")
     assert later_saw == [
         [TextContent(text="as a plain string")],

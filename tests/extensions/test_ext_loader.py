@@ -54,7 +54,9 @@ def test_c35_file_without_register_is_a_diagnostic_naming_the_file(
     def good(pi: ExtensionAPI) -> None:
         pi.register_tool(make_tool("echo"))
 
-    session = create_agent_session(model=ScriptedModel([]), extensions=[str(path), good], audit=False)
+    session = create_agent_session(
+        model=ScriptedModel([]), extensions=[str(path), good], audit=False
+    )
     assert len(session.diagnostics) == 1
     assert str(path) in str(session.diagnostics[0])
     assert "register" in session.diagnostics[0].message
@@ -65,7 +67,9 @@ def test_c35_module_name_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     (tmp_path / "pi_test_module_ext.py").write_text(tool_file("from_module"), encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "pi_test_module_ext", raising=False)
-    session = create_agent_session(model=ScriptedModel([]), extensions=["pi_test_module_ext"], audit=False)
+    session = create_agent_session(
+        model=ScriptedModel([]), extensions=["pi_test_module_ext"], audit=False
+    )
     assert session.diagnostics == []
     assert session.tool_registry["from_module"].source_info.path == "pi_test_module_ext"
 
@@ -115,7 +119,9 @@ def test_entry_point_extensions_lists_the_group(monkeypatch: pytest.MonkeyPatch)
     assert asked == ["pi_notebook.extensions"]
 
 
-async def test_async_factory_loads_before_first_request(make_tool: Any, write_extension: Any) -> None:
+async def test_async_factory_loads_before_first_request(
+    make_tool: Any, write_extension: Any
+) -> None:
     order: list[str] = []
 
     async def slow(pi: ExtensionAPI) -> None:
@@ -123,8 +129,7 @@ async def test_async_factory_loads_before_first_request(make_tool: Any, write_ex
         pi.register_tool(make_tool("async_tool"))
 
     path = write_extension(
-        tool_file("async_file", factory="_sync")
-        + "\nasync def register(pi):\n    _sync(pi)\n"
+        tool_file("async_file", factory="_sync") + "\nasync def register(pi):\n    _sync(pi)\n"
     )
 
     def sync(pi: ExtensionAPI) -> None:
@@ -137,7 +142,11 @@ async def test_async_factory_loads_before_first_request(make_tool: Any, write_ex
     # a sync factory runs at once, an async one's body when the session starts; load order
     # (and so first-wins and handler order) stays the order of the sources
     assert order == ["sync factory", "async factory"]
-    assert [t.name for t in session.get_all_tools()][-3:] == ["async_tool", "async_file", "sync_tool"]
+    assert [t.name for t in session.get_all_tools()][-3:] == [
+        "async_tool",
+        "async_file",
+        "sync_tool",
+    ]
     assert {"async_tool", "async_file", "sync_tool"} <= set(model.calls[0].tool_names)
     assert session.diagnostics == []
 
@@ -167,7 +176,9 @@ async def test_factory_that_raises_is_a_diagnostic_and_others_load(
     )
     await session.prompt("go")
     by_path = {d.extension_path: d.message for d in session.diagnostics}
-    assert by_path[str(broken.resolve())] == "factory raised RuntimeError: cannot reach the database"
+    assert (
+        by_path[str(broken.resolve())] == "factory raised RuntimeError: cannot reach the database"
+    )
     assert by_path["<inline:1>"] == "factory raised ValueError: async boom"
     assert "SyntaxError" in by_path[str(syntax)]
     assert "half" not in session.tool_registry  # a failed extension leaves nothing behind
@@ -203,7 +214,9 @@ def test_c4_inline_clash_and_first_wins(make_tool: Any) -> None:
         pi.register_tool(b)
 
     session = create_agent_session(model=ScriptedModel([]), extensions=[ext_a, ext_b], audit=False)
-    assert [str(d) for d in session.diagnostics] == ['<inline:2>: Tool "same" conflicts with <inline:1>']
+    assert [str(d) for d in session.diagnostics] == [
+        '<inline:2>: Tool "same" conflicts with <inline:1>'
+    ]
     assert session.tool_registry["same"].definition is a
 
 
@@ -233,7 +246,9 @@ def test_unknown_event_name_is_rejected_with_extension_named() -> None:
     assert "'tool_cal'" in session.diagnostics[0].message
 
 
-async def test_c35_file_with_postponed_annotations_and_dataclasses_loads(write_extension: Any) -> None:
+async def test_c35_file_with_postponed_annotations_and_dataclasses_loads(
+    write_extension: Any,
+) -> None:
     path = write_extension(
         """
         from __future__ import annotations

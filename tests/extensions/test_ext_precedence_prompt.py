@@ -11,7 +11,9 @@ from pi_notebook.session.prompt import BASE_PROMPT
 from pi_notebook.testing import ScriptedModel, text, tool_call
 
 
-async def test_s19_registry_order_and_sdk_over_extension_over_builtin(make_tool: Any, results_of: Any) -> None:
+async def test_s19_registry_order_and_sdk_over_extension_over_builtin(
+    make_tool: Any, results_of: Any
+) -> None:
     ext_ls = make_tool("ls", description="extension ls")
     ext_read = make_tool("read", description="extension read")
     sdk_read = make_tool("read", description="sdk read")
@@ -59,7 +61,9 @@ async def test_s20_same_name_replaces_builtin_and_does_not_call_it(
     class Params(BaseModel):
         path: str
 
-    async def replacement(tool_call_id: str, params: Params, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+    async def replacement(
+        tool_call_id: str, params: Params, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         calls.append(params.path)
         return ToolResult(content=[TextContent(text="replacement")])
 
@@ -67,7 +71,9 @@ async def test_s20_same_name_replaces_builtin_and_does_not_call_it(
 
     def ext(pi: ExtensionAPI) -> None:
         pi.register_tool(
-            ToolDefinition(name="read", label="R", description="mine", parameters=Params, execute=replacement)
+            ToolDefinition(
+                name="read", label="R", description="mine", parameters=Params, execute=replacement
+            )
         )
         pi.on("session_start", lambda event, ctx: seen_infos.extend(pi.get_all_tools()))
 
@@ -83,7 +89,9 @@ async def test_s20_same_name_replaces_builtin_and_does_not_call_it(
     assert model.calls[0].tools[0].parameters == Params.model_json_schema()
 
 
-async def test_s6_definition_fields_reach_the_model_and_the_loop(make_tool: Any, results_of: Any) -> None:
+async def test_s6_definition_fields_reach_the_model_and_the_loop(
+    make_tool: Any, results_of: Any
+) -> None:
     class Params(BaseModel):
         """Parameters of the sum tool."""
 
@@ -92,7 +100,9 @@ async def test_s6_definition_fields_reach_the_model_and_the_loop(make_tool: Any,
 
     seen: list[Any] = []
 
-    async def add(tool_call_id: str, params: Params, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+    async def add(
+        tool_call_id: str, params: Params, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         seen.append(params)
         return ToolResult(content=[TextContent(text=str(params.a + params.b))])
 
@@ -115,7 +125,10 @@ async def test_s6_definition_fields_reach_the_model_and_the_loop(make_tool: Any,
     session = create_agent_session(model=model, extensions=[ext], audit=False)
     await session.prompt("go")
     schema = next(t for t in model.calls[0].tools if t.name == "sum")
-    assert (schema.description, schema.parameters) == ("Add two numbers.", Params.model_json_schema())
+    assert (schema.description, schema.parameters) == (
+        "Add two numbers.",
+        Params.model_json_schema(),
+    )
     assert schema.parameters["type"] == "object"
     assert "- sum: add two numbers" in model.calls[0].system_prompt
     assert "- Use sum for arithmetic." in model.calls[0].system_prompt
@@ -125,7 +138,9 @@ async def test_s6_definition_fields_reach_the_model_and_the_loop(make_tool: Any,
     assert (agent_tool.label, agent_tool.execution_mode) == ("Sum", "sequential")
 
 
-async def test_s21_full_schema_sent_and_snippetless_tool_still_callable(make_tool: Any, results_of: Any) -> None:
+async def test_s21_full_schema_sent_and_snippetless_tool_still_callable(
+    make_tool: Any, results_of: Any
+) -> None:
     class Params(BaseModel):
         query: str = Field(min_length=1, description="what to find")
         limit: int = 5
@@ -151,10 +166,14 @@ def test_s21_only_active_tools_contribute(make_tool: Any) -> None:
         pi.register_tool(make_tool("on", snippet="active one", guidelines=["Rule of on."]))
         pi.register_tool(make_tool("off", snippet="inactive one", guidelines=["Rule of off."]))
 
-    session = create_agent_session(model=ScriptedModel([]), extensions=[ext], builtin_tools=False, audit=False)
+    session = create_agent_session(
+        model=ScriptedModel([]), extensions=[ext], builtin_tools=False, audit=False
+    )
     session.set_active_tools_by_name(["on"])
     assert "active one" in session.system_prompt and "Rule of on." in session.system_prompt
-    assert "inactive one" not in session.system_prompt and "Rule of off." not in session.system_prompt
+    assert (
+        "inactive one" not in session.system_prompt and "Rule of off." not in session.system_prompt
+    )
 
 
 def test_c12_prompt_lines_snippets_and_guidelines(make_tool: Any) -> None:
@@ -166,9 +185,13 @@ def test_c12_prompt_lines_snippets_and_guidelines(make_tool: Any) -> None:
                 guidelines=["  Prefer LIMIT.  ", "", "   ", "Never guess table names."],
             )
         )
-        pi.register_tool(make_tool("blank", snippet=" \n\t ", guidelines=["Prefer LIMIT.", "Cite rows."]))
+        pi.register_tool(
+            make_tool("blank", snippet=" \n\t ", guidelines=["Prefer LIMIT.", "Cite rows."])
+        )
 
-    session = create_agent_session(model=ScriptedModel([]), extensions=[ext], builtin_tools=False, audit=False)
+    session = create_agent_session(
+        model=ScriptedModel([]), extensions=[ext], builtin_tools=False, audit=False
+    )
     assert session.system_prompt == "\n".join(
         [
             BASE_PROMPT,

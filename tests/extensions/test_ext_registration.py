@@ -66,11 +66,15 @@ async def test_s2_define_tool_adds_no_runtime_security() -> None:
 
     seen: list[str] = []
 
-    async def run(tool_call_id: str, params: Params, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+    async def run(
+        tool_call_id: str, params: Params, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         seen.append(params.sql)
         return ToolResult(content=[TextContent(text="ran")])
 
-    tool = define_tool(ToolDefinition(name="q", label="Q", description="d", parameters=Params, execute=run))
+    tool = define_tool(
+        ToolDefinition(name="q", label="Q", description="d", parameters=Params, execute=run)
+    )
 
     def ext(pi: ExtensionAPI) -> None:
         pi.register_tool(tool)
@@ -85,11 +89,15 @@ async def test_s2_define_tool_adds_no_runtime_security() -> None:
     assert seen == ["DROP TABLE users"]
 
 
-async def test_s3_c7_tool_registered_while_running_is_active_from_next_request(make_tool: Any) -> None:
+async def test_s3_c7_tool_registered_while_running_is_active_from_next_request(
+    make_tool: Any,
+) -> None:
     late = make_tool("late", snippet="arrives late")
     apis: list[ExtensionAPI] = []
 
-    async def add(tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+    async def add(
+        tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         apis[0].register_tool(late)
         return ToolResult(content=[TextContent(text="added")])
 
@@ -332,7 +340,10 @@ class FrameParams(BaseModel):
 
 @pytest.mark.parametrize(
     ("parameters", "expected"),
-    [(ListParams, "is not an object (type 'array')"), (FrameParams, "no JSON Schema can be derived")],
+    [
+        (ListParams, "is not an object (type 'array')"),
+        (FrameParams, "no JSON Schema can be derived"),
+    ],
     ids=["array-schema", "no-json-schema"],
 )
 async def test_c6_model_without_object_schema_is_refused_and_session_keeps_working(
@@ -355,7 +366,11 @@ async def test_c6_model_without_object_schema_is_refused_and_session_keeps_worki
 
 
 def test_c6_sdk_custom_tool_without_object_schema_raises_at_creation(make_tool: Any) -> None:
-    with pytest.raises(ToolRegistrationError, match=r'SDK custom_tools: tool "odd" .*not an object'):
+    with pytest.raises(
+        ToolRegistrationError, match=r'SDK custom_tools: tool "odd" .*not an object'
+    ):
         create_agent_session(
-            model=ScriptedModel([]), custom_tools=[make_tool("odd", parameters=ListParams)], audit=False
+            model=ScriptedModel([]),
+            custom_tools=[make_tool("odd", parameters=ListParams)],
+            audit=False,
         )

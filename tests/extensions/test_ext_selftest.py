@@ -49,7 +49,9 @@ async def test_selftest_q2_validated_before_tool_call_and_still_mutable(make_too
         steps.append("prepare")
         return raw
 
-    async def execute(tool_call_id: str, params: Params, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+    async def execute(
+        tool_call_id: str, params: Params, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         steps.append("execute")
         received.append(params)
         return ToolResult(content=[TextContent(text="ok")])
@@ -67,18 +69,30 @@ async def test_selftest_q2_validated_before_tool_call_and_still_mutable(make_too
         pi.on("tool_call", handler)
 
     model = ScriptedModel(
-        [[tool_call("query", {"sql": "", "limit": 5}), tool_call("query", {"sql": "SELECT 1", "limit": "5"})], text("done")]
+        [
+            [
+                tool_call("query", {"sql": "", "limit": 5}),
+                tool_call("query", {"sql": "SELECT 1", "limit": "5"}),
+            ],
+            text("done"),
+        ]
     )
-    session = create_agent_session(model=model, extensions=[ext], audit=False, tool_execution="sequential")
+    session = create_agent_session(
+        model=model, extensions=[ext], audit=False, tool_execution="sequential"
+    )
     await session.prompt("go")
     invalid, valid = [m for m in session.messages if m.role == "toolResult"]
-    assert invalid.is_error and invalid.content[0].text.startswith('Validation failed for tool "query":')
+    assert invalid.is_error and invalid.content[0].text.startswith(
+        'Validation failed for tool "query":'
+    )
     assert valid.is_error is False
     assert steps == ["prepare", "prepare", "tool_call sees Params limit=5", "execute"]
     assert received[0].limit == 10_000
 
 
-def test_selftest_q3_registered_tool_keeps_source_info(make_tool: Any, write_extension: Any) -> None:
+def test_selftest_q3_registered_tool_keeps_source_info(
+    make_tool: Any, write_extension: Any
+) -> None:
     """Q3: source info tells where a tool came from, so clashes, precedence and the
     tool list can name the extension responsible."""
     body = """
@@ -97,7 +111,9 @@ def test_selftest_q3_registered_tool_keeps_source_info(make_tool: Any, write_ext
     first, second = write_extension(body, name="team_db"), write_extension(body, name="my_db")
     session = create_agent_session(model=ScriptedModel([]), extensions=[first, second], audit=False)
     assert session.tool_registry["query"].source_info.path == str(first.resolve())
-    assert [d.message for d in session.diagnostics] == [f'Tool "query" conflicts with {first.resolve()}']
+    assert [d.message for d in session.diagnostics] == [
+        f'Tool "query" conflicts with {first.resolve()}'
+    ]
     assert session.diagnostics[0].extension_path == str(second.resolve())
     sources = {t.name: t.source_info.path for t in session.get_all_tools()}
     assert sources["read"] == "<builtin:read>"
@@ -140,14 +156,18 @@ async def test_selftest_q6_sdk_custom_beats_extension_beats_builtin(make_tool: A
     assert session.tool_registry["inspect_variable"].source_info.kind == "builtin"
 
 
-async def test_selftest_q7_event_wrapping_vs_same_name_replacement(make_tool: Any, tmp_path: Path) -> None:
+async def test_selftest_q7_event_wrapping_vs_same_name_replacement(
+    make_tool: Any, tmp_path: Path
+) -> None:
     """Q7: event wrapping runs around the original execute without a reference to it;
     a same-name tool replaces the original, which then never runs."""
     (tmp_path / "f.txt").write_text("token: abcdef123456\n", encoding="utf-8")
 
     # Event wrapping: the built-in read runs, the redact handler patches its result.
     wrapped_model = ScriptedModel([tool_call("read", {"path": "f.txt"}), text("done")])
-    wrapped = create_agent_session(model=wrapped_model, extensions=[REDACT], cwd=str(tmp_path), audit=False)
+    wrapped = create_agent_session(
+        model=wrapped_model, extensions=[REDACT], cwd=str(tmp_path), audit=False
+    )
     await wrapped.prompt("go")
     assert wrapped.messages[2].content[0].text == "token: ***"
     assert wrapped.messages[2].details["total_lines"] == 1  # the built-in's own details
@@ -159,7 +179,9 @@ async def test_selftest_q7_event_wrapping_vs_same_name_replacement(make_tool: An
         pi.register_tool(make_tool("read", log=ran))
 
     replaced_model = ScriptedModel([tool_call("read", {"text": "f.txt"}), text("done")])
-    replaced = create_agent_session(model=replaced_model, extensions=[replace], cwd=str(tmp_path), audit=False)
+    replaced = create_agent_session(
+        model=replaced_model, extensions=[replace], cwd=str(tmp_path), audit=False
+    )
     await replaced.prompt("go")
     assert replaced.messages[2].details == {"tool": "read"}
     assert "token" not in replaced.messages[2].content[0].text
@@ -170,10 +192,14 @@ async def test_selftest_q9_details_error_is_not_is_error(make_tool: Any) -> None
     """Q9: a successful return with details={"error": ...} is not an error; raising is,
     and a result handler may set is_error explicitly."""
 
-    async def soft(tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+    async def soft(
+        tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         return ToolResult(content=[TextContent(text="no rows")], details={"error": "table empty"})
 
-    async def hard(tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+    async def hard(
+        tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         raise RuntimeError("table missing")
 
     def ext(pi: ExtensionAPI) -> None:
@@ -191,4 +217,3 @@ async def test_selftest_q9_details_error_is_not_is_error(make_tool: Any) -> None
     assert (results["soft"].is_error, results["soft"].details) == (False, {"error": "table empty"})
     assert (results["hard"].is_error, results["hard"].content[0].text) == (True, "table missing")
     assert results["flagged"].is_error is True
-

@@ -22,8 +22,12 @@ def shell() -> Iterator[InteractiveShell]:
 
 
 @pytest.fixture
-async def loaded(shell: InteractiveShell, shared_data_dir: Path, monkeypatch: pytest.MonkeyPatch,
-                 capsys: pytest.CaptureFixture[str]) -> AsyncIterator[InteractiveShell]:
+async def loaded(
+    shell: InteractiveShell,
+    shared_data_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> AsyncIterator[InteractiveShell]:
     """The shell with ``%load_ext pi_notebook`` done, inside the test's running loop."""
     monkeypatch.setenv("PI_NOTEBOOK_DATA_DIR", str(shared_data_dir))
     shell.run_line_magic("load_ext", "pi_notebook")

@@ -46,7 +46,10 @@ class Kernel:
         while time.monotonic() < deadline:
             self._pump()
             mine = [m for m in self.log if m["parent_header"].get("msg_id") == msg_id]
-            if any(m["msg_type"] == "status" and m["content"]["execution_state"] == "idle" for m in mine):
+            if any(
+                m["msg_type"] == "status" and m["content"]["execution_state"] == "idle"
+                for m in mine
+            ):
                 errors = [m["content"] for m in mine if m["msg_type"] == "error"]
                 if errors:
                     raise AssertionError(f"{errors[0]['ename']}: {errors[0]['evalue']}")
@@ -83,7 +86,9 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kernel, P
     env = {**os.environ, "PI_NOTEBOOK_DATA_DIR": str(data)}
     env.pop("PI_NOTEBOOK_AUDIT_URL", None)
     env.pop("PI_NOTEBOOK_DATABASE_URL", None)
-    km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path_factory.mktemp("cwd")))
+    km, kc = start_new_kernel(
+        kernel_name="python3", env=env, cwd=str(tmp_path_factory.mktemp("cwd"))
+    )
     try:
         k = Kernel(kc)
         out = k.execute("%load_ext pi_notebook")
@@ -96,7 +101,9 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kernel, P
 
 def _city(data: Path, customer_id: int) -> str:
     with sqlite3.connect(data / "sample.sqlite") as conn:
-        return conn.execute("SELECT city FROM customers WHERE customer_id = ?", (customer_id,)).fetchone()[0]
+        return conn.execute(
+            "SELECT city FROM customers WHERE customer_id = ?", (customer_id,)
+        ).fetchone()[0]
 
 
 def test_kernel_approve_click_runs_the_write(kernel: tuple[Kernel, Path]) -> None:
@@ -111,7 +118,9 @@ def test_kernel_approve_click_runs_the_write(kernel: tuple[Kernel, Path]) -> Non
                     "print(st.status, st.card_list()[0].status)")  # fmt: skip
     assert out.split() == ["done", "done"]
     assert _city(data, 21) == "Kernel-City"
-    out = k.execute("df = %pi_audit --kind approval\nprint(list(df.payload.map(lambda p: p['decision'])))")
+    out = k.execute(
+        "df = %pi_audit --kind approval\nprint(list(df.payload.map(lambda p: p['decision'])))"
+    )
     assert "approved" in out
 
 
@@ -140,5 +149,7 @@ def test_kernel_bad_input_keeps_kernel_working(kernel: tuple[Kernel, Path]) -> N
         out = k.execute(line)
         assert out.startswith("UsageError: ") and out.strip().count("\n") == 0, out
     out = k.execute("%%pi\nSELECT COUNT(*) AS n FROM customers")
-    out = k.execute("st = await current().last_run.wait(60)\nr = %pi_result\nprint(st.status, len(r))")
+    out = k.execute(
+        "st = await current().last_run.wait(60)\nr = %pi_result\nprint(st.status, len(r))"
+    )
     assert out.split() == ["done", "1"]

@@ -21,7 +21,9 @@ def _db_path() -> str:
 
 def _city(customer_id: int) -> str:
     with sqlite3.connect(_db_path()) as conn:
-        return conn.execute("SELECT city FROM customers WHERE customer_id = ?", (customer_id,)).fetchone()[0]
+        return conn.execute(
+            "SELECT city FROM customers WHERE customer_id = ?", (customer_id,)
+        ).fetchone()[0]
 
 
 async def _ask(shell: InteractiveShell, text: str):
@@ -29,8 +31,9 @@ async def _ask(shell: InteractiveShell, text: str):
     return current().last_run
 
 
-async def test_load_defaults_status_line(shell: InteractiveShell, shared_data_dir, monkeypatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+async def test_load_defaults_status_line(
+    shell: InteractiveShell, shared_data_dir, monkeypatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("PI_NOTEBOOK_DATA_DIR", str(shared_data_dir))
     shell.run_line_magic("load_ext", "pi_notebook")
     try:
@@ -40,13 +43,14 @@ async def test_load_defaults_status_line(shell: InteractiveShell, shared_data_di
         tools = shell.run_line_magic("pi_tools", "")
         assert {"name", "source", "active", "label"} <= set(tools.columns)
         row = tools.set_index("name").loc["query_database"]
-        assert row["active"] and row["source"].endswith("database.py")
+        assert row["active"] and row["source"] == "pi_notebook.database"
     finally:
         shell.run_line_magic("unload_ext", "pi_notebook")
 
 
-async def test_read_renders_dataframe_in_output_widget(loaded: InteractiveShell,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+async def test_read_renders_dataframe_in_output_widget(
+    loaded: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = await _ask(loaded, "SELECT customer_id, name FROM customers ORDER BY customer_id LIMIT 3")
     capsys.readouterr()
     state = await run.wait(timeout=30)
@@ -130,24 +134,32 @@ async def test_stop_button_aborts_pending_approval(loaded: InteractiveShell) -> 
     assert _city(11) != "Stopped"
 
 
-@pytest.mark.parametrize(("magic", "line", "match"), [
-    ("pi_tools", "--frobnicate", "unrecognized arguments"),
-    ("pi_tools", "--activate no_such_tool", "No tool named"),
-    ("pi_audit", "--since yesterday-ish", "ISO time"),
-    ("pi_audit", "--bogus 1", "Usage: %pi_audit"),
-    ("pi_connect", "not a url", "Usage: %pi_connect"),
-    ("pi_connect", "notaurl", "not a SQLAlchemy URL"),
-    ("pi_connect", "postgresql://u:hunter2@host:port/db", r"^(?!.*hunter2).*not a SQLAlchemy URL"),
-    ("pi_connect", "nosuchdriver://x/y", "no driver"),
-    ("pi_connect", "sqlite:////nonexistent/dir/x.db", "no SQLite file"),
-    ("pi_model", "gpt-5", "Try %pi_model offline"),
-    ("pi_model", "openai:", "no model id"),
-    ("pi_extension", "/nonexistent/ext.py", "No file at"),
-    ("pi_result", "no_such_call", "No result DataFrame"),
-    ("pi_result", "-o 1bad", "not a variable name"),
-])
-async def test_bad_input_is_one_line_usage_error(loaded: InteractiveShell, magic: str, line: str,
-                                                 match: str) -> None:
+@pytest.mark.parametrize(
+    ("magic", "line", "match"),
+    [
+        ("pi_tools", "--frobnicate", "unrecognized arguments"),
+        ("pi_tools", "--activate no_such_tool", "No tool named"),
+        ("pi_audit", "--since yesterday-ish", "ISO time"),
+        ("pi_audit", "--bogus 1", "Usage: %pi_audit"),
+        ("pi_connect", "not a url", "Usage: %pi_connect"),
+        ("pi_connect", "notaurl", "not a SQLAlchemy URL"),
+        (
+            "pi_connect",
+            "postgresql://u:hunter2@host:port/db",
+            r"^(?!.*hunter2).*not a SQLAlchemy URL",
+        ),
+        ("pi_connect", "nosuchdriver://x/y", "no driver"),
+        ("pi_connect", "sqlite:////nonexistent/dir/x.db", "no SQLite file"),
+        ("pi_model", "gpt-5", "Try %pi_model offline"),
+        ("pi_model", "openai:", "no model id"),
+        ("pi_extension", "/nonexistent/ext.py", "No file at"),
+        ("pi_result", "no_such_call", "No result DataFrame"),
+        ("pi_result", "-o 1bad", "not a variable name"),
+    ],
+)
+async def test_bad_input_is_one_line_usage_error(
+    loaded: InteractiveShell, magic: str, line: str, match: str
+) -> None:
     session = current().session
     with pytest.raises(UsageError, match=match) as info:
         loaded.run_line_magic(magic, line)
@@ -201,7 +213,8 @@ async def test_connect_and_extension(loaded: InteractiveShell, tmp_path, capsys)
         "async def run(i, p, s, u, c):\n    return ToolResult(content=[TextContent(text=p.text)])\n"
         "def register(pi):\n"
         "    pi.register_tool(define_tool(ToolDefinition(name='echo', label='Echo', description='Echo.',"
-        " parameters=P, execute=run)))\n")
+        " parameters=P, execute=run)))\n"
+    )
     loaded.run_line_magic("pi_extension", str(ext))
     tools = loaded.run_line_magic("pi_tools", "").set_index("name")
     assert tools.loc["echo", "source"] == str(ext)
@@ -212,7 +225,9 @@ async def test_connect_and_extension(loaded: InteractiveShell, tmp_path, capsys)
     assert "echo" in current().session.tool_registry
 
 
-async def test_wait_refused_where_kernel_cannot_take_comms(loaded: InteractiveShell, monkeypatch) -> None:
+async def test_wait_refused_where_kernel_cannot_take_comms(
+    loaded: InteractiveShell, monkeypatch
+) -> None:
     from pi_notebook.notebook import AwaitNotSupportedError
 
     class OldKernel:

@@ -35,7 +35,9 @@ def test_quickstart_executes() -> None:
     text = _texts(notebook)
     assert "pi_notebook: model offline" in text
     assert "done done" in text  # the approved write finished
-    htmls = [o for c in notebook.cells for o in c.get("outputs", []) if "text/html" in o.get("data", {})]
+    htmls = [
+        o for c in notebook.cells for o in c.get("outputs", []) if "text/html" in o.get("data", {})
+    ]
     assert htmls  # DataFrames rendered
 
 

@@ -22,19 +22,27 @@ from pi_notebook.notebook.store import (
 
 
 def _start(call_id: str, sql: str = "SELECT 1") -> ToolExecutionStartEvent:
-    return ToolExecutionStartEvent(tool_call_id=call_id, tool_name="query_database", args={"sql": sql})
+    return ToolExecutionStartEvent(
+        tool_call_id=call_id, tool_name="query_database", args={"sql": sql}
+    )
 
 
 def _update(call_id: str, text: str, n: int = 0) -> ToolExecutionUpdateEvent:
     return ToolExecutionUpdateEvent(
-        tool_call_id=call_id, tool_name="query_database", args={},
-        partial_result=ToolResult(content=[TextContent(text=text)], details={"rows": n}))
+        tool_call_id=call_id,
+        tool_name="query_database",
+        args={},
+        partial_result=ToolResult(content=[TextContent(text=text)], details={"rows": n}),
+    )
 
 
 def _end(call_id: str, text: str = "ok", *, is_error: bool = False) -> ToolExecutionEndEvent:
-    return ToolExecutionEndEvent(tool_call_id=call_id, tool_name="query_database",
-                                 result=ToolResult(content=[TextContent(text=text)], details={"n": 1}),
-                                 is_error=is_error)
+    return ToolExecutionEndEvent(
+        tool_call_id=call_id,
+        tool_name="query_database",
+        result=ToolResult(content=[TextContent(text=text)], details={"n": 1}),
+        is_error=is_error,
+    )
 
 
 def _fold(events: list[object], state: RunState | None = None) -> RunState:
@@ -45,7 +53,9 @@ def _fold(events: list[object], state: RunState | None = None) -> RunState:
 
 
 def test_s14_updates_merge_into_one_card() -> None:
-    state = _fold([AgentStartEvent(), _start("a"), *[_update("a", f"step {i}", i) for i in range(50)]])
+    state = _fold(
+        [AgentStartEvent(), _start("a"), *[_update("a", f"step {i}", i) for i in range(50)]]
+    )
     assert state.order == ("a",)
     card = state.cards["a"]
     assert card.updates == 50
@@ -61,7 +71,9 @@ def test_s14_update_for_unknown_call_never_creates_a_card() -> None:
 
 
 def test_s14_two_calls_keep_their_own_cards_in_start_order() -> None:
-    state = _fold([_start("a"), _start("b"), _update("b", "b1"), _update("a", "a1"), _end("b"), _end("a")])
+    state = _fold(
+        [_start("a"), _start("b"), _update("b", "b1"), _update("a", "a1"), _end("b"), _end("a")]
+    )
     assert state.order == ("a", "b")
     assert state.cards["a"].progress == "a1"
     assert state.cards["b"].progress == "b1"
@@ -95,9 +107,14 @@ def test_s14_end_sets_duration_content_and_details() -> None:
 
 def test_content_parts_as_objects_or_plain_dicts() -> None:
     end = ToolExecutionEndEvent(
-        tool_call_id="a", tool_name="query_database", is_error=False,
-        result=ToolResult(content=[{"type": "text", "text": "from a dict"}, TextContent(text="an object")],
-                          details=None))
+        tool_call_id="a",
+        tool_name="query_database",
+        is_error=False,
+        result=ToolResult(
+            content=[{"type": "text", "text": "from a dict"}, TextContent(text="an object")],
+            details=None,
+        ),
+    )
     assert _fold([_start("a"), end]).cards["a"].content == ("from a dict", "an object")
 
 
@@ -106,8 +123,14 @@ def test_s14_blocked_versus_error() -> None:
     blocked = _fold([_start("a"), call, _end("a", "Rejected by user.", is_error=True)])
     assert blocked.cards["a"].status == "blocked"
     assert blocked.cards["a"].error == "Rejected by user."
-    result = ToolResultEvent(tool_call_id="b", tool_name="query_database", input=None, content=[],
-                             details=None, is_error=True)
+    result = ToolResultEvent(
+        tool_call_id="b",
+        tool_name="query_database",
+        input=None,
+        content=[],
+        details=None,
+        is_error=True,
+    )
     failed = _fold([_start("b"), call, result, _end("b", "boom", is_error=True)])
     assert failed.cards["b"].status == "error"
     invalid = _fold([_start("c"), _end("c", "Validation failed", is_error=True)])

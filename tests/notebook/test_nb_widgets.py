@@ -50,14 +50,19 @@ async def test_c31_confirm_false_when_signal_aborts() -> None:
     ui = NotebookUI(lambda: None)
     controller = AbortController()
     asyncio.get_running_loop().call_later(0.05, controller.abort)
-    assert await ui.confirm("Database write", "DELETE FROM t", signal=controller.signal, timeout=10) is False
+    assert (
+        await ui.confirm("Database write", "DELETE FROM t", signal=controller.signal, timeout=10)
+        is False
+    )
     assert ui.prompts[0].decision == "aborted"
 
 
 async def test_select_input_notify_render_in_run_view() -> None:
     answers: dict[str, Any] = {}
 
-    async def ask(tool_call_id: str, params: _Empty, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+    async def ask(
+        tool_call_id: str, params: _Empty, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         answers["select"] = await ctx.ui.select("Pick", ["a", "b"], timeout=10)
         answers["input"] = await ctx.ui.input("Name?", "type here", timeout=10)
         ctx.ui.notify("all set")
@@ -83,7 +88,9 @@ async def test_select_input_notify_render_in_run_view() -> None:
 
 
 async def test_rendering_is_throttled_to_about_20_per_second() -> None:
-    async def chatty(tool_call_id: str, params: _Empty, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+    async def chatty(
+        tool_call_id: str, params: _Empty, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         deadline = time.monotonic() + 1.0
         i = 0
         while time.monotonic() < deadline:
@@ -138,5 +145,7 @@ def test_database_write_prompt_shows_the_statement_being_approved() -> None:
     )
     assert (sql, reason) == ("DELETE FROM orders", "why: DELETE FROM orders")
     # Another extension's prose message: the card's SQL is shown, the message says why.
-    sql, reason = _sql_and_reason("Confirm", "This is risky.", {"sql": "DROP TABLE t"}, lambda s: None)
+    sql, reason = _sql_and_reason(
+        "Confirm", "This is risky.", {"sql": "DROP TABLE t"}, lambda s: None
+    )
     assert (sql, reason) == ("DROP TABLE t", "This is risky.")

@@ -13,7 +13,11 @@ REPO = Path(__file__).resolve().parents[2]
 def test_demo_prints_a_read_a_blocked_write_and_an_approved_write(tmp_path: Path) -> None:
     env = {**os.environ, "PI_NOTEBOOK_DATA_DIR": str(tmp_path)}
     run = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "demo.py")], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, str(REPO / "scripts" / "demo.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert run.returncode == 0, run.stderr[-3000:]
     out = run.stdout

@@ -24,13 +24,17 @@ class EchoParams(BaseModel):
     text: str
 
 
-async def echo(tool_call_id: str, params: EchoParams, signal: Any, on_update: Any, ctx: Any) -> ToolResult:
+async def echo(
+    tool_call_id: str, params: EchoParams, signal: Any, on_update: Any, ctx: Any
+) -> ToolResult:
     on_update(ToolResult(content=[TextContent(text="working")], details={"phase": 1}))
     return ToolResult(content=[TextContent(text=params.text)], details={"n": 1})
 
 
 echo_tool = define_tool(
-    ToolDefinition(name="echo", label="Echo", description="Echo text.", parameters=EchoParams, execute=echo)
+    ToolDefinition(
+        name="echo", label="Echo", description="Echo text.", parameters=EchoParams, execute=echo
+    )
 )
 
 
@@ -38,7 +42,9 @@ class RecordingUI:
     def __init__(self) -> None:
         self.asked: list[str] = []
 
-    async def confirm(self, title: str, message: str, *, signal: Any = None, timeout: float | None = None) -> bool:
+    async def confirm(
+        self, title: str, message: str, *, signal: Any = None, timeout: float | None = None
+    ) -> bool:
         self.asked.append(title)
         return True
 
@@ -59,7 +65,13 @@ async def test_the_documented_extension_runs_with_a_gate_and_a_ui() -> None:
 
     ui = RecordingUI()
     model = ScriptedModel(
-        [[tool_call("echo", {"text": "hi"}, id="a"), tool_call("echo", {"text": "forbidden"}, id="b")], text("ok")]
+        [
+            [
+                tool_call("echo", {"text": "hi"}, id="a"),
+                tool_call("echo", {"text": "forbidden"}, id="b"),
+            ],
+            text("ok"),
+        ]
     )
     session = create_agent_session(model=model, extensions=[my_extension], ui=ui, audit=False)
     assert isinstance(session, AgentSession)
@@ -72,7 +84,10 @@ async def test_the_documented_extension_runs_with_a_gate_and_a_ui() -> None:
     assert seen == [("tool_call", "hi", True), ("tool_call", "forbidden", True)]
     assert ui.asked == ["Echo"]
     results = [m for m in session.messages if m.role == "toolResult"]
-    assert [(m.tool_call_id, m.tool_name, m.is_error) for m in results] == [("a", "echo", False), ("b", "echo", True)]
+    assert [(m.tool_call_id, m.tool_name, m.is_error) for m in results] == [
+        ("a", "echo", False),
+        ("b", "echo", True),
+    ]
     assert results[0].content[0].text == "hi" and results[0].details == {"n": 1}
     assert results[1].content[0].type == "text" and results[1].content[0].text == "not that"
     updates = [e for e in events if e.type == "tool_execution_update"]

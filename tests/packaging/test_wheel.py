@@ -35,7 +35,18 @@ asyncio.run(main())
 def test_database_extension_runs_from_an_installed_wheel(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(REPO),
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(wheels),
+        ],
         check=True,
         capture_output=True,
     )
@@ -49,7 +60,12 @@ def test_database_extension_runs_from_an_installed_wheel(tmp_path: Path) -> None
         archive.extractall(site)
     env = {**os.environ, "PYTHONPATH": str(site), "PI_NOTEBOOK_DATA_DIR": str(tmp_path / "data")}
     run = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(site)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", SCRIPT, str(site)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "rows: 400" in run.stdout

@@ -12,7 +12,7 @@ from urllib.parse import quote, quote_plus
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
-from pi_notebook.ai.abort import AbortError
+from pi_notebook.errors import QueryAborted, QueryError, QueryRefused
 
 __all__ = [
     "QueryAborted",
@@ -26,18 +26,6 @@ __all__ = [
 _MAX_CHARS = 300
 _URL_CREDENTIALS = re.compile(r"(\b[\w+.-]+://[^:/@\s]*):[^@\s]*@")
 _KEY_VALUE = re.compile(r"\b(password|passwd|pwd)\s*[=:]\s*('[^']*'|\"[^\"]*\"|\S+)", re.I)
-
-
-class QueryError(Exception):
-    """A statement did not run or failed; the message is short and safe to show the model."""
-
-
-class QueryRefused(QueryError):
-    """The backend's final check refused the statement before it reached the database."""
-
-
-class QueryAborted(QueryError, AbortError):
-    """The run was aborted; the statement was cancelled at the driver and rolled back."""
 
 
 def safe_url(url: URL) -> str:

@@ -1,0 +1,133 @@
+"""The approval protocol: what a gate asks a person, and what the person answers.
+
+A gate builds an :class:`ApprovalRequest` for one tool call (canonical arguments and their
+hash, the reasons, a preview of the effect) and hands it to the UI's
+``request_approval(request)``, which returns an :class:`ApprovalOutcome`. The request carries
+everything the UI shows, so a UI never guesses which call is asking or why.
+
+What does not belong here: deciding what needs approval, asking through a particular UI, the
+capability the backend consumes, or storing the decision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import KW_ONLY, dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "ApprovalOutcome",
+    "ApprovalRequest",
+    "ApprovalUI",
+    "Decision",
+    "Grant",
+    "WritePreview",
+]
+
+Decision: TypeAlias = Literal["approved", "rejected", "expired", "aborted"]
+"""A UI answers ``approved`` or ``rejected``; the gate itself stores ``expired`` (no answer
+before the deadline) and ``aborted`` (the run stopped while asking)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WritePreview:
+    """What a write would do, measured before the person is asked.
+
+    Attributes:
+        affected_rows: rows the statement would change (``None`` if it cannot be known).
+        plan: the engine's plan of the statement, as text.
+        sample: a few of the rows it would touch.
+        method: how ``affected_rows`` was measured, in words ("counted in a transaction
+            that was rolled back", "counted with SELECT count(*)").
+        note: anything the person should know about the preview itself.
+    """
+
+    affected_rows: int | None
+    plan: str | None = None
+    sample: pd.DataFrame | None = None
+    method: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Grant:
+    """A scope of later calls that run without asking.
+
+    Scoped over what the SQL does: statements whose operation is one of ``operations``, whose
+    every table matches one of ``tables`` (``fnmatch`` patterns), that change at most
+    ``max_rows`` rows, within ``ttl_s`` seconds of the grant.
+
+    Attributes:
+        operations: statement kinds, e.g. ``("INSERT",)``.
+        tables: table name patterns, e.g. ``("staging_*",)``.
+        max_rows: most rows one statement in the scope may change (``None``: no limit).
+        ttl_s: seconds the grant lives.
+        tool_name: the tool the grant is for.
+    """
+
+    operations: tuple[str, ...]
+    tables: tuple[str, ...]
+    max_rows: int | None = None
+    ttl_s: float = 1800.0
+    tool_name: str = "query_database"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRequest:
+    """One question to a person about one tool call.
+
+    Attributes:
+        tool_call_id: the call asking; a UI shows the request on that call's card.
+        tool_name: the tool being called.
+        title: a short heading, e.g. "Database write".
+        args: the canonical final arguments the approval will bind to.
+        args_hash: SHA-256 of the canonical JSON of ``args``.
+        reasons: why the call needs approval, one short sentence each.
+        preview: what the call would do, when the tool can measure it.
+        editable: the person may change the arguments before approving.
+        timeout_s: seconds until an unanswered request expires (``None``: no limit).
+    """
+
+    tool_call_id: str
+    tool_name: str
+    title: str
+    args: dict[str, Any]
+    args_hash: str
+    reasons: tuple[str, ...] = ()
+    preview: WritePreview | None = None
+    editable: bool = False
+    timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
+class ApprovalOutcome:
+    """A person's answer to an :class:`ApprovalRequest`.
+
+    Attributes:
+        decision: ``approved`` or ``rejected`` (see :data:`Decision`).
+        edited_args: arguments that replace the request's; they are checked and hashed again
+            and the approval binds to them.
+        grant: a scope of later calls that run without asking (instead of one approval).
+        approver: who decided, when the UI knows.
+    """
+
+    decision: Decision
+    _: KW_ONLY
+    edited_args: dict[str, Any] | None = None
+    grant: Grant | None = None
+    approver: str | None = None
+
+
+@runtime_checkable
+class ApprovalUI(Protocol):
+    """A UI that answers approval requests itself (the notebook, an MCP client bridge)."""
+
+    async def request_approval(self, request: ApprovalRequest) -> ApprovalOutcome:
+        """Show ``request`` and return the person's answer.
+
+        May raise; the gate treats an exception, a malformed answer, the request's deadline
+        passing (the gate cancels the call) or the run's abort as a denial.
+        """
+        ...

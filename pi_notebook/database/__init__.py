@@ -1,0 +1,20 @@
+"""The database extension: ``query_database`` with an approval gate (chapter §5, §14, §15).
+
+Read-only SQL runs at once. Anything that writes or has a side effect needs the user's
+approval; the approval is stored durably and becomes a one-shot capability for this call id
+and the canonical hash of the arguments shown. The backend checks again on the SQL it is
+about to run (the gate is intent, the backend is authorisation).
+
+``register(pi)`` is the default factory (``PI_NOTEBOOK_DATABASE_URL``, else the bundled sample
+database); ``database_extension(url=..., **options)`` builds one for a given database.
+``extensions/database.py`` re-exports ``register`` so the extension also loads by path.
+"""
+
+from pi_notebook.database.extension import (
+    DatabaseExtension,
+    QueryDatabaseParams,
+    database_extension,
+    register,
+)
+
+__all__ = ["DatabaseExtension", "QueryDatabaseParams", "database_extension", "register"]

@@ -1,0 +1,154 @@
+"""``DatabaseExtension``: the factory that registers ``query_database`` and its gate.
+
+Read-only SQL runs at once. Anything that writes or has a side effect needs the user's approval
+through ``ctx.ui.confirm``; the approval is stored durably and becomes a one-shot capability for
+this call id and the canonical hash of the arguments shown. The backend checks again on the SQL
+it is about to run (the gate is intent, the backend is authorisation).
+
+Results: each call's DataFrame is in its tool result's ``details["dataframe"]`` (so in
+``session.messages`` and the ``tool_execution_end`` event), never sent to the model. The
+extension object also keeps the last few by call id: ``ext.results[call_id]`` and
+``ext.last_dataframe``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from pi_notebook.agent.types import ToolResult
+from pi_notebook.ai.messages import TextContent
+from pi_notebook.approvals import ApprovalStore, CapabilityStore
+from pi_notebook.database.gate import TOOL_NAME, audit_of, make_gate
+from pi_notebook.extensions import ExtensionAPI, ToolDefinition, define_tool
+from pi_notebook.sample_db import sample_database_url
+from pi_notebook.sql import classify
+from pi_notebook.sql.backend import DatabaseBackend, safe_url
+
+__all__ = ["DatabaseExtension", "QueryDatabaseParams", "database_extension", "register"]
+
+ENV_URL = "PI_NOTEBOOK_DATABASE_URL"
+
+
+class QueryDatabaseParams(BaseModel):
+    """Arguments of ``query_database``."""
+
+    sql: str = Field(min_length=1, description="Exactly one SQL statement.")
+
+
+class DatabaseExtension:
+    """Factory of the database extension (call it with ``pi``), plus the last results.
+
+    Args:
+        url: SQLAlchemy URL; ``None`` reads ``PI_NOTEBOOK_DATABASE_URL`` when the factory
+            runs, else uses the bundled sample database.
+        row_cap: rows kept per result DataFrame.
+        approval_timeout_s: how long the user has to decide; no decision is a denial.
+        statement_timeout_s: a statement running longer is cancelled.
+        capability_ttl_s: how long an approval stays usable before the call executes.
+        approvals_url: SQLAlchemy URL of the approval records (default: the data directory).
+        keep_results: how many DataFrames ``results`` keeps.
+    """
+
+    def __init__(self, url: str | None = None, *, row_cap: int = 10_000,
+                 approval_timeout_s: float = 30, statement_timeout_s: float = 30,
+                 capability_ttl_s: float = 60, approvals_url: str | None = None,
+                 keep_results: int = 20) -> None:  # fmt: skip
+        self.url = url
+        self.row_cap = row_cap
+        self.approval_timeout_s = approval_timeout_s
+        self.statement_timeout_s = statement_timeout_s
+        self.capability_ttl_s = capability_ttl_s
+        self.approvals_url = approvals_url
+        self.keep_results = keep_results
+        self.results: OrderedDict[str, pd.DataFrame] = OrderedDict()
+        self.backend: DatabaseBackend | None = None
+        self._approvals: ApprovalStore | None = None
+
+    @property
+    def last_dataframe(self) -> pd.DataFrame | None:
+        """The DataFrame of the most recent successful call, if any."""
+        return next(reversed(self.results.values())) if self.results else None
+
+    @property
+    def approvals(self) -> ApprovalStore:
+        """The approval records (created on first use)."""
+        if self._approvals is None:
+            self._approvals = ApprovalStore(self.approvals_url)
+        return self._approvals
+
+    def explain_approval(self, sql: str) -> str:
+        """Why ``sql`` needs approval, in words (for a UI showing the approval prompt)."""
+        dialect = self.backend.dialect if self.backend is not None else "sqlite"
+        verdict = classify(sql, dialect)
+        return "; ".join(verdict.reasons) or "it is not a plain read"
+
+    def __call__(self, pi: ExtensionAPI) -> None:
+        url = self.url or os.environ.get(ENV_URL) or sample_database_url()
+        backend = DatabaseBackend(url, row_cap=self.row_cap, approvals=CapabilityStore(),
+                                  statement_timeout_s=self.statement_timeout_s)  # fmt: skip
+        self.backend = backend
+        pi.register_tool(define_tool(ToolDefinition(
+            name=TOOL_NAME,
+            label="Query database",
+            description=(
+                f"Run one SQL statement ({backend.dialect} dialect) on the connected database and "
+                "return the rows. Reads run at once; writes and anything with side effects "
+                "need the user's approval."
+            ),
+            parameters=QueryDatabaseParams,
+            execute=self._make_execute(backend, pi),
+            execution_mode="sequential",
+            prompt_snippet=f"run one SQL statement on the {backend.dialect} database {safe_url(backend.url)}",
+            prompt_guidelines=[
+                "query_database: send exactly one SQL statement per call; several statements are refused.",
+                "query_database: plain SELECT (and WITH ... SELECT) runs without asking; prefer it.",
+                "query_database: INSERT/UPDATE/DELETE, DDL, SET/PRAGMA, file or network access "
+                "need the user's approval; say why before asking, and expect a refusal.",
+                "query_database: results are capped; use aggregates or LIMIT instead of fetching everything.",
+            ],
+        )))  # fmt: skip
+        pi.on("tool_call", make_gate(self, backend, pi))
+        pi.on("session_shutdown", lambda _event, _ctx: self._shutdown(backend))
+
+    def _shutdown(self, backend: DatabaseBackend) -> None:
+        backend.dispose()
+        if self._approvals is not None:
+            self._approvals.close()
+
+    def _make_execute(self, backend: DatabaseBackend, pi: ExtensionAPI) -> Any:
+        async def execute(tool_call_id: str, params: QueryDatabaseParams, signal: Any,
+                          on_update: Any, ctx: Any) -> ToolResult:  # fmt: skip
+            on_update(
+                ToolResult(content=[TextContent(text="Querying…")], details={"phase": "query"})
+            )
+
+            def progress(rows: int) -> None:
+                on_update(ToolResult(content=[TextContent(text=f"Fetched {rows:,} rows…")],
+                                     details={"phase": "fetch", "rows_fetched": rows}))  # fmt: skip
+
+            outcome = await backend.run(tool_call_id, params.sql, signal=signal,
+                                        on_progress=progress, audit=audit_of(pi, ctx))  # fmt: skip
+            if outcome.has_rows:
+                self.results[tool_call_id] = outcome.dataframe
+                while len(self.results) > self.keep_results:
+                    self.results.popitem(last=False)
+            return ToolResult(
+                content=[TextContent(text=outcome.preview)], details=outcome.details()
+            )
+
+        return execute
+
+
+def database_extension(url: str | None = None, **options: Any) -> DatabaseExtension:
+    """A database extension factory for ``url`` (see :class:`DatabaseExtension` for options)."""
+    return DatabaseExtension(url, **options)
+
+
+def register(pi: ExtensionAPI) -> None:
+    """Default factory (C35): ``PI_NOTEBOOK_DATABASE_URL``, else the bundled sample database."""
+    DatabaseExtension()(pi)
