@@ -28,18 +28,25 @@ class CapabilityCheck:
         reason: why not, in words the model and the user can act on ("" when ok).
         approved_hash: the hash that was approved for this call id, if any.
         final_hash: the hash presented by the backend.
+        expected_rows: the affected-row count the person saw in the preview, if any; the
+            backend rolls back and refuses when the statement changes a different number.
+        max_rows: the most rows the approval (or the grant behind it) allows, if bounded.
     """
 
     ok: bool
     reason: str
     approved_hash: str | None
     final_hash: str
+    expected_rows: int | None = None
+    max_rows: int | None = None
 
 
 @dataclass(frozen=True)
 class _Grant:
     args_hash: str
     expires_at: float
+    expected_rows: int | None
+    max_rows: int | None
 
 
 class CapabilityStore:
@@ -51,8 +58,20 @@ class CapabilityStore:
         self._grants: dict[str, _Grant] = {}
         self._spent: set[str] = set()
 
-    def grant(self, tool_call_id: str, args_hash: str, ttl_s: float = DEFAULT_TTL_S) -> None:
+    def grant(
+        self,
+        tool_call_id: str,
+        args_hash: str,
+        ttl_s: float = DEFAULT_TTL_S,
+        *,
+        expected_rows: int | None = None,
+        max_rows: int | None = None,
+    ) -> None:
         """Grant one use of ``args_hash`` to ``tool_call_id`` for ``ttl_s`` seconds.
+
+        ``expected_rows`` binds the approval to the previewed count of affected rows and
+        ``max_rows`` to an upper bound (a scoped grant's); the backend enforces both inside
+        the write's transaction.
 
         Raises:
             ValueError: if this call id already used or holds a capability (a call is
@@ -64,7 +83,9 @@ class CapabilityStore:
             self._expire_locked()
             if tool_call_id in self._grants or tool_call_id in self._spent:
                 raise ValueError(f"tool call {tool_call_id!r} already has a capability")
-            self._grants[tool_call_id] = _Grant(args_hash, self._clock() + ttl_s)
+            self._grants[tool_call_id] = _Grant(
+                args_hash, self._clock() + ttl_s, expected_rows, max_rows
+            )
 
     def consume(self, tool_call_id: str, args_hash: str) -> CapabilityCheck:
         """Use the capability of ``tool_call_id`` for ``args_hash``; it is gone afterwards."""
@@ -96,7 +117,12 @@ class CapabilityStore:
                 final_hash=args_hash,
             )
         return CapabilityCheck(
-            ok=True, reason="", approved_hash=grant.args_hash, final_hash=args_hash
+            ok=True,
+            reason="",
+            approved_hash=grant.args_hash,
+            final_hash=args_hash,
+            expected_rows=grant.expected_rows,
+            max_rows=grant.max_rows,
         )
 
     def revoke(self, tool_call_id: str) -> None:

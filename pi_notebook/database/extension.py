@@ -18,26 +18,18 @@ from collections import OrderedDict
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, Field
 
-from pi_notebook.agent.types import ToolResult
-from pi_notebook.ai.messages import TextContent
 from pi_notebook.approvals import ApprovalStore, CapabilityStore
-from pi_notebook.database.gate import TOOL_NAME, audit_of, make_gate
-from pi_notebook.extensions import ExtensionAPI, ToolDefinition, define_tool
+from pi_notebook.database.gate import make_gate
+from pi_notebook.database.tool import ContentPolicy, QueryDatabaseParams, make_query_tool
+from pi_notebook.extensions import ExtensionAPI
 from pi_notebook.sample_db import sample_database_url
 from pi_notebook.sql import classify
-from pi_notebook.sql.backend import DatabaseBackend, safe_url
+from pi_notebook.sql.backend import DatabaseBackend
 
 __all__ = ["DatabaseExtension", "QueryDatabaseParams", "database_extension", "register"]
 
 ENV_URL = "PI_NOTEBOOK_DATABASE_URL"
-
-
-class QueryDatabaseParams(BaseModel):
-    """Arguments of ``query_database``."""
-
-    sql: str = Field(min_length=1, description="Exactly one SQL statement.")
 
 
 class DatabaseExtension:
@@ -68,6 +60,13 @@ class DatabaseExtension:
         self.results: OrderedDict[str, pd.DataFrame] = OrderedDict()
         self.backend: DatabaseBackend | None = None
         self._approvals: ApprovalStore | None = None
+        self.content_policy: ContentPolicy | None = None
+
+    def keep_result(self, tool_call_id: str, frame: pd.DataFrame) -> None:
+        """Remember ``frame`` as the result of ``tool_call_id`` (the last ``keep_results``)."""
+        self.results[tool_call_id] = frame
+        while len(self.results) > self.keep_results:
+            self.results.popitem(last=False)
 
     @property
     def last_dataframe(self) -> pd.DataFrame | None:
@@ -92,26 +91,7 @@ class DatabaseExtension:
         backend = DatabaseBackend(url, row_cap=self.row_cap, approvals=CapabilityStore(),
                                   statement_timeout_s=self.statement_timeout_s)  # fmt: skip
         self.backend = backend
-        pi.register_tool(define_tool(ToolDefinition(
-            name=TOOL_NAME,
-            label="Query database",
-            description=(
-                f"Run one SQL statement ({backend.dialect} dialect) on the connected database and "
-                "return the rows. Reads run at once; writes and anything with side effects "
-                "need the user's approval."
-            ),
-            parameters=QueryDatabaseParams,
-            execute=self._make_execute(backend, pi),
-            execution_mode="sequential",
-            prompt_snippet=f"run one SQL statement on the {backend.dialect} database {safe_url(backend.url)}",
-            prompt_guidelines=[
-                "query_database: send exactly one SQL statement per call; several statements are refused.",
-                "query_database: plain SELECT (and WITH ... SELECT) runs without asking; prefer it.",
-                "query_database: INSERT/UPDATE/DELETE, DDL, SET/PRAGMA, file or network access "
-                "need the user's approval; say why before asking, and expect a refusal.",
-                "query_database: results are capped; use aggregates or LIMIT instead of fetching everything.",
-            ],
-        )))  # fmt: skip
+        pi.register_tool(make_query_tool(self, backend, pi))
         pi.on("tool_call", make_gate(self, backend, pi))
         pi.on("session_shutdown", lambda _event, _ctx: self._shutdown(backend))
 
@@ -119,29 +99,6 @@ class DatabaseExtension:
         backend.dispose()
         if self._approvals is not None:
             self._approvals.close()
-
-    def _make_execute(self, backend: DatabaseBackend, pi: ExtensionAPI) -> Any:
-        async def execute(tool_call_id: str, params: QueryDatabaseParams, signal: Any,
-                          on_update: Any, ctx: Any) -> ToolResult:  # fmt: skip
-            on_update(
-                ToolResult(content=[TextContent(text="Querying…")], details={"phase": "query"})
-            )
-
-            def progress(rows: int) -> None:
-                on_update(ToolResult(content=[TextContent(text=f"Fetched {rows:,} rows…")],
-                                     details={"phase": "fetch", "rows_fetched": rows}))  # fmt: skip
-
-            outcome = await backend.run(tool_call_id, params.sql, signal=signal,
-                                        on_progress=progress, audit=audit_of(pi, ctx))  # fmt: skip
-            if outcome.has_rows:
-                self.results[tool_call_id] = outcome.dataframe
-                while len(self.results) > self.keep_results:
-                    self.results.popitem(last=False)
-            return ToolResult(
-                content=[TextContent(text=outcome.preview)], details=outcome.details()
-            )
-
-        return execute
 
 
 def database_extension(url: str | None = None, **options: Any) -> DatabaseExtension:

@@ -18,20 +18,13 @@ from sqlalchemy.exc import ArgumentError
 
 from ..database import DatabaseExtension, database_extension
 from ..extensions.loader import labelled_extension
+from ..secrets import safe_url, scrub
 from ..session import AgentSession, create_agent_session
 from .config import PiNotebook
 from .run import Run
 from .ui import NotebookUI
 
 __all__ = ["NotebookState", "check_database_url", "safe_url"]
-
-
-def safe_url(url: str) -> str:
-    """``url`` without its password."""
-    try:
-        return sa.make_url(url).render_as_string(hide_password=True)
-    except (ArgumentError, ValueError):
-        return "<invalid URL>"
 
 
 class NotebookState:
@@ -213,8 +206,6 @@ def check_database_url(url: str) -> str:
     try:
         parsed = sa.make_url(text)
     except (ArgumentError, ValueError):  # ValueError: a port that is not a number
-        from ..sql.backend.errors import scrub  # the message is shown, so no password in it
-
         raise ValueError(
             f"{scrub(text)!r} is not a SQLAlchemy URL; write e.g. sqlite:///path/to/file.db "
             "or postgresql+psycopg://user@host/db"

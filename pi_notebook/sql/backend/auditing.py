@@ -7,11 +7,12 @@ happened are best effort: a broken audit must not turn a committed write into an
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-__all__ = ["AuditSink", "record_after", "record_before"]
+__all__ = ["AuditSink", "commit_before", "record_after", "record_before"]
 
 log = logging.getLogger("pi_notebook.sql.backend")
 
@@ -37,6 +38,19 @@ def record_before(
     """Write a record that must be committed before the action; raises if it cannot be."""
     if audit is not None:
         audit.record(kind, dict(payload), durable=True, **ids)
+
+
+async def commit_before(
+    audit: AuditSink | None, kind: str, payload: Mapping[str, Any], **ids: Any
+) -> None:
+    """``record_before`` for async callers: waits for the commit without blocking the loop.
+
+    Raises:
+        pi_notebook.errors.AuditUnavailableError: the record could not be committed in time;
+            whatever it would authorise must not happen.
+    """
+    if audit is not None:
+        await asyncio.to_thread(record_before, audit, kind, payload, **ids)
 
 
 def record_after(

@@ -7,12 +7,12 @@ long hints. The model and the audit get one or two short lines with every creden
 from __future__ import annotations
 
 import re
-from urllib.parse import quote, quote_plus
 
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
 from pi_notebook.errors import QueryAborted, QueryError, QueryRefused
+from pi_notebook.secrets import safe_url, scrub
 
 __all__ = [
     "QueryAborted",
@@ -24,25 +24,6 @@ __all__ = [
 ]
 
 _MAX_CHARS = 300
-_URL_CREDENTIALS = re.compile(r"(\b[\w+.-]+://[^:/@\s]*):[^@\s]*@")
-_KEY_VALUE = re.compile(r"\b(password|passwd|pwd)\s*[=:]\s*('[^']*'|\"[^\"]*\"|\S+)", re.I)
-
-
-def safe_url(url: URL) -> str:
-    """The URL without its password."""
-    return url.render_as_string(hide_password=True)
-
-
-def scrub(text: str, url: URL | None = None) -> str:
-    """Remove credentials from ``text``: the URL's password (raw and URL-quoted), any
-    ``scheme://user:secret@`` and ``password=...`` fragments."""
-    if url is not None and url.password:
-        secret = str(url.password)
-        for form in {secret, quote(secret, safe=""), quote_plus(secret)}:
-            if form:
-                text = text.replace(form, "***")
-    text = _URL_CREDENTIALS.sub(r"\1:***@", text)
-    return _KEY_VALUE.sub(lambda m: f"{m.group(1)}=***", text)
 
 
 def _first_lines(text: str) -> str:

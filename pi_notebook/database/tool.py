@@ -1,0 +1,111 @@
+"""``query_database`` itself: its parameters and its ``execute``.
+
+``execute`` hands the final SQL to the backend (which makes the last policy decision), keeps
+the result DataFrame for the analyst in ``details`` and gives the model a bounded text
+preview in ``content``. When the extension has a content policy (data protection), the
+preview the model sees comes from it instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from pi_notebook.agent.types import ToolResult
+from pi_notebook.ai.messages import TextContent
+from pi_notebook.database.gate import TOOL_NAME, audit_of
+from pi_notebook.extensions import ExtensionAPI, ToolDefinition, define_tool
+from pi_notebook.secrets import safe_url
+from pi_notebook.sql.backend import DatabaseBackend, QueryOutcome
+
+if TYPE_CHECKING:
+    from pi_notebook.database.extension import DatabaseExtension
+
+__all__ = ["ContentPolicy", "ModelContent", "QueryDatabaseParams", "make_query_tool"]
+
+
+class QueryDatabaseParams(BaseModel):
+    """Arguments of ``query_database``."""
+
+    sql: str = Field(min_length=1, description="Exactly one SQL statement.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelContent:
+    """What the model is shown of one result, as a content policy decided.
+
+    Attributes:
+        text: the preview text for the model.
+        protected: output column name to the action applied (``mask``, ``hash``, ``drop``,
+            or ``withheld`` when lineage could not be established).
+        note: why values were withheld, when they were.
+    """
+
+    text: str
+    protected: dict[str, str] = field(default_factory=dict[str, str])
+    note: str | None = None
+
+
+class ContentPolicy(Protocol):
+    """Decides what the model sees of a result (the analyst's DataFrame is untouched)."""
+
+    def model_content(self, sql: str, dialect: str, outcome: QueryOutcome) -> ModelContent: ...
+
+
+def make_query_tool(
+    ext: DatabaseExtension, backend: DatabaseBackend, pi: ExtensionAPI
+) -> ToolDefinition[QueryDatabaseParams]:
+    """The ``query_database`` definition bound to ``backend``."""
+
+    async def execute(
+        tool_call_id: str, params: QueryDatabaseParams, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
+        on_update(ToolResult(content=[TextContent(text="Querying…")], details={"phase": "query"}))
+
+        def progress(rows: int) -> None:
+            on_update(
+                ToolResult(
+                    content=[TextContent(text=f"Fetched {rows:,} rows…")],
+                    details={"phase": "fetch", "rows_fetched": rows},
+                )
+            )
+
+        outcome = await backend.run(
+            tool_call_id, params.sql, signal=signal, on_progress=progress, audit=audit_of(pi, ctx)
+        )
+        if outcome.has_rows:
+            ext.keep_result(tool_call_id, outcome.dataframe)
+        details = outcome.details()
+        text = outcome.preview
+        if ext.content_policy is not None and outcome.has_rows:
+            shown = ext.content_policy.model_content(params.sql, backend.dialect, outcome)
+            text = shown.text
+            details["protected_columns"] = dict(shown.protected)
+        return ToolResult(content=[TextContent(text=text)], details=details)
+
+    return define_tool(
+        ToolDefinition(
+            name=TOOL_NAME,
+            label="Query database",
+            description=(
+                f"Run one SQL statement ({backend.dialect} dialect) on the connected database "
+                "and return the rows. Reads run at once; writes and anything with side effects "
+                "need the user's approval."
+            ),
+            parameters=QueryDatabaseParams,
+            execute=execute,
+            execution_mode="sequential",
+            prompt_snippet=(
+                f"run one SQL statement on the {backend.dialect} database {safe_url(backend.url)}"
+            ),
+            prompt_guidelines=[
+                "query_database: send exactly one SQL statement per call; several statements are refused.",
+                "query_database: plain SELECT (and WITH ... SELECT) runs without asking; prefer it.",
+                "query_database: INSERT/UPDATE/DELETE, DDL, SET/PRAGMA, file or network access "
+                "need the user's approval; say why before asking, and expect a refusal.",
+                "query_database: results are capped; use aggregates or LIMIT instead of fetching everything.",
+            ],
+        )
+    )
