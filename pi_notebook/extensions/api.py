@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -79,12 +80,16 @@ class ExtensionAPI:
     def extension_path(self) -> str:
         return self._extension.path
 
-    def register_tool(self, definition: ToolDefinition[Any]) -> None:
+    def register_tool(self, definition: ToolDefinition[Any], *, origin: str | None = None) -> None:
         """Register (by reference) under ``definition.name``; a second registration of the
-        same name in this extension replaces the first (C2)."""
+        same name in this extension replaces the first (C2). ``origin`` names what inside the
+        extension provides the tool (e.g. ``mcp:NAME``); it goes into the tool's source info."""
         check_tool_definition(definition, f"Extension {self.extension_path}")
+        source = self._extension.source_info
+        if origin is not None:
+            source = dataclasses.replace(source, origin=origin)
         self._extension.tools[definition.name] = RegisteredTool(
-            definition=definition, source_info=self._extension.source_info
+            definition=definition, source_info=source
         )
         self._runner.tool_registered()
 

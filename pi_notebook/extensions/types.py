@@ -73,13 +73,15 @@ SourceKind = Literal["builtin", "extension", "sdk"]
 @dataclass(frozen=True, kw_only=True)
 class SourceInfo:
     """Where a tool came from (C5): ``<builtin:NAME>``, ``<sdk:NAME>``, ``<inline:N>``,
-    or the extension's file path or module name."""
+    or the extension's file path or module name. ``origin`` names what inside the extension
+    provides the tool, when that is not the extension itself (an MCP server: ``mcp:NAME``)."""
 
     kind: SourceKind
     path: str
+    origin: str | None = None
 
     def __str__(self) -> str:
-        return self.path
+        return self.path if self.origin is None else f"{self.path} [{self.origin}]"
 
 
 @dataclass(frozen=True, kw_only=True)

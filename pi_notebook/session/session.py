@@ -27,7 +27,7 @@ from ..agent.types import (
     ExecutionMode,
 )
 from ..ai.abort import AbortSignal
-from ..ai.messages import Message, to_text_parts
+from ..ai.messages import Message, ToolResultMessage, to_text_parts
 from ..ai.model import Model
 from ..errors import AgentBusyError, SessionClosedError
 from ..extensions.api import ExtensionAPI, check_tool_definition
@@ -49,6 +49,8 @@ from ..extensions.runner import Extension, ExtensionRunner
 from ..extensions.types import RegisteredTool, SourceInfo, ToolDefinition, ToolInfo
 from ..extensions.ui import UIContext
 from ..extensions.wrapper import wrap_registered_tool
+from .direct import call_tool as direct_call
+from .direct import direct_call_signal
 from .prompt import build_system_prompt
 from .registry import build_registry, next_active_names
 
@@ -197,7 +199,7 @@ class AgentSession:
 
     @property
     def signal(self) -> AbortSignal | None:
-        return self.agent.signal
+        return direct_call_signal() or self.agent.signal
 
     @property
     def is_running(self) -> bool:
@@ -347,6 +349,21 @@ class AgentSession:
             raise AgentBusyError("A prompt is already running; wait for it or call abort().")
         await self.start()
         await self.agent.prompt(text)
+
+    async def call_tool(
+        self,
+        name: str,
+        args: Mapping[str, Any],
+        *,
+        tool_call_id: str | None = None,
+        signal: AbortSignal | None = None,
+    ) -> ToolResultMessage:
+        """One governed call of an active tool without a model (see :mod:`.direct`): the same
+        validation, ``tool_call`` handlers, approval, ``tool_result`` handlers, events and audit
+        as a model's call. Returns the final result message; never raises for a failing call."""
+        return await direct_call(
+            self, name, args, tool_call_id=tool_call_id, signal=signal, emit=self._dispatch
+        )
 
     def abort(self, reason: str | None = None) -> None:
         """Abort the running prompt, if any."""

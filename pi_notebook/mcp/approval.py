@@ -1,0 +1,337 @@
+"""Asking an MCP client's user to approve a call: the UI object the MCP server's session uses.
+
+The gate (a ``tool_call`` handler) asks ``ui.request_approval(request)`` (or, from older gates,
+``ui.confirm(title, sql)``). :class:`McpApprovalUI` answers for the MCP request being served,
+which :func:`serving` makes current:
+
+* ``elicit`` (protocol revisions up to 2025-11-25, what desktop clients negotiate today): the
+  question goes to the client as an ``elicitation/create`` request in the middle of the call,
+  and the answer decides the call.
+* ``input_required`` (2026-07-28, the SDK's default): a server may not send requests
+  mid-call. The first round records the question and answers "rejected", so nothing runs;
+  the server then returns an ``InputRequiredResult`` carrying the question and a one-shot
+  nonce. When the client retries with the person's answer, that answer applies to exactly
+  one new call, and only if its statement hashes the same (and its preview counts the same
+  rows) as the one shown. A replayed retry finds its nonce spent and is asked again.
+* ``unavailable``: the client did not declare elicitation; approvals are refused, and the
+  server tells the client why.
+
+Fail closed everywhere: no current request, a missing answer, a declined, cancelled or
+garbled answer, or an exception all mean "rejected".
+
+What does not belong here: deciding what needs approval (the gates) or the MCP wire handling
+(:mod:`pi_notebook.mcp.server`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mcp.types import ElicitResult
+
+from pi_notebook.ai.abort import AbortSignal
+from pi_notebook.approvals import ApprovalOutcome, ApprovalRequest, WritePreview
+
+__all__ = [
+    "APPROVAL_SCHEMA",
+    "McpApprovalUI",
+    "PendingApprovals",
+    "PriorAnswer",
+    "Question",
+    "RequestApproval",
+    "approval_message",
+    "decision_of",
+    "serving",
+]
+
+Mode = Literal["elicit", "input_required", "unavailable"]
+
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {
+            "type": "boolean",
+            "title": "Run this statement once",
+            "description": "Approve exactly the statement shown, for this one call.",
+            "default": False,
+        }
+    },
+    "required": ["approve"],
+}
+"""The form a client shows: one boolean. Only ``accept`` with ``approve: true`` approves."""
+
+_SAMPLE_ROWS = 5
+
+
+@dataclass(frozen=True, kw_only=True)
+class Question:
+    """What one approval asks: the statement (or arguments) shown, bound to ``args_hash``."""
+
+    title: str
+    tool_name: str
+    statement: str
+    args_hash: str
+    reasons: tuple[str, ...] = ()
+    preview: WritePreview | None = None
+
+    @property
+    def affected_rows(self) -> int | None:
+        return self.preview.affected_rows if self.preview is not None else None
+
+
+@dataclass(kw_only=True)
+class PriorAnswer:
+    """The person's answer to a question asked in an earlier round (2026-07-28), usable once."""
+
+    args_hash: str
+    affected_rows: int | None
+    approved: bool
+    used: bool = False
+
+
+@dataclass(kw_only=True)
+class RequestApproval:
+    """The approval state of the MCP request being served.
+
+    Attributes:
+        client: the client's name (from ``clientInfo``), shown in questions and recorded.
+        mode: how a question reaches the person (see the module docstring).
+        elicit: sends ``elicitation/create`` for this request (``elicit`` mode).
+        answer: an earlier round's answer (``input_required`` mode).
+        asked: the question deferred to the client's retry (``input_required`` mode).
+        refused: a question was refused because the client cannot be asked.
+    """
+
+    client: str
+    mode: Mode
+    elicit: Callable[[str, dict[str, Any]], Awaitable[ElicitResult]] | None = None
+    answer: PriorAnswer | None = None
+    asked: Question | None = None
+    refused: bool = False
+    decisions: list[str] = field(default_factory=list[str])
+
+
+_current: ContextVar[RequestApproval | None] = ContextVar("pi_notebook_mcp_request", default=None)
+
+
+@contextmanager
+def serving(approval: RequestApproval) -> Iterator[RequestApproval]:
+    """Make ``approval`` the state questions of this task (and tasks it starts) go to."""
+    token = _current.set(approval)
+    try:
+        yield approval
+    finally:
+        _current.reset(token)
+
+
+def decision_of(response: Any) -> bool:
+    """True only for ``accept`` with ``{"approve": true}``; anything else is a denial."""
+    if not isinstance(response, ElicitResult) or response.action != "accept":
+        return False
+    return bool(response.content) and (response.content or {}).get("approve") is True
+
+
+def _table(sample: Any) -> str:
+    try:
+        head = sample.head(_SAMPLE_ROWS)
+        return head.to_string(index=False, max_colwidth=40)
+    except Exception:  # a preview that cannot be shown is left out, never fatal
+        return ""
+
+
+def approval_message(question: Question, client: str) -> str:
+    """The text a client shows: who asks, the exact statement, why, the preview, the binding."""
+    lines = [
+        f"{question.title}: {client} asks to run this {question.tool_name} call.",
+        "",
+        *(f"    {line}" for line in question.statement.splitlines() or [""]),
+        "",
+    ]
+    if question.reasons:
+        lines.append("Why it needs approval: " + "; ".join(question.reasons) + ".")
+    preview = question.preview
+    if preview is not None:
+        if preview.affected_rows is not None:
+            how = f" ({preview.method})" if preview.method else ""
+            lines.append(f"Preview: {preview.affected_rows} row(s) would change{how}.")
+        if preview.note:
+            lines.append(f"Note: {preview.note}")
+        if preview.plan:
+            lines.append("Plan: " + " ".join(preview.plan.split())[:500])
+        if preview.sample is not None:
+            table = _table(preview.sample)
+            if table:
+                lines += ["Rows it would touch (first few):", table]
+    lines.append(
+        f"Approving runs exactly this, once (approval hash {question.args_hash[:12]}…); "
+        "any change needs a new approval."
+    )
+    return "\n".join(lines)
+
+
+@dataclass
+class _Pending:
+    args_hash: str
+    affected_rows: int | None
+    key: str
+    expires_at: float
+
+
+class PendingApprovals:
+    """Questions sent in an ``InputRequiredResult``, waiting for the client's retry.
+
+    Each is keyed by a random nonce that travels in the (sealed) ``requestState`` and is
+    consumed by the first retry that carries it, so a replayed retry finds nothing.
+    """
+
+    def __init__(self, ttl_s: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl_s = ttl_s
+        self._clock = clock
+        self._pending: dict[str, _Pending] = {}
+
+    def add(self, question: Question, key: str) -> str:
+        """Remember ``question``; returns its nonce."""
+        self._expire()
+        nonce = secrets.token_urlsafe(18)
+        self._pending[nonce] = _Pending(
+            question.args_hash, question.affected_rows, key, self._clock() + self.ttl_s
+        )
+        return nonce
+
+    def consume(self, nonce: str, responses: dict[str, Any]) -> PriorAnswer | None:
+        """The answer for ``nonce`` (gone afterwards), or ``None`` if it is unknown, spent or
+        expired. A missing or garbled response is a denial, not a retry."""
+        self._expire()
+        entry = self._pending.pop(nonce, None)
+        if entry is None:
+            return None
+        return PriorAnswer(
+            args_hash=entry.args_hash,
+            affected_rows=entry.affected_rows,
+            approved=decision_of(responses.get(entry.key)),
+        )
+
+    def __len__(self) -> int:
+        self._expire()
+        return len(self._pending)
+
+    def _expire(self) -> None:
+        now = self._clock()
+        for nonce in [n for n, p in self._pending.items() if p.expires_at <= now]:
+            del self._pending[nonce]
+
+
+class McpApprovalUI:
+    """The UI of the MCP server's session: every question goes to the current MCP client.
+
+    Args:
+        explain: the reasons a statement needs approval (for gates that only ``confirm``).
+        hash_statement: the approval hash of a statement (for gates that only ``confirm``).
+    """
+
+    def __init__(
+        self,
+        *,
+        explain: Callable[[str], Sequence[str]],
+        hash_statement: Callable[[str], str],
+    ) -> None:
+        self._explain = explain
+        self._hash = hash_statement
+
+    async def request_approval(self, request: ApprovalRequest) -> ApprovalOutcome:
+        """Ask the current client about ``request`` (see the module docstring)."""
+        statement = request.args.get("sql") if isinstance(request.args.get("sql"), str) else None
+        question = Question(
+            title=request.title,
+            tool_name=request.tool_name,
+            statement=statement if statement is not None else _arguments_text(request.args),
+            args_hash=request.args_hash,
+            reasons=tuple(request.reasons),
+            preview=request.preview,
+        )
+        current = _current.get()
+        approved = await self._decide(question, request.timeout_s)
+        approver = current.client if current is not None else None
+        return ApprovalOutcome("approved" if approved else "rejected", approver=approver)
+
+    async def confirm(
+        self,
+        title: str,
+        message: str,
+        *,
+        signal: AbortSignal | None = None,
+        timeout: float | None = None,
+    ) -> bool:
+        """The ``confirm`` of gates that show the statement itself as ``message``."""
+        question = Question(
+            title=title,
+            tool_name="query_database",
+            statement=message,
+            args_hash=self._hash(message),
+            reasons=tuple(self._explain(message)),
+        )
+        return await self._decide(question, timeout)
+
+    async def select(self, title: str, options: Sequence[str], **_: Any) -> str | None:
+        return None  # an MCP client is asked yes/no questions only
+
+    async def input(self, title: str, placeholder: str = "", **_: Any) -> str | None:
+        return None
+
+    def notify(self, message: str, level: str = "info") -> None:
+        """Nothing reaches the client outside a call; notes go to the server's log."""
+        import logging
+
+        logging.getLogger(__name__).info("%s: %s", level, message)
+
+    async def _decide(self, question: Question, timeout: float | None) -> bool:
+        current = _current.get()
+        if current is None:  # not serving a request: nobody to ask
+            return False
+        if current.mode == "unavailable":
+            current.refused = True
+            current.decisions.append("refused")
+            return False
+        if current.mode == "input_required":
+            answer = current.answer
+            if (
+                answer is not None
+                and not answer.used
+                and answer.args_hash == question.args_hash
+                and answer.affected_rows == question.affected_rows
+            ):
+                answer.used = True
+                current.decisions.append("approved" if answer.approved else "rejected")
+                return answer.approved
+            current.asked = question  # asked in the result; this round runs nothing
+            current.decisions.append("asked")
+            return False
+        assert current.elicit is not None
+        try:
+            ask = current.elicit(approval_message(question, current.client), APPROVAL_SCHEMA)
+            response = await (asyncio.wait_for(ask, timeout) if timeout else ask)
+        except Exception:  # a failed or late question is a denial
+            current.decisions.append("failed")
+            return False
+        approved = decision_of(response)
+        current.decisions.append("approved" if approved else "rejected")
+        return approved
+
+
+def _arguments_text(args: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(args, indent=2, sort_keys=True, default=str)
+
+
+def statement_hash(text: str) -> str:
+    """SHA-256 of ``text`` (for tools whose approval binds to plain text)."""
+    return hashlib.sha256(text.encode()).hexdigest()

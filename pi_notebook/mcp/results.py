@@ -1,0 +1,95 @@
+"""An MCP ``CallToolResult`` as our ``ToolResult``: text for the model, the rest in ``details``.
+
+Our content model holds text parts only, so each non-text block becomes a short text note
+(``[image image/png, 1.2 kB: kept in details, not shown to the model]``) and the block
+itself goes to ``details`` for the notebook. ``structuredContent`` goes to ``details`` only:
+the model sees it just when the server also wrote it into a text block, as the MCP
+specification asks servers to do.
+
+What does not belong here: calling the server.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from mcp.types import (
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
+
+from pi_notebook.agent.types import ToolResult
+from pi_notebook.ai.messages import TextContent as PiText
+from pi_notebook.mcp.errors import McpToolError
+
+__all__ = ["result_text", "to_tool_result"]
+
+_NO_TEXT = "(The tool returned no text; its structured result is kept for the user.)"
+
+
+def _size(data: str) -> str:
+    try:
+        n = len(base64.b64decode(data, validate=False))
+    except (binascii.Error, ValueError):
+        n = len(data)
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} kB"
+
+
+def _block(block: Any, details: dict[str, Any]) -> str:
+    """The model's text for one content block; binary blocks are kept in ``details``."""
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, ImageContent | AudioContent):
+        kind = "image" if isinstance(block, ImageContent) else "audio"
+        details.setdefault(f"{kind}s", []).append(
+            {"mime_type": block.mime_type, "data": block.data}
+        )
+        return f"[{kind} {block.mime_type}, {_size(block.data)}: kept in details, not shown to the model]"
+    if isinstance(block, ResourceLink):
+        details.setdefault("resource_links", []).append({"uri": str(block.uri), "name": block.name})
+        return f"[resource link {block.name}: {block.uri}]"
+    if isinstance(block, EmbeddedResource):
+        resource = block.resource
+        if isinstance(resource, TextResourceContents):
+            return f"[resource {resource.uri}]\n{resource.text}"
+        if isinstance(resource, BlobResourceContents):
+            details.setdefault("resources", []).append(
+                {"uri": str(resource.uri), "mime_type": resource.mime_type, "blob": resource.blob}
+            )
+            return f"[resource {resource.uri} ({resource.mime_type or 'binary'}, {_size(resource.blob)}): kept in details]"
+    return f"[{getattr(block, 'type', type(block).__name__)} content: not shown to the model]"
+
+
+def result_text(result: CallToolResult) -> str:
+    """All the model-facing text of ``result``, joined by newlines."""
+    return "\n".join(_block(block, {}) for block in result.content)
+
+
+def to_tool_result(result: CallToolResult, *, server: str, tool: str) -> ToolResult:
+    """``result`` as a ``ToolResult`` (``details``: server, tool, structured content, binary
+    blocks, ``_meta``).
+
+    Raises:
+        McpToolError: the server marked the result as an error (its text is the message), so
+            the call ends as an error result (S30).
+    """
+    details: dict[str, Any] = {"server": server, "tool": tool}
+    texts = [_block(block, details) for block in result.content]
+    if result.structured_content is not None:
+        details["structured_content"] = result.structured_content
+    if result.meta:
+        details["meta"] = dict(result.meta)
+    if result.is_error:
+        text = "\n".join(t for t in texts if t) or f"MCP tool {tool} on {server!r} failed"
+        raise McpToolError(text)
+    if not texts and result.structured_content is not None:
+        texts = [_NO_TEXT]
+    return ToolResult(content=[PiText(text=t) for t in texts], details=details)

@@ -1,0 +1,294 @@
+"""The MCP server for the governed database tools: ``query_database`` and ``describe_database``.
+
+Every ``tools/call`` becomes one governed call of the session (``AgentSession.call_tool``) with
+a fresh call id, so the gate, the backend's final check, one-shot capabilities and the audit
+apply exactly as in the notebook. Each call's audit trail starts with an ``mcp_request``
+record naming the client (from ``clientInfo``), the protocol revision and the transport.
+
+Reads run at once. A write asks the client's user through MCP elicitation (see
+:mod:`pi_notebook.mcp.approval` for the two protocol eras); a client without elicitation
+gets a refusal that says why. The tool list's annotations say what the tool may do
+(``query_database`` may write); each result's ``_meta["pi-notebook/annotations"]`` carries the
+classifier's verdict on the statement actually run (the protocol has no per-call annotations).
+
+What does not belong here: the command line and transports (:mod:`pi_notebook.mcp.serve`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
+    InputRequiredResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+)
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+from pi_notebook.ai.messages import ToolResultMessage, content_text
+from pi_notebook.mcp.approval import (
+    APPROVAL_SCHEMA,
+    PendingApprovals,
+    PriorAnswer,
+    Question,
+    RequestApproval,
+    approval_message,
+    serving,
+)
+from pi_notebook.session import AgentSession
+from pi_notebook.sql import classify
+
+__all__ = ["SERVED_TOOLS", "SERVER_NAME", "GovernedToolServer"]
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "pi_notebook"
+SERVED_TOOLS = ("query_database", "describe_database")
+_APPROVAL_KEY = "pi_notebook_approval"
+_META = "pi-notebook/call"
+_ANNOTATIONS_META = "pi-notebook/annotations"
+
+_ANNOTATIONS = {
+    "query_database": ToolAnnotations(
+        title="Query database",
+        read_only_hint=False,  # it may write, each write approved by the user
+        destructive_hint=True,
+        idempotent_hint=False,
+        open_world_hint=False,
+    ),
+    "describe_database": ToolAnnotations(
+        title="Describe database", read_only_hint=True, open_world_hint=False
+    ),
+}
+
+_INSTRUCTIONS = (
+    "Governed SQL access. query_database runs one statement per call: plain reads run at "
+    "once; anything that writes or has side effects is shown to the user through MCP "
+    "elicitation and runs only if they approve that exact statement, once. Every call is "
+    "audited. describe_database lists tables and columns."
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Peer:
+    client: str
+    client_version: str | None
+    protocol_version: str
+    elicitation: bool
+    transport: str
+
+
+def _peer(ctx: ServerRequestContext[Any, Any], transport: str) -> _Peer:
+    session = ctx.session
+    params = session.client_params
+    info = params.client_info if params is not None else None
+    caps = session.client_capabilities
+    elicitation = caps is not None and caps.elicitation is not None
+    if elicitation and caps is not None and caps.elicitation is not None:
+        # An empty capability object means form mode (2025-06-18); url-only cannot show a form.
+        elicitation = caps.elicitation.form is not None or caps.elicitation.url is None
+    return _Peer(
+        client=info.name if info is not None and info.name else "an unnamed MCP client",
+        client_version=info.version if info is not None else None,
+        protocol_version=ctx.protocol_version,
+        elicitation=elicitation,
+        transport=transport,
+    )
+
+
+class GovernedToolServer:
+    """An MCP ``Server`` serving the session's governed database tools.
+
+    Args:
+        session: a started session with the database extension loaded (its UI must be a
+            :class:`~pi_notebook.mcp.approval.McpApprovalUI`).
+        dialect: the database's SQL dialect (for the per-call verdict).
+        approval_ttl_s: how long a question sent in an ``InputRequiredResult`` can be answered.
+        transport: ``"stdio"`` or ``"http"`` (recorded with each call).
+    """
+
+    def __init__(
+        self,
+        session: AgentSession,
+        *,
+        dialect: str,
+        approval_ttl_s: float = 300.0,
+        transport: str = "stdio",
+    ) -> None:
+        self.session = session
+        self.dialect = dialect
+        self.transport = transport
+        self.pending = PendingApprovals(approval_ttl_s)
+        self.server: Server[Any] = Server(
+            SERVER_NAME,
+            version="0.1.0",
+            title="pi_notebook governed database",
+            instructions=_INSTRUCTIONS,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+        # requestState is echoed by the client: seal it (the nonce inside is checked anyway).
+        self.server.middleware.append(
+            RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=SERVER_NAME)
+        )
+
+    def served_tools(self) -> list[str]:
+        """The served tools the session offers now, in order."""
+        active = set(self.session.active_tool_names)
+        return [name for name in SERVED_TOOLS if name in active]
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        served = set(self.served_tools())
+        tools = [
+            Tool(
+                name=info.name,
+                title=info.label,
+                description=info.description,
+                input_schema=info.parameters,
+                annotations=_ANNOTATIONS.get(info.name),
+            )
+            for info in self.session.get_all_tools()
+            if info.name in served
+        ]
+        return ListToolsResult(tools=tools)
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
+        if params.name not in self.served_tools():
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        peer = _peer(ctx, self.transport)
+        modern = peer.protocol_version in MODERN_PROTOCOL_VERSIONS
+        approval = RequestApproval(client=peer.client, mode="unavailable")
+        if peer.elicitation and modern:
+            approval.mode = "input_required"
+            approval.answer = self._prior_answer(params)
+        elif peer.elicitation and ctx.session.can_send_request:
+            approval.mode = "elicit"
+            session = ctx.session
+            request_id = ctx.request_id
+
+            async def elicit(message: str, schema: dict[str, Any]) -> ElicitResult:
+                return await session.elicit_form(message, schema, related_request_id=request_id)
+
+            approval.elicit = elicit
+        call_id = f"mcp_{uuid.uuid4().hex}"
+        arguments = dict(params.arguments or {})
+        self._record_request(call_id, params.name, peer, approval, ctx)
+        with serving(approval):
+            message = await self.session.call_tool(params.name, arguments, tool_call_id=call_id)
+        if approval.asked is not None and approval.mode == "input_required":
+            return self._ask(approval.asked, peer.client)
+        return self._result(message, params.name, arguments, peer, approval)
+
+    def _prior_answer(self, params: CallToolRequestParams) -> PriorAnswer | None:
+        state = params.request_state
+        if not state:
+            return None
+        try:
+            nonce = json.loads(state)["nonce"]
+        except (ValueError, KeyError, TypeError):
+            return None
+        if not isinstance(nonce, str):
+            return None
+        return self.pending.consume(nonce, dict(params.input_responses or {}))
+
+    def _ask(self, question: Question, client: str) -> InputRequiredResult:
+        nonce = self.pending.add(question, _APPROVAL_KEY)
+        request = ElicitRequest(
+            params=ElicitRequestFormParams(
+                message=approval_message(question, client), requested_schema=APPROVAL_SCHEMA
+            )
+        )
+        return InputRequiredResult(
+            input_requests={_APPROVAL_KEY: request},
+            request_state=json.dumps({"v": 1, "nonce": nonce}),
+        )
+
+    def _record_request(
+        self,
+        call_id: str,
+        tool: str,
+        peer: _Peer,
+        approval: RequestApproval,
+        ctx: ServerRequestContext[Any, Any],
+    ) -> None:
+        audit = self.session.audit
+        if audit is None:
+            return
+        audit.record(
+            "mcp_request",
+            {
+                "client": peer.client,
+                "client_version": peer.client_version,
+                "protocol_version": peer.protocol_version,
+                "transport": peer.transport,
+                "request_id": str(ctx.request_id),
+                "approval_mode": approval.mode,
+                "answers_earlier_question": approval.answer is not None,
+            },
+            tool_call_id=call_id,
+            tool_name=tool,
+        )
+
+    def _verdict(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if tool != "query_database":
+            return {"kind": "read", "reasons": []}
+        sql = arguments.get("sql")
+        verdict = classify(sql if isinstance(sql, str) else "", self.dialect)
+        return {"kind": verdict.kind, "reasons": list(verdict.reasons)}
+
+    def _result(
+        self,
+        message: ToolResultMessage,
+        tool: str,
+        arguments: dict[str, Any],
+        peer: _Peer,
+        approval: RequestApproval,
+    ) -> CallToolResult:
+        text = content_text(message.content) or ("Failed." if message.is_error else "Done.")
+        if approval.refused:
+            text = (
+                f"Refused: {peer.client} did not declare MCP elicitation, so this server cannot "
+                "ask you to approve the statement, and it did not run. Reads work from any "
+                "client; run writes from a client that supports elicitation, or from the notebook."
+            )
+        verdict = self._verdict(tool, arguments)
+        details = message.details if isinstance(message.details, dict) else {}
+        meta = {
+            _META: {
+                "tool_call_id": message.tool_call_id,
+                "session_id": self.session.session_id,
+                "args_hash": details.get("args_hash"),
+                "verdict": verdict,
+                "approval": approval.decisions[-1] if approval.decisions else None,
+            },
+            _ANNOTATIONS_META: {
+                "readOnlyHint": verdict["kind"] == "read",
+                "destructiveHint": verdict["kind"] != "read",
+            },
+        }
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)],
+            is_error=message.is_error,
+            _meta=meta,
+        )
