@@ -26,7 +26,8 @@ What does not belong here: deciding what needs approval (the gates) or the MCP w
 from __future__ import annotations
 
 import asyncio
-import hashlib
+import json
+import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -51,6 +52,8 @@ __all__ = [
     "decision_of",
     "serving",
 ]
+
+log = logging.getLogger(__name__)
 
 Mode = Literal["elicit", "input_required", "unavailable"]
 
@@ -288,9 +291,7 @@ class McpApprovalUI:
 
     def notify(self, message: str, level: str = "info") -> None:
         """Nothing reaches the client outside a call; notes go to the server's log."""
-        import logging
-
-        logging.getLogger(__name__).info("%s: %s", level, message)
+        log.info("%s: %s", level, message)
 
     async def _decide(self, question: Question, timeout: float | None) -> bool:
         current = _current.get()
@@ -327,11 +328,4 @@ class McpApprovalUI:
 
 
 def _arguments_text(args: dict[str, Any]) -> str:
-    import json
-
     return json.dumps(args, indent=2, sort_keys=True, default=str)
-
-
-def statement_hash(text: str) -> str:
-    """SHA-256 of ``text`` (for tools whose approval binds to plain text)."""
-    return hashlib.sha256(text.encode()).hexdigest()

@@ -32,6 +32,7 @@ from pi_notebook.mcp.errors import McpToolError
 
 __all__ = ["result_text", "to_tool_result"]
 
+_SDK_META = "io.modelcontextprotocol/"  # protocol stamps (server info), not the tool's own
 _NO_TEXT = "(The tool returned no text; its structured result is kept for the user.)"
 
 
@@ -85,8 +86,9 @@ def to_tool_result(result: CallToolResult, *, server: str, tool: str) -> ToolRes
     texts = [_block(block, details) for block in result.content]
     if result.structured_content is not None:
         details["structured_content"] = result.structured_content
-    if result.meta:
-        details["meta"] = dict(result.meta)
+    meta = {k: v for k, v in (result.meta or {}).items() if not k.startswith(_SDK_META)}
+    if meta:
+        details["meta"] = meta
     if result.is_error:
         text = "\n".join(t for t in texts if t) or f"MCP tool {tool} on {server!r} failed"
         raise McpToolError(text)

@@ -54,6 +54,7 @@ from pi_notebook.mcp.approval import (
 )
 from pi_notebook.session import AgentSession
 from pi_notebook.sql import classify
+from pi_notebook.sql.backend import query_args_hash
 
 __all__ = ["SERVED_TOOLS", "SERVER_NAME", "GovernedToolServer"]
 
@@ -250,12 +251,19 @@ class GovernedToolServer:
             tool_name=tool,
         )
 
-    def _verdict(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def _verdict(self, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        """The classifier's verdict on the statement, and its approval hash."""
         if tool != "query_database":
-            return {"kind": "read", "reasons": []}
+            return {"kind": "read", "reasons": []}, None
         sql = arguments.get("sql")
-        verdict = classify(sql if isinstance(sql, str) else "", self.dialect)
-        return {"kind": verdict.kind, "reasons": list(verdict.reasons)}
+        if not isinstance(sql, str):
+            return {"kind": "reject", "reasons": ["no SQL statement"]}, None
+        verdict = classify(sql, self.dialect)
+        try:
+            digest: str | None = query_args_hash(sql, self.dialect)
+        except Exception:  # unparseable: it was refused, there is nothing to bind to
+            digest = None
+        return {"kind": verdict.kind, "reasons": list(verdict.reasons)}, digest
 
     def _result(
         self,
@@ -272,13 +280,12 @@ class GovernedToolServer:
                 "ask you to approve the statement, and it did not run. Reads work from any "
                 "client; run writes from a client that supports elicitation, or from the notebook."
             )
-        verdict = self._verdict(tool, arguments)
-        details = message.details if isinstance(message.details, dict) else {}
+        verdict, digest = self._verdict(tool, arguments)
         meta = {
             _META: {
                 "tool_call_id": message.tool_call_id,
                 "session_id": self.session.session_id,
-                "args_hash": details.get("args_hash"),
+                "args_hash": digest,
                 "verdict": verdict,
                 "approval": approval.decisions[-1] if approval.decisions else None,
             },

@@ -34,21 +34,20 @@ async def toy() -> AsyncIterator[Toy]:
     proc, url = start_toy_http()
     mp = pytest.MonkeyPatch()
     mp.setenv("PI_TEST_SECRET_HEADER", "s3cret-from-env")
-    spec = {"url": url, "headers": {"X-Pi-Test": "${PI_TEST_SECRET_HEADER}"}}
-    ext = mcp_extension({"web": spec})
+    ext = mcp_extension({"web": {"url": url, "headers": {"X-Pi-Test": "${PI_TEST_SECRET_HEADER}"}}})
     ui, relay = ScriptedUI(), Relay()
     session = create_agent_session(
         model=relay, extensions=[ext], ui=ui, audit="sqlite://", builtin_tools=False,
         excluded_tool_names=["mcp__web__picture"],
     )  # fmt: skip
+    state = Toy(session, ext, ui, relay, proc, url)
     try:
         await session.start()
-        toy = Toy(session, ext, ui, relay, proc, url)
-        yield toy
+        yield state
         await session.close()
     finally:
         mp.undo()
-        stop(toy.proc if "toy" in locals() else proc)
+        stop(state.proc)  # the kill test may have replaced it
 
 
 async def test_tools_listed_over_http_within_allow_and_exclude(toy: Toy) -> None:
