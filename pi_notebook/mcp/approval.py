@@ -97,6 +97,7 @@ class PriorAnswer:
     args_hash: str
     affected_rows: int | None
     approved: bool
+    asked_in: str | None = None
     used: bool = False
 
 
@@ -185,6 +186,7 @@ class _Pending:
     args_hash: str
     affected_rows: int | None
     key: str
+    asked_in: str | None
     expires_at: float
 
 
@@ -200,12 +202,12 @@ class PendingApprovals:
         self._clock = clock
         self._pending: dict[str, _Pending] = {}
 
-    def add(self, question: Question, key: str) -> str:
-        """Remember ``question``; returns its nonce."""
+    def add(self, question: Question, key: str, *, asked_in: str | None = None) -> str:
+        """Remember ``question`` (asked by the call ``asked_in``); returns its nonce."""
         self._expire()
         nonce = secrets.token_urlsafe(18)
         self._pending[nonce] = _Pending(
-            question.args_hash, question.affected_rows, key, self._clock() + self.ttl_s
+            question.args_hash, question.affected_rows, key, asked_in, self._clock() + self.ttl_s
         )
         return nonce
 
@@ -220,6 +222,7 @@ class PendingApprovals:
             args_hash=entry.args_hash,
             affected_rows=entry.affected_rows,
             approved=decision_of(responses.get(entry.key)),
+            asked_in=entry.asked_in,
         )
 
     def __len__(self) -> int:
@@ -263,6 +266,8 @@ class McpApprovalUI:
         current = _current.get()
         approved = await self._decide(question, request.timeout_s)
         approver = current.client if current is not None else None
+        if current is not None and current.asked is question:
+            approver = f"{current.client} (not yet: the question went out with this call's result)"
         return ApprovalOutcome("approved" if approved else "rejected", approver=approver)
 
     async def confirm(

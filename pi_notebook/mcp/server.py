@@ -198,7 +198,7 @@ class GovernedToolServer:
         with serving(approval):
             message = await self.session.call_tool(params.name, arguments, tool_call_id=call_id)
         if approval.asked is not None and approval.mode == "input_required":
-            return self._ask(approval.asked, peer.client)
+            return self._ask(approval.asked, peer.client, call_id)
         return self._result(message, params.name, arguments, peer, approval)
 
     def _prior_answer(self, params: CallToolRequestParams) -> PriorAnswer | None:
@@ -213,8 +213,8 @@ class GovernedToolServer:
             return None
         return self.pending.consume(nonce, dict(params.input_responses or {}))
 
-    def _ask(self, question: Question, client: str) -> InputRequiredResult:
-        nonce = self.pending.add(question, _APPROVAL_KEY)
+    def _ask(self, question: Question, client: str, call_id: str) -> InputRequiredResult:
+        nonce = self.pending.add(question, _APPROVAL_KEY, asked_in=call_id)
         request = ElicitRequest(
             params=ElicitRequestFormParams(
                 message=approval_message(question, client), requested_schema=APPROVAL_SCHEMA
@@ -245,7 +245,7 @@ class GovernedToolServer:
                 "transport": peer.transport,
                 "request_id": str(ctx.request_id),
                 "approval_mode": approval.mode,
-                "answers_earlier_question": approval.answer is not None,
+                "answers_question_of": approval.answer.asked_in if approval.answer else None,
             },
             tool_call_id=call_id,
             tool_name=tool,
