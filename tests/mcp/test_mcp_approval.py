@@ -1,0 +1,136 @@
+"""The MCP server's approval bridge: how a question reaches the client and what binds an answer."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pandas as pd
+import pytest
+from mcp.types import ElicitResult
+
+from pi_notebook.approvals import ApprovalRequest, WritePreview
+from pi_notebook.mcp.approval import (
+    APPROVAL_SCHEMA,
+    McpApprovalUI,
+    PendingApprovals,
+    PriorAnswer,
+    Question,
+    RequestApproval,
+    approval_message,
+    decision_of,
+    serving,
+)
+
+PREVIEW = WritePreview(affected_rows=3, method="counted in a rolled-back transaction",
+                       sample=pd.DataFrame({"id": [1, 2, 3]}))  # fmt: skip
+
+
+def request(sql: str = "DELETE FROM t WHERE a < 4", *, digest: str = "h" * 64,
+            preview: WritePreview | None = PREVIEW) -> ApprovalRequest:  # fmt: skip
+    return ApprovalRequest(tool_call_id="c1", tool_name="query_database", title="Database write",
+                           args={"sql": sql}, args_hash=digest, reasons=("DELETE changes data",),
+                           preview=preview)  # fmt: skip
+
+
+def ui() -> McpApprovalUI:
+    return McpApprovalUI(explain=lambda sql: ["it writes"], hash_statement=lambda sql: "x" * 64)
+
+
+def test_the_message_shows_statement_reasons_preview_and_binding() -> None:
+    text = approval_message(Question(title="Database write", tool_name="query_database",
+                                     statement="DELETE FROM t WHERE a < 4", args_hash="ab" * 32,
+                                     reasons=("DELETE changes data",), preview=PREVIEW), "Claude")  # fmt: skip
+    assert text.startswith("Database write: Claude asks to run this query_database call.")
+    assert "    DELETE FROM t WHERE a < 4" in text
+    assert "Why it needs approval: DELETE changes data." in text
+    assert "Preview: 3 row(s) would change (counted in a rolled-back transaction)." in text
+    assert "Rows it would touch" in text and " id\n  1\n  2\n  3" in text
+    assert "approval hash abababababab…" in text
+
+
+@pytest.mark.parametrize(
+    ("response", "approved"),
+    [
+        (ElicitResult(action="accept", content={"approve": True}), True),
+        (ElicitResult(action="accept", content={"approve": False}), False),
+        (ElicitResult(action="accept", content={"approve": "yes"}), False),
+        (ElicitResult(action="accept"), False),
+        (ElicitResult(action="decline"), False),
+        (ElicitResult(action="cancel"), False),
+        ({"action": "accept", "content": {"approve": True}}, False),  # not a parsed answer
+        (None, False),
+    ],
+)
+def test_only_an_explicit_accept_approves(response: Any, approved: bool) -> None:
+    assert decision_of(response) is approved
+
+
+async def test_mid_call_elicitation_decides_the_call() -> None:
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    async def elicit(message: str, schema: dict[str, Any]) -> ElicitResult:
+        asked.append((message, schema))
+        return ElicitResult(action="accept", content={"approve": True})
+
+    state = RequestApproval(client="desk", mode="elicit", elicit=elicit)
+    with serving(state):
+        outcome = await ui().request_approval(request())
+    assert outcome.decision == "approved" and outcome.approver == "desk"
+    assert asked[0][1] == APPROVAL_SCHEMA and "DELETE FROM t" in asked[0][0]
+
+
+async def test_a_failing_or_late_elicitation_is_a_denial() -> None:
+    async def broken(message: str, schema: dict[str, Any]) -> ElicitResult:
+        raise RuntimeError("client went away")
+
+    async def slow(message: str, schema: dict[str, Any]) -> ElicitResult:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    for elicit, timeout in ((broken, None), (slow, 0.05)):
+        state = RequestApproval(client="desk", mode="elicit", elicit=elicit)
+        with serving(state):
+            assert not await ui().confirm("Database write", "DELETE FROM t", timeout=timeout)
+        assert state.decisions == ["failed"]
+
+
+async def test_without_a_request_or_without_elicitation_nothing_is_approved() -> None:
+    assert (await ui().request_approval(request())).decision == "rejected"  # nobody to ask
+    state = RequestApproval(client="cli", mode="unavailable")
+    with serving(state):
+        assert (await ui().request_approval(request())).decision == "rejected"
+    assert state.refused
+
+
+async def test_a_retry_answer_binds_to_hash_and_previewed_rows_once() -> None:
+    def answered(**change: Any) -> RequestApproval:
+        answer = PriorAnswer(args_hash="h" * 64, affected_rows=3, approved=True, **change)
+        return RequestApproval(client="new", mode="input_required", answer=answer)
+
+    state = answered()
+    with serving(state):
+        assert (await ui().request_approval(request())).decision == "approved"
+        again = await ui().request_approval(request())  # the same answer cannot serve twice
+    assert again.decision == "rejected" and state.asked is not None
+    for req in (request(digest="other" + "h" * 59), request(preview=WritePreview(affected_rows=4))):
+        state = answered()
+        with serving(state):
+            outcome = await ui().request_approval(req)
+        assert outcome.decision == "rejected" and state.asked is not None  # asked afresh
+        assert outcome.approver is not None and "not yet" in outcome.approver
+
+
+def test_pending_questions_are_consumed_once_and_expire() -> None:
+    now = [0.0]
+    pending = PendingApprovals(10, clock=lambda: now[0])
+    question = Question(title="t", tool_name="q", statement="s", args_hash="h", preview=PREVIEW)
+    nonce = pending.add(question, "k", asked_in="call-1")
+    yes = {"k": ElicitResult(action="accept", content={"approve": True})}
+    answer = pending.consume(nonce, yes)
+    assert answer == PriorAnswer(args_hash="h", affected_rows=3, approved=True, asked_in="call-1")
+    assert pending.consume(nonce, yes) is None  # a replay finds nothing
+    assert pending.consume(pending.add(question, "k"), {}).approved is False  # type: ignore[union-attr]
+    late = pending.add(question, "k")
+    now[0] = 11.0
+    assert pending.consume(late, yes) is None and len(pending) == 0
