@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from pi_notebook.approvals import ApprovalStore, CapabilityStore
-from pi_notebook.database.gate import make_gate
+from pi_notebook.database.describe import register_schema_context
+from pi_notebook.database.gate import TOOL_NAME, make_gate
+from pi_notebook.database.schema import SchemaCache
+from pi_notebook.database.semantic import load_semantic
 from pi_notebook.database.tool import ContentPolicy, QueryDatabaseParams, make_query_tool
 from pi_notebook.extensions import ExtensionAPI
 from pi_notebook.sample_db import sample_database_url
@@ -44,12 +48,17 @@ class DatabaseExtension:
         capability_ttl_s: how long an approval stays usable before the call executes.
         approvals_url: SQLAlchemy URL of the approval records (default: the data directory).
         keep_results: how many DataFrames ``results`` keeps.
+        semantic: a semantic file (YAML/JSON path or dict): descriptions, glossary, examples.
+        schema_budget_chars: size of the schema summary in the system prompt (0: none).
+        schema_ttl_s: the cached schema is read again after this long (None: only after DDL).
     """
 
     def __init__(self, url: str | None = None, *, row_cap: int = 10_000,
                  approval_timeout_s: float = 30, statement_timeout_s: float = 30,
                  capability_ttl_s: float = 60, approvals_url: str | None = None,
-                 keep_results: int = 20) -> None:  # fmt: skip
+                 keep_results: int = 20, semantic: str | Path | dict[str, Any] | None = None,
+                 schema_budget_chars: int = 2_000,
+                 schema_ttl_s: float | None = 600) -> None:  # fmt: skip
         self.url = url
         self.row_cap = row_cap
         self.approval_timeout_s = approval_timeout_s
@@ -61,6 +70,10 @@ class DatabaseExtension:
         self.backend: DatabaseBackend | None = None
         self._approvals: ApprovalStore | None = None
         self.content_policy: ContentPolicy | None = None
+        self.semantic = load_semantic(semantic) if semantic is not None else None
+        self.schema_budget_chars = schema_budget_chars
+        self.schema_ttl_s = schema_ttl_s
+        self.schema: SchemaCache | None = None
 
     def keep_result(self, tool_call_id: str, frame: pd.DataFrame) -> None:
         """Remember ``frame`` as the result of ``tool_call_id`` (the last ``keep_results``)."""
@@ -93,6 +106,9 @@ class DatabaseExtension:
         self.backend = backend
         pi.register_tool(make_query_tool(self, backend, pi))
         pi.on("tool_call", make_gate(self, backend, pi))
+        self.schema = SchemaCache(backend.engine, backend.dialect, ttl_s=self.schema_ttl_s)
+        register_schema_context(pi, self.schema, query_tool=TOOL_NAME, semantic=self.semantic,
+                                budget=self.schema_budget_chars)  # fmt: skip
         pi.on("session_shutdown", lambda _event, _ctx: self._shutdown(backend))
 
     def _shutdown(self, backend: DatabaseBackend) -> None:
