@@ -33,6 +33,8 @@ __all__ = [
     "matching_tables",
 ]
 
+TableKind = Literal["table", "view"]
+
 MAX_TABLES = 2_000
 """Tables and views read at most (a larger schema is cut, and says so)."""
 
@@ -57,7 +59,7 @@ class TableInfo:
     """One table or view. ``definition`` is a view's SQL when the engine gives it."""
 
     name: str
-    kind: Literal["table", "view"] = "table"
+    kind: TableKind = "table"
     columns: tuple[ColumnInfo, ...] = ()
     primary_key: tuple[str, ...] = ()
     foreign_keys: tuple[ForeignKeyInfo, ...] = ()
@@ -109,8 +111,10 @@ def _optional(call: Any, default: Any) -> Any:
 def _inspect_generic(engine: sa.Engine, dialect: str) -> SchemaInfo:
     inspector: Inspector = sa.inspect(engine)
     schema = inspector.default_schema_name
-    names = [(n, "table") for n in inspector.get_table_names()]
-    names += [(n, "view") for n in inspector.get_view_names()]
+    table: TableKind = "table"
+    view: TableKind = "view"
+    names: list[tuple[str, TableKind]] = [(n, table) for n in inspector.get_table_names()]
+    names.extend((n, view) for n in inspector.get_view_names())
     names.sort()
     truncated = len(names) > MAX_TABLES
     tables: list[TableInfo] = []
@@ -147,7 +151,7 @@ def _inspect_generic(engine: sa.Engine, dialect: str) -> SchemaInfo:
                 name=name,
                 kind=kind,
                 columns=columns,
-                primary_key=primary,  # type: ignore[arg-type]
+                primary_key=primary,
                 foreign_keys=foreign,
                 comment=comment,
                 definition=definition,
@@ -179,7 +183,9 @@ _DUCKDB_TABLES = (
 def _inspect_duckdb(engine: sa.Engine) -> SchemaInfo:
     with engine.connect() as conn:
         schema = conn.exec_driver_sql("SELECT current_schema()").scalar()
-        objects = sorted(tuple(r) for r in conn.exec_driver_sql(_DUCKDB_TABLES))
+        objects: list[tuple[Any, ...]] = sorted(
+            tuple(r) for r in conn.exec_driver_sql(_DUCKDB_TABLES)
+        )
         columns: dict[str, list[ColumnInfo]] = {}
         for table, name, type_, nullable, comment in conn.exec_driver_sql(_DUCKDB_COLUMNS):
             columns.setdefault(table, []).append(
