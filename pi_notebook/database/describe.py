@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import sqlglot
@@ -25,6 +25,9 @@ from pi_notebook.extensions import ExtensionAPI, ToolDefinition, define_tool
 
 from .schema import SchemaCache, SchemaInfo, TableInfo, matching_tables
 from .semantic import SemanticLayer
+
+if TYPE_CHECKING:
+    from .policy import DataPolicy
 
 __all__ = [
     "DESCRIBE_CHARS",
@@ -313,11 +316,13 @@ def register_schema_context(
     *,
     query_tool: str,
     semantic: SemanticLayer | None = None,
-    protected: ProtectedLookup = _no_policy,
+    policy: DataPolicy | None = None,
     budget: int = 2_000,
 ) -> None:
     """Register ``describe_database``, the system-prompt summary (``before_agent_start``) and
-    the cache invalidation after an approved DDL through ``query_tool`` (``tool_result``)."""
+    the cache invalidation after an approved DDL through ``query_tool`` (``tool_result``).
+    ``policy`` marks protected columns in the descriptions."""
+    protected = policy.action_for if policy is not None else _no_policy
     pi.register_tool(make_describe_tool(cache, semantic=semantic, protected=protected))
 
     async def add_summary(event: Any, ctx: Any) -> dict[str, str] | None:

@@ -91,7 +91,7 @@ class SchemaInfo:
         """The table or view called ``name`` (case-insensitive), if any."""
         return self._by_name.get(name.casefold())
 
-    def column_types(self) -> dict[str, dict[str, str]]:
+    def column_types(self) -> dict[str, object]:
         """``{table: {column: type}}``, the mapping sqlglot's optimizer takes as a schema."""
         return {t.name: {c.name: c.type for c in t.columns} for t in self.tables}
 
@@ -262,6 +262,11 @@ class SchemaCache:
             return None
         if self.ttl_s is not None and time.monotonic() - self._read_at > self.ttl_s:
             return None
+        return self._schema
+
+    @property
+    def last(self) -> SchemaInfo | None:
+        """The schema last read, even if older than ``ttl_s`` (``None`` once invalidated)."""
         return self._schema
 
     async def get(self) -> SchemaInfo:
