@@ -76,7 +76,7 @@ def interpolate(text: str, namespace: Mapping[str, Any], *, max_value_chars: int
     return _TOKEN.sub(replace, text)
 
 
-def _kind(value: pd.DataFrame | pd.Series[Any]) -> str:
+def _kind(value: pd.DataFrame | pd.Series) -> str:
     return "pandas DataFrame" if isinstance(value, pd.DataFrame) else "pandas Series"
 
 
