@@ -24,6 +24,7 @@ __all__ = ["MAX_VALUES", "MIN_CHARS", "ProtectedValues"]
 MIN_CHARS = 4
 MAX_VALUES = 50_000
 _KEY = MIN_CHARS
+_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\]')  # what json.dumps(ensure_ascii=False) changes
 
 
 class ProtectedValues:
@@ -47,9 +48,8 @@ class ProtectedValues:
             if len(folded) < MIN_CHARS or folded in ("nan", "none", "null", "nat"):
                 continue
             self._remember(folded, column)
-            escaped = json.dumps(folded, ensure_ascii=False)[1:-1]
-            if escaped != folded:  # as it appears inside a JSON payload
-                self._remember(escaped, column)
+            if _NEEDS_ESCAPE.search(folded):  # as it appears inside a JSON payload
+                self._remember(json.dumps(folded, ensure_ascii=False)[1:-1], column)
 
     def allow(self, values: Iterable[object]) -> None:
         """Values the model was shown in an unprotected column: they are no secret to it, even
@@ -61,7 +61,10 @@ class ProtectedValues:
             folded = str(value).strip().casefold()
             if len(folded) < MIN_CHARS:
                 continue
-            for form in {folded, json.dumps(folded, ensure_ascii=False)[1:-1]}:
+            forms = [folded]
+            if _NEEDS_ESCAPE.search(folded):
+                forms.append(json.dumps(folded, ensure_ascii=False)[1:-1])
+            for form in forms:
                 self._shown[form] = None
                 self._shown.move_to_end(form)
             while len(self._shown) > self.max_values:
