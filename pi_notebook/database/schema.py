@@ -23,6 +23,9 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine.reflection import Inspector
 
+from pi_notebook.errors import QueryError
+from pi_notebook.sql.backend import describe_error
+
 __all__ = [
     "ColumnInfo",
     "ForeignKeyInfo",
@@ -271,14 +274,22 @@ class SchemaCache:
 
     async def get(self) -> SchemaInfo:
         """The schema, read in a worker thread when not cached (concurrent callers share one
-        read). Raises what :func:`inspect_schema` raises."""
+        read).
+
+        Raises:
+            QueryError: the database could not be read (a short text without credentials).
+        """
         schema = self.cached
         if schema is not None:
             return schema
         async with self._lock:
             schema = self.cached
             if schema is None:
-                schema = await asyncio.to_thread(inspect_schema, self._engine, self.dialect)
+                try:
+                    schema = await asyncio.to_thread(inspect_schema, self._engine, self.dialect)
+                except Exception as exc:  # short and credential-free: it may reach the model
+                    detail = describe_error(exc, self._engine.url)
+                    raise QueryError(f"The database schema could not be read. {detail}") from None
                 self._schema, self._read_at = schema, time.monotonic()
                 self.reads += 1
             return schema

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..agent.agent import AgentState
+from ..agent.agent import Agent, AgentState
 from ..ai.abort import AbortSignal
 from ..ai.messages import Message, TextContent, UserMessage, content_text
 from ..ai.payload import payload_text
@@ -134,7 +134,12 @@ def copy_for_context(messages: list[Message]) -> list[Message]:
 
 
 class PreModelHooks:
-    """The ``transform_context`` and ``before_request`` hooks of one session."""
+    """The ``transform_context`` and ``before_request`` hooks of one session.
+
+    :meth:`install` puts them into the agent at the start of each prompt, only for the
+    events that have handlers: without a ``before_provider_request`` handler no payload is
+    built at all. A handler added during a run takes effect from the next prompt.
+    """
 
     def __init__(
         self,
@@ -146,6 +151,12 @@ class PreModelHooks:
         self._runner = runner
         self._audit = audit
         self._model_name = model_name
+
+    def install(self, agent: Agent) -> None:
+        runner = self._runner
+        agent.transform_context = self.transform_context if runner.has_handlers("context") else None
+        wanted = runner.has_handlers("before_provider_request")
+        agent.before_request = self.before_request if wanted else None
 
     async def transform_context(
         self, messages: list[Message], signal: AbortSignal

@@ -113,7 +113,7 @@ class AgentSession:
         self._preparing = False
         self._usage = UsageMeter()
         self.runner = ExtensionRunner()
-        hooks = PreModelHooks(
+        self._hooks = PreModelHooks(
             self.runner, audit=lambda: self._audit, model_name=lambda: self.model_name
         )
         self.agent = Agent(
@@ -121,8 +121,6 @@ class AgentSession:
             before_tool_call=self._before_tool_call,
             after_tool_call=self._after_tool_call,
             tool_execution=tool_execution or "parallel",
-            transform_context=hooks.transform_context,
-            before_request=hooks.before_request,
         )
         self._prompts = SystemPromptState(self.agent.state)
         self.agent.subscribe(self._dispatch)
@@ -383,6 +381,7 @@ class AgentSession:
         if prepared is None:
             return  # an input handler handled it
         self._prompts.begin(prepared.system_prompt)
+        self._hooks.install(self.agent)  # for this prompt's requests
         try:
             await self.agent.prompt(prepared.messages)
         finally:

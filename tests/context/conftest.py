@@ -93,3 +93,13 @@ def mysql_shop(mysql_url: str) -> Iterator[str]:
         yield url
     finally:
         gen.close()
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -249,3 +249,19 @@ async def test_schema_is_cached_and_read_again_after_an_approved_ddl(tmp_path: P
     assert "notes (table)" in after and "body TEXT" in after
     # Read for the first prompt's summary, kept through the INSERT, read again after the DDL.
     assert ext.schema.reads == 2
+
+
+async def test_an_unreachable_database_is_reported_and_the_prompt_goes_on(closed_port: int) -> None:
+    url = f"postgresql+psycopg://nobody:pa55word@127.0.0.1:{closed_port}/none?connect_timeout=2"
+    model = ScriptedModel([text("still here")])
+    session = create_agent_session(
+        model=model, extensions=[database_extension(url=url)], audit=False, builtin_tools=False
+    )
+    await session.prompt("hello")
+    await session.close()
+    assert model.calls and "Database (" not in model.calls[0].system_prompt
+    assert session.messages[-1].text == "still here"
+    [error] = session.extension_errors()
+    assert error["event"] == "before_agent_start"
+    assert error["error"].startswith("The database schema could not be read.")
+    assert "pa55word" not in error["error"]
