@@ -12,8 +12,9 @@ Registered by the database extension when it has a ``data_policy``:
   ``inspect_variable`` of a query result, a file the user saved) before the model reads them.
 * ``before_agent_start``: tell the model which columns are protected.
 * ``before_provider_request``: the last check. A payload that carries a protected value seen
-  in this session is refused (nothing is sent); from then on, protected values are masked in
-  the messages of later requests (``context``), so the session can go on.
+  in this session is refused (nothing is sent); from the next prompt on, protected values are
+  masked in the messages of every request (a ``context`` handler added then), so the session
+  can go on.
 """
 
 from __future__ import annotations
@@ -118,8 +119,6 @@ def register_data_policy(
         return {"system_prompt": f"{event.system_prompt}\n\n{note}"}
 
     def mask_refused(event: Any, ctx: Any) -> dict[str, Any] | None:
-        if not refused:
-            return None
         for message in event.messages:  # a copy: safe to change
             for part in getattr(message, "content", None) or []:
                 text = getattr(part, "text", None)
@@ -131,6 +130,8 @@ def register_data_policy(
         columns = guard.seen.find(event.payload_text)
         if not columns:
             return None
+        if not refused:  # from the next prompt on (a copy of the history per request costs)
+            pi.on("context", mask_refused)
         refused.update(columns)
         return {
             "block": True,
@@ -143,7 +144,6 @@ def register_data_policy(
     pi.on("tool_call", fresh_schema)
     pi.on("tool_result", after_result)
     pi.on("before_agent_start", announce)
-    pi.on("context", mask_refused)
     pi.on("before_provider_request", last_check)
 
 
