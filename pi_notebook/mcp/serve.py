@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hmac
-import inspect
 import logging
 import os
 import secrets
@@ -114,14 +113,9 @@ def _database_extension(options: ServeOptions) -> DatabaseExtension:
     url = options.database_url or os.environ.get(DATABASE_ENV)
     if not url:
         raise ConfigurationError(f"give --database-url URL or set {DATABASE_ENV}")
-    kwargs: dict[str, Any] = {"approval_timeout_s": options.approval_timeout}
-    if options.data_policy:
-        if "data_policy" not in inspect.signature(DatabaseExtension.__init__).parameters:
-            raise ConfigurationError(
-                "this version of the database extension has no --data-policy support"
-            )
-        kwargs["data_policy"] = options.data_policy
-    return DatabaseExtension(url, **kwargs)
+    return DatabaseExtension(
+        url, approval_timeout_s=options.approval_timeout, data_policy=options.data_policy or None
+    )
 
 
 @asynccontextmanager

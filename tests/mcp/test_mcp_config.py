@@ -144,9 +144,23 @@ def test_unusable_schemas_are_refused(schema: dict[str, object], message: str) -
         parameters_model("t", schema)
 
 
-def test_the_server_needs_a_database_url(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ([], "give --database-url URL"),
+        (
+            ["--database-url", "sqlite://", "--data-policy", "/no/such.yaml"],
+            "Cannot read the data policy file /no/such.yaml",
+        ),
+    ],
+    ids=["no-database", "bad-policy"],
+)
+def test_the_server_refuses_unusable_settings(
+    tmp_path: Path, extra: list[str], message: str
+) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "pi_notebook.mcp", "serve"], capture_output=True, text=True,
+        [sys.executable, "-m", "pi_notebook.mcp", "serve", *extra], capture_output=True, text=True,
         env=child_env(PI_NOTEBOOK_DATA_DIR=str(tmp_path)), timeout=60,
     )  # fmt: skip
-    assert done.returncode == 2 and "give --database-url URL" in done.stderr
+    assert done.returncode == 2 and message in done.stderr
+    assert done.stdout == ""  # stdout is the protocol channel: nothing else is written there

@@ -113,6 +113,15 @@ async def test_tools_are_listed_with_annotations(served: Served) -> None:
     hints = tools["query_database"].annotations
     assert hints is not None and hints.read_only_hint is False and hints.destructive_hint is True
     assert tools["query_database"].input_schema["required"] == ["sql"]
+    described = tools["describe_database"].annotations
+    assert described is not None and described.read_only_hint is True
+
+
+async def test_describe_database_shows_the_table(served: Served) -> None:
+    result = await served.client.call_tool("describe_database", {"tables": [served.table]})
+    assert not result.is_error, result.content
+    text = result.content[0].text
+    assert served.table in text and "name" in text and "id" in text
 
 
 async def test_a_read_returns_rows_without_asking(served: Served) -> None:

@@ -3,6 +3,7 @@ token (issue 14.3). One server process serves the module; each test opens its ow
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -62,11 +63,13 @@ def http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Http]:
     data = tmp_path_factory.mktemp("mcp_http")
     db = data / "shop.sqlite"
     with sqlite3.connect(db) as conn:
-        conn.execute("CREATE TABLE t (a INTEGER)")
-        conn.execute("INSERT INTO t VALUES (1)")
+        conn.execute("CREATE TABLE t (a INTEGER, email TEXT)")
+        conn.execute("INSERT INTO t VALUES (1, 'ada@example.com')")
+    policy = data / "policy.json"
+    policy.write_text(json.dumps({"t.email": "mask"}))
     proc = subprocess.Popen(
         [sys.executable, "-m", "pi_notebook.mcp", "serve", "--database-url", f"sqlite:///{db}",
-         "--http", "0"],
+         "--data-policy", str(policy), "--http", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         env=child_env(PI_NOTEBOOK_DATA_DIR=str(data)),
     )  # fmt: skip
@@ -111,7 +114,7 @@ async def test_an_approved_write_runs_once_on_each_era(
     try:
         assert client.protocol_version == era
         before = http.count()
-        result = await client.call_tool("query_database", {"sql": "INSERT INTO t VALUES (2)"})
+        result = await client.call_tool("query_database", {"sql": "INSERT INTO t (a) VALUES (2)"})
         assert not result.is_error, result.content
         assert http.count() == before + 1 and answers == []
         read = await client.call_tool("query_database", {"sql": "SELECT count(*) AS n FROM t"})
@@ -133,5 +136,21 @@ async def test_a_client_without_elicitation_is_refused_with_the_reason(http: Htt
         assert http.count() == before
         read = await client.call_tool("query_database", {"sql": "SELECT a FROM t"})
         assert not read.is_error  # reads still work
+    finally:
+        await owned.__aexit__()
+
+
+async def test_the_data_policy_keeps_protected_values_from_the_client(http: Http) -> None:
+    owned = http.client()
+    client = await owned.__aenter__()
+    try:
+        result = await client.call_tool("query_database", {"sql": "SELECT a, email FROM t"})
+        assert not result.is_error, result.content
+        text = result.content[0].text
+        assert "ada@example.com" not in text and "email" in text
+        derived = await client.call_tool(
+            "query_database", {"sql": "SELECT upper(email) AS shout FROM t WHERE a = 1"}
+        )
+        assert "ADA@EXAMPLE.COM" not in derived.content[0].text  # nor anything computed from it
     finally:
         await owned.__aexit__()
