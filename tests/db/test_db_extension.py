@@ -38,9 +38,10 @@ class ScriptedUI:
         return bool(self.answer)
 
 
-def script(*sqls: str) -> ScriptedModel:
+def script(*sqls: str | dict[str, Any]) -> ScriptedModel:
     steps: list[Any] = [
-        [tool_call("query_database", {"sql": s}, id=f"call-{i}")] for i, s in enumerate(sqls)
+        [tool_call("query_database", {"sql": s} if isinstance(s, str) else s, id=f"call-{i}")]
+        for i, s in enumerate(sqls)
     ]
     return ScriptedModel([*steps, text("done")])
 
@@ -185,7 +186,8 @@ async def test_s9_d4_sql_changed_after_approval_is_refused_by_backend(
 async def test_s13_on_update_reports_query_phase_and_rows(make_run: Any, tmp_path: Path) -> None:
     events: list[Any] = []
     sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 25000) SELECT x FROM c"
-    run = await make_run(f"sqlite:///{tmp_path / 'p.sqlite'}", [sql], events=events, row_cap=1_000)
+    run = await make_run(f"sqlite:///{tmp_path / 'p.sqlite'}", [{"sql": sql, "count_rows": True}],
+                         events=events, row_cap=1_000)  # fmt: skip
     [result] = run.results()
     assert result.details["row_count"] == 25_000 and result.details["truncated"] is True
     updates = [e.partial_result for e in events if e.type == "tool_execution_update"]

@@ -37,7 +37,9 @@ async def test_selftest_q4_on_update_becomes_events_merged_by_call_id(tmp_path: 
     into the one card that tool_execution_start opened."""
     sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000) SELECT x FROM c"
     session = await _session(
-        tmp_path, "sqlite://", [[tool_call("query_database", {"sql": sql}, id="q4")]]
+        tmp_path,
+        "sqlite://",
+        [[tool_call("query_database", {"sql": sql, "count_rows": True}, id="q4")]],
     )
     cards: dict[str, dict[str, Any]] = {}
 

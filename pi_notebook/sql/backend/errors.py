@@ -18,6 +18,7 @@ __all__ = [
     "QueryAborted",
     "QueryError",
     "QueryRefused",
+    "QueryTimeout",
     "describe_error",
     "safe_url",
     "scrub",
@@ -49,3 +50,7 @@ def describe_error(exc: BaseException, url: URL, *, connecting: bool = False) ->
     if connecting:
         return f"Could not connect to {safe_url(url)}: {message}"
     return f"Database error ({url.get_backend_name()}): {message}"
+
+
+class QueryTimeout(QueryError):
+    """The statement ran longer than the statement timeout and was cancelled."""

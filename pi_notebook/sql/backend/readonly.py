@@ -91,8 +91,20 @@ def _exec(raw: Any, backend: str, sql: str) -> None:
         cur.close()
 
 
-def begin(raw: Any, backend: str, kind: RunKind, *, timeout_s: float, mariadb: bool) -> None:
-    """Open the transaction ``kind`` needs on the pooled DBAPI connection ``raw``."""
+def begin(
+    raw: Any,
+    backend: str,
+    kind: RunKind,
+    *,
+    timeout_s: float,
+    mariadb: bool,
+    select_limit: int | None = None,
+) -> None:
+    """Open the transaction ``kind`` needs on the pooled DBAPI connection ``raw``.
+
+    ``select_limit`` (MySQL/MariaDB reads): the server returns at most that many rows of a
+    SELECT; every other run resets it, since the setting lives on the pooled session.
+    """
     if backend == "postgresql":
         # psycopg opens the transaction itself; SET TRANSACTION as its first statement makes
         # it exactly ``BEGIN READ ONLY``.
@@ -100,10 +112,12 @@ def begin(raw: Any, backend: str, kind: RunKind, *, timeout_s: float, mariadb: b
             _exec(raw, backend, "SET TRANSACTION READ ONLY")
         _exec(raw, backend, f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}")
     elif backend == "mysql":
+        limit = str(int(select_limit)) if select_limit is not None and kind == "read" else "DEFAULT"
         if mariadb:
-            _exec(raw, backend, f"SET SESSION max_statement_time = {float(timeout_s)}")
+            timeout = f"max_statement_time = {float(timeout_s)}"
         else:
-            _exec(raw, backend, f"SET SESSION max_execution_time = {int(timeout_s * 1000)}")
+            timeout = f"max_execution_time = {int(timeout_s * 1000)}"
+        _exec(raw, backend, f"SET SESSION {timeout}, sql_select_limit = {limit}")
         _exec(
             raw, backend, "START TRANSACTION READ ONLY" if kind == "read" else "START TRANSACTION"
         )
