@@ -25,6 +25,7 @@ from pi_notebook.sql import POLICY_VERSION, Verdict, args_hash, classify
 from pi_notebook.sql.backend.auditing import AuditSink, commit_before, record_after
 from pi_notebook.sql.backend.derive import plan_write
 from pi_notebook.sql.backend.engines import (
+    CONNECT_TIMEOUT_S,
     create_backend_engine,
     sqlglot_dialect,
     supported_backend,
@@ -72,6 +73,8 @@ class DatabaseBackend:
         count_limit: rows counted past the cap, on request, before the count is reported as
             a lower bound.
         progress_every: rows between two progress reports.
+        connect_timeout_s: most seconds opening a connection may take (PostgreSQL rounds up
+            to whole seconds, at least 2); an abort stops waiting at once.
     """
 
     def __init__(
@@ -85,6 +88,7 @@ class DatabaseBackend:
         count_limit: int = 1_000_000,
         progress_every: int = 10_000,
         tool_name: str = TOOL_NAME,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
     ) -> None:
         self.url = make_url(url)
         self.backend = supported_backend(self.url)
@@ -98,7 +102,8 @@ class DatabaseBackend:
             statement_timeout_s=statement_timeout_s,
             progress_every=progress_every,
         )
-        self.engine = create_backend_engine(self.url)
+        self.engine = create_backend_engine(self.url, connect_timeout_s=connect_timeout_s,
+                                            statement_timeout_s=statement_timeout_s)  # fmt: skip
         self._execution = Execution(self.url, statement_timeout_s)
 
     def dispose(self) -> None:

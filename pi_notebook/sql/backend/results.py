@@ -92,9 +92,10 @@ class QueryOutcome:
 def format_value(value: Any, column: str = "") -> str:
     """One value as a person reads it: ``NULL``, ``12,345``, ``1,234.57``, ``0.0001235``.
 
-    Integers get thousands separators from 10,000 on (not in columns named like codes:
-    ``id``, ``*_id``, ``year``, ``zip``...); floats get about six significant digits and
-    no exponent between 1e-4 and 1e15; decimals keep their scale up to six places.
+    Integers get thousands separators from 10,000 on (so years stay years) and never in
+    columns named like codes (``id``, ``*_id``, ``year``, ``zip``...); floats get separators,
+    about six significant digits and no exponent between 1e-4 and 1e15; decimals keep their
+    scale up to six places.
     """
     if value is None:
         return "NULL"
@@ -105,14 +106,14 @@ def format_value(value: Any, column: str = "") -> str:
             f"{value:,}" if abs(value) >= 10_000 and not _CODE_COLUMN.search(column) else str(value)
         )
     if isinstance(value, float):
-        return _float(value, column)
+        return _float(value)
     if isinstance(value, Decimal):
         if not value.is_finite():
             return str(value)
         exponent = value.as_tuple().exponent
         if isinstance(exponent, int) and exponent >= -6 and abs(value) < 10**15:
-            return f"{value:,}" if abs(value) >= 10_000 else str(value)
-        return _float(float(value), column)
+            return f"{value:,}"
+        return _float(float(value))
     if isinstance(value, dt.datetime):
         return value.isoformat(sep=" ")
     if isinstance(value, bytes | bytearray | memoryview):
@@ -120,7 +121,7 @@ def format_value(value: Any, column: str = "") -> str:
     return str(value)
 
 
-def _float(value: float, column: str) -> str:
+def _float(value: float) -> str:
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
@@ -132,11 +133,7 @@ def _float(value: float, column: str) -> str:
         return f"{value:.4g}"
     if size >= 1:
         digits = int(math.log10(size)) + 1
-        text = (
-            f"{value:,.{max(0, 6 - digits)}f}"
-            if size >= 10_000
-            else f"{value:.{max(0, 6 - digits)}f}"
-        )
+        text = f"{value:,.{max(0, 6 - digits)}f}"
     else:
         text = f"{value:.{3 - math.floor(math.log10(size))}f}"
     if "." in text:
