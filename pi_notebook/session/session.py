@@ -51,6 +51,7 @@ from ..extensions.ui import UIContext
 from ..extensions.wrapper import wrap_registered_tool
 from .prompt import build_system_prompt
 from .registry import build_registry, next_active_names
+from .retention import ResultRetention
 
 if TYPE_CHECKING:
     from ..audit import AuditLog
@@ -115,6 +116,7 @@ class AgentSession:
             tool_execution=tool_execution or "parallel",
         )
         self.agent.subscribe(self._dispatch)
+        self.result_retention = ResultRetention.attach(self.agent)  # bounds kept result DataFrames
 
         sources: list[ExtensionSource] = []
         if audit is not None:
