@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy.engine import URL, make_url
@@ -22,6 +23,7 @@ from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.approvals.capabilities import CapabilityStore
 from pi_notebook.approvals.protocol import WritePreview
 from pi_notebook.sql import POLICY_VERSION, Verdict, args_hash, classify
+from pi_notebook.sql.backend.arrow import ARROW_MIN_CAP, AdbcPostgres, arrow_available
 from pi_notebook.sql.backend.auditing import AuditSink, commit_before, record_after
 from pi_notebook.sql.backend.derive import plan_write
 from pi_notebook.sql.backend.engines import (
@@ -56,8 +58,10 @@ TOOL_NAME = "query_database"
 AUDIT_UNAVAILABLE = "Refused: not run: the audit store is unavailable."
 
 
+@lru_cache(maxsize=4096)
 def query_args_hash(sql: str, dialect: str) -> str:
-    """Canonical hash of ``query_database``'s arguments (the gate and the backend share it)."""
+    """Canonical hash of ``query_database``'s arguments (the gate and the backend share it;
+    cached: an agent repeats statements, and the gate and the backend hash the same one)."""
     return args_hash({"sql": sql}, dialect)
 
 
@@ -75,6 +79,9 @@ class DatabaseBackend:
         progress_every: rows between two progress reports.
         connect_timeout_s: most seconds opening a connection may take (PostgreSQL rounds up
             to whole seconds, at least 2); an abort stops waiting at once.
+        arrow: read large results through Arrow (PostgreSQL over ADBC, DuckDB natively; see
+            :mod:`.arrow`). Default: when pyarrow is installed and ``row_cap`` is at least
+            ``ARROW_MIN_CAP``.
     """
 
     def __init__(
@@ -89,6 +96,7 @@ class DatabaseBackend:
         progress_every: int = 10_000,
         tool_name: str = TOOL_NAME,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        arrow: bool | None = None,
     ) -> None:
         self.url = make_url(url)
         self.backend = supported_backend(self.url)
@@ -96,20 +104,27 @@ class DatabaseBackend:
         self.capabilities = approvals if approvals is not None else CapabilityStore()
         self.audit = audit
         self.tool_name = tool_name
+        use_arrow = (arrow if arrow is not None else row_cap >= ARROW_MIN_CAP) and arrow_available(
+            self.backend)  # fmt: skip
         self.settings = RunSettings(
             row_cap=row_cap,
             count_limit=max(count_limit, row_cap),
             statement_timeout_s=statement_timeout_s,
             progress_every=progress_every,
+            arrow=use_arrow,
         )
         self.engine = create_backend_engine(self.url, connect_timeout_s=connect_timeout_s,
                                             statement_timeout_s=statement_timeout_s)  # fmt: skip
+        self._adbc = (AdbcPostgres(self.url, connect_timeout_s)
+                      if use_arrow and self.backend == "postgresql" else None)  # fmt: skip
         self._execution = Execution(self.url, statement_timeout_s)
 
     def dispose(self) -> None:
         """Close every pooled connection and let the worker thread go (the backend reconnects
         if used again)."""
         self._execution.close()
+        if self._adbc is not None:
+            self._adbc.close()
         self.engine.dispose()
 
     def _ids(self, tool_call_id: str) -> dict[str, Any]:
@@ -295,7 +310,8 @@ class DatabaseBackend:
         try:
             fetched = await self._execution.call(
                 run_statement, self.engine, self.backend, kind, sql, settings,
-                bounds=bounds, plan=plan, signal=signal, on_progress=on_progress,
+                bounds=bounds, plan=plan, adbc=self._adbc, signal=signal,
+                on_progress=on_progress,
             )  # fmt: skip
         except QueryError as error:
             kind_ = "query_aborted" if isinstance(error, QueryAborted) else "query_error"

@@ -54,3 +54,12 @@ def describe_error(exc: BaseException, url: URL, *, connecting: bool = False) ->
 
 class QueryTimeout(QueryError):
     """The statement ran longer than the statement timeout and was cancelled."""
+
+
+class ConnectFailed(Exception):
+    """Internal: opening a connection failed (wraps the driver error). The backend turns it
+    into a :class:`QueryError` naming the database without credentials."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause

@@ -31,8 +31,14 @@ from sqlalchemy.engine import URL
 from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.secrets import safe_url
 from pi_notebook.sql.backend.cancel import Canceller, CancelReason
-from pi_notebook.sql.backend.errors import QueryAborted, QueryError, QueryTimeout, describe_error
-from pi_notebook.sql.backend.worker import ConnectFailed, DriftError
+from pi_notebook.sql.backend.errors import (
+    ConnectFailed,
+    QueryAborted,
+    QueryError,
+    QueryTimeout,
+    describe_error,
+)
+from pi_notebook.sql.backend.worker import DriftError
 
 __all__ = ["Execution"]
 

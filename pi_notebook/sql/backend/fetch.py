@@ -47,6 +47,7 @@ class RunSettings:
         statement_timeout_s: the statement timeout.
         progress_every: rows between two progress reports.
         count_rows: count every row (up to ``count_limit``) instead of stopping at the cap.
+        arrow: reads may take the Arrow path (see :mod:`.arrow`).
     """
 
     row_cap: int
@@ -54,6 +55,7 @@ class RunSettings:
     statement_timeout_s: float
     progress_every: int
     count_rows: bool = False
+    arrow: bool = False
 
 
 def read_limit(settings: RunSettings) -> int | None:
@@ -74,6 +76,7 @@ class Fetched:
         has_rows: the statement returned a result set.
         head: the first rows as tuples (what the model's preview is rendered from).
         frame: the DataFrame, once :meth:`build` ran (in the worker, after the transaction).
+        preview: the model's text, once rendered (in the worker too).
     """
 
     columns: list[str]
@@ -84,6 +87,7 @@ class Fetched:
     head: list[tuple[Any, ...]] = field(default_factory=list[tuple[Any, ...]])
     builder: FrameBuilder | None = None
     frame: pd.DataFrame | None = None
+    preview: str | None = None
 
     def build(self) -> pd.DataFrame:
         """Build (once) and return the DataFrame."""
@@ -201,6 +205,12 @@ def _duckdb(
     progress: Callable[[int], None] | None,
     limit: int | None,
 ) -> Fetched:
+    if kind == "read" and limit is not None and settings.arrow:
+        from pi_notebook.sql.backend.arrow import duckdb_arrow_read
+
+        fetched = duckdb_arrow_read(conn, sql, settings)
+        if fetched is not None:
+            return fetched
     if kind == "read" and limit is not None:
         relation = conn.sql(sql)
         if relation is None:

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import pandas as pd
 
-__all__ = ["ARROW_AFTER", "HAVE_PYARROW", "FrameBuilder"]
+__all__ = ["ARROW_AFTER", "HAVE_PYARROW", "FrameBuilder", "column_labels"]
 
 ARROW_AFTER = 2_048
 """Rows kept as Python tuples before a result switches to Arrow chunks."""
@@ -61,15 +62,21 @@ class FrameBuilder:
         self._to_arrow(chunk)
 
     def build(self) -> pd.DataFrame:
-        """The DataFrame of every kept row (call once)."""
+        """The DataFrame of every kept row (call once).
+
+        The column labels are a plain object ``Index``: building pandas' Arrow-backed string
+        index costs more than the rest of a small result's DataFrame.
+        """
+        labels = column_labels(tuple(self.columns))
         if self._pieces is None:
-            frame = pd.DataFrame.from_records(self._rows, columns=range(len(self.columns)),
-                                              coerce_float=True)  # fmt: skip
-            self._rows = []
+            rows, self._rows = self._rows, []
+            if not rows:
+                return pd.DataFrame(columns=labels)
+            frame = pd.DataFrame.from_records(rows, coerce_float=True)
         else:
             pieces, self._pieces = self._pieces, None
             frame = pd.DataFrame({i: _column(p) for i, p in enumerate(pieces)}, copy=False)
-        frame.columns = pd.Index(self.columns) if self.columns else pd.RangeIndex(0)
+        frame.columns = labels
         return frame
 
     def _to_arrow(self, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -91,6 +98,13 @@ class FrameBuilder:
 
 
 _HEAD_ROWS = 50
+
+
+@lru_cache(maxsize=512)
+def column_labels(names: tuple[str, ...]) -> pd.Index:
+    """The column ``Index`` for ``names`` (an object ``Index``, shared: an Index is immutable
+    and building one costs more than a small result's whole DataFrame)."""
+    return pd.Index(list(names), dtype=object)
 
 
 def _faithful(arrow_type: Any) -> bool:

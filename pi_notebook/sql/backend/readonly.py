@@ -15,6 +15,7 @@ __all__ = ["RunKind", "begin", "finish", "install_sqlite_guard"]
 RunKind = Literal["read", "write"]
 
 _GUARD_KEY = "pi_notebook_sqlite_guard"
+_QUERY_ONLY_KEY = "pi_notebook_sqlite_query_only"
 
 # Pragmas that only report. Everything else (including argument-less pragmas that act, such
 # as ``optimize`` or ``wal_checkpoint``) is denied while a read runs.
@@ -126,12 +127,17 @@ def begin(
             raw, backend, "BEGIN TRANSACTION READ ONLY" if kind == "read" else "BEGIN TRANSACTION"
         )
     elif backend == "sqlite":
+        # query_only stays ON between reads (a connection is switched only when a write
+        # comes), which saves two statements per read; the authorizer's mode is set per run.
         guard = _sqlite_guard(raw)
         guard.mode = "control"
         try:
-            if kind == "read":
-                _exec(raw, backend, "PRAGMA query_only = ON")
-            else:
+            read = kind == "read"
+            if raw.info.get(_QUERY_ONLY_KEY, False) != read:
+                raw.info[_QUERY_ONLY_KEY] = None  # unknown until the pragma ran
+                _exec(raw, backend, f"PRAGMA query_only = {'ON' if read else 'OFF'}")
+                raw.info[_QUERY_ONLY_KEY] = read
+            if not read:
                 _exec(raw, backend, "BEGIN")
         finally:
             guard.mode = "read" if kind == "read" else "base"
@@ -149,9 +155,8 @@ def finish(raw: Any, backend: str, kind: RunKind, *, commit: bool) -> None:
         guard.mode = "control"
         try:
             raw.commit() if do_commit else raw.rollback()
-            if kind == "read":
-                _exec(raw, backend, "PRAGMA query_only = OFF")
         finally:
-            guard.mode = "base"
+            # Between runs the connection stays as restricted as its pragma says.
+            guard.mode = "read" if raw.info.get(_QUERY_ONLY_KEY) else "base"
     else:
         raw.commit() if do_commit else raw.rollback()

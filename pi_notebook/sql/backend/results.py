@@ -28,6 +28,7 @@ __all__ = [
     "PREVIEW_ROWS",
     "QueryOutcome",
     "format_value",
+    "render_fetched",
     "render_preview",
     "shape",
 ]
@@ -213,14 +214,20 @@ def _head(columns: int, row_count: int, exact: bool, truncated: bool, kept: int)
             f"first {kept:,}.")  # fmt: skip
 
 
+def render_fetched(fetched: Fetched) -> str:
+    """The model's preview of ``fetched`` (whose DataFrame is built)."""
+    return render_preview(fetched.columns, fetched.head, row_count=fetched.row_count,
+                          row_count_exact=fetched.row_count_exact, truncated=fetched.truncated,
+                          has_rows=fetched.has_rows, kept=len(fetched.build()))  # fmt: skip
+
+
 def shape(
     fetched: Fetched, *, kind: str, dialect: str, args_hash: str, seconds: float
 ) -> QueryOutcome:
-    """The outcome of one statement (the DataFrame already built by the worker)."""
+    """The outcome of one statement (the worker already built the DataFrame and, through
+    :func:`render_fetched`, the preview)."""
     frame = fetched.build()
-    preview = render_preview(fetched.columns, fetched.head, row_count=fetched.row_count,
-                             row_count_exact=fetched.row_count_exact, truncated=fetched.truncated,
-                             has_rows=fetched.has_rows, kept=len(frame))  # fmt: skip
+    preview = fetched.preview if fetched.preview is not None else render_fetched(fetched)
     return QueryOutcome(dataframe=frame, columns=fetched.columns, row_count=fetched.row_count,
                         truncated=fetched.truncated, row_count_exact=fetched.row_count_exact,
                         duration_ms=round(seconds * 1000, 3), statement_kind=kind,

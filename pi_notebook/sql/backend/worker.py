@@ -18,8 +18,10 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
+from pi_notebook.sql.backend.arrow import AdbcPostgres
 from pi_notebook.sql.backend.cancel import Canceller, driver_cancel
 from pi_notebook.sql.backend.derive import WritePlan
+from pi_notebook.sql.backend.errors import ConnectFailed
 from pi_notebook.sql.backend.fetch import Fetched, RunSettings, execute_and_fetch, read_limit
 from pi_notebook.sql.backend.measure import (
     Measured,
@@ -30,10 +32,10 @@ from pi_notebook.sql.backend.measure import (
     sample,
 )
 from pi_notebook.sql.backend.readonly import RunKind, begin, finish
+from pi_notebook.sql.backend.results import render_fetched
 
 __all__ = [
     "Bounds",
-    "ConnectFailed",
     "DriftError",
     "Fetched",
     "RunSettings",
@@ -42,14 +44,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-class ConnectFailed(Exception):
-    """Opening the connection failed (wraps the driver error)."""
-
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
 
 
 class Cancelled(Exception):
@@ -145,6 +139,7 @@ def run_statement(
     progress: Callable[[int], None] | None = None,
     bounds: Bounds | None = None,
     plan: WritePlan | None = None,
+    adbc: AdbcPostgres | None = None,
 ) -> Fetched:
     """Run ``sql`` in the mode of ``kind``; commit only an approved write that fully succeeded.
 
@@ -152,15 +147,26 @@ def run_statement(
     transaction (running it, or with the derived count before running it where a rollback
     could not undo it, see :mod:`.measure`) and a count outside the bounds rolls back.
 
+    With ``settings.arrow``, a PostgreSQL read COPY can wrap goes through ``adbc`` first
+    (see :mod:`.arrow`); what it hands back takes the DBAPI path.
+
     Raises:
         ConnectFailed: the connection could not be opened.
         DriftError: the count is outside ``bounds`` or could not be taken; nothing changed.
         Exception: the driver's error (cancelled statements included); the transaction is
             rolled back before it propagates.
     """
+    if kind == "read" and settings.arrow and adbc is not None and adbc.accepts(sql):
+        if canceller.reason is not None:
+            raise Cancelled
+        fetched = adbc.read(sql, settings, canceller, progress)
+        if fetched is not None:
+            fetched.preview = render_fetched(fetched)
+            return fetched
     with transaction(engine, backend, kind, settings, canceller, commit=True) as raw:
         fetched = _bounded(raw, backend, kind, sql, settings, canceller, progress, bounds, plan)
     fetched.build()  # the DataFrame, after the connection went back to the pool
+    fetched.preview = render_fetched(fetched)  # off the event loop too
     return fetched
 
 
