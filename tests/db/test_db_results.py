@@ -130,3 +130,18 @@ def test_d7_preview_formats_numbers_in_cells() -> None:
     text = render_preview(["n", "amount"], [(12345678, 1234567.891)], row_count=1,
                           row_count_exact=True, truncated=False, has_rows=True)  # fmt: skip
     assert text.splitlines()[2] == "12,345,678 | 1,234,568"
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    "sql",
+    ["SELECT 1 AS one;", "SELECT 1 AS one -- a comment", "  (SELECT 1 AS one)", "VALUES (1)",
+     "WITH w AS (SELECT 1 AS one) SELECT * FROM w", "SHOW server_version"],
+)  # fmt: skip
+async def test_postgres_read_shapes_through_the_server_cursor(pg_url: str, sql: str) -> None:
+    backend = DatabaseBackend(pg_url)
+    try:
+        out = await backend.run("r", sql)
+    finally:
+        backend.dispose()
+    assert out.row_count == 1 and len(out.dataframe) == 1 and out.row_count_exact

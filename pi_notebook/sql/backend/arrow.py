@@ -42,7 +42,6 @@ Security review (what changes against the DBAPI path, and why it holds):
 from __future__ import annotations
 
 import importlib.util
-import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -52,7 +51,7 @@ from sqlalchemy.engine import URL
 
 from pi_notebook.sql.backend.cancel import Canceller
 from pi_notebook.sql.backend.errors import ConnectFailed
-from pi_notebook.sql.backend.fetch import Fetched, RunSettings, read_limit
+from pi_notebook.sql.backend.fetch import CURSOR_TEXT, Fetched, RunSettings, read_limit
 from pi_notebook.sql.backend.frames import column_labels
 
 __all__ = ["ARROW_MIN_CAP", "AdbcPostgres", "arrow_available", "duckdb_arrow_read", "to_frame"]
@@ -62,7 +61,6 @@ ARROW_MIN_CAP = 100_000
 
 _HAVE_PYARROW = importlib.util.find_spec("pyarrow") is not None
 _HAVE_ADBC_PG = _HAVE_PYARROW and importlib.util.find_spec("adbc_driver_postgresql") is not None
-_COPYABLE = re.compile(r"^\s*(?:\(\s*)*(?:SELECT|WITH|VALUES|TABLE)\b", re.I)
 _MIN_DAY, _MAX_DAY = -719_162, 2_932_896  # 0001-01-01 and 9999-12-31 as days since 1970
 _MIN_US, _MAX_US = -62_135_596_800_000_000, 253_402_300_799_999_999
 
@@ -86,7 +84,8 @@ def to_frame(table: Any) -> pd.DataFrame | None:
         if converted is None:
             return None
         columns.append(converted)
-    frame = pd.DataFrame({i: c.to_pandas() for i, c in enumerate(columns)}, copy=False)
+    names = [str(i) for i in range(len(columns))]  # positional: the real names may repeat
+    frame = pa.table(columns, names=names).to_pandas() if columns else pd.DataFrame()
     frame.columns = column_labels(tuple(str(n) for n in table.column_names))
     return frame
 
@@ -173,7 +172,7 @@ class AdbcPostgres:
     @staticmethod
     def accepts(sql: str) -> bool:
         """Whether COPY can wrap ``sql`` (a SELECT, WITH, VALUES or TABLE text)."""
-        return _COPYABLE.match(sql) is not None
+        return CURSOR_TEXT.match(sql) is not None
 
     def read(
         self,
@@ -231,8 +230,8 @@ class AdbcPostgres:
                 batches.append(batch)
                 seen += batch.num_rows
                 if progress is not None and seen >= next_report:
-                    progress(seen)
-                    next_report = seen + settings.progress_every
+                    progress(seen - seen % settings.progress_every)  # in round steps
+                    next_report = seen - seen % settings.progress_every + settings.progress_every
                 if (limit is not None and seen >= limit) or seen >= settings.count_limit:
                     cur.adbc_cancel()  # the rest of the COPY is not needed
                     break

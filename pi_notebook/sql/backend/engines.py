@@ -65,7 +65,8 @@ def create_backend_engine(
       (PostgreSQL counts whole seconds, at least 2), MySQL/MariaDB socket read/write timeouts
       past the statement timeout (the server's own limit stops statements first), SQLite a
       busy timeout on file locks; a setting given in the URL wins.
-    - PostgreSQL: dates and timestamps no Python type holds (``infinity``, BC, year 10000 and
+    - PostgreSQL: autocommit at the driver (the backend opens each transaction itself);
+      dates and timestamps no Python type holds (``infinity``, BC, year 10000 and
       later) load as text instead of failing the read (see :mod:`.pgtypes`).
     - SQLite: connections usable from worker threads, and an authorizer installed on each
       connection (it denies ATTACH/DETACH and pragma writes always, and anything but a pure
@@ -91,6 +92,9 @@ def create_backend_engine(
         }
     elif backend == "postgresql":
         connect_args = {"connect_timeout": max(2, math.ceil(connect_timeout_s))}
+        # The backend opens every transaction itself (BEGIN READ ONLY and its settings in one
+        # round trip, see readonly.begin): psycopg must not open one first.
+        kwargs["isolation_level"] = "AUTOCOMMIT"
     elif backend == "mysql":
         socket_s = statement_timeout_s + 30.0
         connect_args = {"connect_timeout": connect_timeout_s, "read_timeout": socket_s,

@@ -5,9 +5,10 @@ than N rows" without reading the rest (issue 16), unless the caller asked for th
 (``count_rows``; counting stops at ``count_limit``). No engine buffers the whole result:
 
 * SQLite: the stdlib cursor steps the statement as rows are fetched;
-* PostgreSQL: reads stream (``cursor.stream``, libpq's chunked mode), so libpq never holds
-  the whole result; stopping early cancels the rest (the read's transaction rolls back
-  anyway). The read-only transaction and ``statement_timeout`` set by :mod:`.readonly` apply;
+* PostgreSQL: a query runs as a server-side cursor inside the read-only transaction
+  (``DECLARE ... CURSOR FOR <query>`` and the first ``FETCH`` in one round trip; the text is
+  only prefixed, and ``statement_timeout`` applies), so libpq never holds more than a batch
+  and stopping at the cap costs nothing; other reads (SHOW, EXPLAIN) stream;
 * MySQL/MariaDB: ``sql_select_limit`` makes the server stop at the cap (set by
   :mod:`.readonly`), and an unbuffered ``SSCursor`` streams what comes; a result longer than
   that (an explicit larger ``LIMIT``) is stopped with ``KILL QUERY`` before the cursor is
@@ -22,6 +23,7 @@ kept). What does not belong here: the transaction, the cancel window, the policy
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,10 +33,18 @@ import pandas as pd
 from pi_notebook.sql.backend.frames import FrameBuilder
 from pi_notebook.sql.backend.readonly import RunKind
 
-__all__ = ["CHUNK", "Fetched", "RunSettings", "execute_and_fetch", "read_limit"]
+__all__ = ["CHUNK", "CURSOR_TEXT", "Fetched", "RunSettings", "execute_and_fetch", "read_limit"]
 
-CHUNK = 5_000
-"""Rows fetched per driver call."""
+CHUNK = 512
+"""Rows fetched per driver call: small enough that a chunk's tuples die young (the
+collector's first generation), so reading a large result never triggers full collections
+that stall the event loop and double the time."""
+
+CURSOR_TEXT = re.compile(r"^\s*(?:\(\s*)*(?:SELECT|WITH|VALUES|TABLE)\b", re.I)
+"""Statement texts PostgreSQL can run as a cursor (``DECLARE``) or ``COPY``: a query."""
+
+_PG_CURSOR = "pi_read"
+_PG_BATCH = 10_001
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,8 +176,8 @@ def _collect(
             builder.add(chunk[: cap - builder.count])
         seen += len(chunk)
         if progress is not None and seen >= next_report:
-            progress(seen)
-            next_report = seen + settings.progress_every
+            progress(seen - seen % settings.progress_every)  # in round steps
+            next_report = seen - seen % settings.progress_every + settings.progress_every
         if (limit is not None and seen >= limit) or seen >= settings.count_limit:
             exact = False
             if on_early_stop is not None:
@@ -185,16 +195,39 @@ def _postgres_read(
     limit: int | None,
 ) -> Fetched:
     cur = conn.cursor()
-    rows = cur.stream(sql, size=CHUNK)
+    if not CURSOR_TEXT.match(sql):  # SHOW, EXPLAIN...: small results, streamed
+        rows = cur.stream(sql, size=CHUNK)
+        try:
+            chunks = iter(lambda: list(itertools.islice(rows, CHUNK)), [])
+            first = next(chunks, [])
+            # The description is known once the first rows (or the end) arrived.
+            return _collect(cur, itertools.chain([first], chunks) if first else iter(()),
+                            settings, progress, limit)  # fmt: skip
+        finally:
+            rows.close()  # stops the stream: psycopg cancels what is left and drains
+            cur.close()
     try:
-        chunks = iter(lambda: list(itertools.islice(rows, CHUNK)), [])
-        first = next(chunks, [])
-        # The description is known once the first rows (or the end) arrived.
-        return _collect(cur, itertools.chain([first], chunks) if first else iter(()),
-                        settings, progress, limit)  # fmt: skip
+        # A server-side cursor: the first batch comes with the DECLARE in one round trip,
+        # and stopping at the cap is just not fetching more (the rollback closes it).
+        first = _PG_BATCH if limit is None else min(limit, _PG_BATCH)
+        cur.execute(f"DECLARE {_PG_CURSOR} NO SCROLL CURSOR FOR {sql}\n; "
+                    f"FETCH FORWARD {first} FROM {_PG_CURSOR}")  # fmt: skip
+        while cur.description is None and cur.nextset():  # on to the FETCH's result
+            pass
+        return _collect(cur, _pg_batches(cur, first), settings, progress, limit)
     finally:
-        rows.close()  # stops the stream: psycopg cancels what is left and drains
         cur.close()
+
+
+def _pg_batches(cur: Any, first: int) -> Iterator[list[tuple[Any, ...]]]:
+    batch = cur.fetchall()
+    while batch:
+        yield batch
+        if len(batch) < first:
+            return
+        cur.execute(f"FETCH FORWARD {_PG_BATCH} FROM {_PG_CURSOR}")
+        first = _PG_BATCH
+        batch = cur.fetchall()
 
 
 def _duckdb(

@@ -75,7 +75,7 @@ class FrameBuilder:
             frame = pd.DataFrame.from_records(rows, coerce_float=True)
         else:
             pieces, self._pieces = self._pieces, None
-            frame = pd.DataFrame({i: _column(p) for i, p in enumerate(pieces)}, copy=False)
+            frame = _arrow_frame([_column(p) for p in pieces])
         frame.columns = labels
         return frame
 
@@ -146,7 +146,21 @@ def _column(pieces: list[_Piece]) -> Any:
                                type=target)  # fmt: skip
     if pa.types.is_decimal(target):
         chunked = chunked.cast(pa.float64())  # as from_records(coerce_float=True)
-    return chunked.to_pandas()
+    return chunked
+
+
+def _arrow_frame(columns: list[Any]) -> pd.DataFrame:
+    """One DataFrame from Arrow columns (converted together: Arrow uses its threads) and
+    columns already in pandas form (the fallbacks), in order."""
+    import pyarrow as pa
+
+    arrow = [(i, c) for i, c in enumerate(columns) if isinstance(c, pa.ChunkedArray)]
+    converted: dict[int, Any] = {}
+    if arrow:
+        table = pa.table([c for _, c in arrow], names=[str(i) for i, _ in arrow])
+        as_pandas = table.to_pandas()
+        converted = {i: as_pandas.iloc[:, k] for k, (i, _) in enumerate(arrow)}
+    return pd.DataFrame({i: converted.get(i, c) for i, c in enumerate(columns)}, copy=False)
 
 
 def _records_column(values: list[Any]) -> Any:

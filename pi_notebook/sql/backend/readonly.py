@@ -107,11 +107,18 @@ def begin(
     SELECT; every other run resets it, since the setting lives on the pooled session.
     """
     if backend == "postgresql":
-        # psycopg opens the transaction itself; SET TRANSACTION as its first statement makes
-        # it exactly ``BEGIN READ ONLY``.
-        if kind == "read":
-            _exec(raw, backend, "SET TRANSACTION READ ONLY")
-        _exec(raw, backend, f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}")
+        timeout = f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}"
+        if raw.driver_connection.autocommit:
+            # The backend's engine runs psycopg in autocommit and opens the transaction
+            # itself: one round trip for BEGIN and its settings.
+            mode = "BEGIN READ ONLY" if kind == "read" else "BEGIN"
+            _exec(raw, backend, f"{mode}; {timeout}")
+        else:
+            # psycopg opens the transaction itself; SET TRANSACTION as its first statement
+            # makes it exactly ``BEGIN READ ONLY``.
+            if kind == "read":
+                _exec(raw, backend, "SET TRANSACTION READ ONLY")
+            _exec(raw, backend, timeout)
     elif backend == "mysql":
         limit = str(int(select_limit)) if select_limit is not None and kind == "read" else "DEFAULT"
         if mariadb:
