@@ -116,3 +116,17 @@ async def test_duckdb_arrow_read_gives_the_row_frame(tmp_path: object) -> None:
     assert arrow.row_count == CAP + 1 and arrow.dataframe["id"].iloc[0] == ROWS - 1  # type: ignore[attr-defined]
     inf, inf_rows = await _both(url, "SELECT 'infinity'::DATE AS d")
     pd.testing.assert_frame_equal(inf.dataframe, inf_rows.dataframe)  # type: ignore[attr-defined]
+
+
+@needs_adbc
+@pytest.mark.postgres
+async def test_postgres_arrow_read_keeps_a_trailing_comment_inside_the_copy(pg_url: str) -> None:
+    """The driver wraps the text as COPY (<text>) TO STDOUT: a trailing "--" comment must not
+    swallow the wrapper's suffix (the text is handed over ending in a newline)."""
+    backend = DatabaseBackend(pg_url, arrow=True)
+    try:
+        out = await backend.run("r", "SELECT 1 AS one -- the last line is a comment")
+        assert out.dataframe["one"].tolist() == [1]
+        assert backend._adbc is not None and backend._adbc._idle  # pyright: ignore[reportPrivateUsage]
+    finally:
+        backend.dispose()

@@ -22,8 +22,9 @@ Security review (what changes against the DBAPI path, and why it holds):
 * **COPY wrapping.** The driver runs a query as ``COPY (<query>) TO STDOUT (FORMAT
   binary)``. The text is one statement the classifier parsed as a read, with balanced
   parentheses outside strings and comments, and no unterminated string or block comment (the
-  tokenizer refuses those); a trailing ``--`` comment can only swallow the driver's suffix,
-  which is a syntax error, never a different COPY. ``COPY (query) TO STDOUT`` is a read
+  tokenizer refuses those), and it is handed over with a newline at the end, so a trailing
+  ``--`` comment cannot swallow the driver's suffix: whatever the text, the suffix stays part
+  of the statement, and anything but the query the classifier saw is a syntax error. ``COPY (query) TO STDOUT`` is a read
   PostgreSQL allows in a read-only transaction; ``COPY ... TO PROGRAM``/file would need the
   text to escape the parentheses, which it cannot. Statements COPY cannot wrap (SHOW,
   EXPLAIN) never get here: only ``SELECT``/``WITH``/``VALUES``/``TABLE`` texts do.
@@ -58,6 +59,8 @@ __all__ = ["ARROW_MIN_CAP", "AdbcPostgres", "arrow_available", "duckdb_arrow_rea
 
 ARROW_MIN_CAP = 100_000
 """Row caps from this size on read large results through Arrow."""
+
+_END = "\n"  # ends a trailing "--" comment before the driver's ") TO STDOUT ..." suffix
 
 _HAVE_PYARROW = importlib.util.find_spec("pyarrow") is not None
 _HAVE_ADBC_PG = _HAVE_PYARROW and importlib.util.find_spec("adbc_driver_postgresql") is not None
@@ -192,7 +195,7 @@ class AdbcPostgres:
         try:
             cur = conn.cursor()
             try:
-                schema = cur.adbc_execute_schema(sql)
+                schema = cur.adbc_execute_schema(sql + _END)
                 conn.rollback()
                 if to_frame(schema.empty_table()) is None:
                     healthy = True
@@ -222,7 +225,7 @@ class AdbcPostgres:
         limit = read_limit(settings)
         canceller.started(cur.adbc_cancel)
         try:
-            cur.execute(sql)
+            cur.execute(sql + _END)
             reader = cur.fetch_record_batch()
             batches: list[Any] = []
             seen, next_report = 0, settings.progress_every

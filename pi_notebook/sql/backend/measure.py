@@ -21,6 +21,7 @@ What does not belong here: deciding whether the statement may run at all, or the
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -49,6 +50,7 @@ METHOD_TEXT: dict[CountMethod, str] = {
     "static": "stated by the statement itself",
 }
 _PLAN_CHARS = 4_000
+_DML_START = re.compile(r"^\s*(?:INSERT|UPDATE|DELETE|MERGE|REPLACE|WITH)\b", re.I)
 
 # PostgreSQL: the table, its partitions, and every table reachable through foreign keys that
 # reference it (cascades run their triggers); any user trigger or rule there, or a relation
@@ -164,7 +166,13 @@ def _rollback_certain(raw: Any, backend: str, plan: WritePlan) -> tuple[bool, st
 
 
 def explain(raw: Any, backend: str, sql: str) -> str | None:
-    """The engine's plan of ``sql`` (planned, never executed), as text."""
+    """The engine's plan of the DML statement ``sql`` (planned, never executed), as text.
+
+    Only a text that starts with a DML keyword is prefixed with ``EXPLAIN`` (so the prefix
+    can never combine with the text into ``EXPLAIN ANALYZE``, which executes).
+    """
+    if not _DML_START.match(sql):
+        return None
     prefix = "EXPLAIN QUERY PLAN " if backend == "sqlite" else "EXPLAIN "
     rows = query(raw, backend, prefix + sql).rows
     if backend == "sqlite":
