@@ -72,7 +72,7 @@ async def test_a_hung_connect_times_out_with_a_short_error(engine: str, hung_por
 
 
 async def test_stop_ends_a_session_run_stuck_in_a_connect(hung_port: int) -> None:
-    ext = database_extension(_url("postgres", hung_port))
+    ext = database_extension(_url("postgres", hung_port), schema_budget_chars=0)
     model = ScriptedModel([[tool_call("query_database", {"sql": "SELECT 1"}, id="q1")], text("x")])
     session = create_agent_session(model=model, extensions=[ext], audit=False)
     ends: list[Any] = []
@@ -97,3 +97,20 @@ async def test_mysql_handshake_bound_does_not_cut_long_statements(mysql_url: str
     finally:
         backend.dispose()
     assert out.dataframe["s"].tolist() == [0]
+
+
+async def test_offload_returns_a_stuck_blocking_call_on_abort(hung_port: int) -> None:
+    """What a schema read needs: a blocking call on the worker that abort releases."""
+    import sqlalchemy as sa
+
+    backend = DatabaseBackend(_url("postgres", hung_port), connect_timeout_s=2)
+    try:
+        controller = AbortController()
+        asyncio.get_running_loop().call_later(0.3, controller.abort)
+        started = time.perf_counter()
+        with pytest.raises(QueryAborted):
+            await backend.offload(sa.inspect, backend.engine, signal=controller.signal)
+        assert time.perf_counter() - started < 1.0
+        assert await backend.offload(sum, [1, 2]) == 3
+    finally:
+        backend.dispose()

@@ -127,6 +127,27 @@ class DatabaseBackend:
             self._adbc.close()
         self.engine.dispose()
 
+    async def offload(
+        self, fn: Callable[..., Any], *args: Any, signal: AbortSignal | None = None
+    ) -> Any:
+        """Run a blocking, side-effect-free ``fn(*args)`` (a schema read, say) on the backend's
+        worker thread, bounded by the statement timeout and ``signal``.
+
+        An abort or timeout returns at once even if ``fn`` is stuck (in a connect to a server
+        that never answers): its thread is abandoned and its result dropped, so ``fn`` must
+        not write anything.
+
+        Raises:
+            QueryAborted: ``signal`` aborted.
+            QueryTimeout: the statement timeout passed.
+            QueryError: ``fn`` raised (as short, credential-free text).
+        """
+
+        def job(*, canceller: Any = None, progress: Any = None) -> Any:
+            return fn(*args)
+
+        return await self._execution.call(job, signal=signal)
+
     def _ids(self, tool_call_id: str) -> dict[str, Any]:
         return {"tool_call_id": tool_call_id, "tool_name": self.tool_name,
                 "policy_version": POLICY_VERSION}  # fmt: skip
