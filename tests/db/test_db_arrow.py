@@ -130,3 +130,19 @@ async def test_postgres_arrow_read_keeps_a_trailing_comment_inside_the_copy(pg_u
         assert backend._adbc is not None and backend._adbc._idle  # pyright: ignore[reportPrivateUsage]
     finally:
         backend.dispose()
+
+
+async def test_duckdb_arrow_read_is_cancelled_by_abort(tmp_path: object) -> None:
+    from dbtest_support import LONG_READ
+
+    backend = DatabaseBackend(f"duckdb:///{tmp_path}/c.duckdb", arrow=True)
+    try:
+        controller = AbortController()
+        asyncio.get_running_loop().call_later(0.3, controller.abort)
+        started = time.perf_counter()
+        with pytest.raises(QueryAborted):
+            await backend._run_as("read", LONG_READ["duckdb"], signal=controller.signal)  # pyright: ignore[reportPrivateUsage]
+        assert time.perf_counter() - started < 1.5
+        assert (await backend.run("after", "SELECT 1 AS one")).dataframe["one"].tolist() == [1]
+    finally:
+        backend.dispose()
