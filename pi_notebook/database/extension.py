@@ -1,9 +1,10 @@
 """``DatabaseExtension``: the factory that registers ``query_database`` and its gate.
 
 Read-only SQL runs at once. Anything that writes or has a side effect needs the user's approval
-through ``ctx.ui.confirm``; the approval is stored durably and becomes a one-shot capability for
-this call id and the canonical hash of the arguments shown. The backend checks again on the SQL
-it is about to run (the gate is intent, the backend is authorisation).
+(``ui.request_approval``, else ``ctx.ui.confirm``); the decision is committed to the audit and
+an approval becomes a one-shot capability for this call id and the canonical hash of the
+arguments shown. The backend checks again on the SQL it is about to run (the gate is intent,
+the backend is authorisation). A capability dies with its call (``tool_execution_end``).
 
 Results: each call's DataFrame is in its tool result's ``details["dataframe"]`` (so in
 ``session.messages`` and the ``tool_execution_end`` event), never sent to the model. The
@@ -19,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from pi_notebook.approvals import ApprovalStore, CapabilityStore
+from pi_notebook.approvals import AuditApprovals, CapabilityStore
 from pi_notebook.database.gate import make_gate
 from pi_notebook.database.tool import ContentPolicy, QueryDatabaseParams, make_query_tool
 from pi_notebook.extensions import ExtensionAPI
@@ -42,24 +43,21 @@ class DatabaseExtension:
         approval_timeout_s: how long the user has to decide; no decision is a denial.
         statement_timeout_s: a statement running longer is cancelled.
         capability_ttl_s: how long an approval stays usable before the call executes.
-        approvals_url: SQLAlchemy URL of the approval records (default: the data directory).
         keep_results: how many DataFrames ``results`` keeps.
     """
 
     def __init__(self, url: str | None = None, *, row_cap: int = 10_000,
                  approval_timeout_s: float = 30, statement_timeout_s: float = 30,
-                 capability_ttl_s: float = 60, approvals_url: str | None = None,
-                 keep_results: int = 20) -> None:  # fmt: skip
+                 capability_ttl_s: float = 60, keep_results: int = 20) -> None:  # fmt: skip
         self.url = url
         self.row_cap = row_cap
         self.approval_timeout_s = approval_timeout_s
         self.statement_timeout_s = statement_timeout_s
         self.capability_ttl_s = capability_ttl_s
-        self.approvals_url = approvals_url
         self.keep_results = keep_results
         self.results: OrderedDict[str, pd.DataFrame] = OrderedDict()
         self.backend: DatabaseBackend | None = None
-        self._approvals: ApprovalStore | None = None
+        self.approvals = AuditApprovals(None)
         self.content_policy: ContentPolicy | None = None
 
     def keep_result(self, tool_call_id: str, frame: pd.DataFrame) -> None:
@@ -73,13 +71,6 @@ class DatabaseExtension:
         """The DataFrame of the most recent successful call, if any."""
         return next(reversed(self.results.values())) if self.results else None
 
-    @property
-    def approvals(self) -> ApprovalStore:
-        """The approval records (created on first use)."""
-        if self._approvals is None:
-            self._approvals = ApprovalStore(self.approvals_url)
-        return self._approvals
-
     def explain_approval(self, sql: str) -> str:
         """Why ``sql`` needs approval, in words (for a UI showing the approval prompt)."""
         dialect = self.backend.dialect if self.backend is not None else "sqlite"
@@ -91,14 +82,17 @@ class DatabaseExtension:
         backend = DatabaseBackend(url, row_cap=self.row_cap, approvals=CapabilityStore(),
                                   statement_timeout_s=self.statement_timeout_s)  # fmt: skip
         self.backend = backend
+        # Decisions are on record in the session's audit; this is the view of them.
+        self.approvals = AuditApprovals(pi.audit)
         pi.register_tool(make_query_tool(self, backend, pi))
         pi.on("tool_call", make_gate(self, backend, pi))
-        pi.on("session_shutdown", lambda _event, _ctx: self._shutdown(backend))
+        pi.on("tool_execution_end", lambda event, _ctx: self._call_ended(backend, event))
+        pi.on("session_shutdown", lambda _event, _ctx: backend.dispose())
 
-    def _shutdown(self, backend: DatabaseBackend) -> None:
-        backend.dispose()
-        if self._approvals is not None:
-            self._approvals.close()
+    def _call_ended(self, backend: DatabaseBackend, event: Any) -> None:
+        # A capability dies with the call that earned it, however the call ended (blocked by
+        # a later handler, errored, aborted, finished); its id is burnt (issue 15, item 4).
+        backend.capabilities.revoke(event.tool_call_id)
 
 
 def database_extension(url: str | None = None, **options: Any) -> DatabaseExtension:

@@ -1,34 +1,36 @@
 """The approval gate of ``query_database``: a ``tool_call`` handler (S24, D10).
 
-A read passes; a ``reject`` verdict is refused at once; a write asks the user, records the
-decision durably, and on approval grants the backend a one-shot capability for this call id
-and the canonical hash of the statement shown.
+A read passes; a ``reject`` verdict is refused at once; a write asks the person through the
+one approval gate (:func:`pi_notebook.approvals.ask`: ``request_approval`` when the UI has it,
+else ``confirm("Database write", sql)``), commits the decision to the audit, and on approval
+grants the backend a one-shot capability for this call id and the canonical hash of the
+statement shown. The backend checks again on the SQL it is about to run.
 """
 
 from __future__ import annotations
 
-import asyncio
-import getpass
-import time
 from typing import TYPE_CHECKING, Any
 
-from pi_notebook.approvals import ApprovalRecord
-from pi_notebook.approvals.records import ApprovalDecision
+from pi_notebook.approvals import (
+    REJECTED_REASON,
+    ApprovalEntry,
+    ApprovalRequest,
+    GateAnswer,
+    ask,
+    commit_record,
+)
 from pi_notebook.sql import POLICY_VERSION, classify
 from pi_notebook.sql.backend import DatabaseBackend, query_args_hash
-from pi_notebook.sql.backend.auditing import record_before
 
 if TYPE_CHECKING:
     from pi_notebook import ExtensionAPI
     from pi_notebook.database.extension import DatabaseExtension
 
-__all__ = ["NO_UI_REASON", "REJECTED_REASON", "TOOL_NAME", "audit_of", "make_gate"]
+__all__ = ["NO_UI_REASON", "REJECTED_REASON", "TITLE", "TOOL_NAME", "audit_of", "make_gate"]
 
 TOOL_NAME = "query_database"
+TITLE = "Database write"
 NO_UI_REASON = "Write query requires interactive approval."
-REJECTED_REASON = "Rejected by user."
-# Extra time a UI gets past its own timeout before its silence counts as "expired".
-_UI_GRACE_S = 1.0
 
 
 def make_gate(ext: DatabaseExtension, backend: DatabaseBackend, pi: ExtensionAPI) -> Any:
@@ -44,75 +46,46 @@ def make_gate(ext: DatabaseExtension, backend: DatabaseBackend, pi: ExtensionAPI
             return None
         if verdict.kind != "write":  # reject, or anything unknown: refuse without asking
             return {"block": True, "reason": "Refused: " + "; ".join(verdict.reasons)}
+        call_id = event.tool_call_id
+        if backend.capabilities.used(call_id):
+            return _block(f"Refused: the call id {call_id!r} was already used in this session; "
+                          "each call needs a new id. Nothing was run.")  # fmt: skip
         args_hash = query_args_hash(sql, backend.dialect)
-        decision, reason = await _ask(sql, ctx, ext.approval_timeout_s)
-        record = ApprovalRecord(
-            tool_call_id=event.tool_call_id, tool_name=TOOL_NAME, args_hash=args_hash,
-            decision=decision, policy_version=POLICY_VERSION, sql=sql, user=_user(),
-            session_id=_session_id(ctx), reason=None if decision == "approved" else reason,
-        )  # fmt: skip
+        request = ApprovalRequest(tool_call_id=call_id, tool_name=TOOL_NAME, title=TITLE,
+                                  args={"sql": sql}, args_hash=args_hash,
+                                  reasons=tuple(verdict.reasons),
+                                  timeout_s=ext.approval_timeout_s)  # fmt: skip
+        # As in the chapter, a confirm-only UI is asked confirm("Database write", sql).
+        answer = await ask(request, ctx, message=sql, no_ui_reason=NO_UI_REASON)
+        entry = _entry(answer, request)
         try:
-            await asyncio.to_thread(ext.approvals.record, record)
-            await asyncio.to_thread(
-                record_before, audit_of(pi, ctx), "approval",
-                {"decision": decision, "args_hash": args_hash, "sql": sql,
-                 "reasons": list(verdict.reasons), "user": record.user},
-                tool_call_id=event.tool_call_id, tool_name=TOOL_NAME,
-                policy_version=POLICY_VERSION,
-            )  # fmt: skip
+            await commit_record(audit_of(pi, ctx), "approval", entry.payload(),
+                                tool_call_id=call_id, tool_name=TOOL_NAME,
+                                policy_version=POLICY_VERSION)  # fmt: skip
         except Exception as exc:  # an approval we cannot record is no approval
-            return {
-                "block": True,
-                "reason": f"Approval could not be recorded ({type(exc).__name__}); not run.",
-            }
-        if decision != "approved":
-            return {"block": True, "reason": reason}
-        backend.capabilities.grant(event.tool_call_id, args_hash, ext.capability_ttl_s)
+            return _block(f"Not run: the approval could not be recorded ({type(exc).__name__}).")
+        if not answer.approved:
+            return _block(answer.reason)
+        backend.capabilities.grant(call_id, args_hash, ext.capability_ttl_s)
         return None
 
     return gate
 
 
-async def _ask(sql: str, ctx: Any, timeout: float) -> tuple[ApprovalDecision, str]:
-    """Ask the user; anything but an explicit, timely ``True`` is a denial."""
-    if not getattr(ctx, "has_ui", False):
-        return "no_ui", NO_UI_REASON
-    # As in the chapter: the message is the statement itself. A UI that wants to say why
-    # asks `explain_approval(sql)` (the notebook does).
-    signal = getattr(ctx, "signal", None)
-    started = time.monotonic()
-    try:
-        answer = await asyncio.wait_for(
-            ctx.ui.confirm("Database write", sql, signal=signal, timeout=timeout),
-            timeout + _UI_GRACE_S,
-        )
-    except TimeoutError:
-        return "expired", f"{REJECTED_REASON} (no decision within {timeout:g} s)"
-    except Exception as exc:
-        return "rejected", f"{REJECTED_REASON} (the approval prompt failed: {type(exc).__name__})"
-    if signal is not None and signal.aborted:
-        return "aborted", f"{REJECTED_REASON} (the run was aborted)"
-    if answer is True:
-        return "approved", ""
-    if time.monotonic() - started >= timeout * 0.98:
-        return "expired", f"{REJECTED_REASON} (no decision within {timeout:g} s)"
-    return "rejected", REJECTED_REASON
+def _entry(answer: GateAnswer, request: ApprovalRequest) -> ApprovalEntry:
+    return ApprovalEntry(
+        decision=answer.decision, args_hash=request.args_hash, args=request.args,
+        reasons=request.reasons, reason=None if answer.approved else answer.reason,
+        approver=answer.outcome.approver if answer.outcome else None, via=answer.via,
+        waited_ms=answer.waited_ms, timeout_s=request.timeout_s, problem=answer.problem,
+    )  # fmt: skip
+
+
+def _block(reason: str) -> dict[str, Any]:
+    return {"block": True, "reason": reason}
 
 
 def audit_of(pi: ExtensionAPI, ctx: Any) -> Any:
     """The audit log of this call: ``ctx.audit``, else the extension API's."""
     audit = getattr(ctx, "audit", None)
     return audit if audit is not None else getattr(pi, "audit", None)
-
-
-def _session_id(ctx: Any) -> str | None:
-    session = getattr(ctx, "session", None)
-    value = getattr(session, "session_id", None)
-    return value if isinstance(value, str) else None
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # no login name in some containers
-        return "unknown"

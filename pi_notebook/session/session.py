@@ -5,6 +5,11 @@ all), the active set, the base system prompt, and the before/after tool hooks it
 installs into the agent core, where the extensions' ``tool_call`` and
 ``tool_result`` chains run (S5). Session subscribers see an event only after every
 extension handler for it has finished (C30).
+
+Approval for any tool (``ToolDefinition.requires_approval``) is enforced here: after every
+``tool_call`` handler ran, the session asks for it (bound to the hash of the final
+arguments); the wrapper checks that hash again right before ``execute``; the capability dies
+when the call ends (see :mod:`pi_notebook.approvals.tools`).
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ from ..agent.types import (
     ExecutionMode,
 )
 from ..ai.abort import AbortSignal
-from ..ai.messages import Message, to_text_parts
+from ..ai.messages import Message, TextContent, to_text_parts
 from ..ai.model import Model
+from ..approvals.tools import ToolApprovals
 from ..errors import AgentBusyError, SessionClosedError
 from ..extensions.api import ExtensionAPI, check_tool_definition
 from ..extensions.events import (
@@ -108,6 +114,7 @@ class AgentSession:
         self._closed = False
         self._started = False
         self.runner = ExtensionRunner()
+        self.tool_approvals = ToolApprovals(lambda: self._audit)
         self.agent = Agent(
             model=model,
             before_tool_call=self._before_tool_call,
@@ -241,7 +248,10 @@ class AgentSession:
     def _apply_active(self) -> None:
         tools = [self._registry[name] for name in self._active]
         self.agent.state.tools = [
-            wrap_registered_tool(t, self._context_for(t), lambda: list(self._active)) for t in tools
+            wrap_registered_tool(
+                t, self._context_for(t), lambda: list(self._active), self._check_approval
+            )
+            for t in tools
         ]
         self.agent.state.system_prompt = build_system_prompt([t.definition for t in tools])
 
@@ -263,28 +273,66 @@ class AgentSession:
         ]
 
     # -- hooks into the agent core ---------------------------------------------
+    @property
+    def approval_timeout_s(self) -> float:
+        """Seconds a person has to approve a ``requires_approval`` call (default 30)."""
+        return self.tool_approvals.timeout_s
+
+    @approval_timeout_s.setter
+    def approval_timeout_s(self, value: float) -> None:
+        self.tool_approvals.timeout_s = float(value)
+
     async def _before_tool_call(
         self, context: BeforeToolCallContext, signal: AbortSignal
     ) -> BeforeToolCallResult | None:
-        if not self.runner.has_handlers("tool_call"):
-            return (
-                None  # C19: no gate at all means ungated (the database backend never relies on it)
+        # C19: with no tool_call handler the chain is skipped, but requires_approval holds.
+        handled = self.runner.has_handlers("tool_call")
+        if handled:
+            event = ToolCallEvent(
+                tool_call_id=context.tool_call.id,
+                tool_name=context.tool_call.name,
+                input=context.args,
             )
-        event = ToolCallEvent(
-            tool_call_id=context.tool_call.id, tool_name=context.tool_call.name, input=context.args
+            try:
+                decision = await self.runner.emit_tool_call(event)
+            except Exception as exc:
+                self._record_decision(context, "blocked", f"{type(exc).__name__}: {exc}")
+                raise
+            if decision is not None and decision.block:
+                self._record_decision(context, "blocked", decision.reason)
+                return BeforeToolCallResult(
+                    block=decision.block, reason=decision.reason, terminate=decision.terminate
+                )
+        # After every handler: the approval binds to the arguments execute will get.
+        blocked = await self._ask_approval(context, signal)
+        if handled:
+            self._record_decision(context, "blocked" if blocked else "allowed", blocked)
+        return None if blocked is None else BeforeToolCallResult(block=True, reason=blocked)
+
+    async def _ask_approval(
+        self, context: BeforeToolCallContext, signal: AbortSignal
+    ) -> str | None:
+        registered = self._registry.get(context.tool_call.name)
+        if registered is None or not registered.definition.requires_approval:
+            return None  # the wrapper still checks the definition it runs
+        definition = registered.definition
+        return await self.tool_approvals.gate(
+            tool_call_id=context.tool_call.id,
+            tool_name=definition.name,
+            title=definition.label or definition.name,
+            rule=definition.requires_approval,
+            params=context.args,
+            ctx=self.runner.create_context(registered.source_info.path),
+            signal=signal,
         )
-        try:
-            decision = await self.runner.emit_tool_call(event)
-        except Exception as exc:
-            self._record_decision(context, "blocked", f"{type(exc).__name__}: {exc}")
-            raise
-        if decision is None or not decision.block:
-            self._record_decision(context, "allowed", None)
-            return None
-        self._record_decision(context, "blocked", decision.reason)
-        return BeforeToolCallResult(
-            block=decision.block, reason=decision.reason, terminate=decision.terminate
-        )
+
+    async def _check_approval(
+        self, tool_call_id: str, definition: ToolDefinition[Any], params: Any
+    ) -> None:
+        """Right before ``execute``: raises ``ApprovalRefused`` unless the final arguments are
+        the approved ones (or need no approval)."""
+        await self.tool_approvals.check(tool_call_id=tool_call_id, tool_name=definition.name,
+                                        rule=definition.requires_approval, params=params)  # fmt: skip
 
     def _record_decision(
         self, context: BeforeToolCallContext, decision: str, reason: str | None
@@ -301,26 +349,33 @@ class AgentSession:
     async def _after_tool_call(
         self, context: AfterToolCallContext, signal: AbortSignal
     ) -> AfterToolCallResult | None:
-        if not self.runner.has_handlers("tool_result"):
+        note = self.tool_approvals.edit_note(context.tool_call.id)
+        patch = None
+        if self.runner.has_handlers("tool_result"):
+            event = ToolResultEvent(
+                tool_call_id=context.tool_call.id,
+                tool_name=context.tool_call.name,
+                input=context.args,
+                content=list(context.result.content or []),
+                details=context.result.details,
+                is_error=context.is_error,
+            )
+            patch = await self.runner.emit_tool_result(event)
+        if patch is None and note is None:
             return None
-        event = ToolResultEvent(
-            tool_call_id=context.tool_call.id,
-            tool_name=context.tool_call.name,
-            input=context.args,
-            content=list(context.result.content or []),
-            details=context.result.details,
-            is_error=context.is_error,
-        )
-        patch = await self.runner.emit_tool_result(event)
-        if patch is None:
-            return None
+        content = to_text_parts(patch.content) if patch and patch.content is not None else None
+        if note is not None:  # the model is told the person edited what ran
+            content = [TextContent(text=note), *(content or context.result.content or [])]
         return AfterToolCallResult(
-            content=to_text_parts(patch.content) if patch.content is not None else None,
-            details=patch.details,
-            is_error=patch.is_error,
+            content=content,
+            details=patch.details if patch else None,
+            is_error=patch.is_error if patch else None,
         )
 
     async def _dispatch(self, event: AgentEvent) -> None:
+        if event.type == "tool_execution_end":
+            # However the call ended, an approval it earned dies with it (issue 15, item 4).
+            self.tool_approvals.end(event.tool_call_id)
         await self.runner.emit(event)
         for listener in list(self._subscribers):
             try:

@@ -1,13 +1,12 @@
-"""One-shot capabilities (D4) and durable approval records (D3)."""
+"""One-shot capabilities (D4) and the typed approval record (D3)."""
 
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
 
-from pi_notebook.approvals import ApprovalRecord, ApprovalStore, CapabilityStore
+from pi_notebook.approvals import ApprovalEntry, CapabilityStore
 
 
 class Clock:
@@ -65,32 +64,17 @@ def test_d4_consume_is_atomic_under_contention() -> None:
     assert results.count(True) == 1
 
 
-def test_d3_approval_records_are_stored_durably(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'approvals.sqlite'}"
-    store = ApprovalStore(url)
-    store.record(ApprovalRecord(tool_call_id="c1", tool_name="query_database", args_hash="h" * 64,
-                                decision="approved", policy_version="p1", sql="DELETE FROM t",
-                                user="ana", session_id="s1"))  # fmt: skip
-    store.close()
-    reopened = ApprovalStore(url)  # a new engine sees the committed row
-    try:
-        [rec] = reopened.records(tool_call_id="c1")
-        assert (rec.decision, rec.args_hash, rec.sql, rec.user) == (
-            "approved",
-            "h" * 64,
-            "DELETE FROM t",
-            "ana",
-        )
-        assert rec.timestamp.tzinfo is not None
-        frame = reopened.to_dataframe()
-        assert list(frame["decision"]) == ["approved"] and str(frame["timestamp"].dtype).startswith(
-            "datetime64"
-        )
-    finally:
-        reopened.close()
+def test_15_4_revoke_burns_the_id_of_an_ended_call() -> None:
+    """Issue 15.4: a capability dies with its call; the id can never be approved again."""
+    store = CapabilityStore()
+    store.grant("c", "h", 60)
+    assert store.used("c") and store.revoke("c")
+    assert not store.consume("c", "h").ok
+    with pytest.raises(ValueError):
+        store.grant("c", "h", 60)
+    assert not store.revoke("never-granted") and not store.used("never-granted")
 
 
 def test_d3_unknown_decision_is_refused() -> None:
     with pytest.raises(ValueError):
-        ApprovalRecord(tool_call_id="c", tool_name="t", args_hash="h", decision="maybe",  # type: ignore[arg-type]
-                       policy_version="p", sql="x")  # fmt: skip
+        ApprovalEntry(decision="maybe", args_hash="h", args={})  # type: ignore[arg-type]
