@@ -97,6 +97,22 @@ class ToolApprovals:
             return value.strip()
         return f"{tool_name} asks for approval for these arguments"
 
+    async def before(self, definition: Any, tool_call_id: str, params: BaseModel,
+                     signal: AbortSignal | None, ctx: Callable[[], Any]) -> str | None:  # fmt: skip
+        """The session's hook after the ``tool_call`` chain: :meth:`gate` for the tool
+        ``definition`` (a ``ToolDefinition``); ``ctx()`` makes the call's context."""
+        rule = definition.requires_approval
+        if not rule:
+            return None
+        return await self.gate(tool_call_id=tool_call_id, tool_name=definition.name,
+                               title=definition.label or definition.name, rule=rule,
+                               params=params, ctx=ctx(), signal=signal)  # fmt: skip
+
+    async def before_execute(self, tool_call_id: str, definition: Any, params: BaseModel) -> None:
+        """The wrapper's hook right before ``execute``: :meth:`check` for ``definition``."""
+        await self.check(tool_call_id=tool_call_id, tool_name=definition.name,
+                         rule=definition.requires_approval, params=params)  # fmt: skip
+
     async def gate(
         self,
         *,

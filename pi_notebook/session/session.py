@@ -249,7 +249,10 @@ class AgentSession:
         tools = [self._registry[name] for name in self._active]
         self.agent.state.tools = [
             wrap_registered_tool(
-                t, self._context_for(t), lambda: list(self._active), self._check_approval
+                t,
+                self._context_for(t),
+                lambda: list(self._active),
+                self.tool_approvals.before_execute,
             )
             for t in tools
         ]
@@ -273,15 +276,6 @@ class AgentSession:
         ]
 
     # -- hooks into the agent core ---------------------------------------------
-    @property
-    def approval_timeout_s(self) -> float:
-        """Seconds a person has to approve a ``requires_approval`` call (default 30)."""
-        return self.tool_approvals.timeout_s
-
-    @approval_timeout_s.setter
-    def approval_timeout_s(self, value: float) -> None:
-        self.tool_approvals.timeout_s = float(value)
-
     async def _before_tool_call(
         self, context: BeforeToolCallContext, signal: AbortSignal
     ) -> BeforeToolCallResult | None:
@@ -304,35 +298,17 @@ class AgentSession:
                     block=decision.block, reason=decision.reason, terminate=decision.terminate
                 )
         # After every handler: the approval binds to the arguments execute will get.
-        blocked = await self._ask_approval(context, signal)
+        tool = self._registry.get(context.tool_call.name)  # None: the wrapper still checks
+        blocked = None
+        if tool is not None:
+            path = tool.source_info.path
+            blocked = await self.tool_approvals.before(
+                tool.definition, context.tool_call.id, context.args, signal,
+                lambda: self.runner.create_context(path),
+            )  # fmt: skip
         if handled:
             self._record_decision(context, "blocked" if blocked else "allowed", blocked)
         return None if blocked is None else BeforeToolCallResult(block=True, reason=blocked)
-
-    async def _ask_approval(
-        self, context: BeforeToolCallContext, signal: AbortSignal
-    ) -> str | None:
-        registered = self._registry.get(context.tool_call.name)
-        if registered is None or not registered.definition.requires_approval:
-            return None  # the wrapper still checks the definition it runs
-        definition = registered.definition
-        return await self.tool_approvals.gate(
-            tool_call_id=context.tool_call.id,
-            tool_name=definition.name,
-            title=definition.label or definition.name,
-            rule=definition.requires_approval,
-            params=context.args,
-            ctx=self.runner.create_context(registered.source_info.path),
-            signal=signal,
-        )
-
-    async def _check_approval(
-        self, tool_call_id: str, definition: ToolDefinition[Any], params: Any
-    ) -> None:
-        """Right before ``execute``: raises ``ApprovalRefused`` unless the final arguments are
-        the approved ones (or need no approval)."""
-        await self.tool_approvals.check(tool_call_id=tool_call_id, tool_name=definition.name,
-                                        rule=definition.requires_approval, params=params)  # fmt: skip
 
     def _record_decision(
         self, context: BeforeToolCallContext, decision: str, reason: str | None
