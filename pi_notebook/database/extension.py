@@ -20,8 +20,10 @@ from typing import Any
 
 import pandas as pd
 
+from pi_notebook.ai.messages import TextContent
 from pi_notebook.approvals import AuditApprovals, CapabilityStore
-from pi_notebook.database.gate import make_gate
+from pi_notebook.database.gate import TOOL_NAME, Edit, make_gate
+from pi_notebook.database.grants import GrantStore
 from pi_notebook.database.tool import ContentPolicy, QueryDatabaseParams, make_query_tool
 from pi_notebook.extensions import ExtensionAPI
 from pi_notebook.sample_db import sample_database_url
@@ -58,6 +60,8 @@ class DatabaseExtension:
         self.results: OrderedDict[str, pd.DataFrame] = OrderedDict()
         self.backend: DatabaseBackend | None = None
         self.approvals = AuditApprovals(None)
+        self.grants = GrantStore(None)
+        self.edits: dict[str, Edit] = {}
         self.content_policy: ContentPolicy | None = None
 
     def keep_result(self, tool_call_id: str, frame: pd.DataFrame) -> None:
@@ -84,15 +88,37 @@ class DatabaseExtension:
         self.backend = backend
         # Decisions are on record in the session's audit; this is the view of them.
         self.approvals = AuditApprovals(pi.audit)
+        self.grants = GrantStore(backend.dialect)  # grants never outlive their connection
         pi.register_tool(make_query_tool(self, backend, pi))
         pi.on("tool_call", make_gate(self, backend, pi))
+        pi.on("tool_result", self._tell_model_of_edit)
         pi.on("tool_execution_end", lambda event, _ctx: self._call_ended(backend, event))
-        pi.on("session_shutdown", lambda _event, _ctx: backend.dispose())
+        pi.on("session_shutdown", lambda _event, _ctx: self._shutdown(backend))
+
+    def _tell_model_of_edit(self, event: Any, _ctx: Any) -> dict[str, Any] | None:
+        """The model is told the person edited the statement, and sees the one that ran."""
+        edit = self.edits.get(event.tool_call_id)
+        if edit is None or event.tool_name != TOOL_NAME:
+            return None
+        how = "it ran as a read, without further approval" if edit.kind == "read" else (
+            "it was approved as edited")  # fmt: skip
+        note = (f"Note: the user edited the statement before approving it ({how}). "
+                f"The statement that ran:\n{edit.sql}")  # fmt: skip
+        details = dict(event.details) if isinstance(event.details, dict) else {}
+        details["edited"] = {"original_sql": edit.original_sql, "sql": edit.sql,
+                             "original_args_hash": edit.original_args_hash,
+                             "args_hash": edit.args_hash}  # fmt: skip
+        return {"content": [TextContent(text=note), *event.content], "details": details}
 
     def _call_ended(self, backend: DatabaseBackend, event: Any) -> None:
         # A capability dies with the call that earned it, however the call ended (blocked by
         # a later handler, errored, aborted, finished); its id is burnt (issue 15, item 4).
         backend.capabilities.revoke(event.tool_call_id)
+        self.edits.pop(event.tool_call_id, None)
+
+    def _shutdown(self, backend: DatabaseBackend) -> None:
+        self.grants.revoke_all()
+        backend.dispose()
 
 
 def database_extension(url: str | None = None, **options: Any) -> DatabaseExtension:

@@ -3,8 +3,6 @@ tool that requires approval, and a session runner."""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,37 +16,7 @@ from pi_notebook import (
     create_agent_session,
     define_tool,
 )
-from pi_notebook.approvals import ApprovalOutcome, ApprovalRequest
 from pi_notebook.testing import ScriptedModel, text, tool_call
-
-Answer = Callable[[ApprovalRequest], ApprovalOutcome | Awaitable[ApprovalOutcome] | Any]
-
-
-class ScriptedApprovalUI:
-    """Answers each request with ``answer(request)``; records every request it was given.
-
-    ``confirm`` exists (every UI has it) but records its use, so a test can prove that a UI
-    with ``request_approval`` is never asked through ``confirm``.
-    """
-
-    def __init__(self, answer: Answer | str = "approved") -> None:
-        self.answer = answer
-        self.requests: list[ApprovalRequest] = []
-        self.confirms: list[tuple[str, str, float | None]] = []
-
-    async def request_approval(self, request: ApprovalRequest) -> ApprovalOutcome:
-        self.requests.append(request)
-        if isinstance(self.answer, str):
-            return ApprovalOutcome(self.answer)  # type: ignore[arg-type]
-        value = self.answer(request)
-        if inspect.isawaitable(value):
-            value = await value
-        return value
-
-    async def confirm(self, title: str, message: str, *, signal: Any = None,
-                      timeout: float | None = None) -> bool:  # fmt: skip
-        self.confirms.append((title, message, timeout))
-        return False
 
 
 class NoteParams(BaseModel):

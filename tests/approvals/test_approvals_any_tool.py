@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from approvals_support import (
     NoteParams,
-    ScriptedApprovalUI,
     calls,
     note_tool,
     results,
@@ -24,6 +23,7 @@ from pi_notebook.approvals import (
     approvals_dataframe,
     args_hash,
 )
+from pi_notebook.testing import ScriptedApprovalUI
 
 NOTE = "write_note"
 

@@ -7,11 +7,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from approvals_support import ScriptedApprovalUI
 
 import pi_notebook.approvals.gate as gate_module
 from pi_notebook.ai.abort import AbortController
 from pi_notebook.approvals import ApprovalOutcome, ApprovalRequest, Grant, approval_method, ask
+from pi_notebook.testing import ScriptedApprovalUI
 
 
 def request(timeout_s: float | None = 30.0) -> ApprovalRequest:
