@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from pi_notebook.approvals import (
     REJECTED_REASON,
     ApprovalEntry,
@@ -127,6 +129,7 @@ class _Call:
         self.audit = audit_of(pi, ctx)
         self.signal = getattr(ctx, "signal", None)
         self.args_hash = query_args_hash(sql, backend.dialect)
+        self.edited_others: dict[str, Any] = {}
 
     async def preview(self, sql: str) -> WritePreview | None:
         """The backend's measurement of ``sql`` (``None`` if the backend cannot preview).
@@ -211,6 +214,8 @@ class _Call:
             return _block(answer.reason)
         if active is not None:
             self.ext.grants.activate(active)
+        for name, value in self.edited_others.items():  # the tool's other arguments, as edited
+            setattr(self.event.input, name, value)
         if final.sql != self.sql:
             self.event.input.sql = final.sql  # execute runs what the person approved
             self.ext.edits[self.call_id] = Edit(original_sql=self.sql,
@@ -229,8 +234,17 @@ class _Call:
         if edited is None:
             return _Final(sql=self.sql, args_hash=self.args_hash, kind="write", preview=preview)
         new_sql = edited.get("sql")
-        if set(edited) != {"sql"} or not isinstance(new_sql, str) or not new_sql.strip():
-            raise _Blocked("Not run: an edit gives exactly one field, sql, with a statement.")
+        unknown = sorted(set(edited) - set(type(self.event.input).model_fields))
+        if unknown or not isinstance(new_sql, str) or not new_sql.strip():
+            raise _Blocked("Not run: an edit gives the statement as sql (and only the tool's "
+                           f"own arguments{': not ' + ', '.join(unknown) if unknown else ''}).")  # fmt: skip
+        try:
+            checked = type(self.event.input).model_validate({**self.event.input.model_dump(),
+                                                             **edited})  # fmt: skip
+            self.edited_others = {k: getattr(checked, k) for k in edited if k != "sql"}
+        except ValidationError as exc:
+            raise _Blocked(f"Not run: the edited arguments are not valid ({exc.error_count()} "
+                           f"problem(s): {exc.errors()[0]['msg']}).") from None  # fmt: skip
         if new_sql == self.sql:
             return _Final(sql=self.sql, args_hash=self.args_hash, kind="write", preview=preview)
         verdict = classify(new_sql, self.backend.dialect)

@@ -207,7 +207,7 @@ async def test_edit_a_write_into_another_write_approves_the_edit(
     ("edited", "text"),
     [
         ("INSERT INTO {t} (a) VALUES (2); DELETE FROM {t}", "Refused: the edited statement"),
-        ({"sql": "INSERT INTO {t} (a) VALUES (2)", "limit": 5}, "exactly one field, sql"),
+        ({"sql": "INSERT INTO {t} (a) VALUES (2)", "limit": 5}, "arguments: not limit"),
     ],
 )
 async def test_an_edit_that_may_not_run_is_refused(
