@@ -16,14 +16,21 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from pi_notebook.ai.messages import TextContent
 from pi_notebook.approvals import AuditApprovals, CapabilityStore
+from pi_notebook.database.describe import register_schema_context
 from pi_notebook.database.gate import TOOL_NAME, Edit, make_gate
 from pi_notebook.database.grants import GrantStore
+from pi_notebook.database.guard import install_data_policy
+from pi_notebook.database.policy import DataPolicy, load_policy
+from pi_notebook.database.schema import SchemaCache
+from pi_notebook.database.semantic import load_semantic
 from pi_notebook.database.tool import ContentPolicy, QueryDatabaseParams, make_query_tool
 from pi_notebook.extensions import ExtensionAPI
 from pi_notebook.sample_db import sample_database_url
@@ -46,11 +53,21 @@ class DatabaseExtension:
         statement_timeout_s: a statement running longer is cancelled.
         capability_ttl_s: how long an approval stays usable before the call executes.
         keep_results: how many DataFrames ``results`` keeps.
+        semantic: a semantic file (YAML/JSON path or dict): descriptions, glossary, examples.
+        schema_budget_chars: size of the schema summary in the system prompt (0: none).
+        schema_ttl_s: the cached schema is read again after this long (None: only after DDL).
+        data_policy: protected columns, ``{"customers.email": "mask", "customers.phone":
+            "drop"}`` (or ``hash``), or a YAML/JSON file of them: the model never sees their
+            values, nor anything computed from them; ``details`` keep them for the user.
     """
 
     def __init__(self, url: str | None = None, *, row_cap: int = 10_000,
                  approval_timeout_s: float = 30, statement_timeout_s: float = 30,
-                 capability_ttl_s: float = 60, keep_results: int = 20) -> None:  # fmt: skip
+                 capability_ttl_s: float = 60,
+                 keep_results: int = 20, semantic: str | Path | dict[str, Any] | None = None,
+                 schema_budget_chars: int = 2_000, schema_ttl_s: float | None = 600,
+                 data_policy: DataPolicy | Mapping[str, Any] | str | Path | None = None,
+                 ) -> None:  # fmt: skip
         self.url = url
         self.row_cap = row_cap
         self.approval_timeout_s = approval_timeout_s
@@ -63,6 +80,11 @@ class DatabaseExtension:
         self.grants = GrantStore(None)
         self.edits: dict[str, Edit] = {}
         self.content_policy: ContentPolicy | None = None
+        self.semantic = load_semantic(semantic) if semantic is not None else None
+        self.schema_budget_chars = schema_budget_chars
+        self.schema_ttl_s = schema_ttl_s
+        self.schema: SchemaCache | None = None
+        self.data_policy = load_policy(data_policy) if data_policy is not None else None
 
     def keep_result(self, tool_call_id: str, frame: pd.DataFrame) -> None:
         """Remember ``frame`` as the result of ``tool_call_id`` (the last ``keep_results``)."""
@@ -93,6 +115,11 @@ class DatabaseExtension:
         pi.on("tool_call", make_gate(self, backend, pi))
         pi.on("tool_result", self._tell_model_of_edit)
         pi.on("tool_execution_end", lambda event, _ctx: self._call_ended(backend, event))
+        self.schema = SchemaCache(backend.engine, backend.dialect, ttl_s=self.schema_ttl_s)
+        register_schema_context(pi, self.schema, query_tool=TOOL_NAME, semantic=self.semantic,
+                                budget=self.schema_budget_chars, policy=self.data_policy)  # fmt: skip
+        if self.data_policy is not None:
+            self.content_policy = install_data_policy(pi, self.data_policy, self.schema)
         pi.on("session_shutdown", lambda _event, _ctx: self._shutdown(backend))
 
     def _tell_model_of_edit(self, event: Any, _ctx: Any) -> dict[str, Any] | None:

@@ -9,7 +9,8 @@ extension handler for it has finished (C30).
 Approval for any tool (``ToolDefinition.requires_approval``) is enforced here: after every
 ``tool_call`` handler ran, the session asks for it (bound to the hash of the final
 arguments); the wrapper checks that hash again right before ``execute``; the capability dies
-when the call ends (see :mod:`pi_notebook.approvals.tools`).
+when the call ends (see :mod:`pi_notebook.approvals.tools`). A prompt meets the pre-model
+events (:mod:`.premodel`) before the agent core sees it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ..agent.types import (
 from ..ai.abort import AbortSignal
 from ..ai.messages import Message, TextContent, to_text_parts
 from ..ai.model import Model
+from ..ai.usage import UsageMeter, UsageTotals
 from ..approvals.tools import ToolApprovals
 from ..errors import AgentBusyError, SessionClosedError
 from ..extensions.api import ExtensionAPI, check_tool_definition
@@ -55,6 +57,7 @@ from ..extensions.runner import Extension, ExtensionRunner
 from ..extensions.types import RegisteredTool, SourceInfo, ToolDefinition, ToolInfo
 from ..extensions.ui import UIContext
 from ..extensions.wrapper import wrap_registered_tool
+from .premodel import PreModelHooks, SystemPromptState, prepare_prompt
 from .prompt import build_system_prompt
 from .registry import build_registry, next_active_names
 
@@ -113,14 +116,20 @@ class AgentSession:
         self._subscribers: list[SessionListener] = []
         self._closed = False
         self._started = False
+        self._preparing = False
+        self._usage = UsageMeter()
         self.runner = ExtensionRunner()
         self.tool_approvals = ToolApprovals(lambda: self._audit)
+        self._hooks = PreModelHooks(
+            self.runner, audit=lambda: self._audit, model_name=lambda: self.model_name
+        )
         self.agent = Agent(
             model=model,
             before_tool_call=self._before_tool_call,
             after_tool_call=self._after_tool_call,
             tool_execution=tool_execution or "parallel",
         )
+        self._prompts = SystemPromptState(self.agent.state)
         self.agent.subscribe(self._dispatch)
 
         sources: list[ExtensionSource] = []
@@ -200,7 +209,23 @@ class AgentSession:
 
     @property
     def system_prompt(self) -> str:
+        """The system prompt the next request sends (this prompt's, while a run goes on)."""
         return self.agent.state.system_prompt
+
+    @property
+    def base_system_prompt(self) -> str:
+        """The prompt built from the active tools, before ``before_agent_start`` handlers."""
+        return self._prompts.base
+
+    @property
+    def usage(self) -> UsageTotals:
+        """Tokens in/out, cost (``None`` if a model has no known price), requests (a copy)."""
+        return self._usage.session.copy()
+
+    @property
+    def last_run_usage(self) -> UsageTotals:
+        """The same for the latest run (the one going on, if any)."""
+        return self._usage.run.copy()
 
     @property
     def signal(self) -> AbortSignal | None:
@@ -256,7 +281,7 @@ class AgentSession:
             )
             for t in tools
         ]
-        self.agent.state.system_prompt = build_system_prompt([t.definition for t in tools])
+        self._prompts.set_base(build_system_prompt([t.definition for t in tools]))
 
     def _context_for(self, tool: RegisteredTool) -> Callable[[], Any]:
         return lambda: self.runner.create_context(tool.source_info.path)
@@ -352,6 +377,7 @@ class AgentSession:
         if event.type == "tool_execution_end":
             # However the call ended, an approval it earned dies with it (issue 15, item 4).
             self.tool_approvals.end(event.tool_call_id)
+        self._usage.observe(event)
         await self.runner.emit(event)
         for listener in list(self._subscribers):
             try:
@@ -371,13 +397,26 @@ class AgentSession:
         return unsubscribe
 
     async def prompt(self, text: str | Message) -> None:
-        """Send a prompt and run until the model stops calling tools."""
+        """Send a prompt (after ``input`` and ``before_agent_start``) and run until the model
+        stops calling tools."""
         if self._closed:
             raise SessionClosedError("This session is closed; create a new one to prompt again.")
-        if self.is_running:
+        if self.is_running or self._preparing:
             raise AgentBusyError("A prompt is already running; wait for it or call abort().")
-        await self.start()
-        await self.agent.prompt(text)
+        self._preparing = True
+        try:
+            await self.start()
+            prepared = await prepare_prompt(self.runner, text, self._prompts.base)
+        finally:
+            self._preparing = False
+        if prepared is None:
+            return  # an input handler handled it
+        self._prompts.begin(prepared.system_prompt)
+        self._hooks.install(self.agent)  # for this prompt's requests
+        try:
+            await self.agent.prompt(prepared.messages)
+        finally:
+            self._prompts.end()
 
     def abort(self, reason: str | None = None) -> None:
         """Abort the running prompt, if any."""
