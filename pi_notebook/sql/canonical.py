@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -29,7 +29,24 @@ from pi_notebook.sql import lexical
 _FOLDS_IDENTIFIERS = frozenset({"postgres", "sqlite", "duckdb"})
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_BIND_MARKERS = frozenset({TokenType.COLON, TokenType.PARAMETER})
+_BIND_MARKERS = frozenset({TokenType.COLON, TokenType.PARAMETER, TokenType.SESSION_PARAMETER})
+_SEPARATORS = frozenset(
+    {TokenType.L_PAREN, TokenType.R_PAREN, TokenType.COMMA, TokenType.SEMICOLON,
+     TokenType.L_BRACKET, TokenType.R_BRACKET, TokenType.L_BRACE, TokenType.R_BRACE}
+)  # fmt: skip
+_STRINGS = frozenset(lexical.LITERAL_TYPES - {TokenType.IDENTIFIER, TokenType.NUMBER})
+
+MYSQL_RESERVED = frozenset(
+    """ADD ALL ALTER AND AS ASC BETWEEN BY CALL CASE CHECK COLUMN CONSTRAINT CONVERT CREATE
+    CROSS DATABASE DEFAULT DELETE DESC DESCRIBE DISTINCT DIV DROP ELSE EXISTS EXPLAIN FALSE
+    FOR FOREIGN FROM GRANT GROUP HAVING IF IGNORE IN INDEX INNER INSERT INTERVAL INTO IS JOIN
+    KEY LEFT LIKE LIMIT LOCK MOD NATURAL NOT NULL ON OR ORDER OUTER PRIMARY READ REFERENCES
+    REGEXP REPLACE REVOKE RIGHT RLIKE SCHEMA SELECT SET SHOW TABLE THEN TRUE UNION UNIQUE
+    UNLOCK UPDATE USE USING VALUES WHEN WHERE WITH WRITE XOR""".split()
+)
+"""Words reserved in both MySQL and MariaDB, so never a table name there: only these lose
+their case in MySQL's canonical form. Every other word (``json``, ``date``, ``text``, which
+sqlglot knows as keywords) may name a case-sensitive table and stays as written."""
 
 
 def canonicalize(sql: str, dialect: str) -> str:
@@ -50,45 +67,123 @@ def canonicalize(sql: str, dialect: str) -> str:
     return _canonical_cached(sql, name)
 
 
+def canonicalize_uncached(sql: str, dialect: str) -> str:
+    """:func:`canonicalize` without its own cache (for benchmarks and tests)."""
+    name = lexical.DIALECTS.get(dialect.lower())
+    if name is None or lexical.input_problem(sql, name) is not None:
+        return sql
+    return _canonical_cached.__wrapped__(sql, name)
+
+
 @lru_cache(maxsize=4096)
 def _canonical_cached(sql: str, dialect: str) -> str:
     try:
-        tokens = lexical.tokenize(sql, dialect)
+        tokens = lexical.tokens_of(sql, dialect)
     except Exception:
         return sql
-    if lexical.comment_findings(tokens, dialect):
+    if lexical.comment_findings(tokens, dialect) or lexical.skipped_text(sql, tokens):
         return sql
     # A trailing semicolon changes nothing; one between statements is kept.
-    while tokens and tokens[-1].token_type == TokenType.SEMICOLON:
-        tokens.pop()
+    end = len(tokens)
+    while end and tokens[end - 1].token_type == TokenType.SEMICOLON:
+        end -= 1
+    return _joined(sql, tokens[:end], dialect)
+
+
+_WORD, _OPERATOR, _SEPARATOR = 0, 1, 2
+_KINDS: dict[TokenType, int] = dict.fromkeys(lexical.LITERAL_TYPES, _WORD)
+_KINDS.update(dict.fromkeys(_SEPARATORS, _SEPARATOR))
+_KINDS[TokenType.VAR] = _WORD
+_FORMS: dict[str, dict[str, str]] = {}
+"""Per dialect: keyword text as written -> its canonical form (bounded)."""
+
+
+def _kind(token: Token) -> int:
+    """Word (a keyword, a name, a literal), operator sign or separator; the same for
+    every token of a type, so it is learnt once per type."""
+    kind = _KINDS.get(token.token_type)
+    if kind is None:
+        kind = _KINDS[token.token_type] = _WORD if _is_word(token.text) else _OPERATOR
+    return kind
+
+
+def _is_word(text: str) -> bool:
+    return text.replace(" ", "").replace("_", "a").isalnum()
+
+
+def _keyword_form(raw: str, dialect: str, forms: dict[str, str]) -> str:
+    keywords = MYSQL_RESERVED if dialect == "mysql" else _keywords(dialect)
+    keyword = " ".join(raw.split()).translate(_ASCII_UPPER)
+    # Only real keywords are case-insensitive; other words stay as written.
+    known = keyword in keywords or (" " in keyword and keywords.issuperset(keyword.split()))
+    form = keyword if known else raw
+    if len(forms) < 8192:
+        forms[raw] = form
+    return form
+
+
+def _joined(sql: str, tokens: Sequence[Token], dialect: str) -> str:
+    """The tokens' canonical forms and what stands between them.
+
+    Usually one space. Written together, two tokens of the same kind (two words, two
+    operator signs) or a bind marker and its name keep nothing between them: engines
+    lex ``0o17``, ``1_000``, ``#-`` or ``:name`` differently from ``0 o17``, ``1 _000``,
+    ``# -`` or ``: name``. Two strings split by a line break stay split by one, as
+    PostgreSQL joins ``'a'`` and ``'b'`` into one string only across a line break.
+    Bind-parameter names (``:Name``, ``@Name``) keep their case: drivers match them so.
+    """
+    folds = dialect in _FOLDS_IDENTIFIERS
+    forms = _FORMS.setdefault(dialect, {})
+    kinds = _KINDS
+    literals = lexical.LITERAL_TYPES
+    var = TokenType.VAR
+    size = len(sql)
     parts: list[str] = []
-    previous: Token | None = None
+    append = parts.append
+    previous_end = -2
+    previous_type: TokenType | None = None
+    previous_kind = _SEPARATOR
     for token in tokens:
-        parts.append(_token_form(token, sql, dialect, previous))
-        previous = token
-    return " ".join(parts)
+        kind_type = token.token_type
+        start = token.start
+        raw = token.text
+        if kind_type in literals or " " in raw:
+            end = token.end
+            raw = sql[start : end + 1] if 0 <= start <= end < size else raw
+        kind = kinds.get(kind_type)
+        if kind is None:
+            kind = _kind(token)
+        bound = False
+        if previous_type is not None:
+            adjacent = previous_end + 1 == start
+            bound = adjacent and previous_type in _BIND_MARKERS
+            if bound or (adjacent and kind == previous_kind != _SEPARATOR):
+                pass
+            elif adjacent and {previous_type, kind_type} == _DOT_NUMBER:
+                pass
+            elif (
+                previous_type in _STRINGS
+                and kind_type in _STRINGS
+                and _line_break(sql[previous_end + 1 : start])
+            ):
+                append("\n")
+            else:
+                append(" ")
+        if kind != _WORD or bound or kind_type in literals:
+            append(raw)
+        elif kind_type == var:
+            append(raw.translate(_ASCII_LOWER) if folds else raw)
+        else:
+            append(forms.get(raw) or _keyword_form(raw, dialect, forms))
+        previous_end, previous_type, previous_kind = token.end, kind_type, kind
+    return "".join(parts)
 
 
-def _token_form(token: Token, sql: str, dialect: str, previous: Token | None) -> str:
-    raw = (
-        sql[token.start : token.end + 1] if 0 <= token.start <= token.end < len(sql) else token.text
-    )
-    if token.token_type in lexical.LITERAL_TYPES or not lexical.word(token):
-        return raw
-    # Bind-parameter names (:name, @name) are matched case-sensitively by drivers.
-    if (
-        previous is not None
-        and previous.token_type in _BIND_MARKERS
-        and previous.end + 1 == token.start
-    ):
-        return raw
-    if token.token_type != TokenType.VAR:
-        keyword = " ".join(raw.split()).translate(_ASCII_UPPER)
-        # Only real keywords are case-insensitive; other words stay as written.
-        return keyword if keyword in _keywords(dialect) else raw
-    if dialect in _FOLDS_IDENTIFIERS:
-        return raw.translate(_ASCII_LOWER)
-    return raw
+_DOT_NUMBER = frozenset({TokenType.DOT, TokenType.NUMBER})
+
+
+def _line_break(gap: str) -> bool:
+    return "\n" in gap or "\r" in gap
 
 
 @lru_cache(maxsize=8)
