@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from sqlglot.tokenizer_core import Token, TokenType
 
+from pi_notebook.sql.catalogs import SECRET_SETTINGS
 from pi_notebook.sql.findings import Finding, writes
 from pi_notebook.sql.lexical import word
 from pi_notebook.sql.pragmas import PRAGMAS, pragma_statement_is_read
@@ -181,12 +182,27 @@ def _show(
         # SHOW <name> is DESCRIBE <name>: the name may be a file (SHOW x.csv reads it).
         inner = assess(f"SELECT * FROM {_rest(tokens, sql, 1)}", dialect, depth + 1)
         return Assessment(inner.findings, read_reason="SHOW of a table reads metadata")
-    if dialect == "mysql" and [word(t) for t in rest[:2]] in (["GRANTS"], ["CREATE", "USER"]):
-        # Verified on MariaDB: both print IDENTIFIED BY PASSWORD '<hash>'.
-        return Assessment((writes("SHOW GRANTS / SHOW CREATE USER shows password hashes"),))
+    secret = _secret_show([word(t) or t.text.upper() for t in rest[:3]], dialect)
+    if secret is not None:
+        return Assessment((writes(secret),))
     if _is_plain_name_list(rest):
         return Assessment((), read_reason="SHOW reads settings or metadata")
     return Assessment((writes("SHOW with an expression that may call functions"),))
+
+
+def _secret_show(words: list[str], dialect: str) -> str | None:
+    """Why ``SHOW <words>`` prints secrets, or None."""
+    if dialect == "mysql":
+        # Verified on MariaDB 10.11: SHOW GRANTS [FOR ...] and SHOW CREATE USER print
+        # IDENTIFIED BY PASSWORD '<hash>'. SHOW CREATE SERVER (MariaDB 11.7+, documented)
+        # prints the server's PASSWORD option.
+        if words[:1] == ["GRANTS"] or words[:2] in (["CREATE", "USER"], ["CREATE", "SERVER"]):
+            what = "GRANTS" if words[0] == "GRANTS" else " ".join(words[:2])
+            return f"SHOW {what} shows password hashes or passwords"
+    if dialect == "postgres" and words and words[0].lower() in SECRET_SETTINGS["postgres"]:
+        # SHOW ALL lists primary_conninfo, whose password a superuser sees.
+        return f"SHOW {words[0].lower()} shows settings that hold passwords or commands"
+    return None
 
 
 def _summarize(

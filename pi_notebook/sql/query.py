@@ -52,6 +52,7 @@ PURE_NODES = _classes(
     "Tuple",
     "Star",
     "Column",
+    "PositionalColumn",
     "Identifier",
     "Alias",
     "Aliases",
