@@ -81,7 +81,7 @@ def _canonical_cached(sql: str, dialect: str) -> str:
         tokens = lexical.tokens_of(sql, dialect)
     except Exception:
         return sql
-    if lexical.comment_findings(tokens, dialect) or lexical.skipped_text(sql, tokens):
+    if lexical.comment_findings(tokens, dialect) or lexical.skipped_text(sql, tokens, dialect):
         return sql
     # A trailing semicolon changes nothing; one between statements is kept.
     end = len(tokens)

@@ -113,7 +113,7 @@ def assess(sql: str, dialect: str, depth: int) -> Assessment:
         tokens = lexical.tokens_of(sql, dialect)
     except Exception as exc:
         return Assessment((rejects(f"the SQL cannot be tokenized: {_first_line(exc)}"),))
-    stray = lexical.skipped_text(sql, tokens)
+    stray = lexical.skipped_text(sql, tokens, dialect)
     if stray is not None:
         return Assessment((rejects(_stray_reason(stray)),))
     body, problem, compound = one_statement(tokens, dialect)

@@ -11,8 +11,11 @@ Two kinds of entry:
   upgrade cannot silently add an unreviewed class.
 * names of functions sqlglot parses as ``exp.Anonymous``, per dialect (lower case).
 
-Also here, to sharpen the reasons: functions that must never run (``REJECT_FUNCTIONS``)
-and host or network readers (``HOST_ACCESS_FUNCTIONS``). The allow-list alone decides ``read``.
+Also here, to sharpen the reasons: functions that must never run (``REJECT_FUNCTIONS``,
+which SQLite's authorizer also denies) and host or network readers
+(``HOST_ACCESS_FUNCTIONS``). The allow-list alone decides ``read``; a listed call may still
+need approval for the size of what it builds (``sizes.py``) or for the pragma it runs
+(``pragma_*`` calls: ``pragmas.py``).
 """
 
 from __future__ import annotations

@@ -107,12 +107,17 @@ def tokens_of(sql: str, dialect: str) -> tuple[Token, ...]:
     return tuple(tokenize(sql, dialect))
 
 
-def skipped_text(sql: str, tokens: Sequence[Token]) -> str | None:
+_MYSQL_DASH_NON_ASCII = re.compile(r"--([^\x00-\x7f])")
+
+
+def skipped_text(sql: str, tokens: Sequence[Token], dialect: str = "") -> str | None:
     """A non-ASCII character outside every token and comment, or None.
 
     sqlglot skips every Unicode space between tokens; the engines read a no-break space
     (U+00A0) or any other non-ASCII character outside quotes as part of a name, so
     ``FROM t\u00a0`` names another table than ``FROM t``: our tokens are not theirs.
+    MySQL starts a ``--`` comment only before ASCII space or a control character, so
+    ``--\u00a0x`` is ``- -x`` there (verified on MariaDB) while sqlglot drops a comment.
     """
     if sql.isascii():
         return None
@@ -120,6 +125,9 @@ def skipped_text(sql: str, tokens: Sequence[Token]) -> str | None:
     for token in [*tokens, None]:
         start = token.start if token is not None else len(sql)
         gap = sql[end:start]
+        dash = _MYSQL_DASH_NON_ASCII.search(gap) if dialect == "mysql" else None
+        if dash is not None:
+            return dash.group(1)
         comments = [*previous_comments, *(token.comments if token is not None else [])]
         for comment in comments:
             gap = gap.replace(comment, "", 1)

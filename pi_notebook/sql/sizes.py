@@ -13,8 +13,10 @@ bound its size:
 
 * its size arguments (a count, a width, a number of elements) are integer literals;
 * everything built from literals alone (the planner computes it once) adds up to at most
-  :data:`MAX_CONSTANT_CHARS`; everything built per row adds up to at most
-  :data:`MAX_ROW_CHARS` (DuckDB computes 2,048 rows at a time);
+  :data:`MAX_DUCKDB_CONSTANT_CHARS` (SQLite: :data:`MAX_CONSTANT_CHARS`); everything built
+  per row adds up to at most :data:`MAX_ROW_CHARS` (DuckDB computes 2,048 rows at a time);
+* a call in a lambda or list comprehension body runs once per element, so what it builds
+  multiplies the list (see the next rule);
 * calls that multiply a value from the data (``repeat(col, 3)``, ``replace(col, ',', ', ')``)
   multiply by at most :data:`MAX_AMPLIFICATION` all together, and never inside a recursive
   CTE (which would apply them again on every round).
@@ -37,13 +39,17 @@ from pi_notebook.sql.findings import Finding, writes
 __all__ = [
     "MAX_AMPLIFICATION",
     "MAX_CONSTANT_CHARS",
+    "MAX_DUCKDB_CONSTANT_CHARS",
     "MAX_ROW_CHARS",
     "size_findings",
     "watched_calls",
 ]
 
 MAX_CONSTANT_CHARS = 1 << 20
-"""Most characters a statement may build from literals alone."""
+"""Most characters a SQLite statement may build from literals alone (SQLite's
+``randomblob(n)`` and ``zeroblob(n)`` count bytes)."""
+MAX_DUCKDB_CONSTANT_CHARS = 1 << 16
+"""The same for DuckDB, lower: a value computed once may still be sent once per row."""
 MAX_ROW_CHARS = 1 << 14
 """Most characters a statement may build for each row (DuckDB; SQLite, which works one row
 at a time, gets :data:`MAX_CONSTANT_CHARS`)."""
@@ -95,7 +101,10 @@ def _constant_chars(node: exp.Expr | None, dialect: str) -> float | None:
         return 4
     if isinstance(node, exp.Literal):
         return len(node.this)
-    if isinstance(node, exp.Column | exp.Subquery | exp.Placeholder | exp.Parameter | exp.Star):
+    if isinstance(
+        node,
+        exp.Column | exp.Identifier | exp.Subquery | exp.Placeholder | exp.Parameter | exp.Star,
+    ):
         return None
     builder = _builder(node, dialect)
     if builder is not None:
@@ -283,6 +292,18 @@ def _builder(node: exp.Expr, dialect: str) -> _Builder | None:
     return _CLASSES.get(dialect, {}).get(type(node))
 
 
+def _per_element(node: exp.Expr) -> bool:
+    """Inside a lambda's or a list comprehension's body: built once per list element."""
+    child, parent = node, node.parent
+    while parent is not None:
+        if isinstance(parent, exp.Lambda) and child is parent.this:
+            return True
+        if isinstance(parent, exp.Comprehension) and child is not parent.args.get("iterator"):
+            return True
+        child, parent = parent, parent.parent
+    return False
+
+
 def _in_recursive_cte(node: exp.Expr) -> bool:
     parent = node.parent
     while parent is not None:
@@ -301,6 +322,7 @@ def size_findings(calls: Sequence[exp.Expr], dialect: str) -> list[Finding]:
     constant_chars = row_chars = 0.0
     factor = 1.0
     found: list[Finding] = []
+    constant_limit = MAX_CONSTANT_CHARS if dialect == "sqlite" else MAX_DUCKDB_CONSTANT_CHARS
     row_limit = MAX_ROW_CHARS if dialect == "duckdb" else MAX_CONSTANT_CHARS
     for node in calls:
         builder = _builder(node, dialect)
@@ -310,16 +332,20 @@ def size_findings(calls: Sequence[exp.Expr], dialect: str) -> list[Finding]:
         if built.problem is not None:
             found.append(writes(f"{built.problem} may exhaust memory", when_executed=False))
             continue
-        if built.constant:
+        multiplies = built.factor
+        if dialect == "duckdb" and _per_element(node):
+            # Built for every element of a list: it multiplies the list's size.
+            multiplies = max(built.factor, built.chars, 1)
+        elif built.constant:
             constant_chars += built.chars
         else:
             row_chars += built.chars
-        if built.factor > 1 and dialect == "duckdb":
-            factor *= built.factor
+        if multiplies > 1 and dialect == "duckdb":
+            factor *= multiplies
             if _in_recursive_cte(node):
                 found.append(writes("a value multiplied inside a recursive CTE may exhaust "
                                     "memory", when_executed=False))  # fmt: skip
-    if constant_chars > MAX_CONSTANT_CHARS or row_chars > row_limit:
+    if constant_chars > constant_limit or row_chars > row_limit:
         found.append(writes("builds a value too large to be a plain read (it may exhaust the "
                             "notebook's memory)", when_executed=False))  # fmt: skip
     if factor > MAX_AMPLIFICATION:

@@ -227,6 +227,15 @@ def test_d2_duckdb_reads_digit_separators() -> None:
 
 
 @pytest.mark.mysql
+def test_d1_mariadb_reads_a_dash_dash_before_a_no_break_space_as_minus_minus(maria: Any) -> None:
+    pymysql = pytest.importorskip("pymysql")
+    with pytest.raises(pymysql.err.OperationalError, match="Unknown column"):
+        _maria(maria, f"SELECT 1 --{NBSP}x")  # sqlglot drops a comment; MariaDB reads a name
+    assert _maria(maria, "SELECT 1 --\tx") == [(1,)]
+    assert classify(f"SELECT 1 --{NBSP}, SLEEP(1)", "mysql").kind == "reject"
+
+
+@pytest.mark.mysql
 def test_d2_mariadb_tables_named_like_keywords_keep_their_case(maria: Any) -> None:
     assert _maria(maria, "SELECT @@lower_case_table_names") == [(0,)]
     try:
