@@ -39,7 +39,7 @@ HOST_FILE_TABLES: dict[str, frozenset[str]] = {
 SECRET_TABLES: dict[str, frozenset[str]] = {
     "postgres": _names(
         """pg_authid pg_shadow pg_user_mapping pg_user_mappings pg_subscription
-        pg_db_role_setting"""
+        pg_db_role_setting information_schema.user_mapping_options user_mapping_options"""
     ),
     "mysql": _names(
         """mysql.user mysql.global_priv global_priv mysql.servers mysql.slave_master_info
@@ -51,7 +51,8 @@ SECRET_TABLES: dict[str, frozenset[str]] = {
 }
 """Tables holding secrets: password hashes (``pg_authid``, ``mysql.user``,
 ``mysql.global_priv``, MariaDB's password history), stored connection passwords
-(``pg_subscription.subconninfo``, ``pg_user_mappings``, ``mysql.servers``, MySQL's
+(``pg_subscription.subconninfo``, ``pg_user_mappings`` and its information-schema view,
+``mysql.servers``, MySQL's
 replication ``slave_master_info``), per-role settings, the statement logs (every past
 statement, ``IDENTIFIED BY`` passwords included), raw pages with deleted rows (SQLite's
 ``sqlite_dbpage``). Live activity views (``pg_stat_activity``, the process list) are

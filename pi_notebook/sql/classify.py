@@ -148,7 +148,11 @@ def assess(sql: str, dialect: str, depth: int) -> Assessment:
         return Assessment((*early, writes(f"{body[0].text.upper()} is not a known read statement")))
     parsed = _parse(body, sql, dialect)
     if isinstance(parsed, Finding):
-        if parsed.kind == "reject" and first in lexical.STATEMENT_VERBS:
+        if (
+            parsed.kind == "reject"
+            and first in lexical.STATEMENT_VERBS
+            and parsed.reason != STACKED
+        ):
             # The verb alone says this is no read; a person can judge the rest.
             return Assessment(
                 (*early, writes(f"{first} statement (not fully parsed) is not a read"))

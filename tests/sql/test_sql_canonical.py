@@ -145,3 +145,19 @@ def test_d2_canonical_form_is_computed_from_the_classifier_tokens() -> None:
     canonicalize_uncached(sql, "postgres")
     info = lexical.tokens_of.cache_info()
     assert (info.misses, info.hits) == (1, 1)  # tokenised once for both
+
+
+def test_d2_classifying_first_does_not_change_the_canonical_form() -> None:
+    """The gate may canonicalise before or after the backend classifies: same tokens, same form."""
+    from sql_fixture_cases import load_cases
+
+    from pi_notebook.sql import lexical
+    from pi_notebook.sql.canonical import canonicalize_uncached
+    from pi_notebook.sql.classify import classify_uncached
+
+    for case in load_cases():
+        lexical.tokens_of.cache_clear()
+        fresh = canonicalize_uncached(case.sql, case.dialect)
+        lexical.tokens_of.cache_clear()
+        classify_uncached(case.sql, case.dialect)
+        assert canonicalize_uncached(case.sql, case.dialect) == fresh, case.id
