@@ -90,21 +90,22 @@ def _canonical_cached(sql: str, dialect: str) -> str:
     return _joined(sql, tokens[:end], dialect)
 
 
-_WORD, _OPERATOR, _SEPARATOR = 0, 1, 2
-_KINDS: dict[TokenType, int] = dict.fromkeys(lexical.LITERAL_TYPES, _WORD)
-_KINDS.update(dict.fromkeys(_SEPARATORS, _SEPARATOR))
-_KINDS[TokenType.VAR] = _WORD
+_LITERAL, _OPERATOR, _SEPARATOR, _NAME, _KEYWORD = range(5)
+"""How a token type is written in the canonical form (learnt once per type)."""
+_GROUP = (0, 1, 2, 0, 0)
+"""Literals, names and keywords are words (0); operator signs (1); separators (2)."""
+_CODES: dict[TokenType, int] = dict.fromkeys(lexical.LITERAL_TYPES, _LITERAL)
+_CODES.update(dict.fromkeys(_SEPARATORS, _SEPARATOR))
+_CODES[TokenType.VAR] = _NAME
 _FORMS: dict[str, dict[str, str]] = {}
 """Per dialect: keyword text as written -> its canonical form (bounded)."""
 
 
-def _kind(token: Token) -> int:
-    """Word (a keyword, a name, a literal), operator sign or separator; the same for
-    every token of a type, so it is learnt once per type."""
-    kind = _KINDS.get(token.token_type)
-    if kind is None:
-        kind = _KINDS[token.token_type] = _WORD if _is_word(token.text) else _OPERATOR
-    return kind
+def _code(token: Token) -> int:
+    code = _CODES.get(token.token_type)
+    if code is None:
+        code = _CODES[token.token_type] = _KEYWORD if _is_word(token.text) else _OPERATOR
+    return code
 
 
 def _is_word(text: str) -> bool:
@@ -131,51 +132,54 @@ def _joined(sql: str, tokens: Sequence[Token], dialect: str) -> str:
     ``# -`` or ``: name``. Two strings split by a line break stay split by one, as
     PostgreSQL joins ``'a'`` and ``'b'`` into one string only across a line break.
     Bind-parameter names (``:Name``, ``@Name``) keep their case: drivers match them so.
+    This loop is the canonical form's whole cost: it is kept flat on purpose.
     """
     folds = dialect in _FOLDS_IDENTIFIERS
     forms = _FORMS.setdefault(dialect, {})
-    kinds = _KINDS
-    literals = lexical.LITERAL_TYPES
-    var = TokenType.VAR
+    codes, group, markers, strings = _CODES, _GROUP, _BIND_MARKERS, _STRINGS
     size = len(sql)
     parts: list[str] = []
     append = parts.append
     previous_end = -2
     previous_type: TokenType | None = None
-    previous_kind = _SEPARATOR
+    previous_group = _SEPARATOR
     for token in tokens:
-        kind_type = token.token_type
-        start = token.start
-        raw = token.text
-        if kind_type in literals or " " in raw:
-            end = token.end
-            raw = sql[start : end + 1] if 0 <= start <= end < size else raw
-        kind = kinds.get(kind_type)
-        if kind is None:
-            kind = _kind(token)
-        bound = False
+        kind = token.token_type
+        start, end = token.start, token.end
+        code = codes.get(kind)
+        if code is None:
+            code = _code(token)
+        word_group = group[code]
         if previous_type is not None:
-            adjacent = previous_end + 1 == start
-            bound = adjacent and previous_type in _BIND_MARKERS
-            if bound or (adjacent and kind == previous_kind != _SEPARATOR):
-                pass
-            elif adjacent and {previous_type, kind_type} == _DOT_NUMBER:
-                pass
+            if previous_end + 1 == start:
+                if previous_type in markers:
+                    if code != _LITERAL:
+                        code = _OPERATOR  # the name as written
+                elif (word_group != previous_group or word_group == _SEPARATOR) and {
+                    previous_type,
+                    kind,
+                } != _DOT_NUMBER:
+                    append(" ")
             elif (
-                previous_type in _STRINGS
-                and kind_type in _STRINGS
+                previous_type in strings
+                and kind in strings
                 and _line_break(sql[previous_end + 1 : start])
             ):
                 append("\n")
             else:
                 append(" ")
-        if kind != _WORD or bound or kind_type in literals:
-            append(raw)
-        elif kind_type == var:
-            append(raw.translate(_ASCII_LOWER) if folds else raw)
-        else:
+        if code == _LITERAL:
+            append(sql[start : end + 1] if 0 <= start <= end < size else token.text)
+        elif code == _NAME:
+            append(token.text.translate(_ASCII_LOWER) if folds else token.text)
+        elif code == _KEYWORD:
+            raw = token.text
+            if " " in raw:  # sqlglot normalises multi-word keywords; use what was written
+                raw = sql[start : end + 1] if 0 <= start <= end < size else raw
             append(forms.get(raw) or _keyword_form(raw, dialect, forms))
-        previous_end, previous_type, previous_kind = token.end, kind_type, kind
+        else:
+            append(token.text)
+        previous_end, previous_type, previous_group = end, kind, word_group
     return "".join(parts)
 
 

@@ -211,10 +211,12 @@ def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
         if type(node) is exp.Dot and type(node.expression) in _PURE_CALLS
     ]
     found: list[Finding] = []
-    watched = _WATCHED.get(dialect)
-    if watched is not None and (kinds & watched[0] or exp.Anonymous in kinds):
-        calls = [node for node in nodes if _watched(node, watched)]
-        found.extend(sizes.size_findings(calls, dialect))
+    watched_classes, watched_names = _WATCHED.get(dialect, _UNWATCHED)
+    sized = (
+        [node for node in nodes if type(node) in watched_classes] if kinds & watched_classes else []
+    )
+    if not attention and not qualified and not sized:
+        return found
     for call in qualified:
         finding = function_finding(call, dialect)
         if finding is not None:
@@ -229,6 +231,8 @@ def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
                 # ``'key': value``); ``@x := 1`` (MySQL) assigns a session variable.
                 found.append(writes("assignment to a variable (:=)"))
         elif isinstance(node, exp.Func):
+            if cls is exp.Anonymous and node.name.lower() in watched_names:
+                sized.append(node)
             finding = function_finding(node, dialect)
             if finding is not None:
                 found.append(finding)
@@ -248,6 +252,8 @@ def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
         else:
             reason = _SPECIFIC_REASONS.get(cls)
             found.append(writes(reason or f"{_describe(node)} is not a known pure read construct"))
+    if sized:
+        found.extend(sizes.size_findings(sized, dialect))
     return found
 
 
@@ -315,12 +321,7 @@ def _plain_setting(node: exp.Anonymous, dialect: str) -> bool:
 
 
 _WATCHED = {dialect: sizes.watched_calls(dialect) for dialect in ("sqlite", "duckdb")}
-
-
-def _watched(node: exp.Expr, watched: tuple[frozenset[type[exp.Expr]], frozenset[str]]) -> bool:
-    if isinstance(node, exp.Anonymous):
-        return node.name.lower() in watched[1]
-    return type(node) in watched[0]
+_UNWATCHED: tuple[frozenset[type[exp.Expr]], frozenset[str]] = (frozenset(), frozenset())
 
 
 def _describe(node: exp.Expr) -> str:
