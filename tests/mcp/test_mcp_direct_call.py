@@ -166,9 +166,7 @@ async def test_database_writes_are_governed_in_direct_calls(
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE t (a INTEGER)")
         conn.execute("INSERT INTO t VALUES (1), (2)")
-    ext = database_extension(
-        f"sqlite:///{path}", approvals_url=f"sqlite:///{tmp_path / 'a.sqlite'}"
-    )
+    ext = database_extension(f"sqlite:///{path}")
     s = create_agent_session(model=Relay(), extensions=[ext], ui=ui, audit="sqlite://")
     try:
         read = await s.call_tool("query_database", {"sql": "SELECT count(*) AS n FROM t"})
