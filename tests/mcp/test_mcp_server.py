@@ -8,8 +8,10 @@ process per database and era serves every test of that combination.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -146,6 +148,7 @@ async def test_a_declined_write_changes_nothing(served: Served) -> None:
     assert result.is_error and "Rejected by user." in result.content[0].text
     assert len(served.asked) == 1 and sql in served.asked[0]
     assert "pi-test-client asks" in served.asked[0]
+    assert "Preview: 1 row(s) would change" in served.asked[0]  # the backend's preview, shown
     assert served.count() == before
 
 
@@ -218,8 +221,14 @@ async def test_every_call_is_in_the_verified_audit_with_the_client_name(served: 
     call_id = result.meta["pi-notebook/call"]["tool_call_id"]
     log = AuditLog(served.audit_url)
     try:
-        records = log.to_dataframe(tool_call_id=call_id)
-        kinds = list(records["kind"])
+        # The server's writer commits the last records just after it answers: wait for them.
+        deadline = time.monotonic() + 20
+        while True:
+            records = log.to_dataframe(tool_call_id=call_id)
+            kinds = list(records["kind"])
+            if "tool_execution_end" in kinds or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
         assert (
             kinds[0] == "mcp_request" and "approval" in kinds and kinds[-1] == "tool_execution_end"
         )
