@@ -1,59 +1,52 @@
-"""``ToolCard``: one tool call rendered from its :class:`~.store.CardState`.
+"""``ToolCard``: one tool call rendered live from its :class:`~.store.CardState`.
 
-``render(card)`` only assigns trait values (traitlets sends a change only when a value
-differs), so re-rendering an unchanged card costs nothing on the wire. The result DataFrame
-is appended to an ``Output`` widget with ``append_display_data`` exactly once, so its HTML
-table is part of the widget's state rather than printed into whichever cell is running.
+The card's pieces are HTML from :mod:`.record` (the same the durable record uses), so the
+live card and the saved record read alike. ``render(card)`` only assigns trait values, and
+traitlets sends a change only when a value differs; the view calls it only for cards whose
+state changed. The result table is appended to an ``Output`` widget with
+``append_display_data`` exactly once, so it is part of the widget's state rather than
+printed into whichever cell is running.
 """
 
 from __future__ import annotations
 
-import html
-import json
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from .record import (
+    args_html,
+    card_head_html,
+    card_tone,
+    error_html,
+    progress_html,
+    reasons_html,
+    result_dataframe,
+    result_html,
+)
 from .store import CardState
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ToolCard", "result_dataframe"]
+__all__ = ["LIVE_PREVIEW_ROWS", "ToolCard", "result_dataframe"]
 
-_STATUS_COLOURS = {
-    "queued": "#777",
-    "awaiting approval": "#d58512",
-    "running": "#337ab7",
-    "done": "#3c763d",
-    "error": "#a94442",
-    "blocked": "#a94442",
-}
+LIVE_PREVIEW_ROWS = 20
+_TONES = ("pi-ok", "pi-warn", "pi-bad", "pi-busy", "pi-muted")
 
 
-def _args_html(args: Any) -> str:
-    if isinstance(args, dict) and isinstance(args.get("sql"), str):
-        # SQL is the point of most calls: show it as code, the other arguments below it.
-        sql = f"<pre class='pi-sql' style='white-space:pre-wrap;margin:2px 0'>{html.escape(args['sql'])}</pre>"
-        rest = {k: v for k, v in args.items() if k != "sql"}
-        return sql + (f"<code>{html.escape(json.dumps(rest, default=str))}</code>" if rest else "")
-    try:
-        text = json.dumps(args, indent=2, default=str)
-    except (TypeError, ValueError):
-        text = repr(args)
-    return f"<pre style='white-space:pre-wrap;margin:2px 0'>{html.escape(text)}</pre>"
+class _Table:
+    """A result table as display data: formatted HTML, and the frame's text for text/plain."""
 
+    def __init__(self, html: str, plain: str) -> None:
+        self._html, self._plain = html, plain
 
-def result_dataframe(details: Any) -> pd.DataFrame | None:
-    """The result DataFrame in a tool result's ``details`` (``details["dataframe"]``), if any."""
-    import pandas as pd  # here, not at import time: importing the notebook layer stays light
-
-    frame = details.get("dataframe") if isinstance(details, dict) else None
-    return frame if isinstance(frame, pd.DataFrame) else None
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/html": self._html, "text/plain": self._plain}
 
 
 class ToolCard(widgets.VBox):
-    """A tool call: label, status, arguments, progress, duration, result, model content, error."""
+    """A tool call: header, arguments, progress, approval, result, model content, error."""
 
     def __init__(self, tool_call_id: str, label: str) -> None:
         self.tool_call_id = tool_call_id
@@ -70,12 +63,15 @@ class ToolCard(widgets.VBox):
         self.content_fold.layout.display = "none"
         self.error_view = widgets.HTML()
         self.dataframe: pd.DataFrame | None = None
+        self._args: Any = object()
+        self._result_shown = False
+        self._tone = ""
         super().__init__(
             children=[self.header, self.args_view, self.progress, self.approval_box,
                       self.result, self.content_fold, self.error_view],
-            layout=widgets.Layout(border="1px solid #ccc", padding="4px", margin="4px 0"),
         )  # fmt: skip
         self.add_class("pi-tool-card")
+        self.add_class("pi-card")
 
     @property
     def prompt(self) -> Any:
@@ -85,32 +81,36 @@ class ToolCard(widgets.VBox):
     def show_prompt(self, prompt: widgets.Widget) -> None:
         self.approval_box.children = (prompt,)
 
-    def render(self, card: CardState) -> None:
-        """Bring the widgets in line with ``card``."""
+    def render(self, card: CardState, *, elapsed: float | None = None) -> None:
+        """Bring the widgets in line with ``card`` (``elapsed``: seconds it has been running)."""
         self.status = card.status
-        colour = _STATUS_COLOURS.get(card.status, "#777")
-        duration = f" · {card.duration:.2f} s" if card.duration is not None else ""
-        self.header.value = (
-            f"<b>{html.escape(self.label)}</b> <code>{html.escape(card.tool_name)}</code> "
-            f"<span class='pi-status' style='color:{colour};font-weight:bold'>{card.status}</span>"
-            f"<span class='pi-duration'>{duration}</span>"
-            f" <small style='color:#999'>{html.escape(card.tool_call_id)}</small>"
-        )
-        self.args_view.value = _args_html(card.args)
-        if card.progress is not None and card.status not in ("done", "error", "blocked"):
-            self.progress.value = f"<i>{html.escape(card.progress)}</i>"
-        else:
-            self.progress.value = ""
-        frame = result_dataframe(card.details)
-        if frame is not None and self.dataframe is None:
+        tone = card_tone(card)
+        if tone != self._tone:
+            if self._tone:
+                self.remove_class(self._tone)
+            self.add_class(tone)
+            self._tone = tone
+        self.header.value = card_head_html(card, self.label, elapsed=elapsed)
+        if card.args is not self._args:
+            self._args = card.args
+            self.args_view.value = args_html(card.args) + reasons_html(card.reasons)
+        self.progress.value = progress_html(card)
+        if card.status == "done" and not self._result_shown:
+            self._result_shown = True
+            frame = result_dataframe(card.details)
             self.dataframe = frame
-            self.result.append_display_data(frame)
-        if card.content and card.status == "done":
-            text = "\n".join(card.content)
-            self.content_view.value = f"<pre style='white-space:pre-wrap'>{html.escape(text)}</pre>"
-            self.content_fold.layout.display = ""
-        if card.error:
-            self.error_view.value = (
-                f"<pre class='pi-error' style='white-space:pre-wrap;color:#a94442'>"
-                f"{html.escape(card.error)}</pre>"
-            )
+            table = result_html(card, preview_rows=LIVE_PREVIEW_ROWS)
+            if table:
+                plain = frame.head(LIVE_PREVIEW_ROWS).to_string() if frame is not None else ""
+                self.result.append_display_data(_Table(table, plain or "\n".join(card.content)))
+            if frame is not None and card.content:
+                # The model saw a preview, not the table: keep it one click away.
+                self.content_view.value = f"<pre class='pi-content'>{_escape(card.content)}</pre>"
+                self.content_fold.layout.display = ""
+        self.error_view.value = error_html(card)
+
+
+def _escape(lines: tuple[str, ...]) -> str:
+    import html
+
+    return html.escape("\n".join(lines))

@@ -13,10 +13,10 @@ from typing import Any, NoReturn
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.display import display
 
+from ..secrets import safe_url
 from .prompts import ApprovalPrompt
-from .state import NotebookState, check_database_url
+from .state import NotebookState, check_database_url, probe_database
 
 __all__ = ["PiMagics"]
 
@@ -52,11 +52,12 @@ class PiMagics(Magics):
                 f"A %%pi run is still going: wait for it, press Stop or run %pi_abort, then {what}."
             )
 
-    def _rebuild(self) -> None:
+    def _rebuild(self, **changes: Any) -> None:
+        """Rebuild the session (with ``changes`` to the settings); on failure nothing changes."""
         from ..ai.resolve import ModelSpecError
 
         try:
-            self.state.build()
+            self.state.reconfigure(**changes)
         except ModelSpecError as exc:
             raise UsageError(
                 f"{exc} Set it with %pi_model offline (or openai:<id>, anthropic:<id>)."
@@ -65,24 +66,13 @@ class PiMagics(Magics):
     # -- prompt -------------------------------------------------------------------
     @cell_magic
     def pi(self, line: str, cell: str) -> None:
-        """Send the cell to the agent; the run view renders below and the cell returns at once."""
-        if line.strip():
-            raise UsageError("%%pi takes no options: write the question in the cell body.")
-        if not cell.strip():
-            raise UsageError("The %%pi cell is empty: write a question below %%pi.")
-        self._idle("run the cell again")
-        import asyncio
+        """Send the cell to the agent.
 
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            raise UsageError(
-                "%%pi needs a running asyncio loop: run it in a Jupyter kernel."
-            ) from None
-        if self.state.stale:
-            self._rebuild()
-        run = self.state.start_run(cell.strip())
-        display(run.view)
+        In a kernel the cell is rewritten to await its run (see :mod:`.cell`), so it stays
+        busy until the run settles; called as a magic (``%%pi --background``, or where
+        awaiting is not possible) it starts the run and returns at once.
+        """
+        self.state.start_cell_run(line, cell, background=True)
 
     @line_magic
     def pi_abort(self, line: str) -> None:
@@ -115,9 +105,7 @@ class PiMagics(Magics):
                     f"No tool named {name!r}: pick one of {', '.join(registry)} (see %pi_tools)."
                 )
         if args.activate or args.deactivate:
-            active = [n for n in session.active_tool_names if n not in args.deactivate]
-            active += [n for n in args.activate if n not in active]
-            session.set_active_tools_by_name(active)
+            self.state.choose_tools(args.activate, args.deactivate)
         active_set = set(session.active_tool_names)
         rows = [{
             "name": name, "label": tool.definition.label, "source": tool.source_info.path,
@@ -221,8 +209,12 @@ class PiMagics(Magics):
             resolve_model(args.spec)
         except ModelSpecError as exc:
             raise UsageError(f"{exc} Try %pi_model offline.") from None
-        self.state.config.model = args.spec
-        self._rebuild()
+        override, self.state.model_override = self.state.model_override, None
+        try:
+            self._rebuild(model=args.spec)
+        except BaseException:
+            self.state.model_override = override
+            raise
         print(self.state.status_line())
 
     @line_magic
@@ -232,12 +224,17 @@ class PiMagics(Magics):
         parser.add_argument("url")
         args = _parse(parser, line)
         self._idle("connect")
+        kept = (
+            f"; still connected to {safe_url(self.state.database_url)}"
+            if self.state.database_url
+            else ""
+        )
         try:
             url = check_database_url(args.url)
+            probe_database(url)
         except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        self.state.config.database_url = url
-        self._rebuild()
+            raise UsageError(f"{exc}{kept}.") from None
+        self._rebuild(database_url=url)
         print(self.state.status_line())
 
     @line_magic
@@ -252,17 +249,14 @@ class PiMagics(Magics):
             raise UsageError(
                 f"No file at {path}: give the path of a .py file that defines register(pi)."
             )
-        config = self.state.config
-        before = list(config.extensions)
-        config.extensions = [*before, str(path)]
-        self._rebuild()
+        before = list(self.state.config.extensions)
+        self._rebuild(extensions=[*before, str(path)])
         session = self.state.current_session()
         problems = [
             d for d in session.diagnostics if d.extension_path == str(path) and d.level == "error"
         ]
         if problems:
-            config.extensions = before
-            self._rebuild()
+            self._rebuild(extensions=before)
             raise UsageError(f"{problems[0].message}; fix {path.name} and run %pi_extension again.")
         tools = [n for n, t in session.tool_registry.items() if t.source_info.path == str(path)]
         print(f"Loaded {path.name}: tools {', '.join(tools) or '(none)'}.")

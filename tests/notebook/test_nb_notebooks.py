@@ -34,7 +34,7 @@ def test_quickstart_executes() -> None:
     notebook = _execute("quickstart.ipynb")
     text = _texts(notebook)
     assert "pi_notebook: model offline" in text
-    assert "done done" in text  # the approved write finished
+    assert "done approved" in text  # the approved write finished
     htmls = [
         o for c in notebook.cells for o in c.get("outputs", []) if "text/html" in o.get("data", {})
     ]

@@ -130,7 +130,7 @@ async def test_task_exception_is_shown_in_run_view() -> None:
     run = Run(Broken(), "go")  # type: ignore[arg-type]
     run.start()
     state = await run.wait(timeout=5)
-    assert state.status == "error"
+    assert state.status == "failed"
     assert "provider exploded" in run.view.error.value
     assert run.view.stop_button.disabled
 
