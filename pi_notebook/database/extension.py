@@ -15,12 +15,19 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from pi_notebook.approvals import ApprovalStore, CapabilityStore
-from pi_notebook.database.gate import make_gate
+from pi_notebook.database.describe import register_schema_context
+from pi_notebook.database.gate import TOOL_NAME, make_gate
+from pi_notebook.database.guard import install_data_policy
+from pi_notebook.database.policy import DataPolicy, load_policy
+from pi_notebook.database.schema import SchemaCache
+from pi_notebook.database.semantic import load_semantic
 from pi_notebook.database.tool import ContentPolicy, QueryDatabaseParams, make_query_tool
 from pi_notebook.extensions import ExtensionAPI
 from pi_notebook.sample_db import sample_database_url
@@ -44,12 +51,21 @@ class DatabaseExtension:
         capability_ttl_s: how long an approval stays usable before the call executes.
         approvals_url: SQLAlchemy URL of the approval records (default: the data directory).
         keep_results: how many DataFrames ``results`` keeps.
+        semantic: a semantic file (YAML/JSON path or dict): descriptions, glossary, examples.
+        schema_budget_chars: size of the schema summary in the system prompt (0: none).
+        schema_ttl_s: the cached schema is read again after this long (None: only after DDL).
+        data_policy: protected columns, ``{"customers.email": "mask", "customers.phone":
+            "drop"}`` (or ``hash``), or a YAML/JSON file of them: the model never sees their
+            values, nor anything computed from them; ``details`` keep them for the user.
     """
 
     def __init__(self, url: str | None = None, *, row_cap: int = 10_000,
                  approval_timeout_s: float = 30, statement_timeout_s: float = 30,
                  capability_ttl_s: float = 60, approvals_url: str | None = None,
-                 keep_results: int = 20) -> None:  # fmt: skip
+                 keep_results: int = 20, semantic: str | Path | dict[str, Any] | None = None,
+                 schema_budget_chars: int = 2_000, schema_ttl_s: float | None = 600,
+                 data_policy: DataPolicy | Mapping[str, Any] | str | Path | None = None,
+                 ) -> None:  # fmt: skip
         self.url = url
         self.row_cap = row_cap
         self.approval_timeout_s = approval_timeout_s
@@ -61,6 +77,11 @@ class DatabaseExtension:
         self.backend: DatabaseBackend | None = None
         self._approvals: ApprovalStore | None = None
         self.content_policy: ContentPolicy | None = None
+        self.semantic = load_semantic(semantic) if semantic is not None else None
+        self.schema_budget_chars = schema_budget_chars
+        self.schema_ttl_s = schema_ttl_s
+        self.schema: SchemaCache | None = None
+        self.data_policy = load_policy(data_policy) if data_policy is not None else None
 
     def keep_result(self, tool_call_id: str, frame: pd.DataFrame) -> None:
         """Remember ``frame`` as the result of ``tool_call_id`` (the last ``keep_results``)."""
@@ -93,6 +114,11 @@ class DatabaseExtension:
         self.backend = backend
         pi.register_tool(make_query_tool(self, backend, pi))
         pi.on("tool_call", make_gate(self, backend, pi))
+        self.schema = SchemaCache(backend.engine, backend.dialect, ttl_s=self.schema_ttl_s)
+        register_schema_context(pi, self.schema, query_tool=TOOL_NAME, semantic=self.semantic,
+                                budget=self.schema_budget_chars, policy=self.data_policy)  # fmt: skip
+        if self.data_policy is not None:
+            self.content_policy = install_data_policy(pi, self.data_policy, self.schema)
         pi.on("session_shutdown", lambda _event, _ctx: self._shutdown(backend))
 
     def _shutdown(self, backend: DatabaseBackend) -> None:

@@ -5,6 +5,7 @@ all), the active set, the base system prompt, and the before/after tool hooks it
 installs into the agent core, where the extensions' ``tool_call`` and
 ``tool_result`` chains run (S5). Session subscribers see an event only after every
 extension handler for it has finished (C30).
+A prompt meets the pre-model events (:mod:`.premodel`) before the agent core sees it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..agent.types import (
 from ..ai.abort import AbortSignal
 from ..ai.messages import Message, to_text_parts
 from ..ai.model import Model
+from ..ai.usage import UsageMeter, UsageTotals
 from ..errors import AgentBusyError, SessionClosedError
 from ..extensions.api import ExtensionAPI, check_tool_definition
 from ..extensions.events import (
@@ -49,6 +51,7 @@ from ..extensions.runner import Extension, ExtensionRunner
 from ..extensions.types import RegisteredTool, SourceInfo, ToolDefinition, ToolInfo
 from ..extensions.ui import UIContext
 from ..extensions.wrapper import wrap_registered_tool
+from .premodel import PreModelHooks, SystemPromptState, prepare_prompt
 from .prompt import build_system_prompt
 from .registry import build_registry, next_active_names
 
@@ -107,13 +110,19 @@ class AgentSession:
         self._subscribers: list[SessionListener] = []
         self._closed = False
         self._started = False
+        self._preparing = False
+        self._usage = UsageMeter()
         self.runner = ExtensionRunner()
+        self._hooks = PreModelHooks(
+            self.runner, audit=lambda: self._audit, model_name=lambda: self.model_name
+        )
         self.agent = Agent(
             model=model,
             before_tool_call=self._before_tool_call,
             after_tool_call=self._after_tool_call,
             tool_execution=tool_execution or "parallel",
         )
+        self._prompts = SystemPromptState(self.agent.state)
         self.agent.subscribe(self._dispatch)
 
         sources: list[ExtensionSource] = []
@@ -193,7 +202,23 @@ class AgentSession:
 
     @property
     def system_prompt(self) -> str:
+        """The system prompt the next request sends (this prompt's, while a run goes on)."""
         return self.agent.state.system_prompt
+
+    @property
+    def base_system_prompt(self) -> str:
+        """The prompt built from the active tools, before ``before_agent_start`` handlers."""
+        return self._prompts.base
+
+    @property
+    def usage(self) -> UsageTotals:
+        """Tokens in/out, cost (``None`` if a model has no known price), requests (a copy)."""
+        return self._usage.session.copy()
+
+    @property
+    def last_run_usage(self) -> UsageTotals:
+        """The same for the latest run (the one going on, if any)."""
+        return self._usage.run.copy()
 
     @property
     def signal(self) -> AbortSignal | None:
@@ -243,7 +268,7 @@ class AgentSession:
         self.agent.state.tools = [
             wrap_registered_tool(t, self._context_for(t), lambda: list(self._active)) for t in tools
         ]
-        self.agent.state.system_prompt = build_system_prompt([t.definition for t in tools])
+        self._prompts.set_base(build_system_prompt([t.definition for t in tools]))
 
     def _context_for(self, tool: RegisteredTool) -> Callable[[], Any]:
         return lambda: self.runner.create_context(tool.source_info.path)
@@ -321,6 +346,7 @@ class AgentSession:
         )
 
     async def _dispatch(self, event: AgentEvent) -> None:
+        self._usage.observe(event)
         await self.runner.emit(event)
         for listener in list(self._subscribers):
             try:
@@ -340,13 +366,26 @@ class AgentSession:
         return unsubscribe
 
     async def prompt(self, text: str | Message) -> None:
-        """Send a prompt and run until the model stops calling tools."""
+        """Send a prompt (after ``input`` and ``before_agent_start``) and run until the model
+        stops calling tools."""
         if self._closed:
             raise SessionClosedError("This session is closed; create a new one to prompt again.")
-        if self.is_running:
+        if self.is_running or self._preparing:
             raise AgentBusyError("A prompt is already running; wait for it or call abort().")
-        await self.start()
-        await self.agent.prompt(text)
+        self._preparing = True
+        try:
+            await self.start()
+            prepared = await prepare_prompt(self.runner, text, self._prompts.base)
+        finally:
+            self._preparing = False
+        if prepared is None:
+            return  # an input handler handled it
+        self._prompts.begin(prepared.system_prompt)
+        self._hooks.install(self.agent)  # for this prompt's requests
+        try:
+            await self.agent.prompt(prepared.messages)
+        finally:
+            self._prompts.end()
 
     def abort(self, reason: str | None = None) -> None:
         """Abort the running prompt, if any."""
