@@ -192,6 +192,13 @@ class PiMagics(Magics):
             self.shell.user_ns[args.out] = found
         return found
 
+    @line_magic
+    def pi_usage(self, line: str) -> Any:
+        """Tokens in and out and cost, per session of this kernel (the current one last)."""
+        _parse(_Parser("%pi_usage"), line)
+        self.state.current_session()
+        return self.state.usage_frame()
+
     # -- configuration -------------------------------------------------------------
     @line_magic
     def pi_model(self, line: str) -> None:

@@ -28,6 +28,7 @@ from .ui import NotebookUI
 __all__ = ["NotebookState", "check_database_url", "probe_database", "safe_url"]
 
 DATABASE_SOURCE = "pi_notebook.database"
+CONTEXT_SOURCE = "pi_notebook.notebook.context"
 _CONNECT_TIMEOUT_S = 5
 _ENGINE_NAMES = {"sqlite": "SQLite", "duckdb": "DuckDB"}
 
@@ -61,6 +62,7 @@ class NotebookState:
         # What the user chose with %pi_tools: it survives every rebuild of the session.
         self.chosen_on: list[str] = []
         self.chosen_off: set[str] = set()
+        self.past_usage: list[tuple[str, Any]] = []  # (model, UsageTotals) of replaced sessions
         self.model_override: Any = None  # a model object from set_model(), over config.model
         config.observe(self._on_config_change)
 
@@ -107,6 +109,7 @@ class NotebookState:
                 extensions=[
                     self._events_extension,
                     labelled_extension(database, DATABASE_SOURCE),
+                    *self._context_extensions(),
                     *cfg.extensions,
                 ],
                 allowed_tool_names=cfg.allowed_tools,
@@ -130,6 +133,8 @@ class NotebookState:
             )
         self._apply_chosen(session)
         old, self.session = self.session, session
+        if old is not None:
+            self.past_usage.append((old.model_name, old.usage))
         old_audit = self.audit
         self.audit, self._audit_url = audit, audit_url
         self.database, self.database_url, self.stale = database, url, False
@@ -139,6 +144,30 @@ class NotebookState:
         elif then is not None:
             then()
         return session
+
+    def _context_extensions(self) -> list[Any]:
+        """The notebook-context extension ({name} in prompts, DataFrames mentioned by name)."""
+        if self.namespace is None:
+            return []
+        from .context import notebook_context
+
+        return [labelled_extension(notebook_context(self.namespace), CONTEXT_SOURCE)]
+
+    def usage_frame(self) -> Any:
+        """Tokens and cost per session of this kernel, the current one last (``%pi_usage``)."""
+        import pandas as pd
+
+        rows: list[tuple[str, Any, bool]] = [(m, u, False) for m, u in self.past_usage]
+        if self.session is not None:
+            rows.append((self.session.model_name, self.session.usage, True))
+        columns = ["session", "model", "requests", "input_tokens", "output_tokens",
+                   "cache_read_tokens", "cache_write_tokens", "cost_usd", "current"]  # fmt: skip
+        return pd.DataFrame(
+            [(i + 1, model, u.requests, u.prompt_tokens, u.output_tokens, u.cache_read_tokens,
+              u.cache_write_tokens, u.cost_usd, current)
+             for i, (model, u, current) in enumerate(rows)],
+            columns=columns,
+        )  # fmt: skip
 
     def set_model(self, model: Any) -> None:
         """Use ``model`` (a model object, e.g. a ``ScriptedModel``) for the next runs.
@@ -265,7 +294,8 @@ class NotebookState:
             tool = registry.get(name)
             return tool.definition.label if tool is not None else name
 
-        run = Run(session, prompt, label_of=label_of, on_finish=self._finished)
+        run = Run(session, prompt, label_of=label_of, on_finish=self._finished,
+                  usage_of=_run_usage)  # fmt: skip
         self.runs.append(run)
         self.active_run = run
         run.start()
@@ -341,6 +371,14 @@ class NotebookState:
             self.session = None
         elif then is not None:
             then()
+
+
+def _run_usage(run: Run) -> str | None:
+    """The run's usage line for its record (tokens and cost), when the model reported any."""
+    usage = getattr(run.session, "last_run_usage", None)
+    if usage is None or not usage.total_tokens:
+        return None
+    return str(usage)
 
 
 def check_database_url(url: str) -> str:

@@ -157,3 +157,31 @@ async def test_inspect_variable_never_shows_input_history(loaded: InteractiveShe
         assert message.is_error  # type: ignore[union-attr]
         assert "hunter2" not in str(message.content)  # type: ignore[union-attr]
     assert "hunter2" not in str(run.record)
+
+
+async def test_pi_cell_interpolates_names_and_pi_usage_sums_per_session(
+    loaded: InteractiveShell,
+) -> None:
+    """Issue 13 in the notebook: ``{name}`` takes the kernel's value, and the run's record
+    and ``%pi_usage`` show the tokens the model reported."""
+    from pi_notebook.ai.messages import Usage
+    from pi_notebook.testing import turn
+
+    loaded.user_ns["city"] = "Oslo"
+    model = ScriptedModel([turn(text("Noted."), usage=Usage(input_tokens=1200, output_tokens=34))])
+    current().set_model(model)
+    run = await _read(loaded, "Which customers live in {city}? Literal {{braces}}, {unknown}.")
+    (call,) = model.calls
+    sent = str(call.messages[-1].content)
+    assert "Which customers live in Oslo? Literal {braces}, {unknown}." in sent
+    assert "1,200 tokens in, 34 out" in (run.record or {})["text/html"]
+    usage = loaded.run_line_magic("pi_usage", "")
+    row = usage[usage.current].iloc[0]
+    assert (row.input_tokens, row.output_tokens, row.requests) == (1200, 34, 1)
+    current().set_model(
+        ScriptedModel([turn(text("again"), usage=Usage(input_tokens=5, output_tokens=1))])
+    )
+    await _read(loaded, "again")
+    usage = loaded.run_line_magic("pi_usage", "")
+    assert list(usage.input_tokens)[-2:] == [1200, 5] and list(usage.current)[-2:] == [False, True]
+    assert list(usage.session) == list(range(1, len(usage) + 1))
