@@ -48,7 +48,7 @@ __all__ = [
 _STATE: NotebookState | None = None
 _MAGIC_NAMES = {
     "line": ("pi_tools", "pi_audit", "pi_approvals", "pi_abort", "pi_model", "pi_connect",
-             "pi_extension", "pi_result", "pi_usage"),
+             "pi_extension", "pi_result", "pi_usage", "pi_grants"),
     "cell": ("pi",),
 }  # fmt: skip
 

@@ -193,6 +193,29 @@ class PiMagics(Magics):
         return found
 
     @line_magic
+    def pi_grants(self, line: str) -> Any:
+        """The scoped grants in force as a DataFrame; ``--revoke ID`` ends one now."""
+        import pandas as pd
+
+        parser = _Parser("%pi_grants [--revoke ID]")
+        parser.add_argument("--revoke", metavar="ID")
+        args = _parse(parser, line)
+        grants = getattr(self.state.database, "grants", None)
+        if grants is None:
+            raise UsageError("This database extension keeps no grants.")
+        if args.revoke is not None:
+            if not grants.revoke(args.revoke):
+                known = ", ".join(g.grant_id for g in grants.list()) or "none"
+                raise UsageError(f"No grant {args.revoke!r} in force (in force: {known}).")
+            print(f"Revoked grant {args.revoke}: its statements need approval again.")
+        columns = ["grant_id", "operations", "tables", "max_rows", "expires_at", "uses",
+                   "approver", "origin_call_id"]  # fmt: skip
+        rows = [g.describe() for g in grants.list()]
+        frame = pd.DataFrame(rows, columns=columns)
+        frame["expires_at"] = pd.to_datetime(frame["expires_at"], unit="s", utc=True)
+        return frame
+
+    @line_magic
     def pi_usage(self, line: str) -> Any:
         """Tokens in and out and cost, per session of this kernel (the current one last)."""
         _parse(_Parser("%pi_usage"), line)

@@ -95,6 +95,9 @@ RECORD_CSS = """<style>
 .pi-rec .pi-table{font-size:var(--jp-code-font-size,12px)}
 .pi-rec .pi-table-note{color:var(--jp-ui-font-color2,#616161);font-size:smaller}
 .pi-rec .pi-error-line{color:var(--jp-error-color1,#c62828)}
+.pi-rec .pi-prompt{border:2px solid var(--jp-warn-color1,#e65100);border-radius:3px;background:var(--jp-layout-color1,#fff)}
+.pi-rec .pi-preview{margin:4px 0}
+.pi-rec .pi-sql-editor textarea{font-family:var(--jp-code-font-family,monospace);font-size:var(--jp-code-font-size,12px)}
 </style>"""
 
 

@@ -23,7 +23,7 @@ from ..secrets import safe_url, scrub
 from ..session import AgentSession, create_agent_session
 from .config import PiNotebook
 from .run import Run
-from .ui import NotebookUI
+from .ui import CALL_BEING_GATED, NotebookUI
 
 __all__ = ["NotebookState", "check_database_url", "probe_database", "safe_url"]
 
@@ -262,7 +262,11 @@ class NotebookState:
             if self.active_run is not None:
                 self.active_run.dispatch(event)
 
-        pi.on("tool_call", forward)
+        def gating(event: Any, ctx: Any) -> None:
+            CALL_BEING_GATED.set(event.tool_call_id)  # for confirm-only extensions (see ui)
+            forward(event, ctx)
+
+        pi.on("tool_call", gating)
         pi.on("tool_result", forward)
 
     def _close_later(self, session: AgentSession, then: Callable[[], None] | None = None) -> None:

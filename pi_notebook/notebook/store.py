@@ -208,6 +208,8 @@ def _end_status(card: CardState, is_error: bool) -> CardStatus:
         return "done"
     # A call stopped by a tool_call handler never executes; one that failed validation never
     # reaches the handlers, and one that ran and raised is an error, not a block.
+    if card.approval in DENIED and not card.executed:
+        return "blocked"  # a person (or the deadline) said no
     return "blocked" if card.gated and not card.executed else "error"
 
 
@@ -259,7 +261,7 @@ def _reduce_card(state: RunState, event: Any, now: float | None) -> RunState:
         return _with_card(state, replace(card, status="awaiting approval", approval="pending",
                                          reasons=tuple(event.reasons) or card.reasons))  # fmt: skip
     if kind == "approval_resolved":
-        status: CardStatus = "running" if event.decision == "approved" else "blocked"
+        status: CardStatus = "running" if event.decision in ("approved", "granted") else "blocked"
         if card.status in TERMINAL:
             status = card.status
         return _with_card(
