@@ -61,7 +61,10 @@ class Prompt(widgets.VBox):
     def _countdown_text(remaining: float | None) -> str:
         if remaining is None:
             return "<i>Waiting for your decision.</i>"
-        return f"<i>Expires in {max(0, round(remaining))} s.</i>"
+        seconds = max(0, round(remaining))
+        if seconds >= 60:
+            return f"<i>Expires in {seconds // 60} min {seconds % 60:02d} s.</i>"
+        return f"<i>Expires in {seconds} s.</i>"
 
     @property
     def decided(self) -> bool:

@@ -170,7 +170,7 @@ class Run:
             if stamp.granted and card is not None and card.decision not in DENIED:
                 self.dispatch(Decided(tool_call_id=call_id, decision="granted"))
         model = str(getattr(self.session, "model_name", "unknown"))
-        info = RunInfo(run_id=self.run_id, model=model, label_of=self.label_of,
+        info = RunInfo(run_id=self.run_id, model=model.removesuffix(":offline"), label_of=self.label_of,
                        usage=self._usage_of(self) if self._usage_of else None,
                        elapsed=time.monotonic() - self._started)  # fmt: skip
         data = record_bundle(self.state, info)
