@@ -15,12 +15,14 @@ cell's output (through the display id the view was shown with), stamped with pro
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import datetime as dt
 import inspect
 import logging
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..agent.events import AgentEndEvent
@@ -106,6 +108,7 @@ class Run:
         self.record: dict[str, str] | None = None
         self.metadata: dict[str, Any] | None = None
         self.handle: Any = None
+        self.background = False  # the cell returned at once (%%pi --background)
         self._on_finish = on_finish
         self._usage_of = usage_of
         self._prompt_waiters: list[asyncio.Future[Prompt]] = []
@@ -192,8 +195,18 @@ class Run:
         self.metadata = {"run_id": self.run_id, "session_id": session_id, "model": model,
                          "output_digest": digest, "record_hash": record_hash, "calls": calls}  # fmt: skip
         self.record = data
-        if self.handle is not None:
-            self.handle.update(data, raw=True, metadata={"pi_notebook": self.metadata})
+        if self.handle is None:
+            return
+        update = partial(
+            self.handle.update, data, raw=True, metadata={"pi_notebook": self.metadata}
+        )
+        if self.background:
+            # The cell that showed the view has ended. In a fresh context the kernel sends the
+            # update as part of the cell running now, so clients that only listen to that
+            # cell (nbclient) still apply it; JupyterLab applies it by display id anyway.
+            contextvars.Context().run(update)
+        else:
+            update()
 
     @property
     def done(self) -> bool:

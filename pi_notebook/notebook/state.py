@@ -342,6 +342,7 @@ class NotebookState:
                     f"{exc} Set it with %pi_model offline (or openai:<id>, anthropic:<id>)."
                 ) from None
         run = self.start_run(body.strip())
+        run.background = background
         run.show()
         return run
 
