@@ -46,39 +46,37 @@ class _Table:
 
 
 class ToolCard(widgets.VBox):
-    """A tool call: header, arguments, progress, approval, result, model content, error."""
+    """A tool call: one HTML body (header, arguments, progress, error), and the widgets a call
+    may need, created when it needs them: an approval box, the result ``Output``, the folded
+    model-facing content. Few widgets per card keep a run of a thousand calls light."""
 
     def __init__(self, tool_call_id: str, label: str) -> None:
         self.tool_call_id = tool_call_id
         self.label = label
         self.status = "queued"
-        self.header = widgets.HTML()
-        self.args_view = widgets.HTML()
-        self.progress = widgets.HTML()
-        self.approval_box = widgets.VBox()
-        self.result = widgets.Output()
-        self.content_view = widgets.HTML()
-        self.content_fold = widgets.Accordion(children=[self.content_view], selected_index=None)
-        self.content_fold.set_title(0, "Model-facing content")
-        self.content_fold.layout.display = "none"
-        self.error_view = widgets.HTML()
+        self.body = widgets.HTML()
+        self.approval_box: widgets.VBox | None = None
+        self.result: widgets.Output | None = None
+        self.content_fold: widgets.Accordion | None = None
         self.dataframe: pd.DataFrame | None = None
         self._args: Any = object()
-        self._result_shown = False
+        self._args_html = ""
         self._tone = ""
-        super().__init__(
-            children=[self.header, self.args_view, self.progress, self.approval_box,
-                      self.result, self.content_fold, self.error_view],
-        )  # fmt: skip
+        self._result_shown = False
+        super().__init__(children=[self.body])
         self.add_class("pi-tool-card")
         self.add_class("pi-card")
 
     @property
     def prompt(self) -> Any:
         """The approval (or other) prompt shown in this card, if any."""
-        return self.approval_box.children[0] if self.approval_box.children else None
+        box = self.approval_box
+        return box.children[0] if box is not None and box.children else None
 
     def show_prompt(self, prompt: widgets.Widget) -> None:
+        if self.approval_box is None:
+            self.approval_box = widgets.VBox()
+            self.children = (self.body, self.approval_box, *self.children[1:])
         self.approval_box.children = (prompt,)
 
     def render(self, card: CardState, *, elapsed: float | None = None) -> None:
@@ -90,24 +88,35 @@ class ToolCard(widgets.VBox):
                 self.remove_class(self._tone)
             self.add_class(tone)
             self._tone = tone
-        self.header.value = card_head_html(card, self.label, elapsed=elapsed)
-        if card.args is not self._args:
+        if card.args is not self._args or not self._args_html:
             self._args = card.args
-            self.args_view.value = args_html(card.args) + reasons_html(card.reasons)
-        self.progress.value = progress_html(card)
+            self._args_html = args_html(card.args) + reasons_html(card.reasons)
+        self.body.value = (
+            card_head_html(card, self.label, elapsed=elapsed) + self._args_html
+            + progress_html(card) + error_html(card)
+        )  # fmt: skip
         if card.status == "done" and not self._result_shown:
             self._result_shown = True
-            frame = result_dataframe(card.details)
-            self.dataframe = frame
-            table = result_html(card, preview_rows=LIVE_PREVIEW_ROWS)
-            if table:
-                plain = frame.head(LIVE_PREVIEW_ROWS).to_string() if frame is not None else ""
-                self.result.append_display_data(_Table(table, plain or "\n".join(card.content)))
-            if frame is not None and card.content:
-                # The model saw a preview, not the table: keep it one click away.
-                self.content_view.value = f"<pre class='pi-content'>{_escape(card.content)}</pre>"
-                self.content_fold.layout.display = ""
-        self.error_view.value = error_html(card)
+            self._show_result(card)
+
+    def _show_result(self, card: CardState) -> None:
+        frame = result_dataframe(card.details)
+        self.dataframe = frame
+        extra: list[widgets.Widget] = []
+        table = result_html(card, preview_rows=LIVE_PREVIEW_ROWS)
+        if table:
+            plain = frame.head(LIVE_PREVIEW_ROWS).to_string() if frame is not None else ""
+            self.result = widgets.Output()
+            self.result.append_display_data(_Table(table, plain or "\n".join(card.content)))
+            extra.append(self.result)
+        if frame is not None and card.content:
+            # The model saw a preview, not the table: keep it one click away.
+            content = widgets.HTML(f"<pre class='pi-content'>{_escape(card.content)}</pre>")
+            self.content_fold = widgets.Accordion(children=[content], selected_index=None)
+            self.content_fold.set_title(0, "Model-facing content")
+            extra.append(self.content_fold)
+        if extra:
+            self.children = (*self.children, *extra)
 
 
 def _escape(lines: tuple[str, ...]) -> str:

@@ -27,6 +27,8 @@ from .store import RunState
 
 __all__ = ["RunView"]
 
+_CHUNK = 50
+
 _TONE = {"running": "pi-busy", "done": "pi-ok", "failed": "pi-bad", "blocked": "pi-warn",
          "stopped": "pi-muted", "idle": "pi-muted"}  # fmt: skip
 
@@ -66,6 +68,8 @@ class RunView(widgets.VBox):
         self._cards: dict[str, ToolCard] = {}
         self._texts: dict[int, widgets.HTML] = {}
         self._entries = 0
+        # The timeline's entries sit in boxes of _CHUNK: adding one re-assigns a short list.
+        self._chunks: list[widgets.VBox] = []
         super().__init__(children=[
             widgets.HTML(RECORD_CSS), widgets.HBox([self.status, self.stop_button]),
             self.timeline, self.dialogs, self.notices, self.error,
@@ -129,6 +133,24 @@ class RunView(widgets.VBox):
         if not state.settled:
             self.request_render()
 
+    def _place(self, state: RunState, first: int) -> None:
+        """Put timeline entries ``first:`` into their boxes (a new box every _CHUNK)."""
+        timeline = state.timeline
+        start_chunk = first // _CHUNK
+        for index in range(start_chunk, (len(timeline) - 1) // _CHUNK + 1):
+            entries = timeline[index * _CHUNK : (index + 1) * _CHUNK]
+            children = tuple(
+                self._texts[key] if kind == "text" else self._cards[key]
+                for kind, key in entries
+                if kind == "card" or key in self._texts
+            )
+            if index < len(self._chunks):
+                self._chunks[index].children = children
+            else:
+                self._chunks.append(widgets.VBox(children=children))
+        if len(self.timeline.children) != len(self._chunks):
+            self.timeline.children = tuple(self._chunks)
+
     def _status_html(self, state: RunState) -> str:
         word = run_word(state)
         if state.stop_requested and not state.settled:
@@ -151,30 +173,32 @@ class RunView(widgets.VBox):
         if len(state.timeline) != self._entries:
             for kind, key in state.timeline[self._entries :]:
                 if kind == "text":
-                    self._texts[key] = widgets.HTML()
-                    self._dirty.add(("text", key))
+                    self._dirty.add(("text", key))  # its widget appears with its first text
                 elif key not in self._cards:
                     card = state.cards.get(key)
                     label = self._label_of(card.tool_name) if card is not None else key
                     self._cards[key] = ToolCard(key, label)
                     self._dirty.add(key)
+            self._place(state, self._entries)
             self._entries = len(state.timeline)
-            self.timeline.children = tuple(
-                self._texts[key] if kind == "text" else self._cards[key]
-                for kind, key in state.timeline
-            )
         dirty, self._dirty = self._dirty, set()
         now = self._clock()
+        new_text_at: int | None = None
         for key in dirty:
             if isinstance(key, tuple):
                 index = key[1]
                 text = state.assistant[index] if index < len(state.assistant) else ""
                 widget = self._texts.get(index)
-                if widget is not None:
-                    widget.value = (
-                        f"<div class='pi-text pi-assistant'>{markdown_html(text)}</div>"
-                        if text.strip() else ""
-                    )  # fmt: skip
+                if widget is None:
+                    if not text.strip():
+                        continue  # a message with only tool calls: no widget at all
+                    widget = self._texts[index] = widgets.HTML()
+                    where = state.timeline.index(("text", index))
+                    new_text_at = where if new_text_at is None else min(new_text_at, where)
+                widget.value = (
+                    f"<div class='pi-text pi-assistant'>{markdown_html(text)}</div>"
+                    if text.strip() else ""
+                )  # fmt: skip
                 continue
             card_state = state.cards.get(key)
             card_widget = self._cards.get(key)
@@ -183,6 +207,8 @@ class RunView(widgets.VBox):
             self.card_renders += 1
             started = card_state.started_at
             card_widget.render(card_state, elapsed=None if started is None else now - started)
+        if new_text_at is not None:
+            self._place(state, new_text_at)
         self.notices.value = "<br>".join(
             f"<span class='pi-meta'>{html.escape(n)}</span>" for n in state.notices
         )

@@ -61,7 +61,8 @@ async def test_read_renders_dataframe_in_output_widget(
     assert capsys.readouterr().out.strip() == run.record["text/plain"].strip()
     card = run.view.cards[0]
     assert card.status == "done"
-    assert "SELECT customer_id" in card.args_view.value
+    assert "SELECT customer_id" in card.body.value
+    assert card.result is not None and card.content_fold is not None
     (output,) = card.result.outputs
     assert "<table" in output["data"]["text/html"]
     assert card.content_fold.selected_index is None  # model-facing content folded away

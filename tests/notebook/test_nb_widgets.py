@@ -76,7 +76,7 @@ async def test_select_input_notify_render_in_run_view() -> None:
     holder["run"] = run
     run.start()
     choice = await run.next_prompt(timeout=10)
-    assert choice in run.view.cards[0].approval_box.children
+    assert run.view.cards[0].prompt is choice
     choice.choose("b")  # type: ignore[attr-defined]
     typed = await run.next_prompt(timeout=10)
     typed.text.value = "Ada"  # type: ignore[attr-defined]
@@ -122,7 +122,7 @@ async def test_rendering_is_throttled_and_touches_only_changed_cards() -> None:
     await rendered.wait()
     assert view.render_count == renders + 1
     assert view.card_renders == before + 1  # only the card that changed
-    assert "tick 999" in view.card("c7").progress.value
+    assert "tick 999" in view.card("c7").body.value
 
 
 async def test_task_exception_is_shown_in_run_view() -> None:
@@ -179,5 +179,5 @@ def test_a_running_query_shows_its_elapsed_time() -> None:
     now["t"] = 112.5
     view.tick()
     view.render()
-    assert "running · 12.5 s" in view.card("q").header.value
+    assert "running · 12.5 s" in view.card("q").body.value
     assert "12.5 s" in view.status.value  # the run's own elapsed time
