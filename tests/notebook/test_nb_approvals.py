@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+import pytest
+from IPython.core.error import UsageError
 from pydantic import BaseModel
 
 from pi_notebook import TextContent, ToolDefinition, ToolResult, create_agent_session, define_tool
@@ -155,3 +157,82 @@ async def test_stop_while_asking_answers_aborted() -> None:
     assert prompt.decision == "aborted"
     assert outcomes["s1"].decision == "aborted"
     assert state.status == "stopped"
+
+
+# -- the database extension's own requests, in a notebook ---------------------------------
+import sqlite3  # noqa: E402
+
+from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+
+from pi_notebook.notebook import current  # noqa: E402
+
+
+def _cities(ids: list[int]) -> list[str]:
+    path = current().database_url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as conn:
+        marks = ",".join("?" * len(ids))
+        rows = conn.execute(
+            f"SELECT city FROM customers WHERE customer_id IN ({marks}) ORDER BY customer_id", ids
+        )
+        return [r[0] for r in rows]
+
+
+async def _prompted(shell: InteractiveShell, sql: str) -> tuple[Run, ApprovalPrompt]:
+    shell.run_cell_magic("pi", "", sql)
+    run = current().last_run
+    assert run is not None
+    prompt = await run.next_prompt(timeout=30)
+    assert isinstance(prompt, ApprovalPrompt)
+    return run, prompt
+
+
+async def test_database_prompt_shows_the_preview_and_runs_the_edited_sql(
+    loaded: InteractiveShell,
+) -> None:
+    before = _cities([40, 41])
+    run, prompt = await _prompted(
+        loaded, "UPDATE customers SET city = 'Edited' WHERE customer_id IN (40, 41)"
+    )
+    assert run.view.card(run.state.order[0]).prompt is prompt
+    shown = " ".join(getattr(w, "value", "") for w in prompt.children)
+    assert "Would change 2 rows" in shown
+    assert prompt.editor is not None
+    prompt.editor.value = "UPDATE customers SET city = 'Edited' WHERE customer_id = 40"
+    prompt.approve_button.click()
+    state = await run.wait(timeout=30)
+    assert _cities([40, 41]) == ["Edited", before[1]]  # the statement as edited, not as asked
+    card = state.card_list()[0]
+    assert card.word == "approved" and card.details["row_count"] == 1
+    assert "1 row changed" in (run.record or {})["text/html"]
+
+
+async def test_granting_a_scope_then_pi_grants_lists_and_revokes_it(
+    loaded: InteractiveShell, capsys
+) -> None:
+    run, prompt = await _prompted(loaded, "UPDATE customers SET city = 'G1' WHERE customer_id = 42")
+    assert prompt.grant_form is not None
+    assert prompt.grant_form.operations.value == "UPDATE"
+    assert "customers" in prompt.grant_form.tables.value
+    prompt.grant_form.max_rows.value = 5
+    prompt.grant_form.grant_button.click()
+    state = await run.wait(timeout=30)
+    assert state.card_list()[0].word in ("approved", "granted")
+    grants = loaded.run_line_magic("pi_grants", "")
+    assert len(grants) == 1 and list(grants.operations.iloc[0]) == ["UPDATE"]
+    grant_id = grants.grant_id.iloc[0]
+    # A later statement inside the scope runs without asking; its card says so.
+    loaded.run_cell_magic("pi", "", "UPDATE customers SET city = 'G2' WHERE customer_id = 43")
+    later = current().last_run
+    state = await later.wait(timeout=30)  # type: ignore[union-attr]
+    assert later.prompts == []  # type: ignore[union-attr]
+    assert state.card_list()[0].word == "granted"
+    assert later.metadata["calls"][0]["decision"] == "granted"  # type: ignore[union-attr,index]
+    assert _cities([42, 43]) == ["G1", "G2"]
+    assert loaded.run_line_magic("pi_grants", "").uses.iloc[0] == 1
+    capsys.readouterr()
+    assert loaded.run_line_magic("pi_grants", f"--revoke {grant_id}").empty
+    assert "Revoked" in capsys.readouterr().out
+    with pytest.raises(UsageError, match="No grant"):
+        loaded.run_line_magic("pi_grants", f"--revoke {grant_id}")
+    _, again = await _prompted(loaded, "UPDATE customers SET city = 'G3' WHERE customer_id = 44")
+    again.reject()  # revoked: asked again
