@@ -262,6 +262,8 @@ def test_browser_quickstart_walked_by_a_person_then_reopened(page: Any, lab: Lab
     approve = code.nth(3).locator(".pi-approval").get_by_role("button", name="Approve", exact=True)
     expect(approve).to_be_enabled(timeout=SLOW)
     expect(code.nth(3).locator(".pi-approval")).to_contain_text("UPDATE customers")
+    expect(code.nth(3).locator(".pi-approval")).to_contain_text("Would change 1 row")
+    _doc_shot(code.nth(3), "approval-prompt.png")
     approve.click()
     expect(code.nth(3).locator(".pi-record .pi-card .pi-status")).to_contain_text(
         "approved · 1 row changed", timeout=SLOW)  # fmt: skip
@@ -272,7 +274,6 @@ def test_browser_quickstart_walked_by_a_person_then_reopened(page: Any, lab: Lab
         code.nth(4).locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']")
     ).to_have_count(0)
     assert _city(lab, 1) == "Oslo"
-    _doc_shot(code.nth(1), "record-live.png")
     # Save, close, shut the kernel down, reopen.
     page.keyboard.press("Control+s")
     expect(page.locator(".jp-mod-dirty")).to_have_count(0, timeout=SLOW)

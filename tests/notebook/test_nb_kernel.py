@@ -243,3 +243,16 @@ def test_kernel_background_cell_returns_at_once(kernel: tuple[Kernel, Path]) -> 
                     "(await run.next_prompt()).approve()\n"
                     "st = await run.wait(60)\nprint(st.status, st.card_list()[0].word)")  # fmt: skip
     assert out.split() == ["done", "approved"]
+
+
+def test_kernel_pi_cell_interpolates_names_and_pi_usage(kernel: tuple[Kernel, Path]) -> None:
+    k, _ = kernel
+    k.execute("wanted = 5")
+    msg_id = k.kc.execute(
+        "%%pi\nSELECT customer_id, name FROM customers WHERE customer_id = {wanted}"
+    )
+    k.finish(msg_id)
+    html = k.record(msg_id)["data"]["text/html"]
+    assert "WHERE customer_id = 5" in html and "{wanted}" not in html
+    out = k.execute("u = %pi_usage\nprint(list(u.columns)[:3], bool(u.current.iloc[-1]))")
+    assert out.split() == ["['session',", "'model',", "'requests']", "True"]
