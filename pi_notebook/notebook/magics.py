@@ -121,8 +121,10 @@ class PiMagics(Magics):
     def pi_audit(self, line: str) -> Any:
         """Audit records as a DataFrame (this notebook's session unless ``--all``)."""
         parser = _Parser(
-            "%pi_audit [--tool NAME] [--call ID] [--kind KIND] [--since TIME] [--all] [--calls]"
+            "%pi_audit [--tool NAME] [--call ID] [--kind KIND] [--since TIME] [--all] [--calls] "
+            "[--verify-notebook PATH]"
         )
+        parser.add_argument("--verify-notebook", metavar="PATH")
         for option in ("--tool", "--call", "--kind", "--since"):
             parser.add_argument(option)
         parser.add_argument("--all", action="store_true")
@@ -131,6 +133,8 @@ class PiMagics(Magics):
         audit = self.state.audit
         if audit is None:
             raise UsageError("No audit log: run %load_ext pi_notebook first.")
+        if args.verify_notebook is not None:
+            return self._verify_notebook(args.verify_notebook, audit)
         session = None if args.all else audit.session_id
         if args.calls:
             return audit.calls_dataframe(session=session)
@@ -141,6 +145,23 @@ class PiMagics(Magics):
             raise UsageError(
                 f"{exc}; give --since as an ISO time such as 2024-05-01T12:00"
             ) from None
+
+    def _verify_notebook(self, path_text: str, audit: Any) -> None:
+        from .. import audit as audit_module
+
+        verify = getattr(audit_module, "verify_notebook", None)
+        if verify is None:
+            raise UsageError("This version of pi_notebook.audit cannot verify notebooks yet.")
+        path = Path(path_text).expanduser()
+        if not path.is_file():
+            raise UsageError(f"No notebook at {path}: give the path of a saved .ipynb file.")
+        try:
+            report = verify(path, audit)
+        except Exception as exc:
+            raise UsageError(f"{path.name} cannot be verified: {exc}") from None
+        print(report)
+        for problem in getattr(report, "problems", []):
+            print(f"  - {problem}")
 
     @line_magic
     def pi_approvals(self, line: str) -> Any:

@@ -117,3 +117,28 @@ def test_executed_quickstart_saved_and_converted_keeps_the_record(tmp_path: Path
     assert _check_against_audit(path, audit_url) == [
         f"altered output {output['metadata']['pi_notebook']['run_id']}"
     ]
+
+
+def test_pi_audit_verify_notebook_names_the_altered_output(tmp_path: Path) -> None:
+    """``%pi_audit --verify-notebook PATH`` passes on the executed quickstart and names the
+    output whose record was edited (needs the audit's ``verify_notebook``)."""
+    import pi_notebook.audit as audit_module
+
+    if not hasattr(audit_module, "verify_notebook"):
+        pytest.skip("pi_notebook.audit.verify_notebook has not landed on this branch yet")
+    notebook = _execute("quickstart.ipynb")
+    path = tmp_path / "shared.ipynb"
+    nbformat.write(notebook, path)
+    check = nbformat.v4.new_code_cell(f"%pi_audit --verify-notebook {path}")
+    runner = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("%load_ext pi_notebook"), check]
+    )
+    nbclient.NotebookClient(runner, kernel_name="python3", timeout=120).execute()
+    assert "OK" in runner.cells[1].outputs[0]["text"]
+    output = _stamped(notebook)[0]
+    output["data"]["text/html"] = output["data"]["text/html"].replace("delivered", "lost")
+    nbformat.write(notebook, path)
+    runner.cells[1].outputs = []
+    nbclient.NotebookClient(runner, kernel_name="python3", timeout=120).execute()
+    text = runner.cells[1].outputs[0]["text"]
+    assert "altered" in text and "cell" in text
