@@ -38,7 +38,9 @@ class Prompt(widgets.VBox):
     """Base class: a question with an optional deadline, answered exactly once."""
 
     def __init__(self, *, title: str, timeout: float | None, body: Sequence[widgets.Widget],
-                 controls: Sequence[widgets.DOMWidget], self_expire: bool = True) -> None:  # fmt: skip
+                 controls: Sequence[widgets.DOMWidget], self_expire: bool = True,
+                 also_disable: Sequence[widgets.DOMWidget] = (),
+                 after_controls: Sequence[widgets.Widget] = ()) -> None:  # fmt: skip
         self.title = title
         self.timeout = timeout
         self.self_expire = self_expire
@@ -46,13 +48,19 @@ class Prompt(widgets.VBox):
         self.value: Any = None
         self.decided_at: float | None = None
         self.requested_at = time.time()
-        self._controls = list(controls)
+        self._controls = [*controls, *also_disable]
         self._future: asyncio.Future[str] | None = None
         self._listeners: list[Callable[[Prompt], None]] = []
         self.countdown = widgets.HTML(self._countdown_text(timeout))
         heading = widgets.HTML(f"<b>{html.escape(title)}</b>")
         super().__init__(
-            children=[heading, *body, widgets.HBox(list(controls)), self.countdown],
+            children=[
+                heading,
+                *body,
+                widgets.HBox(list(controls)),
+                *after_controls,
+                self.countdown,
+            ],
             layout=widgets.Layout(padding="6px", margin="4px 0"),
         )
         self.add_class("pi-prompt")
@@ -182,7 +190,10 @@ class ApprovalPrompt(Prompt):
             self.editor = widgets.Textarea(value=sql, rows=min(12, sql.count("\n") + 2),
                                            layout=widgets.Layout(width="100%"))  # fmt: skip
             self.editor.add_class("pi-sql-editor")
-            statement: widgets.Widget = self.editor
+            statement: widgets.Widget = widgets.VBox([
+                widgets.HTML("<div class='pi-meta'>The statement (you may edit it before "
+                             "approving; an edit is checked again):</div>"),
+                self.editor])  # fmt: skip
         else:
             statement = widgets.HTML(f"<pre class='pi-sql'>{html.escape(sql)}</pre>")
         body: list[widgets.Widget] = [statement,
@@ -190,16 +201,17 @@ class ApprovalPrompt(Prompt):
         preview = getattr(request, "preview", None)
         if preview is not None:
             body.append(widgets.HTML(preview_html(preview)))
-        controls: list[widgets.DOMWidget] = [self.approve_button, self.reject_button]
+        disable: list[widgets.DOMWidget] = []
         scope = getattr(request, "grant_scope", None)
         if scope is not None:
             self.grant_form = GrantForm(scope, on_grant=self.grant)
-            body.append(self.grant_form)
-            controls.extend(self.grant_form.controls)
+            disable.extend(self.grant_form.controls)
         if self.editor is not None:
-            controls.append(self.editor)
-        super().__init__(title=title, timeout=timeout, body=body, controls=controls,
-                         self_expire=request is None)  # fmt: skip
+            disable.append(self.editor)
+        super().__init__(title=title, timeout=timeout, body=body,
+                         controls=[self.approve_button, self.reject_button],
+                         self_expire=request is None, also_disable=disable,
+                         after_controls=[self.grant_form] if self.grant_form else [])  # fmt: skip
         self.add_class("pi-approval")
 
     @classmethod

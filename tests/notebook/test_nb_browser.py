@@ -143,8 +143,9 @@ def test_browser_approve_write(page: Any, lab: LabServer) -> None:
     reject = prompt.get_by_role("button", name="Reject", exact=True)
     expect(approve).to_be_enabled(timeout=SLOW)
     expect(reject).to_be_enabled()
-    expect(prompt).to_contain_text("UPDATE customers")
+    expect(prompt.locator("textarea")).to_have_value(re.compile("UPDATE customers SET city"))
     expect(prompt).to_contain_text("Needs approval because")
+    expect(prompt).to_contain_text("Would change 1 row")
     # Pixels, not only the DOM: the prompt is on screen and its Approve button is painted in
     # JupyterLab's green "success" style.
     prompt.scroll_into_view_if_needed()
@@ -261,7 +262,9 @@ def test_browser_quickstart_walked_by_a_person_then_reopened(page: Any, lab: Lab
     _run_cell(page, 3)  # the write (--background): a person clicks Approve in its card
     approve = code.nth(3).locator(".pi-approval").get_by_role("button", name="Approve", exact=True)
     expect(approve).to_be_enabled(timeout=SLOW)
-    expect(code.nth(3).locator(".pi-approval")).to_contain_text("UPDATE customers")
+    expect(code.nth(3).locator(".pi-approval textarea")).to_have_value(
+        re.compile("UPDATE customers")
+    )
     expect(code.nth(3).locator(".pi-approval")).to_contain_text("Would change 1 row")
     _doc_shot(code.nth(3), "approval-prompt.png")
     approve.click()
