@@ -1,13 +1,16 @@
 """``AuditLog``: the append-only, hash-chained audit log of one session (D8, D9, D11, S29).
 
-Writing never stalls the agent: ``record`` encodes, redacts and truncates the payload in the
-caller's thread (so later mutation of the payload cannot change the record), then queues it
-for the background writer. ``durable=True`` waits until the record and all before it are
-committed (approval decisions and final arguments must be on disk before a statement runs).
+Writing never stalls the agent: ``record``/``append`` encode, redact and truncate the payload
+in the caller's thread (so later mutation of the payload cannot change the record), then queue
+it for the background writer. A durable record (``await commit(...)``, or ``record(...,
+durable=True)`` from a thread) returns its hash once it and all before it are committed, and
+raises ``AuditUnavailableError`` when that does not happen within ``durable_timeout_s``:
+whatever it would authorise must then not happen (fail closed).
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import datetime as dt
 import getpass
@@ -22,8 +25,10 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy import event as sa_event
 
+from ..errors import AuditUnavailableError, ConfigurationError
 from .chain import VerifyReport, verify_session
-from .encode import to_jsonable
+from .encode import safe_field, safe_text, to_jsonable
+from .records import AuditRecord
 from .redact import STRICT_ENCODER, Redactor, dumps, truncate
 from .schema import ensure_schema, heads, records
 from .writer import Writer
@@ -35,7 +40,10 @@ __all__ = ["AuditLog", "default_audit_url"]
 
 _log = logging.getLogger("pi_notebook.audit")
 _ENV = "PI_NOTEBOOK_AUDIT_URL"
-_DURABLE_TIMEOUT = 30.0
+DURABLE_TIMEOUT_S = 5.0
+# Column sizes of the schema (characters): longer values are cut (see ``safe_field``).
+_LIMITS = {"kind": 64, "tool_call_id": 255, "tool_name": 255, "policy_version": 64}
+_ASCII_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
 def default_audit_url() -> str:
@@ -55,7 +63,8 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
         # durable against a killed process, which is the failure the audit must survive.
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA synchronous=NORMAL")
-        cur.execute("PRAGMA busy_timeout=10000")
+        # A locked store fails the attempt (it is retried) rather than holding the writer.
+        cur.execute("PRAGMA busy_timeout=2000")
     finally:
         cur.close()
 
@@ -63,7 +72,12 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 def _make_engine(url: str | sa.URL) -> sa.Engine:
     parsed = sa.make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return sa.create_engine(parsed, pool_pre_ping=True)
+        args: dict[str, Any] = {}
+        if parsed.get_backend_name() in ("postgresql", "mysql", "mariadb") and (
+            "connect_timeout" not in parsed.query
+        ):
+            args["connect_timeout"] = 5  # an unreachable store fails fast, and is retried
+        return sa.create_engine(parsed, pool_pre_ping=True, connect_args=args)
     if parsed.database in (None, "", ":memory:"):
         # One shared connection, or the writer and readers would each see an empty database.
         engine = sa.create_engine(
@@ -94,9 +108,14 @@ class AuditLog:
         redaction: The ``Redactor`` applied to every payload before hashing (default patterns
             if ``None``).
         max_payload_bytes: Payloads whose JSON is larger are truncated with a note.
+        durable_timeout_s: How long a durable record may take to commit before it raises
+            ``AuditUnavailableError``.
+        linger_s: How long ordinary records wait to share a transaction (group commit); a
+            durable record or a flush commits at once.
 
     Raises:
         sqlalchemy.exc.SQLAlchemyError: The store cannot be reached or its schema created.
+        ConfigurationError: ``session_id`` is not a string of at most 64 characters.
     """
 
     def __init__(
@@ -107,7 +126,17 @@ class AuditLog:
         user: str | None = None,
         redaction: Redactor | None = None,
         max_payload_bytes: int = 16384,
+        durable_timeout_s: float = DURABLE_TIMEOUT_S,
+        linger_s: float = 0.05,
     ) -> None:
+        if session_id is not None and (
+            not isinstance(session_id, str)
+            or not 0 < len(session_id) <= 64
+            or safe_text(session_id) != session_id
+        ):
+            raise ConfigurationError(
+                "session_id must be text of 1 to 64 characters (no NUL, valid Unicode)"
+            )
         if isinstance(url_or_engine, sa.Engine):
             self.engine, owned = url_or_engine, False
         else:
@@ -119,10 +148,11 @@ class AuditLog:
                 self.engine.dispose()
             raise
         self.session_id: str = session_id or uuid.uuid4().hex
-        self.user: str = user or _current_user()
+        self.user: str = safe_field(user or _current_user(), 255)[0]
         self.redactor = redaction if redaction is not None else Redactor()
         self.max_payload_bytes = max_payload_bytes
-        self._writer = Writer(self.engine, self.session_id, self.user)
+        self.durable_timeout_s = durable_timeout_s
+        self._writer = Writer(self.engine, self.session_id, self.user, linger=linger_s)
         self._closed = False
         # Runs on close() and on garbage collection. At interpreter exit our own hook runs
         # it: weakref.finalize's exit hook iterates its registry unguarded, and a writer
@@ -143,43 +173,120 @@ class AuditLog:
 
     def record(
         self,
-        kind: str,
+        kind: str | AuditRecord,
         payload: Mapping[str, Any] | None = None,
         *,
         tool_call_id: str | None = None,
         tool_name: str | None = None,
         policy_version: str | None = None,
         durable: bool = False,
-    ) -> None:
-        """Append a record. Never raises into the caller.
+    ) -> str | None:
+        """Append a record: a typed ``AuditRecord``, or a kind and a free-form payload.
 
         The payload is converted to JSON-safe values, redacted and truncated now; it is
-        hashed and written by the background writer. With ``durable=True`` this returns only
-        once the record and all records queued before it are committed (or, if the store
-        keeps failing, after 30 seconds, with an error logged and ``last_error`` set).
+        hashed and written by the background writer. Without ``durable`` this never raises
+        and returns ``None``. With ``durable=True`` it blocks until the record and all records
+        queued before it are committed and returns the record's hash: call it from a thread,
+        never on the event loop (``await commit(...)`` there).
+
+        Raises:
+            AuditUnavailableError: (durable only) the record was not committed within
+                ``durable_timeout_s``, the store refused it, or the log is closed.
         """
+        if not durable:
+            self._submit(kind, payload, tool_call_id, tool_name, policy_version, False)
+            return None
+        ticket = self._submit(kind, payload, tool_call_id, tool_name, policy_version, True)
+        return self._writer.outcome(ticket, self.durable_timeout_s)
+
+    def append(self, record: AuditRecord) -> None:
+        """Queue a typed record (not durable, whatever its kind); never raises."""
+        self._submit(record, None, None, None, None, False)
+
+    async def commit(
+        self,
+        record: str | AuditRecord,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        policy_version: str | None = None,
+    ) -> str:
+        """Write a record durably without blocking the event loop; returns its hash.
+
+        Resolves once the record and everything queued before it are committed (the writer
+        thread resolves it: no thread per call).
+
+        Raises:
+            AuditUnavailableError: not committed within ``durable_timeout_s``, refused by the
+                store, or the log is closed. Whatever the record authorises must not happen.
+        """
+        ticket = self._submit(record, payload, tool_call_id, tool_name, policy_version, True)
+        future = self._writer.future(ticket, asyncio.get_running_loop())
+        try:
+            async with asyncio.timeout(self.durable_timeout_s):
+                return await future
+        except TimeoutError:
+            self._writer.forget(ticket)
+            raise self._writer.late_error(self.durable_timeout_s) from None
+        except asyncio.CancelledError:
+            self._writer.forget(ticket)
+            raise
+
+    def _submit(
+        self,
+        kind: str | AuditRecord,
+        payload: Mapping[str, Any] | None,
+        tool_call_id: str | None,
+        tool_name: str | None,
+        policy_version: str | None,
+        durable: bool,
+    ) -> int:
+        """Encode and queue; returns the ticket (0 if a non-durable record was dropped).
+
+        Raises:
+            AuditUnavailableError: (durable only) the record cannot even be queued.
+        """
+        if isinstance(kind, AuditRecord):
+            payload = kind.payload()
+            tool_call_id, tool_name = kind.tool_call_id, kind.tool_name
+            policy_version, kind = kind.policy_version, kind.kind
         try:
             if self._closed:
-                _log.error("audit: record(%r) after close() is dropped", kind)
-                return
+                raise AuditUnavailableError(f"the audit log of session {self.session_id} is closed")
             text = self._payload_text(payload)
-            ticket = self._writer.submit(
-                dt.datetime.now(dt.UTC),
-                str(kind),
-                _opt_str(tool_call_id),
-                _opt_str(tool_name),
-                _opt_str(policy_version),
-                text,
-            )
-            if durable and not self._writer.wait(ticket, _DURABLE_TIMEOUT):
-                _log.error(
-                    "audit: durable record %r of session %s is not committed: %r",
-                    kind,
-                    self.session_id,
-                    self._writer.last_error,
-                )
-        except Exception:  # the audit must not break the agent run
+            fields = [str(kind), tool_call_id, tool_name, policy_version]
+            cut: dict[str, int] = {}
+            for i, name in enumerate(("kind", "tool_call_id", "tool_name", "policy_version")):
+                value = fields[i]
+                if value is not None and (
+                    type(value) is not str
+                    or len(value) > 64
+                    or not value.isascii()
+                    or "\x00" in value
+                ):
+                    fields[i], original = safe_field(value, _LIMITS[name])
+                    if original is not None:
+                        cut[name] = original
+            if cut:
+                noted = json.loads(text)
+                noted["_cut_fields"] = cut
+                text = self._payload_text(noted)
+            return self._writer.submit(
+                dt.datetime.now(dt.UTC), str(fields[0]), fields[1], fields[2], fields[3], text,
+                durable,
+            )  # fmt: skip
+        except AuditUnavailableError as exc:
+            if durable:
+                raise
+            _log.error("audit: record(%r) failed: %s; the record is dropped", kind, exc)
+        except Exception as exc:  # the audit must not break the agent run
+            if durable:
+                raise AuditUnavailableError(
+                    f"the {kind!r} record could not be queued ({type(exc).__name__})"
+                ) from exc
             _log.exception("audit: record(%r) failed", kind)
+        return 0
 
     def _payload_text(self, payload: Mapping[str, Any] | None) -> str:
         value: Any = None
@@ -199,20 +306,42 @@ class AuditLog:
                 value = {"value": value}
             text = dumps(value)
         text, value = self.redactor.redact_json(text, value)
-        if len(text) * 4 > self.max_payload_bytes and len(text.encode()) > self.max_payload_bytes:
+        if len(text) * 4 > self.max_payload_bytes and (
+            len(text.encode("utf-8", "surrogatepass")) > self.max_payload_bytes
+        ):
             text = truncate(
                 json.loads(text) if value is None else value, text, self.max_payload_bytes
             )
+            value = None
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates: no store takes them; escape them
+                text = _ASCII_ENCODER.encode(json.loads(text) if value is None else value)
         return text
 
-    def flush(self, timeout: float | None = 60.0) -> None:
-        """Return once everything queued so far is committed (or ``timeout`` seconds passed)."""
-        if not self._writer.wait(None, timeout):
+    def flush(self, timeout: float | None = None) -> bool:
+        """Block until everything queued so far is committed; returns whether it was.
+
+        Gives up (logging why) after ``timeout`` seconds, or, without one, once the writer
+        has made no progress for ``durable_timeout_s``. Blocks: call it from a thread when
+        on the event loop.
+        """
+        if timeout is not None:
+            done = self._writer.wait(None, timeout)
+        else:
+            while True:
+                before = self._writer.pending()
+                done = self._writer.wait(None, self.durable_timeout_s)
+                if done or self._writer.pending() >= before:
+                    break
+        if not done:
             _log.error(
                 "audit: flush incomplete, %d record(s) pending: %r",
                 self._writer.pending(),
                 self._writer.last_error,
             )
+        return done
 
     def close(self) -> None:
         """Flush, stop the writer, and release the engine if this log created it. Idempotent."""
@@ -303,6 +432,34 @@ class AuditLog:
             kind=kind,
         )
 
+    def last_hashes(self, call_ids: Sequence[str], session: str | None = None) -> dict[str, str]:
+        """The hash of each call's last record in the store (after a flush).
+
+        Args:
+            call_ids: the calls to look up; ids with no record are left out of the result.
+            session: the session they belong to; ``None`` means this log's.
+
+        Blocks on the store: call it from a thread when on the event loop.
+        """
+        if not self._closed:
+            self.flush()
+        wanted = [str(c) for c in call_ids]
+        out: dict[str, str] = {}
+        if not wanted:
+            return out
+        sid = self.session_id if session is None else session
+        c = records.c
+        with self.engine.connect() as conn:
+            for start in range(0, len(wanted), 500):
+                rows = conn.execute(
+                    sa.select(c.tool_call_id, c.hash)
+                    .where(c.session_id == sid, c.tool_call_id.in_(wanted[start : start + 500]))
+                    .order_by(c.seq)
+                )
+                for call_id, digest in rows:
+                    out[call_id] = digest
+        return out
+
     def calls_dataframe(self, session: str | None = None) -> pd.DataFrame:
         """One row per tool call: tool_call_id, tool_name, args_hash, decision, outcome,
         is_error, duration_ms, started_at, ended_at (see ``frames.summarise_calls``)."""
@@ -311,10 +468,6 @@ class AuditLog:
         if not self._closed:
             self.flush()
         return summarise_calls(read_records(self.engine, session=session, calls_only=True))
-
-
-def _opt_str(value: object) -> str | None:
-    return None if value is None else str(value)
 
 
 _open_logs: weakref.WeakSet[AuditLog] = weakref.WeakSet()

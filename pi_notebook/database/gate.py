@@ -16,7 +16,7 @@ from pi_notebook.approvals import ApprovalRecord
 from pi_notebook.approvals.records import ApprovalDecision
 from pi_notebook.sql import POLICY_VERSION, classify
 from pi_notebook.sql.backend import DatabaseBackend, query_args_hash
-from pi_notebook.sql.backend.auditing import record_before
+from pi_notebook.sql.backend.auditing import commit_before, unavailable_reason
 
 if TYPE_CHECKING:
     from pi_notebook import ExtensionAPI
@@ -53,18 +53,21 @@ def make_gate(ext: DatabaseExtension, backend: DatabaseBackend, pi: ExtensionAPI
         )  # fmt: skip
         try:
             await asyncio.to_thread(ext.approvals.record, record)
-            await asyncio.to_thread(
-                record_before, audit_of(pi, ctx), "approval",
-                {"decision": decision, "args_hash": args_hash, "sql": sql,
-                 "reasons": list(verdict.reasons), "user": record.user},
-                tool_call_id=event.tool_call_id, tool_name=TOOL_NAME,
-                policy_version=POLICY_VERSION,
-            )  # fmt: skip
         except Exception as exc:  # an approval we cannot record is no approval
             return {
                 "block": True,
                 "reason": f"Approval could not be recorded ({type(exc).__name__}); not run.",
             }
+        try:
+            await commit_before(
+                audit_of(pi, ctx), "approval",
+                {"decision": decision, "args_hash": args_hash, "sql": sql,
+                 "reasons": list(verdict.reasons), "user": record.user},
+                tool_call_id=event.tool_call_id, tool_name=TOOL_NAME,
+                policy_version=POLICY_VERSION,
+            )  # fmt: skip
+        except Exception as exc:  # AuditUnavailableError: an unrecorded approval is none
+            return {"block": True, "reason": unavailable_reason(exc)}
         if decision != "approved":
             return {"block": True, "reason": reason}
         backend.capabilities.grant(event.tool_call_id, args_hash, ext.capability_ttl_s)

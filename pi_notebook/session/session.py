@@ -267,9 +267,9 @@ class AgentSession:
         self, context: BeforeToolCallContext, signal: AbortSignal
     ) -> BeforeToolCallResult | None:
         if not self.runner.has_handlers("tool_call"):
-            return (
-                None  # C19: no gate at all means ungated (the database backend never relies on it)
-            )
+            # C19: no gate at all means ungated (the database backend never relies on it).
+            self._record_decision(context, "allowed", None)
+            return None
         event = ToolCallEvent(
             tool_call_id=context.tool_call.id, tool_name=context.tool_call.name, input=context.args
         )
@@ -289,14 +289,19 @@ class AgentSession:
     def _record_decision(
         self, context: BeforeToolCallContext, decision: str, reason: str | None
     ) -> None:
-        """D8: the outcome of the whole tool_call chain, with the arguments execute will get."""
+        """D8: the outcome of the whole tool_call chain, with the arguments execute will get.
+
+        The one record of this fact (kind ``tool_call``); queued, never raises.
+        """
         if self._audit is not None:
-            self._audit.record(
-                "tool_call",
-                {"decision": decision, "reason": reason, "input": context.args},
-                tool_call_id=context.tool_call.id,
-                tool_name=context.tool_call.name,
-            )
+            from ..audit.records import ToolCallDecision
+
+            self._audit.append(
+                ToolCallDecision(
+                    tool_call_id=context.tool_call.id, tool_name=context.tool_call.name,
+                    decision=decision, reason=reason, input=context.args,
+                )
+            )  # fmt: skip
 
     async def _after_tool_call(
         self, context: AfterToolCallContext, signal: AbortSignal

@@ -98,11 +98,9 @@ async def test_d8_records_of_a_read(tmp_path: Path) -> None:
     records, log, _ = await run_call(tmp_path, "SELECT id, name FROM items")
     assert shape(records) == [
         "tool_execution_start",
-        "tool_call:seen",
         "tool_call:allowed",
         "final_args:read",
         "query_result",
-        "tool_result:ok",
         "tool_execution_end:ok",
     ]
     assert records[0][1]["args"] == {"sql": "SELECT id, name FROM items"}  # S28: raw args at start
@@ -115,12 +113,10 @@ async def test_d8_records_of_an_approved_write(tmp_path: Path) -> None:
     )
     assert shape(records) == [
         "tool_execution_start",
-        "tool_call:seen",
         "approval:approved",
         "tool_call:allowed",
         "final_args:write",
         "query_result",
-        "tool_result:ok",
         "tool_execution_end:ok",
     ]
     approval = payload_of(records, "approval")
@@ -133,7 +129,6 @@ async def test_d8_records_of_a_rejected_write(tmp_path: Path) -> None:
     records, _, _ = await run_call(tmp_path, "DELETE FROM items", ui=AnsweringUI(False))
     assert shape(records) == [
         "tool_execution_start",
-        "tool_call:seen",
         "approval:rejected",
         "tool_call:blocked",
         "tool_execution_end:error",
@@ -145,7 +140,6 @@ async def test_d8_records_of_a_write_blocked_without_ui(tmp_path: Path) -> None:
     records, _, _ = await run_call(tmp_path, "DELETE FROM items")
     assert shape(records) == [
         "tool_execution_start",
-        "tool_call:seen",
         "approval:no_ui",
         "tool_call:blocked",
         "tool_execution_end:error",
@@ -163,11 +157,9 @@ async def test_d4_d8_records_of_a_mutation_after_approval(tmp_path: Path) -> Non
     )
     assert shape(records) == [
         "tool_execution_start",
-        "tool_call:seen",
         "approval:approved",
         "tool_call:allowed",
         "capability_mismatch",
-        "tool_result:error",
         "tool_execution_end:error",
     ]
     approval = payload_of(records, "approval")
@@ -190,11 +182,9 @@ async def test_d8_records_of_an_execute_error(tmp_path: Path) -> None:
     records, _, _ = await run_call(tmp_path, "SELECT * FROM missing_table")
     assert shape(records) == [
         "tool_execution_start",
-        "tool_call:seen",
         "tool_call:allowed",
         "final_args:read",
         "query_error",
-        "tool_result:error",
         "tool_execution_end:error",
     ]
     assert "missing_table" in payload_of(records, "query_error")["error"]
@@ -204,11 +194,9 @@ async def test_d8_records_of_an_abort(tmp_path: Path) -> None:
     records, log, _ = await run_call(tmp_path, LONG_READ, abort_after_s=0.3)
     assert shape(records) == [
         "tool_execution_start",
-        "tool_call:seen",
         "tool_call:allowed",
         "final_args:read",
         "query_aborted",
-        "tool_result:error",
         "tool_execution_end:error",
     ]
     assert log.verify().ok

@@ -1,8 +1,10 @@
 """The audit interface the backend and the gate write to, and how failures are handled.
 
 Records that must exist before something runs (final arguments, approvals, mismatches) are
-written ``durable=True`` and a failure stops the run (fail closed). Records about what already
-happened are best effort: a broken audit must not turn a committed write into an error.
+committed durably first, and a failure stops the run (fail closed): ``commit_before`` raises
+``AuditUnavailableError`` and the caller refuses with :data:`AUDIT_UNAVAILABLE`. Records about
+what already happened are best effort: a broken audit must not turn a committed write into an
+error. Records may be typed (``pi_notebook.audit.records``) or a kind with a dict payload.
 """
 
 from __future__ import annotations
@@ -10,19 +12,39 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["AuditSink", "commit_before", "record_after", "record_before"]
+from pi_notebook.errors import AuditUnavailableError
+
+if TYPE_CHECKING:
+    from pi_notebook.audit.records import AuditRecord
+
+__all__ = [
+    "AUDIT_UNAVAILABLE",
+    "AuditSink",
+    "commit_before",
+    "record_after",
+    "record_before",
+    "unavailable_reason",
+]
 
 log = logging.getLogger("pi_notebook.sql.backend")
 
+AUDIT_UNAVAILABLE = "Not run: the audit store is unavailable"
+"""How a refusal for want of a durable audit record starts (the model and the person see it)."""
+
 
 class AuditSink(Protocol):
-    """What the backend needs from :class:`pi_notebook.audit.AuditLog`."""
+    """What the backend needs from :class:`pi_notebook.audit.AuditLog`.
+
+    ``record(..., durable=True)`` must return only once the record is committed and raise if
+    it cannot be. A sink may also have ``async commit(kind_or_record, payload, **ids)``
+    (``AuditLog`` does): async callers then await it instead of blocking a thread.
+    """
 
     def record(
         self,
-        kind: str,
+        kind: Any,
         payload: Mapping[str, Any] | None = None,
         *,
         tool_call_id: str | None = None,
@@ -32,34 +54,95 @@ class AuditSink(Protocol):
     ) -> Any: ...
 
 
+def unavailable_reason(exc: BaseException) -> str:
+    """The refusal text for a durable record that could not be committed."""
+    return f"{AUDIT_UNAVAILABLE} ({exc}). Nothing was run; fix the audit store and retry."
+
+
+def _split(
+    record: str | AuditRecord, payload: Mapping[str, Any] | None, ids: dict[str, Any]
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    if isinstance(record, str):
+        return record, dict(payload or {}), ids
+    return (
+        record.kind,
+        record.payload(),
+        {"tool_call_id": record.tool_call_id, "tool_name": record.tool_name,
+         "policy_version": record.policy_version},
+    )  # fmt: skip
+
+
 def record_before(
-    audit: AuditSink | None, kind: str, payload: Mapping[str, Any], **ids: Any
-) -> None:
-    """Write a record that must be committed before the action; raises if it cannot be."""
-    if audit is not None:
-        audit.record(kind, dict(payload), durable=True, **ids)
+    audit: AuditSink | None,
+    record: str | AuditRecord,
+    payload: Mapping[str, Any] | None = None,
+    **ids: Any,
+) -> Any:
+    """Write a record that must be committed before the action (blocks: not on the loop).
+
+    Returns what the sink returned (``AuditLog``: the record's hash).
+
+    Raises:
+        AuditUnavailableError: the record could not be committed (any sink failure becomes
+            this); whatever it would authorise must not happen.
+    """
+    if audit is None:
+        return None
+    kind, body, ids = _split(record, payload, ids)
+    try:
+        return audit.record(kind, body, durable=True, **ids)
+    except AuditUnavailableError:
+        raise
+    except Exception as exc:  # a sink that fails in its own way fails closed too
+        raise AuditUnavailableError(f"the {kind!r} record failed ({type(exc).__name__})") from exc
 
 
 async def commit_before(
-    audit: AuditSink | None, kind: str, payload: Mapping[str, Any], **ids: Any
-) -> None:
-    """``record_before`` for async callers: waits for the commit without blocking the loop.
+    audit: AuditSink | None,
+    record: str | AuditRecord,
+    payload: Mapping[str, Any] | None = None,
+    **ids: Any,
+) -> str | None:
+    """``record_before`` for async callers: awaits the commit without blocking the loop.
+
+    With an ``AuditLog`` this awaits its writer's group commit (no thread per call); other
+    sinks run ``record(..., durable=True)`` in a thread. Returns the record's hash, if known.
 
     Raises:
-        pi_notebook.errors.AuditUnavailableError: the record could not be committed in time;
-            whatever it would authorise must not happen.
+        AuditUnavailableError: the record could not be committed in time; whatever it would
+            authorise must not happen.
     """
-    if audit is not None:
-        await asyncio.to_thread(record_before, audit, kind, payload, **ids)
+    if audit is None:
+        return None
+    commit = getattr(audit, "commit", None)
+    if commit is None or not asyncio.iscoroutinefunction(commit):
+        result = await asyncio.to_thread(record_before, audit, record, payload, **ids)
+        return result if isinstance(result, str) else None
+    try:
+        if isinstance(record, str):
+            return await commit(record, dict(payload or {}), **ids)
+        return await commit(record)
+    except AuditUnavailableError:
+        raise
+    except Exception as exc:
+        raise AuditUnavailableError(f"the record failed ({type(exc).__name__})") from exc
 
 
 def record_after(
-    audit: AuditSink | None, kind: str, payload: Mapping[str, Any], **ids: Any
+    audit: AuditSink | None,
+    record: str | AuditRecord,
+    payload: Mapping[str, Any] | None = None,
+    **ids: Any,
 ) -> None:
     """Write a record about something already done; a failure is logged, not raised."""
     if audit is None:
         return
     try:
-        audit.record(kind, dict(payload), **ids)
+        append = getattr(audit, "append", None)
+        if not isinstance(record, str) and callable(append):
+            append(record)
+            return
+        kind, body, ids = _split(record, payload, ids)
+        audit.record(kind, body, **ids)
     except Exception:  # the outcome stands whatever the audit does
-        log.exception("audit record %r failed", kind)
+        log.exception("audit record %r failed", record)

@@ -20,7 +20,12 @@ from sqlalchemy.engine import URL, make_url
 from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.approvals.capabilities import CapabilityStore
 from pi_notebook.sql import POLICY_VERSION, args_hash, classify
-from pi_notebook.sql.backend.auditing import AuditSink, record_after, record_before
+from pi_notebook.sql.backend.auditing import (
+    AuditSink,
+    commit_before,
+    record_after,
+    unavailable_reason,
+)
 from pi_notebook.sql.backend.cancel import Canceller
 from pi_notebook.sql.backend.engines import (
     create_backend_engine,
@@ -127,18 +132,19 @@ class DatabaseBackend:
         if kind == "write":
             check = self.capabilities.consume(tool_call_id, final_hash)
             if not check.ok:
-                record_before(audit, "capability_mismatch", {
-                    "sql": sql, "approved_hash": check.approved_hash,
-                    "final_hash": check.final_hash, "reason": check.reason}, **ids)  # fmt: skip
+                try:
+                    await commit_before(audit, "capability_mismatch", {
+                        "sql": sql, "approved_hash": check.approved_hash,
+                        "final_hash": check.final_hash, "reason": check.reason}, **ids)  # fmt: skip
+                except Exception:  # refused whether or not the mismatch could be recorded
+                    pass
                 raise QueryRefused(f"Refused: {check.reason}. Nothing was run.")
         payload = {"sql": sql, "args_hash": final_hash, "verdict": verdict.kind,
                    "reasons": list(reasons), "dialect": self.dialect}  # fmt: skip
         try:
-            record_before(audit, "final_args", payload, **ids)
-        except Exception as exc:
-            raise QueryRefused(
-                f"Refused: the audit could not record the call ({type(exc).__name__})."
-            ) from None
+            await commit_before(audit, "final_args", payload, **ids)
+        except Exception as exc:  # AuditUnavailableError: no durable record, no run
+            raise QueryRefused(unavailable_reason(exc)) from None
         return await self._run_as(kind, sql, tool_call_id=tool_call_id, final_hash=final_hash,
                                   signal=signal, on_progress=on_progress, audit=audit)  # fmt: skip
 
