@@ -152,7 +152,9 @@ class AuditLog:
         self.redactor = redaction if redaction is not None else Redactor()
         self.max_payload_bytes = max_payload_bytes
         self.durable_timeout_s = durable_timeout_s
-        self._writer = Writer(self.engine, self.session_id, self.user, linger=linger_s)
+        # At close, a failing store is retried for twice the durable timeout, then given up.
+        self._writer = Writer(self.engine, self.session_id, self.user, linger=linger_s,
+                              stop_grace=2 * durable_timeout_s)  # fmt: skip
         self._closed = False
         # Runs on close() and on garbage collection. At interpreter exit our own hook runs
         # it: weakref.finalize's exit hook iterates its registry unguarded, and a writer

@@ -41,7 +41,6 @@ _log = logging.getLogger("pi_notebook.audit")
 _MAX_BATCH = 2000
 _MAX_BACKOFF = 2.0
 _BISECT_AFTER = 3  # failures of one batch before even a "store" error is bisected
-_STOP_GRACE = 10.0  # seconds close() keeps retrying a failing store
 
 
 @dataclass(slots=True)
@@ -87,9 +86,16 @@ class Writer:
     """Owns one session's chain in one store and the thread that writes it."""
 
     def __init__(
-        self, engine: sa.Engine, session_id: str, user: str, *, linger: float = 0.05
+        self,
+        engine: sa.Engine,
+        session_id: str,
+        user: str,
+        *,
+        linger: float = 0.05,
+        stop_grace: float = 10.0,
     ) -> None:
         self._session_id = session_id
+        self._stop_grace = stop_grace  # seconds close() keeps retrying a failing store
         self._user = user
         self._linger = linger
         self._store = RowStore(engine)
@@ -243,7 +249,7 @@ class Writer:
                     if batch is None:
                         return
                     if self._stopping and stop_deadline is None:
-                        stop_deadline = time.monotonic() + _STOP_GRACE
+                        stop_deadline = time.monotonic() + self._stop_grace
                 done, error = self._commit(batch, bisect=failures >= _BISECT_AFTER)
                 if done:
                     self._settle(done)
