@@ -406,6 +406,7 @@ class AuditLog:
         tool_call_id: str | None = None,
         since: Any = None,
         kind: str | Sequence[str] | None = None,
+        decode: bool = True,
     ) -> pd.DataFrame:
         """The records as a DataFrame, one row per record, ordered by session and seq (D9).
 
@@ -416,10 +417,13 @@ class AuditLog:
             since: Only records at or after this time (datetime, pandas Timestamp or ISO
                 string; naive means UTC).
             kind: Only records of this kind (or these kinds).
+            decode: Payloads as dicts (the default); ``False`` keeps them as JSON text,
+                which is several times faster on large stores (``decode_payloads(frame)``
+                decodes later).
 
         Returns:
             Columns id, session_id, seq, timestamp (datetime64, UTC), kind, tool_call_id,
-            tool_name, user, policy_version, payload (dict), prev_hash, hash.
+            tool_name, user, policy_version, payload (dict, or JSON text), prev_hash, hash.
         """
         from .frames import read_records
 
@@ -432,6 +436,7 @@ class AuditLog:
             tool_call_id=tool_call_id,
             since=since,
             kind=kind,
+            decode=decode,
         )
 
     def last_hashes(self, call_ids: Sequence[str], session: str | None = None) -> dict[str, str]:
@@ -463,13 +468,18 @@ class AuditLog:
         return out
 
     def calls_dataframe(self, session: str | None = None) -> pd.DataFrame:
-        """One row per tool call: tool_call_id, tool_name, args_hash, decision, outcome,
-        is_error, duration_ms, started_at, ended_at (see ``frames.summarise_calls``)."""
-        from .frames import read_records, summarise_calls
+        """One row per (session_id, tool_call_id): session_id, tool_call_id, tool_name, sql,
+        args_hash, decision, outcome, rows, is_error, approval_wait_ms, execution_ms,
+        duration_ms (without the approval wait), started_at, ended_at (see
+        ``calls.summarise_calls``). ``session=None`` means every session in the store."""
+        from .calls import summarise_calls
+        from .frames import read_records
 
         if not self._closed:
             self.flush()
-        return summarise_calls(read_records(self.engine, session=session, calls_only=True))
+        return summarise_calls(
+            read_records(self.engine, session=session, calls_only=True, decode=False)
+        )
 
 
 _open_logs: weakref.WeakSet[AuditLog] = weakref.WeakSet()

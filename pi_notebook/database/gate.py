@@ -45,7 +45,9 @@ def make_gate(ext: DatabaseExtension, backend: DatabaseBackend, pi: ExtensionAPI
         if verdict.kind != "write":  # reject, or anything unknown: refuse without asking
             return {"block": True, "reason": "Refused: " + "; ".join(verdict.reasons)}
         args_hash = query_args_hash(sql, backend.dialect)
+        asked = time.monotonic()
         decision, reason = await _ask(sql, ctx, ext.approval_timeout_s)
+        wait_ms = round((time.monotonic() - asked) * 1000, 3)  # the person's time, for the audit
         record = ApprovalRecord(
             tool_call_id=event.tool_call_id, tool_name=TOOL_NAME, args_hash=args_hash,
             decision=decision, policy_version=POLICY_VERSION, sql=sql, user=_user(),
@@ -62,7 +64,7 @@ def make_gate(ext: DatabaseExtension, backend: DatabaseBackend, pi: ExtensionAPI
             await commit_before(
                 audit_of(pi, ctx), "approval",
                 {"decision": decision, "args_hash": args_hash, "sql": sql,
-                 "reasons": list(verdict.reasons), "user": record.user},
+                 "reasons": list(verdict.reasons), "user": record.user, "wait_ms": wait_ms},
                 tool_call_id=event.tool_call_id, tool_name=TOOL_NAME,
                 policy_version=POLICY_VERSION,
             )  # fmt: skip

@@ -216,7 +216,13 @@ def test_d8_exact_records_of_an_execute_error(pi: FakePi, log: AuditLog, clock: 
         ),
     ]
     calls = log.calls_dataframe()
-    assert calls.to_dict("records")[0] | {"started_at": None, "ended_at": None} == {
+    row = calls.astype(object).where(calls.notna(), None).to_dict("records")[0]
+    assert row | {"started_at": None, "ended_at": None} == {
+        "session_id": "s1",
+        "sql": "SELECT * FROM nope",
+        "rows": None,
+        "approval_wait_ms": None,
+        "execution_ms": 4.0,
         "tool_call_id": "c2",
         "tool_name": "query_database",
         "args_hash": None,

@@ -243,3 +243,21 @@ def test_a_session_that_fails_to_build_closes_the_audit_log_it_created(tmp_path:
     assert raised.traceback
     leaked = {t for t in threading.enumerate() if t.name.startswith("pi-audit-")} - before
     assert not leaked
+
+
+class SlowUI:
+    async def confirm(
+        self, title: str, message: str, *, signal: Any = None, timeout: float | None = None
+    ) -> bool:
+        await asyncio.sleep(0.3)  # the person reads the statement
+        return True
+
+
+async def test_calls_dataframe_separates_the_wait_for_a_person(tmp_path: Path) -> None:
+    _, log, _ = await run_call(tmp_path, "INSERT INTO items VALUES (3, 'c')", ui=SlowUI())
+    (call,) = log.calls_dataframe(session=log.session_id).to_dict("records")
+    assert call["sql"] == "INSERT INTO items VALUES (3, 'c')" and call["rows"] == 1
+    assert (call["decision"], call["outcome"]) == ("approved", "ok")
+    assert call["approval_wait_ms"] >= 300
+    assert call["duration_ms"] < call["approval_wait_ms"]  # execution only
+    assert call["execution_ms"] <= call["duration_ms"]
