@@ -12,6 +12,7 @@ from .chain import VerifyReport
 from .encode import to_jsonable
 from .frames import decode_payloads
 from .log import AuditLog, default_audit_url
+from .notebook import NotebookReport, output_digest, verify_notebook
 from .recorder import audit_extension, summarise_result
 from .records import AuditRecord
 from .redact import DEFAULT_PATTERNS, RedactionPattern, Redactor
@@ -20,13 +21,16 @@ __all__ = [
     "DEFAULT_PATTERNS",
     "AuditLog",
     "AuditRecord",
+    "NotebookReport",
     "RedactionPattern",
     "Redactor",
     "VerifyReport",
     "audit_extension",
     "decode_payloads",
     "default_audit_url",
+    "output_digest",
     "records",
     "summarise_result",
     "to_jsonable",
+    "verify_notebook",
 ]

@@ -26,11 +26,11 @@ import sqlalchemy as sa
 from sqlalchemy import event as sa_event
 
 from ..errors import AuditUnavailableError, ConfigurationError
-from .chain import VerifyReport, verify_session
+from .chain import VerifyReport
 from .encode import safe_field, safe_text, to_jsonable
 from .records import AuditRecord
 from .redact import STRICT_ENCODER, Redactor, dumps, truncate
-from .schema import ensure_schema, heads, records
+from .schema import ensure_schema, records, verify_store
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -365,39 +365,7 @@ class AuditLog:
         """
         if not self._closed:
             self.flush()
-        report = VerifyReport()
-        cols = [
-            records.c[n]
-            for n in (
-                "session_id",
-                "seq",
-                "ts",
-                "kind",
-                "tool_call_id",
-                "tool_name",
-                "user",
-                "policy_version",
-                "payload",
-                "prev_hash",
-                "hash",
-            )
-        ]
-        with self.engine.connect() as conn:
-            head_q = sa.select(heads.c.session_id, heads.c.count, heads.c.last_hash)
-            ids_q = sa.select(records.c.session_id).distinct()
-            if session_id is not None:
-                head_q = head_q.where(heads.c.session_id == session_id)
-                ids_q = ids_q.where(records.c.session_id == session_id)
-            head_map = {r[0]: (int(r[1]), str(r[2])) for r in conn.execute(head_q)}
-            sessions = sorted(set(head_map) | {r[0] for r in conn.execute(ids_q)})
-            for sid in sessions:
-                rows = conn.execution_options(yield_per=5000).execute(
-                    sa.select(*cols).where(records.c.session_id == sid).order_by(records.c.seq)
-                )
-                verify_session(sid, rows, head_map.get(sid), report)
-                report.sessions += 1
-        report.ok = not report.problems
-        return report
+        return verify_store(self.engine, session_id)
 
     def to_dataframe(
         self,
