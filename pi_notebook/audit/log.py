@@ -29,7 +29,7 @@ from ..errors import AuditUnavailableError, ConfigurationError
 from .chain import VerifyReport
 from .encode import safe_field, safe_text, to_jsonable
 from .records import AuditRecord
-from .redact import STRICT_ENCODER, Redactor, dumps, truncate
+from .redact import Redactor, dumps, truncate
 from .schema import ensure_schema, records, verify_store
 from .writer import Writer
 
@@ -44,6 +44,10 @@ DURABLE_TIMEOUT_S = 5.0
 # Column sizes of the schema (characters): longer values are cut (see ``safe_field``).
 _LIMITS = {"kind": 64, "tool_call_id": 255, "tool_name": 255, "policy_version": 64}
 _ASCII_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+_ENCODER_CONVERTING = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+    default=to_jsonable,
+)  # fmt: skip
 
 
 def default_audit_url() -> str:
@@ -298,8 +302,10 @@ class AuditLog:
         if type(payload) is dict:
             try:
                 # Most payloads are plain JSON already: let the C encoder take them as they
-                # are, and convert only when it refuses.
-                text = STRICT_ENCODER.encode(payload)
+                # are, converting only the values it does not know (models, DataFrames) on
+                # the way; anything it still refuses (NaN, odd keys, cycles) takes the
+                # slow path below.
+                text = _ENCODER_CONVERTING.encode(payload)
             except (TypeError, ValueError, RecursionError):
                 text = ""
         if not text:

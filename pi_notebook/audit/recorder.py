@@ -55,19 +55,27 @@ def summarise_result(result: Any) -> dict[str, Any]:
     """A bounded summary of a tool result: its text (cut to 2,000 chars) and its details.
 
     Accepts a result object or dict with ``content`` (parts with ``text``) and ``details``.
+    The summary holds JSON-safe values only.
     """
+    return _summary(result, convert=True)
+
+
+def _summary(result: Any, *, convert: bool) -> dict[str, Any]:
+    # convert=False leaves ``details`` as it is: the log's encoder converts it in the same
+    # pass that encodes the record (the recorder's records are encoded at once, so later
+    # changes to the details cannot reach them).
     if result is None:
         return {}
     parts = _get(result, "content") or []
     texts: list[str] = []
     other: list[str] = []
     for part in parts if isinstance(parts, list | tuple) else [parts]:
-        text = _get(part, "text")
+        text = getattr(part, "text", None) if not isinstance(part, dict) else part.get("text")  # pyright: ignore[reportUnknownMemberType]
         if isinstance(text, str):
             texts.append(text)
         else:
             other.append(str(_get(part, "type", type(part).__name__)))
-    joined = "\n".join(texts)
+    joined = texts[0] if len(texts) == 1 else "\n".join(texts)
     summary: dict[str, Any] = {"text": joined[:_TEXT_LIMIT], "text_chars": len(joined)}
     if len(joined) > _TEXT_LIMIT:
         summary["text_truncated"] = True
@@ -75,7 +83,7 @@ def summarise_result(result: Any) -> dict[str, Any]:
         summary["other_parts"] = other
     details = _get(result, "details")
     if details is not None:
-        summary["details"] = to_jsonable(details)
+        summary["details"] = to_jsonable(details) if convert else details
     return summary
 
 
@@ -135,7 +143,7 @@ class _Recorder:
                 tool_name=_opt(_get(event, "tool_name")),
                 update=state.updates,
                 skipped_before=state.skipped,
-                partial_result=summarise_result(_get(event, "partial_result")),
+                partial_result=_summary(_get(event, "partial_result"), convert=False),
             )
         )
         state.skipped = 0
@@ -169,13 +177,13 @@ class _Recorder:
                     ToolResultRecord(
                         tool_call_id=call_id, tool_name=tool_name,
                         input=to_jsonable(_get(returned, "input")), is_error=returned_error,
-                        result=summarise_result(returned),
+                        result=_summary(returned, convert=False),
                     )
                 )  # fmt: skip
         self._append(
             ToolExecutionEnd(
                 tool_call_id=call_id, tool_name=tool_name, is_error=is_error,
-                duration_ms=duration, result=summarise_result(result),
+                duration_ms=duration, result=_summary(result, convert=False),
             )
         )  # fmt: skip
 
