@@ -210,7 +210,7 @@ def _pandas_or_numpy(obj: Any) -> Any:
                 "_type": "DataFrame",
                 "shape": list(obj.shape),
                 "columns": [_key(c) for c in list(obj.columns)[:_MAX_ITEMS]],
-                "dtypes": [str(t) for t in list(obj.dtypes)[:_MAX_ITEMS]],
+                "dtypes": [str(t) for t in _dtypes(obj)[:_MAX_ITEMS]],
             }
         if isinstance(obj, pd.Series):
             return {
@@ -228,3 +228,15 @@ def _pandas_or_numpy(obj: Any) -> Any:
         if isinstance(obj, np.generic):
             return to_jsonable(obj.item())
     return _NOTHING
+
+
+def _dtypes(frame: Any) -> list[Any]:
+    # The block manager's per-column dtypes are what ``frame.dtypes`` wraps in a Series, at a
+    # fifth of the cost (this runs for every result a call returns); any doubt, the public way.
+    try:
+        found = list(frame._mgr.get_dtypes())  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        if len(found) == frame.shape[1]:  # pyright: ignore[reportUnknownArgumentType]
+            return found  # pyright: ignore[reportUnknownVariableType]
+    except Exception:  # another pandas: fall back
+        pass
+    return list(frame.dtypes)

@@ -217,17 +217,22 @@ class AuditLog:
         tool_call_id: str | None = None,
         tool_name: str | None = None,
         policy_version: str | None = None,
+        sync: bool = True,
     ) -> str:
         """Write a record durably without blocking the event loop; returns its hash.
 
         Resolves once the record and everything queued before it are committed (the writer
-        thread resolves it: no thread per call).
+        thread resolves it: no thread per call). ``sync=False`` (for records of what cannot
+        change anything, such as a read's final arguments) lets a PostgreSQL store commit
+        without waiting for its own disk flush: the record is committed and visible before
+        this returns and survives a crash of this process, as on the SQLite store; only a
+        crash of the server's machine in the next fraction of a second could lose it.
 
         Raises:
             AuditUnavailableError: not committed within ``durable_timeout_s``, refused by the
                 store, or the log is closed. Whatever the record authorises must not happen.
         """
-        ticket = self._submit(record, payload, tool_call_id, tool_name, policy_version, True)
+        ticket = self._submit(record, payload, tool_call_id, tool_name, policy_version, True, sync)
         future = self._writer.future(ticket, asyncio.get_running_loop())
         try:
             async with asyncio.timeout(self.durable_timeout_s):
@@ -247,6 +252,7 @@ class AuditLog:
         tool_name: str | None,
         policy_version: str | None,
         durable: bool,
+        sync: bool = True,
     ) -> int:
         """Encode and queue; returns the ticket (0 if a non-durable record was dropped).
 
@@ -280,7 +286,7 @@ class AuditLog:
                 text = self._payload_text(noted)
             return self._writer.submit(
                 dt.datetime.now(dt.UTC), str(fields[0]), fields[1], fields[2], fields[3], text,
-                durable,
+                durable, sync,
             )  # fmt: skip
         except AuditUnavailableError as exc:
             if durable:

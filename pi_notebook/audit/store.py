@@ -68,6 +68,13 @@ class RowStore:
         self._select_head = f"SELECT count, last_hash FROM pi_audit_heads WHERE session_id = {mark}"
         self._update_head = f"UPDATE pi_audit_heads SET count = {mark}, last_hash = {mark} WHERE session_id = {mark}"
         self._insert_head = f"INSERT INTO pi_audit_heads (session_id, count, last_hash) VALUES ({mark}, {mark}, {mark})"
+        self._row_marks = f"({marks})"
+        self._upsert_head = (
+            f"INSERT INTO pi_audit_heads (session_id, count, last_hash) VALUES ({mark}, {mark}, "
+            f"{mark}) ON CONFLICT (session_id) DO UPDATE SET count = EXCLUDED.count, "
+            "last_hash = EXCLUDED.last_hash"
+        )
+        self._sync = True  # the connection's synchronous_commit (PostgreSQL)
         self._conn: Any = None  # the pooled connection held between batches (raw mode)
         self._shared = isinstance(engine.pool, sa.StaticPool)  # one connection for everyone
 
@@ -79,6 +86,9 @@ class RowStore:
                 # Explicit transactions: BEGIN IMMEDIATE takes the write lock up front, under
                 # the busy timeout, instead of failing on a lock upgrade mid-transaction.
                 conn.driver_connection.isolation_level = None  # pyright: ignore[reportOptionalMemberAccess]
+            else:
+                conn.driver_connection.autocommit = True  # pyright: ignore[reportOptionalMemberAccess]
+                self._sync = True
             self._conn = conn
         return self._conn
 
@@ -87,14 +97,26 @@ class RowStore:
         if conn is None:
             return
         try:
-            if self._sqlite:
-                conn.driver_connection.isolation_level = ""
+            self._restore(conn)
+        except Exception:  # a broken connection may refuse; it is dropped anyway
+            _log.debug("audit: resetting the writer's connection failed", exc_info=True)
+        try:
             if self._shared:
                 conn.close()  # the one connection of an in-memory store must survive
             else:
                 conn.invalidate()
-        except Exception:  # a broken connection may fail to close; it is dropped anyway
+        except Exception:
             _log.debug("audit: discarding the writer's connection failed", exc_info=True)
+
+    def _restore(self, conn: Any) -> None:
+        # Hand the connection back as the pool gave it.
+        driver = conn.driver_connection
+        if self._sqlite:
+            driver.isolation_level = ""
+        else:
+            if not self._sync:
+                driver.execute("SET synchronous_commit TO DEFAULT")
+            driver.autocommit = False
 
     def close(self) -> None:
         """Return the held connection to the pool."""
@@ -102,8 +124,7 @@ class RowStore:
         if conn is None:
             return
         try:
-            if self._sqlite:
-                conn.driver_connection.isolation_level = ""
+            self._restore(conn)
             conn.close()
         except Exception:
             _log.debug("audit: releasing the writer's connection failed", exc_info=True)
@@ -127,8 +148,6 @@ class RowStore:
             try:
                 cur.execute(self._select_head, (session_id,))
                 found = cur.fetchone()
-                if not self._sqlite:
-                    conn.driver_connection.rollback()
             except BaseException:
                 cur.close()
                 self._discard()
@@ -136,8 +155,17 @@ class RowStore:
             cur.close()
         return (int(found[0]), str(found[1])) if found is not None else None
 
-    def write(self, session_id: str, rows: Sequence[Row], head_exists: bool) -> None:
-        """Insert ``rows`` and set the head to the last row's (seq, hash), in one transaction.
+    def write(
+        self, session_id: str, rows: Sequence[Row], head_exists: bool, *, sync: bool = True
+    ) -> None:
+        """Insert ``rows`` and set the head to the last row's (seq, hash), atomically.
+
+        Args:
+            sync: PostgreSQL only: wait for the server to flush the commit to its WAL
+                (``synchronous_commit``). Without it the commit is complete and visible at
+                once and survives a crash of this process, but a crash of the server's
+                machine may lose the last fraction of a second (as SQLite's ``synchronous=
+                NORMAL`` in WAL mode, the SQLite store's setting).
 
         Raises:
             Exception: whatever the driver raised; nothing of the batch is then committed.
@@ -153,21 +181,26 @@ class RowStore:
             if self._sqlite:
                 cur.execute("BEGIN IMMEDIATE")
                 cur.executemany(self._insert, [(*r[:2], _sqlite_ts(r[2]), *r[3:]) for r in rows])
-            else:
-                cur.executemany(self._insert, rows)
-            if head_exists:
-                cur.execute(self._update_head, (count, last, session_id))
-            else:
-                cur.execute(self._insert_head, (session_id, count, last))
-            if self._sqlite:
+                if head_exists:
+                    cur.execute(self._update_head, (count, last, session_id))
+                else:
+                    cur.execute(self._insert_head, (session_id, count, last))
                 cur.execute("COMMIT")
             else:
-                driver.commit()
+                if sync != self._sync:
+                    cur.execute(f"SET synchronous_commit TO {'on' if sync else 'off'}")
+                    self._sync = sync
+                # One statement, so one round trip and its own transaction (autocommit):
+                # the rows and the head commit together or not at all.
+                values = ", ".join([self._row_marks] * len(rows))
+                cur.execute(
+                    f"WITH ins AS (INSERT INTO pi_audit_records ({_COLUMNS}) VALUES {values}) "
+                    f"{self._upsert_head}",
+                    [v for r in rows for v in r] + [session_id, count, last],
+                )
         except BaseException:
             try:
-                if not self._sqlite:
-                    driver.rollback()
-                elif driver.in_transaction:
+                if self._sqlite and driver.in_transaction:
                     cur.execute("ROLLBACK")
             except Exception:  # the connection is discarded next
                 pass

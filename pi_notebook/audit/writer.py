@@ -55,6 +55,7 @@ class Pending:
     policy_version: str | None
     payload: str
     durable: bool = False
+    sync: bool = True  # a durable record that must also survive a crash of the server
 
 
 Outcome = str | AuditUnavailableError  # the committed hash, or why the record is not stored
@@ -128,8 +129,9 @@ class Writer:
         policy_version: str | None,
         payload: str,
         durable: bool = False,
+        sync: bool = True,
     ) -> int:
-        """Queue a record; returns its ticket.
+        """Queue a record; returns its ticket (``sync``: see ``RowStore.write``).
 
         Raises:
             AuditUnavailableError: ``close`` has begun, so the record might never be written.
@@ -141,9 +143,10 @@ class Writer:
                 )
             self._issued += 1
             ticket = self._issued
-            self._queue.append(
-                Pending(ticket, ts, kind, tool_call_id, tool_name, policy_version, payload, durable)
+            pending = Pending(
+                ticket, ts, kind, tool_call_id, tool_name, policy_version, payload, durable, sync
             )
+            self._queue.append(pending)
             if durable:
                 self._urgent = ticket
                 self._work.notify()
@@ -386,7 +389,8 @@ class Writer:
             )  # fmt: skip
             hashes.append(digest)
             prev = digest
-        self._store.write(sid, rows, self._head_exists)
+        sync = any(item.durable and item.sync for item in batch)
+        self._store.write(sid, rows, self._head_exists, sync=sync)
         self._head = (count, prev)
         self._head_exists = True
         return hashes

@@ -101,12 +101,16 @@ async def commit_before(
     audit: AuditSink | None,
     record: str | AuditRecord,
     payload: Mapping[str, Any] | None = None,
+    *,
+    sync: bool = True,
     **ids: Any,
 ) -> str | None:
     """``record_before`` for async callers: awaits the commit without blocking the loop.
 
     With an ``AuditLog`` this awaits its writer's group commit (no thread per call); other
     sinks run ``record(..., durable=True)`` in a thread. Returns the record's hash, if known.
+    ``sync=False`` is for records of what cannot change anything (a read's final arguments):
+    see ``AuditLog.commit``.
 
     Raises:
         AuditUnavailableError: the record could not be committed in time; whatever it would
@@ -120,8 +124,8 @@ async def commit_before(
         return result if isinstance(result, str) else None
     try:
         if isinstance(record, str):
-            return await commit(record, dict(payload or {}), **ids)
-        return await commit(record)
+            return await commit(record, dict(payload or {}), sync=sync, **ids)
+        return await commit(record, sync=sync)
     except AuditUnavailableError:
         raise
     except Exception as exc:

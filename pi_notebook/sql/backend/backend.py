@@ -142,7 +142,8 @@ class DatabaseBackend:
         payload = {"sql": sql, "args_hash": final_hash, "verdict": verdict.kind,
                    "reasons": list(reasons), "dialect": self.dialect}  # fmt: skip
         try:
-            await commit_before(audit, "final_args", payload, **ids)
+            # A read's record need not wait for the server's disk flush (see commit_before).
+            await commit_before(audit, "final_args", payload, sync=kind == "write", **ids)
         except Exception as exc:  # AuditUnavailableError: no durable record, no run
             raise QueryRefused(unavailable_reason(exc)) from None
         return await self._run_as(kind, sql, tool_call_id=tool_call_id, final_hash=final_hash,
