@@ -71,6 +71,13 @@ class NotebookReport:
     def __bool__(self) -> bool:
         return self.ok
 
+    def __str__(self) -> str:
+        """A short text for a person: the verdict first, then one line per problem."""
+        if self.ok:
+            return f"OK: {self.outputs} stamped output(s) and {self.calls} call(s) match the audit."
+        lines = [f"NOT OK: {len(self.problems)} problem(s) in {self.outputs} stamped output(s):"]
+        return "\n".join([*lines, *(f"- {p}" for p in self.problems)])
+
 
 @dataclass
 class _Stamp:

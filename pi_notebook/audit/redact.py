@@ -116,6 +116,7 @@ class Redactor:
         self._compiled = [(p.triggers, re.compile(p.regex)) for p in self.patterns]
         self._key_re = re.compile(secret_keys) if secret_keys else None
         self._key_cache: dict[str, bool] = {}
+        self._shape_cache: dict[tuple[str, ...], bool] = {}
         # The JSON-text shortcut in ``redact_json`` is sound only if a match inside a string
         # value is also a match inside the JSON text; anchors and lookbehinds can break that.
         self._text_check_ok = not any(_EDGE_SENSITIVE.search(p.regex) for p in self.patterns)
@@ -187,10 +188,15 @@ class Redactor:
                     # Only a key with an escape (or a quote escaped in a value) captures a
                     # backslash here: then parse the keys escape-aware.
                     keys = [_decode_key(k) for k in _JSON_KEY_ESCAPED.findall(text)]
-                for key in keys:
-                    if self.is_secret_key(key):
-                        hit = True
-                        break
+                # Payloads of one kind share their keys: judge each set of keys once.
+                shape = tuple(keys)
+                found = self._shape_cache.get(shape)
+                if found is None:
+                    found = any(self.is_secret_key(key) for key in keys)
+                    if len(self._shape_cache) > 10_000:
+                        self._shape_cache.clear()
+                    self._shape_cache[shape] = found
+                hit = found
             if not hit:
                 return text, value
         redacted = self.redact(json.loads(text) if value is None else value)

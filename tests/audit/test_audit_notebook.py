@@ -101,6 +101,7 @@ async def test_an_untouched_notebook_verifies(tmp_path: Path, case: Any) -> None
     report = verify_notebook(path, log)
     assert report.ok, report.problems
     assert (report.outputs, report.calls) == (1, 2)
+    assert str(report) == "OK: 1 stamped output(s) and 2 call(s) match the audit."
     # By URL too, as a colleague would with the shared store.
     assert verify_notebook(path, f"sqlite:///{tmp_path}/audit.sqlite").ok
 
@@ -113,6 +114,10 @@ async def test_an_edited_output_is_named(tmp_path: Path, case: Any) -> None:
     assert not report.ok
     assert report.problems == [
         "cell 2 output 0: altered (its content does not match its audit record)"
+    ]
+    assert str(report).splitlines() == [
+        "NOT OK: 1 problem(s) in 1 stamped output(s):",
+        "- cell 2 output 0: altered (its content does not match its audit record)",
     ]
 
 
