@@ -261,3 +261,53 @@ async def test_calls_dataframe_separates_the_wait_for_a_person(tmp_path: Path) -
     assert call["approval_wait_ms"] >= 300
     assert call["duration_ms"] < call["approval_wait_ms"]  # execution only
     assert call["execution_ms"] <= call["duration_ms"]
+
+
+async def test_d8_the_decision_is_one_record_even_without_a_gate(tmp_path: Path) -> None:
+    from pydantic import BaseModel
+
+    from pi_notebook import ToolDefinition, ToolResult, define_tool
+    from pi_notebook.ai.messages import TextContent
+
+    class Params(BaseModel):
+        text: str
+
+    async def echo(tool_call_id: str, params: Params, *_rest: Any) -> ToolResult:
+        return ToolResult(content=[TextContent(text=params.text)])
+
+    tool = define_tool(ToolDefinition(name="echo", label="Echo", description="Echo.",
+                                      parameters=Params, execute=echo))  # fmt: skip
+    log = AuditLog(f"sqlite:///{tmp_path}/audit.sqlite")
+    session = create_agent_session(
+        model=ScriptedModel([tool_call("echo", {"text": "hi"}, id="e-1"), text("done")]),
+        custom_tools=[tool], audit=log, builtin_tools=False,
+    )  # fmt: skip
+    await session.prompt("go")
+    await session.close()
+    frame = log.to_dataframe(tool_call_id="e-1")
+    assert frame["kind"].tolist() == ["tool_execution_start", "tool_call", "tool_execution_end"]
+    assert frame["payload"].iloc[1] == {"decision": "allowed", "reason": None,
+                                        "input": {"text": "hi"}}  # fmt: skip
+    log.close()
+
+
+def test_typed_records_carry_their_kind_ids_and_payload(tmp_path: Path) -> None:
+    from pi_notebook.audit.records import Approval, FinalArgs
+
+    record = Approval(tool_call_id="c1", tool_name="query_database", policy_version="p1",
+                      decision="approved", args_hash="h", sql="DELETE FROM t", wait_ms=12.0)  # fmt: skip
+    assert (record.kind, record.durable) == ("approval", True)
+    assert record.payload() == {
+        "decision": "approved", "args_hash": "h", "sql": "DELETE FROM t", "args": None,
+        "reasons": (), "user": None, "reason": None, "wait_ms": 12.0, "edited": False,
+        "grant": None,
+    }  # fmt: skip
+    with AuditLog(f"sqlite:///{tmp_path}/a.sqlite") as log:
+        digest = log.record(record, durable=True)
+        log.append(FinalArgs(tool_call_id="c1", sql="DELETE FROM t", args_hash="h",
+                             verdict="write"))  # fmt: skip
+        frame = log.to_dataframe()
+    assert frame["hash"].iloc[0] == digest
+    assert frame[["kind", "tool_call_id", "policy_version"]].iloc[0].tolist() == [
+        "approval", "c1", "p1"]  # fmt: skip
+    assert frame["payload"].iloc[1]["verdict"] == "write"
