@@ -13,23 +13,22 @@ from __future__ import annotations
 import asyncio
 import atexit
 import datetime as dt
-import getpass
 import json
 import logging
-import os
 import uuid
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from sqlalchemy import event as sa_event
 
 from ..errors import AuditUnavailableError, ConfigurationError
 from .chain import VerifyReport
-from .encode import safe_field, safe_text, to_jsonable
+from .encode import safe_field, safe_text
+from .engine import current_user, default_audit_url, make_engine
+from .payload import encode_payload, storable_ids
 from .records import AuditRecord
-from .redact import Redactor, dumps, truncate
+from .redact import Redactor
 from .schema import ensure_schema, records, verify_store
 from .writer import Writer
 
@@ -39,65 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["AuditLog", "default_audit_url"]
 
 _log = logging.getLogger("pi_notebook.audit")
-_ENV = "PI_NOTEBOOK_AUDIT_URL"
 DURABLE_TIMEOUT_S = 5.0
-# Column sizes of the schema (characters): longer values are cut (see ``safe_field``).
-_LIMITS = {"kind": 64, "tool_call_id": 255, "tool_name": 255, "policy_version": 64}
-_ASCII_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-_ENCODER_CONVERTING = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
-    default=to_jsonable,
-)  # fmt: skip
-
-
-def default_audit_url() -> str:
-    """``PI_NOTEBOOK_AUDIT_URL`` if set, else a SQLite file ``audit.sqlite`` in the data dir."""
-    env = os.environ.get(_ENV)
-    if env:
-        return env
-    from pi_notebook._paths import data_dir
-
-    return f"sqlite:///{data_dir() / 'audit.sqlite'}"
-
-
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cur = dbapi_conn.cursor()
-    try:
-        # WAL lets readers (to_dataframe, other kernels) run beside the writer; NORMAL sync is
-        # durable against a killed process, which is the failure the audit must survive.
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA synchronous=NORMAL")
-        # A locked store fails the attempt (it is retried) rather than holding the writer.
-        cur.execute("PRAGMA busy_timeout=2000")
-    finally:
-        cur.close()
-
-
-def _make_engine(url: str | sa.URL) -> sa.Engine:
-    parsed = sa.make_url(url)
-    if parsed.get_backend_name() != "sqlite":
-        args: dict[str, Any] = {}
-        if parsed.get_backend_name() in ("postgresql", "mysql", "mariadb") and (
-            "connect_timeout" not in parsed.query
-        ):
-            args["connect_timeout"] = 5  # an unreachable store fails fast, and is retried
-        return sa.create_engine(parsed, pool_pre_ping=True, connect_args=args)
-    if parsed.database in (None, "", ":memory:"):
-        # One shared connection, or the writer and readers would each see an empty database.
-        engine = sa.create_engine(
-            parsed, poolclass=sa.StaticPool, connect_args={"check_same_thread": False}
-        )
-    else:
-        engine = sa.create_engine(parsed)
-    sa_event.listen(engine, "connect", _sqlite_pragmas)
-    return engine
-
-
-def _current_user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # no login name in some containers
-        return "unknown"
 
 
 class AuditLog:
@@ -144,7 +85,7 @@ class AuditLog:
         if isinstance(url_or_engine, sa.Engine):
             self.engine, owned = url_or_engine, False
         else:
-            self.engine, owned = _make_engine(url_or_engine or default_audit_url()), True
+            self.engine, owned = make_engine(url_or_engine or default_audit_url()), True
         try:
             ensure_schema(self.engine)
         except BaseException:
@@ -152,7 +93,7 @@ class AuditLog:
                 self.engine.dispose()
             raise
         self.session_id: str = session_id or uuid.uuid4().hex
-        self.user: str = safe_field(user or _current_user(), 255)[0]
+        self.user: str = safe_field(user or current_user(), 255)[0]
         self.redactor = redaction if redaction is not None else Redactor()
         self.max_payload_bytes = max_payload_bytes
         self.durable_timeout_s = durable_timeout_s
@@ -267,19 +208,7 @@ class AuditLog:
             if self._closed:
                 raise AuditUnavailableError(f"the audit log of session {self.session_id} is closed")
             text = self._payload_text(payload)
-            fields = [str(kind), tool_call_id, tool_name, policy_version]
-            cut: dict[str, int] = {}
-            for i, name in enumerate(("kind", "tool_call_id", "tool_name", "policy_version")):
-                value = fields[i]
-                if value is not None and (
-                    type(value) is not str
-                    or len(value) > 64
-                    or not value.isascii()
-                    or "\x00" in value
-                ):
-                    fields[i], original = safe_field(value, _LIMITS[name])
-                    if original is not None:
-                        cut[name] = original
+            fields, cut = storable_ids(str(kind), tool_call_id, tool_name, policy_version)
             if cut:
                 noted = json.loads(text)
                 noted["_cut_fields"] = cut
@@ -301,38 +230,7 @@ class AuditLog:
         return 0
 
     def _payload_text(self, payload: Mapping[str, Any] | None) -> str:
-        value: Any = None
-        text = ""
-        if payload is None:
-            payload = {}
-        if type(payload) is dict:
-            try:
-                # Most payloads are plain JSON already: let the C encoder take them as they
-                # are, converting only the values it does not know (models, DataFrames) on
-                # the way; anything it still refuses (NaN, odd keys, cycles) takes the
-                # slow path below.
-                text = _ENCODER_CONVERTING.encode(payload)
-            except (TypeError, ValueError, RecursionError):
-                text = ""
-        if not text:
-            value = to_jsonable(payload)
-            if not isinstance(value, dict):
-                value = {"value": value}
-            text = dumps(value)
-        text, value = self.redactor.redact_json(text, value)
-        if len(text) * 4 > self.max_payload_bytes and (
-            len(text.encode("utf-8", "surrogatepass")) > self.max_payload_bytes
-        ):
-            text = truncate(
-                json.loads(text) if value is None else value, text, self.max_payload_bytes
-            )
-            value = None
-        if not text.isascii():
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError:  # lone surrogates: no store takes them; escape them
-                text = _ASCII_ENCODER.encode(json.loads(text) if value is None else value)
-        return text
+        return encode_payload(payload, self.redactor, self.max_payload_bytes)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Block until everything queued so far is committed; returns whether it was.

@@ -19,9 +19,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import datetime as dt
-import hashlib
 import itertools
-import json
 import logging
 import threading
 import time
@@ -31,8 +29,8 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from ..errors import AuditUnavailableError
-from ..secrets import scrub
 from .chain import GENESIS, format_ts, record_hash
+from .failures import ascii_cut, rejected_payload, short_error, store_problem
 from .store import Row, RowStore
 
 __all__ = ["Pending", "Writer"]
@@ -59,28 +57,6 @@ class Pending:
 
 
 Outcome = str | AuditUnavailableError  # the committed hash, or why the record is not stored
-
-
-def _store_problem(exc: BaseException) -> bool:
-    """Whether ``exc`` says the store cannot take writes now (as opposed to this content)."""
-    if isinstance(exc, sa_exc.DBAPIError):
-        if exc.connection_invalidated:
-            return True
-        exc = exc.orig if isinstance(exc.orig, BaseException) else exc
-    name = type(exc).__name__
-    if name in ("DataError", "ProgrammingError", "NotSupportedError") or isinstance(
-        exc, UnicodeError | ValueError | TypeError
-    ):
-        return False
-    # OperationalError (locked, read-only, disk full, I/O, connection), InterfaceError,
-    # IntegrityError (another writer took our seq), OSError, timeouts: all about the store.
-    return True
-
-
-def _short(exc: BaseException) -> str:
-    orig = exc.orig if isinstance(exc, sa_exc.DBAPIError) else exc
-    text = str(orig).strip().splitlines()[0] if str(orig).strip() else ""
-    return scrub(f"{type(orig).__name__}: {text}"[:300])
 
 
 class Writer:
@@ -212,7 +188,7 @@ class Writer:
         return AuditUnavailableError(self._late_message(timeout))
 
     def _late_message(self, timeout: float) -> str:
-        cause = f": {_short(self.last_error)}" if self.last_error is not None else ""
+        cause = f": {short_error(self.last_error)}" if self.last_error is not None else ""
         return f"the audit store did not commit the record within {timeout:g} s{cause}"
 
     def pending(self) -> int:
@@ -263,7 +239,7 @@ class Writer:
                 _log.warning(
                     "audit: writing %d record(s) failed, will retry: %s",
                     len(batch) - len(done),
-                    _short(error),
+                    short_error(error),
                 )
                 if isinstance(error, sa_exc.IntegrityError) or "Integrity" in type(error).__name__:
                     self._head = None  # another writer shares this session: reload its head
@@ -306,7 +282,7 @@ class Writer:
         try:
             hashes = self._write(batch)
         except Exception as exc:
-            if not bisect and _store_problem(exc):
+            if not bisect and store_problem(exc):
                 return [], exc
             if len(batch) == 1:
                 return self._reject(batch[0], exc)
@@ -321,27 +297,15 @@ class Writer:
     def _reject(
         self, item: Pending, exc: BaseException
     ) -> tuple[list[tuple[Pending, Outcome]], BaseException | None]:
-        why = _short(exc)
-        text = item.payload
-        safe = text.encode("utf-8", "backslashreplace")
-        stub_payload = json.dumps(
-            {
-                "rejected_kind": _ascii(item.kind, 64),
-                "error": why,
-                "payload_sha256": hashlib.sha256(safe).hexdigest(),
-                "payload_chars": len(text),
-                "payload_preview": _ascii(text, 200),
-            },
-            sort_keys=True,
-            separators=(",", ":"),
-        )
+        why = short_error(exc)
+        stub_payload = rejected_payload(item.kind, item.payload, why)
         stub = Pending(
             item.ticket,
             item.ts,
             "audit_record_rejected",
-            None if item.tool_call_id is None else _ascii(item.tool_call_id, 64),
-            None if item.tool_name is None else _ascii(item.tool_name, 64),
-            None if item.policy_version is None else _ascii(item.policy_version, 64),
+            None if item.tool_call_id is None else ascii_cut(item.tool_call_id, 64),
+            None if item.tool_name is None else ascii_cut(item.tool_name, 64),
+            None if item.policy_version is None else ascii_cut(item.policy_version, 64),
             stub_payload,
             item.durable,
         )
@@ -440,8 +404,3 @@ def _resolve(fut: asyncio.Future[str], outcome: Outcome) -> None:
         fut.set_result(outcome)
     else:
         fut.set_exception(outcome)
-
-
-def _ascii(text: str, limit: int) -> str:
-    out = text.encode("ascii", "backslashreplace").decode("ascii").replace("\x00", "\\x00")
-    return out if len(out) <= limit else out[: limit - 3] + "..."

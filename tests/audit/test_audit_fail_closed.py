@@ -25,7 +25,7 @@ from sqlalchemy import event as sa_event
 
 from pi_notebook import create_agent_session
 from pi_notebook.audit import AuditLog
-from pi_notebook.audit.log import _sqlite_pragmas  # pyright: ignore[reportPrivateUsage]
+from pi_notebook.audit.engine import sqlite_pragmas
 from pi_notebook.database import database_extension
 from pi_notebook.testing import ScriptedModel, text, tool_call
 
@@ -150,7 +150,7 @@ async def test_a_full_store_refuses_the_approved_write(tmp_path: Path) -> None:
     engine = sa.create_engine(f"sqlite:///{audit_path}")
 
     def full(dbapi_conn: Any, record: Any) -> None:
-        _sqlite_pragmas(dbapi_conn, record)
+        sqlite_pragmas(dbapi_conn, record)
         cur = dbapi_conn.cursor()
         # No page may be added: SQLITE_FULL, exactly what a full disk gives.
         pages = cur.execute("PRAGMA page_count").fetchone()[0]
