@@ -20,6 +20,11 @@ from .schema import heads, records
 
 __all__ = ["Row", "RowStore"]
 
+# Up to this many rows a PostgreSQL batch is one INSERT ... VALUES statement (one round trip,
+# the common case of a call's few records); a huge VALUES list costs the server more to parse
+# and plan than a pipelined executemany.
+_ONE_STATEMENT_ROWS = 64
+
 _log = logging.getLogger("pi_notebook.audit")
 
 # (session_id, seq, ts, kind, tool_call_id, tool_name, user, policy_version, payload,
@@ -190,14 +195,19 @@ class RowStore:
                 if sync != self._sync:
                     cur.execute(f"SET synchronous_commit TO {'on' if sync else 'off'}")
                     self._sync = sync
-                # One statement, so one round trip and its own transaction (autocommit):
-                # the rows and the head commit together or not at all.
-                values = ", ".join([self._row_marks] * len(rows))
-                cur.execute(
-                    f"WITH ins AS (INSERT INTO pi_audit_records ({_COLUMNS}) VALUES {values}) "
-                    f"{self._upsert_head}",
-                    [v for r in rows for v in r] + [session_id, count, last],
-                )
+                if len(rows) <= _ONE_STATEMENT_ROWS:
+                    # One statement, so one round trip and its own transaction (autocommit):
+                    # the rows and the head commit together or not at all.
+                    values = ", ".join([self._row_marks] * len(rows))
+                    cur.execute(
+                        f"WITH ins AS (INSERT INTO pi_audit_records ({_COLUMNS}) VALUES {values}) "
+                        f"{self._upsert_head}",
+                        [v for r in rows for v in r] + [session_id, count, last],
+                    )
+                else:  # a large batch: the driver's pipelined executemany, in a transaction
+                    with driver.transaction():
+                        cur.executemany(self._insert, rows)
+                        cur.execute(self._upsert_head, (session_id, count, last))
         except BaseException:
             try:
                 if self._sqlite and driver.in_transaction:
