@@ -5,37 +5,22 @@ returns the record's hash once it is on disk, raises ``AuditUnavailableError`` o
 generic ``AuditLog.record(kind, payload)`` stays for third-party extensions; its payloads are
 free-form. What does not belong here: how records are encoded, chained or stored.
 
-Record kinds, who writes each (the one place per fact), and whether it is durable:
+Record kinds, who writes each (the one place per fact), and which are durable (committed
+before what they authorise happens):
 
-================================  ===========================  =======================
-kind                              written by                   durable
-================================  ===========================  =======================
-``session_start``                 the recorder                 no
-``tool_execution_start``          the recorder (raw args,      no
-                                  S28)
-``tool_execution_update``         the recorder (rate-limited)  no
-``tool_call``                     the session (the decision    no
-                                  of the whole tool_call
-                                  chain, once per call)
-``approval``                      the approval gate            yes: before a grant
-``grant_use``                     the approval gate            yes: before the call
-``final_args``                    the backend                  yes: before it runs
-``capability_mismatch``           the backend                  yes
-``query_refused``                 the backend                  no
-``query_result``                  the backend                  no
-``query_error``/``query_aborted``  the backend                 no
-``tool_result``                   the recorder, only when a    no
-                                  ``tool_result`` handler
-                                  changed the result
-``tool_execution_end``            the recorder                 no
-``session_shutdown``              the recorder                 no
-``extension_error``               the recorder                 no
-``notebook_output``               the notebook (a settled      yes: before stamping
-                                  run's durable cell output)
-``audit_record_rejected``         the audit writer, in place   (as the record it
-                                  of a record the store        replaces)
-                                  refused
-================================  ===========================  =======================
+- ``session_start``, ``session_shutdown``: the recorder.
+- ``tool_execution_start`` (the raw arguments, S28), ``tool_execution_update`` (rate-limited),
+  ``tool_execution_end`` (outcome, duration, the result the model got): the recorder.
+- ``tool_call``: the session, once per call: the decision of the whole ``tool_call`` chain
+  (``allowed`` or ``blocked``) with the arguments execute gets.
+- ``approval`` (durable), ``grant_use`` (durable): the approval gate.
+- ``final_args`` (durable), ``capability_mismatch`` (durable), ``query_refused``,
+  ``query_result``, ``query_error``, ``query_aborted``: the backend.
+- ``tool_result``: the recorder, only when a ``tool_result`` handler changed the result (the
+  result as ``execute`` returned it).
+- ``extension_error``: the recorder's error listener.
+- ``notebook_output`` (durable): the notebook, for a settled run's cell output.
+- ``audit_record_rejected``: the audit writer, in place of a record the store refused.
 """
 
 from __future__ import annotations
