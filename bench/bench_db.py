@@ -1,23 +1,42 @@
-"""Benchmark of ``query_database`` against bare SQLAlchemy and pandas, in one run, as ratios.
+"""Benchmark of ``query_database`` against bare SQLAlchemy, pandas and ADBC, in one run, as ratios.
 
-1. Fixed overhead: the tool's ``execute`` for ``SELECT 1`` (classification, canonical hash,
-   worker thread, read-only transaction, result shaping included) against a bare SQLAlchemy
-   ``exec_driver_sql`` on a reused connection. Target: under 1 ms added.
-2. A 100,000-row read into a DataFrame against ``pandas.read_sql`` on the same engine, with peak
-   memory (tracemalloc) for both. Target: at most 1.2x the time.
+Every figure is a ratio against a baseline measured in the same run (issue 16); nothing here
+is a test. Rows:
 
-Run: ``.venv/bin/python bench/bench_db.py [--url URL]`` (default: a temporary SQLite file).
+1. Fixed cost (SQLite, and PostgreSQL for reference): the tool's ``execute`` for ``SELECT 1``
+   (classification, canonical hash, worker thread, read-only transaction, DataFrame and
+   preview; no audit) against bare SQLAlchemy ``exec_driver_sql`` on a reused connection.
+   Target: at most 100 us added.
+2. Capped read (SQLite, PostgreSQL): ``SELECT *`` of the 1M-row table under the default cap
+   (10,000) against the same read with ``LIMIT 10000``, both through the tool. Targets: at
+   most 1.5x the time and 10 MiB more peak memory.
+3. 1M rows into a DataFrame (row cap 1M): the tool against ``pandas.read_sql`` on a DBAPI
+   connection (SQLAlchemy) and on ADBC. Targets: at most 1.3x the ADBC time and 1.5x its peak
+   memory.
+4. Event-loop lag while the tool reads 1M rows (the kernel's loop stays responsive): the
+   worst delay of a 1 ms ticker. Target: at most 20 ms; baseline: the idle loop's p99.
+
+Peak memory is the growth of the process's peak resident set (``VmHWM``) during one call, in
+a fresh interpreter per measurement, so memory held by C libraries (libpq, Arrow) counts.
+
+Run: ``PYTHONPATH=$PWD .venv/bin/python bench/bench_db.py [--pg URL] [--rows N] [--quick]``
+(PostgreSQL: a scratch database is created on the server and dropped afterwards; ``--pg
+none`` skips it).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
+import json
+import re
+import sqlite3
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-import tracemalloc
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -25,12 +44,13 @@ from typing import Any
 import pandas as pd
 import sqlalchemy as sa
 
-from pi_notebook.ai.abort import AbortController
+PG_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+CAP = 10_000
+TABLE = "bench_rows"
+COLUMNS = "id, name, amount, day"
 
-ROWS = 100_000
-EXTENSION = Path(__file__).resolve().parents[1] / "extensions" / "database.py"
 
-
+# -- the tool, without a session -----------------------------------------------------------
 class _CapturePI:
     """Just enough of ExtensionAPI to take the tool out of the factory."""
 
@@ -46,107 +66,298 @@ class _CapturePI:
         return lambda: None
 
 
-def _load_tool(url: str, row_cap: int) -> tuple[Any, Any]:
-    spec = importlib.util.spec_from_file_location("bench_database_ext", EXTENSION)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    ext = module.database_extension(url, row_cap=row_cap)
-    pi = _CapturePI()
-    ext(pi)
-    return pi.tool, ext
+class Tool:
+    """``query_database`` for one URL and row cap, called the way the agent calls it."""
+
+    def __init__(self, url: str, row_cap: int) -> None:
+        from pi_notebook.ai.abort import AbortController
+        from pi_notebook.database import database_extension
+
+        self.ext = database_extension(url, row_cap=row_cap)
+        pi = _CapturePI()
+        self.ext(pi)
+        self.tool = pi.tool
+        self.signal = AbortController().signal
+
+    async def __call__(self, sql: str) -> Any:
+        params = self.tool.parameters(sql=sql)
+        return await self.tool.execute("bench", params, self.signal, lambda _u: None, None)
+
+    def close(self) -> None:
+        if self.ext.backend is not None:
+            self.ext.backend.dispose()
 
 
-def _fill(url: str) -> None:
+# -- data -------------------------------------------------------------------------------------
+def fill_sqlite(path: Path, rows: int) -> str:
+    conn = sqlite3.connect(path)
+    conn.execute(f"CREATE TABLE {TABLE} (id INTEGER PRIMARY KEY, name VARCHAR(40), "
+                 "amount DOUBLE PRECISION, day VARCHAR(10))")  # fmt: skip
+    conn.executemany(
+        f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?)",
+        ((i, f"customer {i % 977}", i * 0.37 % 1000, f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}")
+         for i in range(rows)),
+    )  # fmt: skip
+    conn.commit()
+    conn.close()
+    return f"sqlite:///{path}"
+
+
+def fill_postgres(base: str, rows: int) -> tuple[str, Callable[[], None]]:
+    """A scratch database with the table; returns its URL and a function that drops it."""
+    name = f"pi_bench_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    url = sa.make_url(base).set(database=name).render_as_string(hide_password=False)
     engine = sa.create_engine(url)
     with engine.begin() as conn:
-        conn.exec_driver_sql("DROP TABLE IF EXISTS bench_rows")
         conn.exec_driver_sql(
-            "CREATE TABLE bench_rows (id INTEGER PRIMARY KEY, name VARCHAR(40), "
-            "amount DOUBLE PRECISION, day VARCHAR(10))"
+            f"CREATE TABLE {TABLE} AS SELECT g AS id, ('customer ' || g %% 977)::varchar(40) AS name, "
+            f"(g * 0.37)::float8 - floor(g * 0.37 / 1000) * 1000 AS amount, "
+            f"to_char(DATE '2024-01-01' + g %% 365, 'YYYY-MM-DD')::varchar(10) AS day "
+            f"FROM generate_series(0, {rows - 1}) g"
         )
-        conn.execute(
-            sa.text("INSERT INTO bench_rows VALUES (:id, :name, :amount, :day)"),
-            [{"id": i, "name": f"customer {i % 977}", "amount": i * 0.37 % 1000,
-              "day": f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}"} for i in range(ROWS)],
-        )  # fmt: skip
+        conn.exec_driver_sql(f"ANALYZE {TABLE}")
     engine.dispose()
 
+    def drop() -> None:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
 
-async def _timeit(fn: Callable[[], Awaitable[Any]], n: int) -> float:
+    return url, drop
+
+
+# -- measuring ------------------------------------------------------------------------------
+async def median_s(fn: Callable[[], Awaitable[Any]], repeat: int, number: int = 1) -> float:
     times = []
-    for _ in range(n):
+    for _ in range(repeat):
         start = time.perf_counter()
-        await fn()
-        times.append(time.perf_counter() - start)
+        for _ in range(number):
+            await fn()
+        times.append((time.perf_counter() - start) / number)
     return statistics.median(times)
 
 
-async def _peak(fn: Callable[[], Awaitable[Any]]) -> float:
-    tracemalloc.start()
-    try:
-        await fn()
-        return tracemalloc.get_traced_memory()[1] / 2**20
-    finally:
-        tracemalloc.stop()
+def _kib(field: str) -> int:
+    match = re.search(rf"{field}:\s+(\d+)", Path("/proc/self/status").read_text())
+    return int(match.group(1)) if match else 0
 
 
-async def main(url: str, n_small: int) -> None:
-    _fill(url)
-    engine = sa.create_engine(url)
-    tool, ext = _load_tool(url, row_cap=ROWS)
-    params = tool.parameters
-    signal = AbortController().signal
+def _reset_peak() -> None:
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM back to the current RSS
 
-    async def tool_call(sql: str) -> Any:
-        return await tool.execute("bench", params(sql=sql), signal, lambda _u: None, None)
 
-    with engine.connect() as conn:
+def peak_mib(kind: str, url: str, sql: str, row_cap: int) -> float:
+    """Peak memory growth of one call, measured in a fresh interpreter (see the docstring)."""
+    out = subprocess.run([sys.executable, __file__, "--child", kind, url, sql, str(row_cap)],
+                         check=True, capture_output=True, text=True)  # fmt: skip
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["peak_mib"])
 
-        async def bare_select1() -> Any:
-            return conn.exec_driver_sql("SELECT 1").fetchall()
 
-        for _ in range(50):  # warm both paths (pools, imports, parser caches)
-            await bare_select1()
-            await tool_call("SELECT 1")
-        bare = await _timeit(bare_select1, n_small)
-    ours = await _timeit(lambda: tool_call("SELECT 1"), n_small)
+async def _child(kind: str, url: str, sql: str, row_cap: int) -> None:
+    run = _contender(kind, url, row_cap)
+    await run("SELECT 1 AS warm")  # imports, pools, the worker thread
+    _reset_peak()
+    before = _kib("VmRSS")
+    result = await run(sql)
+    peak = _kib("VmHWM")
+    del result
+    print(json.dumps({"peak_mib": (peak - before) / 1024}))
 
-    big_sql = "SELECT id, name, amount, day FROM bench_rows"
 
-    async def pandas_read() -> Any:
-        return pd.read_sql(big_sql, engine)
+def _contender(kind: str, url: str, row_cap: int) -> Callable[[str], Awaitable[Any]]:
+    if kind == "tool":
+        tool = Tool(url, row_cap)
+        return tool
+    if kind == "read_sql":
+        engine = sa.create_engine(url)
 
-    async def ours_read() -> Any:
-        result = await tool_call(big_sql)
-        assert len(result.details["dataframe"]) == ROWS
-        return result
+        async def read_sql(sql: str) -> Any:
+            return pd.read_sql(sql, engine)
 
-    await pandas_read()
-    await ours_read()
-    t_pandas = await _timeit(pandas_read, 5)
-    t_ours = await _timeit(ours_read, 5)
-    m_pandas = await _peak(pandas_read)
-    m_ours = await _peak(ours_read)
-    engine.dispose()
-    if ext.backend is not None:
-        ext.backend.dispose()
+        return read_sql
+    if kind == "read_sql_adbc":
+        conn = adbc_connect(url)
 
-    print(
-        f"engine: {sa.make_url(url).get_backend_name()}   (medians; SELECT 1 x{n_small}, 100k-row read x5)"
+        async def read_adbc(sql: str) -> Any:
+            return pd.read_sql(sql, conn)
+
+        return read_adbc
+    raise ValueError(kind)
+
+
+def adbc_connect(url: str) -> Any:
+    u = sa.make_url(url)
+    if u.get_backend_name() == "sqlite":
+        import adbc_driver_sqlite.dbapi as adbc_sqlite
+
+        return adbc_sqlite.connect(u.database)
+    import adbc_driver_postgresql.dbapi as adbc_pg
+
+    return adbc_pg.connect(u.set(drivername="postgresql").render_as_string(hide_password=False))
+
+
+async def loop_lag(work: Callable[[], Awaitable[Any]] | None, idle_s: float = 1.0) -> list[float]:
+    """Delays of a 1 ms ticker while ``work`` runs (or for ``idle_s`` with no work), in s."""
+    loop = asyncio.get_running_loop()
+    lags: list[float] = []
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        while not done.is_set():
+            start = loop.time()
+            await asyncio.sleep(0.001)
+            lags.append(max(0.0, loop.time() - start - 0.001))
+
+    task = asyncio.create_task(ticker())
+    if work is None:
+        await asyncio.sleep(idle_s)
+    else:
+        await work()
+    done.set()
+    await task
+    return lags
+
+
+# -- reporting ------------------------------------------------------------------------------
+ROWS_OUT: list[tuple[str, str, str, str, str]] = []
+
+
+def report(
+    what: str, baseline: str, ours: str, measured: float, target: float, unit: str = "x"
+) -> None:
+    ok = "ok" if measured <= target else "MISS"
+    ROWS_OUT.append(
+        (what, baseline, ours, f"{measured:.2f}{unit} (target <= {target:g}{unit})", ok)
     )
-    print(f"SELECT 1   bare SQLAlchemy: {bare * 1e6:8.1f} us   query_database: {ours * 1e6:8.1f} us   "
-          f"added: {(ours - bare) * 1e6:8.1f} us   ratio: {ours / bare:6.1f}x")  # fmt: skip
-    print(f"100k rows  pandas.read_sql: {t_pandas:8.3f} s    query_database: {t_ours:8.3f} s    "
-          f"ratio: {t_ours / t_pandas:4.2f}x")  # fmt: skip
-    print(f"peak mem   pandas.read_sql: {m_pandas:8.1f} MiB  query_database: {m_ours:8.1f} MiB  "
-          f"ratio: {m_ours / m_pandas:4.2f}x")  # fmt: skip
+    print(
+        f"{what:<44} {baseline:<26} {ours:<18} {measured:8.2f}{unit} <= {target:g}{unit}  {ok}",
+        flush=True,
+    )
+
+
+# -- the rows -------------------------------------------------------------------------------
+async def fixed_cost(url: str, label: str, number: int, target_us: float | None) -> None:
+    tool = Tool(url, CAP)
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+
+            async def bare() -> Any:
+                return conn.exec_driver_sql("SELECT 1").fetchall()
+
+            for _ in range(200):  # warm both paths (pools, imports, caches, the worker)
+                await bare()
+                await tool("SELECT 1")
+            t_bare = await median_s(bare, 5, number)
+            t_ours = await median_s(lambda: tool("SELECT 1"), 5, number)
+    finally:
+        engine.dispose()
+        tool.close()
+    added = (t_ours - t_bare) * 1e6
+    line = f"fixed cost SELECT 1 ({label})"
+    if target_us is None:
+        print(
+            f"{line:<44} bare {t_bare * 1e6:7.1f} us        ours {t_ours * 1e6:7.1f} us  added {added:7.1f} us (reference)"
+        )
+        return
+    report(
+        line, f"bare {t_bare * 1e6:.1f} us", f"ours {t_ours * 1e6:.1f} us", added, target_us, " us"
+    )
+
+
+async def capped(url: str, label: str, repeat: int) -> None:
+    tool = Tool(url, CAP)
+    full, limited = f"SELECT {COLUMNS} FROM {TABLE}", f"SELECT {COLUMNS} FROM {TABLE} LIMIT {CAP}"
+    try:
+        out = await tool(full)
+        assert len(out.details["dataframe"]) == CAP and not out.details["row_count_exact"]
+        await tool(limited)
+        t_limit = await median_s(lambda: tool(limited), repeat)
+        t_full = await median_s(lambda: tool(full), repeat)
+    finally:
+        tool.close()
+    m_limit = peak_mib("tool", url, limited, CAP)
+    m_full = peak_mib("tool", url, full, CAP)
+    report(f"capped read, 1M rows, cap 10,000 ({label})", f"LIMIT {t_limit * 1e3:.1f} ms",
+           f"ours {t_full * 1e3:.1f} ms", t_full / t_limit, 1.5)  # fmt: skip
+    report(f"  its peak memory over LIMIT ({label})", f"LIMIT {m_limit:.1f} MiB",
+           f"ours {m_full:.1f} MiB", m_full - m_limit, 10, " MiB")  # fmt: skip
+
+
+async def dataframe(url: str, label: str, rows: int, repeat: int) -> None:
+    sql = f"SELECT {COLUMNS} FROM {TABLE}"
+    tool = Tool(url, rows)
+    engine = sa.create_engine(url)
+    adbc = adbc_connect(url)
+    try:
+        out = await tool(sql)
+        assert len(out.details["dataframe"]) == rows
+
+        async def ours() -> Any:
+            return await tool(sql)
+
+        async def read_sql() -> Any:
+            return pd.read_sql(sql, engine)
+
+        async def read_adbc() -> Any:
+            return pd.read_sql(sql, adbc)
+
+        t_ours = await median_s(ours, repeat)
+        t_dbapi = await median_s(read_sql, repeat)
+        t_adbc = await median_s(read_adbc, repeat)
+        lags = await loop_lag(ours)
+    finally:
+        tool.close()
+        engine.dispose()
+        adbc.close()
+    m_ours = peak_mib("tool", url, sql, rows)
+    m_dbapi = peak_mib("read_sql", url, sql, rows)
+    m_adbc = peak_mib("read_sql_adbc", url, sql, rows)
+    n = f"{rows / 1e6:g}M"
+    print(f"  read_sql on DBAPI ({label}): {t_dbapi:.3f} s, {m_dbapi:.0f} MiB peak "
+          f"(ours {t_ours / t_dbapi:.2f}x the time, {m_ours / max(m_dbapi, 1e-9):.2f}x the memory)")  # fmt: skip
+    report(f"{n} rows into a DataFrame ({label})", f"ADBC {t_adbc:.3f} s", f"ours {t_ours:.3f} s",
+           t_ours / t_adbc, 1.3)  # fmt: skip
+    report(f"  its peak memory ({label})", f"ADBC {m_adbc:.0f} MiB", f"ours {m_ours:.0f} MiB",
+           m_ours / max(m_adbc, 1e-9), 1.5)  # fmt: skip
+    report(f"  event-loop lag during it ({label})", "", f"max {max(lags) * 1e3:.1f} ms",
+           max(lags) * 1e3, 20, " ms")  # fmt: skip
+
+
+async def main(args: argparse.Namespace) -> None:
+    repeat = 3 if args.quick else 5
+    idle = await loop_lag(None)
+    print(f"idle event loop: p99 lag {statistics.quantiles(idle, n=100)[98] * 1e3:.2f} ms")
+    with tempfile.TemporaryDirectory() as tmp:
+        print(f"filling SQLite with {args.rows:,} rows...", flush=True)
+        sqlite_url = fill_sqlite(Path(tmp) / "bench.sqlite", args.rows)
+        await fixed_cost(sqlite_url, "SQLite", 500 if args.quick else 2000, 100)
+        await capped(sqlite_url, "SQLite", repeat * 2)
+        await dataframe(sqlite_url, "SQLite", args.rows, repeat)
+        if args.pg != "none":
+            print(f"filling PostgreSQL with {args.rows:,} rows...", flush=True)
+            pg_url, drop = fill_postgres(args.pg, args.rows)
+            try:
+                await fixed_cost(pg_url, "PostgreSQL", 300 if args.quick else 1000, None)
+                await capped(pg_url, "PostgreSQL", repeat * 2)
+                await dataframe(pg_url, "PostgreSQL", args.rows, repeat)
+            finally:
+                drop()
+    misses = [r for r in ROWS_OUT if r[4] != "ok"]
+    print(f"\n{len(ROWS_OUT) - len(misses)} of {len(ROWS_OUT)} targets met" +
+          ("; missed: " + "; ".join(r[0].strip() for r in misses) if misses else ""))  # fmt: skip
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        _, _, kind, url, sql, cap = sys.argv
+        asyncio.run(_child(kind, url, sql, int(cap)))
+        sys.exit(0)
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--url", help="SQLAlchemy URL (default: a temporary SQLite file)")
-    parser.add_argument("-n", type=int, default=2000, help="SELECT 1 repetitions")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        asyncio.run(main(args.url or f"sqlite:///{Path(tmp) / 'bench.sqlite'}", args.n))
+    parser.add_argument("--pg", default=PG_DEFAULT, help="PostgreSQL server URL, or 'none'")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows in the big table")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    asyncio.run(main(parser.parse_args()))

@@ -9,9 +9,9 @@ from typing import Any
 
 from ..ai.abort import AbortController, AbortSignal
 from ..ai.messages import Message, TextContent, UserMessage
-from ..ai.model import Model
+from ..ai.model import Model, RequestHook
 from ..errors import AgentBusyError
-from .common import LoopConfig, maybe_await
+from .common import LoopConfig, TransformContext, maybe_await
 from .events import AgentEvent
 from .loop import run_agent_loop
 from .types import AfterToolCallHook, AgentTool, BeforeToolCallHook, ExecutionMode
@@ -52,11 +52,15 @@ class Agent:
         before_tool_call: BeforeToolCallHook | None = None,
         after_tool_call: AfterToolCallHook | None = None,
         tool_execution: ExecutionMode = "parallel",
+        transform_context: TransformContext | None = None,
+        before_request: RequestHook | None = None,
     ) -> None:
         self.state = AgentState(model=model, system_prompt=system_prompt, tools=list(tools))
         self.before_tool_call = before_tool_call
         self.after_tool_call = after_tool_call
         self.tool_execution: ExecutionMode = tool_execution
+        self.transform_context = transform_context
+        self.before_request = before_request
         self._listeners: list[Listener] = []
         self._controller: AbortController | None = None
 
@@ -98,6 +102,8 @@ class Agent:
             before_tool_call=self.before_tool_call,
             after_tool_call=self.after_tool_call,
             tool_execution=self.tool_execution,
+            transform_context=self.transform_context,
+            before_request=self.before_request,
         )
         try:
             await run_agent_loop(

@@ -8,9 +8,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..ai.abort import AbortError
-from ..ai.messages import TextContent
-from ..ai.model import Model
+from ..ai.abort import AbortError, AbortSignal
+from ..ai.messages import Message, TextContent
+from ..ai.model import Model, RequestHook
 from .events import AgentEvent
 from .types import AfterToolCallHook, AgentTool, BeforeToolCallHook, ExecutionMode, ToolResult
 
@@ -18,6 +18,7 @@ __all__ = [
     "ABORTED_TEXT",
     "EmitFn",
     "LoopConfig",
+    "TransformContext",
     "error_result",
     "exception_text",
     "is_own_cancellation",
@@ -29,17 +30,30 @@ EmitFn = Callable[[AgentEvent], Awaitable[None]]
 
 ABORTED_TEXT = "Operation aborted"
 
+TransformContext = Callable[[list[Message], AbortSignal], Awaitable[list[Message]]]
+"""``await transform(messages, signal)`` before each model request: the messages to send for
+that request only (the history is not changed). If it raises, the request is not made and
+the run ends with an error message."""
+
 
 @dataclass(kw_only=True)
 class LoopConfig:
     """How the loop runs. ``get_turn_state`` is read before every model request, so a
-    change of tools or system prompt made during a run reaches the next request (C10)."""
+    change of tools or system prompt made during a run reaches the next request (C10).
+
+    Host hooks around each model request (the core knows nothing of who fills them):
+    ``transform_context`` rewrites the messages of that request; ``before_request`` sees
+    the exact payload about to be sent and may block it (see
+    :data:`~pi_notebook.ai.model.RequestHook`).
+    """
 
     model: Model
     get_turn_state: Callable[[], tuple[str, Sequence[AgentTool[Any]]]]
     before_tool_call: BeforeToolCallHook | None = None
     after_tool_call: AfterToolCallHook | None = None
     tool_execution: ExecutionMode = "parallel"
+    transform_context: TransformContext | None = None
+    before_request: RequestHook | None = None
 
 
 async def maybe_await(value: Awaitable[T] | T) -> T:

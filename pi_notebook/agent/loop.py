@@ -17,6 +17,7 @@ from ..ai.abort import AbortSignal
 from ..ai.events import DoneEvent, ErrorEvent, StartEvent
 from ..ai.messages import AssistantMessage, Message, ToolResultMessage
 from ..ai.model import Context, Model, ToolSchema
+from ..ai.payload import accepts_before_request, blocked_text, check_request, context_payload
 from .common import (
     ABORTED_TEXT,
     EmitFn,
@@ -76,7 +77,7 @@ async def run_agent_loop(
 
         system_prompt, tools = config.get_turn_state()
         context = AgentContext(system_prompt=system_prompt, messages=messages, tools=list(tools))
-        message = await _stream_assistant(context, config.model, signal, emit)
+        message = await _stream_assistant(context, config, signal, emit)
         messages.append(message)
         if message.stop_reason in ("error", "aborted"):
             await emit(TurnEndEvent(message=message, tool_results=[]))
@@ -107,30 +108,57 @@ def _failed_message(
     )
 
 
+async def _emit_failed(message: AssistantMessage, emit: EmitFn) -> AssistantMessage:
+    await emit(MessageStartEvent(message=message))
+    await emit(MessageEndEvent(message=message))
+    return message
+
+
+async def _request_messages(
+    messages: list[Message], config: LoopConfig, signal: AbortSignal
+) -> list[Message]:
+    """The messages of one request: the history, or what ``transform_context`` made of it."""
+    if config.transform_context is None:
+        return messages
+    transformed = await config.transform_context(messages, signal)
+    if not isinstance(transformed, list):
+        raise TypeError(f"transform_context returned {type(transformed).__name__}, not a list")
+    return transformed
+
+
 async def _stream_assistant(
-    context: AgentContext, model: Model, signal: AbortSignal, emit: EmitFn
+    context: AgentContext, config: LoopConfig, signal: AbortSignal, emit: EmitFn
 ) -> AssistantMessage:
+    model = config.model
     if signal.aborted:
-        message = _failed_message(model, "aborted", ABORTED_TEXT)
-        await emit(MessageStartEvent(message=message))
-        await emit(MessageEndEvent(message=message))
-        return message
+        return await _emit_failed(_failed_message(model, "aborted", ABORTED_TEXT), emit)
     try:
         schemas = [
             ToolSchema(name=t.name, description=t.description, parameters=t.json_schema())
             for t in context.tools
         ]
     except Exception as exc:  # a tool whose schema cannot be built must not crash the run
-        message = _failed_message(
-            model, "error", f"Could not build the tool schemas: {exception_text(exc)}"
-        )
-        await emit(MessageStartEvent(message=message))
-        await emit(MessageEndEvent(message=message))
-        return message
-    request = Context(system_prompt=context.system_prompt, messages=context.messages, tools=schemas)
+        text = f"Could not build the tool schemas: {exception_text(exc)}"
+        return await _emit_failed(_failed_message(model, "error", text), emit)
+    try:
+        messages = await _request_messages(context.messages, config, signal)
+    except Exception as exc:
+        text = f"Could not prepare the model request: {exception_text(exc)}"
+        return await _emit_failed(_failed_message(model, "error", text), emit)
+    request = Context(system_prompt=context.system_prompt, messages=messages, tools=schemas)
+    hook = config.before_request
+    if hook is not None and not accepts_before_request(model):
+        # The model cannot show its own payload: check the neutral form of the request here.
+        reason = await check_request(hook, context_payload(model, request))
+        if reason is not None:
+            return await _emit_failed(_failed_message(model, "error", blocked_text(reason)), emit)
+        hook = None
+    if hook is None:
+        stream = model.stream(request, signal=signal)
+    else:  # the model calls the hook with its own payload, right before sending
+        stream = model.stream(request, signal=signal, before_request=hook)  # pyright: ignore[reportCallIssue]
     started = False
     final: AssistantMessage | None = None
-    stream = model.stream(request, signal=signal)
     try:
         async for event in stream:
             if isinstance(event, StartEvent):

@@ -84,7 +84,15 @@ class Usage:
 
 @dataclass(kw_only=True)
 class UserMessage:
+    """The user's prompt, or a message an extension injected for a prompt.
+
+    ``custom_type`` is ``None`` for what the user typed; a ``before_agent_start`` handler's
+    injected message carries a name for its kind (e.g. ``"notebook_context"``), so a UI can
+    tell the two apart. Providers send both as user messages.
+    """
+
     content: str | list[TextContent]
+    custom_type: str | None = None
     timestamp: int = field(default_factory=now_ms)
     role: Literal["user"] = "user"
 

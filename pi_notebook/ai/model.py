@@ -4,11 +4,18 @@ Providers (scripted, offline, OpenAI-compatible, Anthropic) implement :class:`Mo
 ``stream`` yields :mod:`pi_notebook.ai.events` and ends with a done or error event;
 it should not raise for failures it can describe (the agent loop still turns a raised
 exception into an error message, so a broken provider cannot crash a run).
+
+The payload hook: a model whose ``stream`` also takes a keyword ``before_request`` (a
+:data:`RequestHook`) calls it with the exact payload it is about to send (for the real
+providers, the JSON body of the HTTP request) and sends nothing when the hook returns a
+reason to block; the stream then ends with an error event saying so (see
+:func:`pi_notebook.ai.payload.blocked_text`). For a model without that keyword, the agent
+loop calls the hook itself with :func:`pi_notebook.ai.payload.context_payload`.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -16,7 +23,11 @@ from .abort import AbortSignal
 from .events import AssistantMessageEvent, DoneEvent, ErrorEvent
 from .messages import AssistantMessage, Message
 
-__all__ = ["Context", "Model", "ToolSchema", "complete"]
+__all__ = ["Context", "Model", "RequestHook", "ToolSchema", "complete"]
+
+RequestHook = Callable[[Any], Awaitable[str | None]]
+"""``await hook(payload)`` right before a request is sent: ``None`` sends it, a string is the
+reason to block it (nothing is sent). A hook that raises blocks too (fail closed)."""
 
 
 @dataclass(frozen=True, kw_only=True)

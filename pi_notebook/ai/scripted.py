@@ -5,7 +5,9 @@ a list mixing them, ``turn(parts, stop_reason=...)``, an exception to raise, or 
 callable that receives the request's :class:`~pi_notebook.ai.model.Context` and returns
 one of those. Steps are checked when the model is built; a request past the last step
 raises :class:`UnexpectedModelCall`; ``assert_complete()`` fails while steps are
-unused. Every request is recorded as a frozen :class:`ModelCall`.
+unused. Every request is recorded as a frozen :class:`ModelCall`, with the payload it would
+have carried (:func:`~pi_notebook.ai.payload.context_payload`). A request that the
+``before_request`` hook blocks consumes no step: it lands in ``blocked`` instead of ``calls``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from ..errors import UnexpectedModelCall
 from .abort import AbortSignal
 from .events import AssistantMessageEvent
 from .messages import Message, StopReason, TextContent, ToolCall, Usage
-from .model import Context, ToolSchema
+from .model import Context, RequestHook, ToolSchema
+from .payload import blocked_text, check_request, context_payload, neutral_payload
 from .stream import AssistantStream
 
 __all__ = [
@@ -101,11 +104,34 @@ class _HistoryView(Sequence[Message]):
 
 @dataclass(frozen=True, kw_only=True)
 class ModelCall:
-    """What the model saw on one request."""
+    """What the model saw on one request.
+
+    ``payload`` is the request in the JSON form a hook saw (system prompt, messages as the
+    model reads them, tools); ``payload_text`` is it serialised, for "does X appear" checks.
+    ``block_reason`` is set on the requests in ``ScriptedModel.blocked``.
+    """
 
     system_prompt: str
     messages: Sequence[Message]
     tools: tuple[ToolSchema, ...]
+    block_reason: str | None = None
+    model_id: str = "scripted"
+    provider: str = "scripted"
+    _payload: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        if self._payload is None:  # built on first use: recording stays O(1) per request
+            payload = neutral_payload(
+                self.model_id, self.provider, self.system_prompt, self.messages, self.tools
+            )
+            object.__setattr__(self, "_payload", payload)
+            return payload
+        return self._payload
+
+    @property
+    def payload_text(self) -> str:
+        return json.dumps(self.payload, ensure_ascii=False, default=str)
 
     @property
     def tool_names(self) -> list[str]:
@@ -137,6 +163,7 @@ class ScriptedModel:
     provider: str = "scripted"
     chunk_size: int = 16
     calls: list[ModelCall] = field(default_factory=list[ModelCall], init=False)
+    blocked: list[ModelCall] = field(default_factory=list[ModelCall], init=False)
     _script: list[ScriptedTurn | BaseException | Callable[[Context], Any]] = field(
         default_factory=list[ScriptedTurn | BaseException | Callable[[Context], Any]], init=False
     )
@@ -156,20 +183,35 @@ class ScriptedModel:
             )
 
     async def stream(
-        self, context: Context, *, signal: AbortSignal | None = None
+        self,
+        context: Context,
+        *,
+        signal: AbortSignal | None = None,
+        before_request: RequestHook | None = None,
     ) -> AsyncIterator[AssistantMessageEvent]:
         index = len(self.calls)
+        payload = context_payload(self, context) if before_request is not None else None
+        reason = await check_request(before_request, payload)
+        call = ModelCall(
+            system_prompt=context.system_prompt,
+            messages=_HistoryView(context.messages, len(context.messages)),
+            tools=tuple(context.tools),
+            block_reason=reason,
+            model_id=self.id,
+            provider=self.provider,
+            _payload=payload,
+        )
+        if reason is not None:
+            self.blocked.append(call)
+            out = AssistantStream(model=self.id, provider=self.provider)
+            yield out.start()
+            yield out.error(blocked_text(reason))
+            return
         if index >= len(self._script):
             raise UnexpectedModelCall(
                 f"ScriptedModel: request {index + 1} but the script has only {len(self._script)} steps"
             )
-        self.calls.append(
-            ModelCall(
-                system_prompt=context.system_prompt,
-                messages=_HistoryView(context.messages, len(context.messages)),
-                tools=tuple(context.tools),
-            )
-        )
+        self.calls.append(call)
         step = self._script[index]
         if callable(step) and not isinstance(step, ScriptedTurn | BaseException):
             step = _normalise(step(context), f"step {index + 1} (from its callable)")

@@ -83,8 +83,9 @@ def _apply(row: dict[str, Any], kind: str, ts: Any, p: dict[str, Any]) -> None:
     elif kind in ("approval", "grant_use"):
         row["approval"] = p.get("decision", "granted" if kind == "grant_use" else None)
         row["approved_at"] = ts
-        if isinstance(p.get("wait_ms"), int | float):
-            row["wait"] = float(p["wait_ms"])
+        waited = p.get("waited_ms", p.get("wait_ms"))
+        if isinstance(waited, int | float) and not isinstance(waited, bool):
+            row["wait"] = float(waited)
         if not row["final"]:
             row["args_hash"] = p.get("args_hash", row["args_hash"])
     elif kind == "final_args":

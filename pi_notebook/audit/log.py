@@ -206,7 +206,10 @@ class AuditLog:
             policy_version, kind = kind.policy_version, kind.kind
         try:
             if self._closed:
-                raise AuditUnavailableError(f"the audit log of session {self.session_id} is closed")
+                raise AuditUnavailableError(
+                    f"the audit store is unavailable: the audit log of session "
+                    f"{self.session_id} is closed"
+                )
             text = self._payload_text(payload)
             fields, cut = storable_ids(str(kind), tool_call_id, tool_name, policy_version)
             if cut:
@@ -224,7 +227,8 @@ class AuditLog:
         except Exception as exc:  # the audit must not break the agent run
             if durable:
                 raise AuditUnavailableError(
-                    f"the {kind!r} record could not be queued ({type(exc).__name__})"
+                    f"the audit store is unavailable for this record: the {kind!r} record "
+                    f"could not be queued ({type(exc).__name__})"
                 ) from exc
             _log.exception("audit: record(%r) failed", kind)
         return 0

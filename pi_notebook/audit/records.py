@@ -13,7 +13,8 @@ before what they authorise happens):
   ``tool_execution_end`` (outcome, duration, the result the model got): the recorder.
 - ``tool_call``: the session, once per call: the decision of the whole ``tool_call`` chain
   (``allowed`` or ``blocked``) with the arguments execute gets.
-- ``approval`` (durable), ``grant_use`` (durable): the approval gate.
+- ``approval`` (durable), ``grant_use`` (durable): the approval gates; their payload is
+  ``pi_notebook.approvals.records.ApprovalEntry`` (typed there, beside the gates).
 - ``final_args`` (durable), ``capability_mismatch`` (durable), ``query_refused``,
   ``query_result``, ``query_error``, ``query_aborted``: the backend.
 - ``tool_result``: the recorder, only when a ``tool_result`` handler changed the result (the
@@ -31,12 +32,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 __all__ = [
-    "Approval",
     "AuditRecord",
     "CapabilityMismatch",
     "ExtensionError",
     "FinalArgs",
-    "GrantUse",
     "NotebookOutput",
     "QueryAbort",
     "QueryFailure",
@@ -125,51 +124,6 @@ class ToolCallDecision(AuditRecord):
     """Why it was blocked, as the model is told."""
     input: Any = None
     """The arguments after every handler ran."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Approval(AuditRecord):
-    """A person's (or the policy's) decision about one call's exact arguments (D3).
-
-    Durable: an approval that is not on disk authorises nothing.
-    """
-
-    kind: ClassVar[str] = "approval"
-    durable: ClassVar[bool] = True
-    decision: str
-    """``approved``, ``rejected``, ``expired``, ``no_ui`` or ``aborted``."""
-    args_hash: str
-    """The canonical hash of the arguments shown (the approval binds to it)."""
-    sql: str | None = None
-    """The statement shown, for SQL tools."""
-    args: Mapping[str, Any] | None = None
-    """The arguments shown, for other tools."""
-    reasons: Sequence[str] = ()
-    """Why the call needed approval."""
-    user: str | None = None
-    """Who decided (the login name of the kernel's user, or the approver)."""
-    reason: str | None = None
-    """Why it was not approved, as the model is told."""
-    wait_ms: float | None = None
-    """How long the person took to decide."""
-    edited: bool = False
-    """Whether the person edited the arguments (``args_hash`` is then the edited ones')."""
-    grant: Mapping[str, Any] | None = None
-    """A scoped grant given with the approval, if any."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class GrantUse(AuditRecord):
-    """A call ran without asking because a grant covered it."""
-
-    kind: ClassVar[str] = "grant_use"
-    durable: ClassVar[bool] = True
-    grant_id: str
-    """The grant that covered the call."""
-    args_hash: str
-    """The canonical hash of the call's arguments."""
-    sql: str | None = None
-    """The statement, for SQL tools."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -115,7 +115,8 @@ class Writer:
         with self._lock:
             if self._stopping:
                 raise AuditUnavailableError(
-                    f"the audit writer of session {self._session_id} is closed"
+                    f"the audit store is unavailable: the audit writer of session "
+                    f"{self._session_id} is closed"
                 )
             self._issued += 1
             ticket = self._issued
@@ -189,7 +190,10 @@ class Writer:
 
     def _late_message(self, timeout: float) -> str:
         cause = f": {short_error(self.last_error)}" if self.last_error is not None else ""
-        return f"the audit store did not commit the record within {timeout:g} s{cause}"
+        return (
+            f"the audit store is unavailable: it did not commit the record within {timeout:g} s"
+            f"{cause}"
+        )
 
     def pending(self) -> int:
         """How many records are queued and not yet committed."""
@@ -320,7 +324,8 @@ class Writer:
             why,
         )
         refused = AuditUnavailableError(
-            f"the audit store refused the {item.kind!r} record ({why}); it was not stored"
+            f"the audit store is unavailable for this record: the audit store refused the "
+            f"{item.kind!r} record ({why}); it was not stored"
         )
         return [(item, refused)], None
 
@@ -383,8 +388,8 @@ class Writer:
 
     def _fail_waiters(self) -> None:
         error = AuditUnavailableError(
-            f"the audit writer of session {self._session_id} stopped before the record was "
-            "committed"
+            f"the audit store is unavailable: the audit writer of session {self._session_id} "
+            "stopped before the record was committed"
         )
         with self._lock:
             futures = list(self._futures.values())

@@ -5,16 +5,33 @@ approval; the approval is stored durably and becomes a one-shot capability for t
 and the canonical hash of the arguments shown. The backend checks again on the SQL it is
 about to run (the gate is intent, the backend is authorisation).
 
+It also registers ``describe_database`` and a schema summary for the system prompt, and with
+``data_policy=`` protects columns by lineage in what the model sees (see the README).
+
 ``register(pi)`` is the default factory (``PI_NOTEBOOK_DATABASE_URL``, else the bundled sample
 database); ``database_extension(url=..., **options)`` builds one for a given database.
 ``extensions/database.py`` re-exports ``register`` so the extension also loads by path.
 """
 
+from pi_notebook.database.describe import DescribeDatabaseParams
 from pi_notebook.database.extension import (
     DatabaseExtension,
     QueryDatabaseParams,
     database_extension,
     register,
 )
+from pi_notebook.database.policy import DataPolicy, load_policy
+from pi_notebook.database.semantic import SemanticLayer, load_semantic, sample_semantic_path
 
-__all__ = ["DatabaseExtension", "QueryDatabaseParams", "database_extension", "register"]
+__all__ = [
+    "DataPolicy",
+    "DatabaseExtension",
+    "DescribeDatabaseParams",
+    "QueryDatabaseParams",
+    "SemanticLayer",
+    "database_extension",
+    "load_policy",
+    "load_semantic",
+    "register",
+    "sample_semantic_path",
+]

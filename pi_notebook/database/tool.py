@@ -30,6 +30,14 @@ class QueryDatabaseParams(BaseModel):
     """Arguments of ``query_database``."""
 
     sql: str = Field(min_length=1, description="Exactly one SQL statement.")
+    count_rows: bool = Field(
+        default=False,
+        description=(
+            "Count every row of a read that has more rows than the row cap (slower). By "
+            "default a read stops just past the cap and reports 'more than N rows'; prefer "
+            "SELECT count(*) when only the number matters."
+        ),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,9 +80,8 @@ def make_query_tool(
                 )
             )
 
-        outcome = await backend.run(
-            tool_call_id, params.sql, signal=signal, on_progress=progress, audit=audit_of(pi, ctx)
-        )
+        outcome = await backend.run(tool_call_id, params.sql, signal=signal, on_progress=progress,
+                                    audit=audit_of(pi, ctx), count_rows=params.count_rows)  # fmt: skip
         if outcome.has_rows:
             ext.keep_result(tool_call_id, outcome.dataframe)
         details = outcome.details()

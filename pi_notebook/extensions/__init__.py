@@ -3,7 +3,15 @@
 from .api import ExtensionAPI, ToolRegistrationError
 from .context import ExtensionContext
 from .events import (
+    BeforeAgentStartEvent,
+    BeforeAgentStartEventResult,
+    BeforeProviderRequestEvent,
+    BeforeProviderRequestEventResult,
+    ContextEvent,
+    ContextEventResult,
     ExtensionErrorEvent,
+    InputEvent,
+    InputEventResult,
     SessionShutdownEvent,
     SessionStartEvent,
     ToolCallEvent,
@@ -19,11 +27,19 @@ from .wrapper import wrap_registered_tool, wrap_tool_definition
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "BeforeAgentStartEvent",
+    "BeforeAgentStartEventResult",
+    "BeforeProviderRequestEvent",
+    "BeforeProviderRequestEventResult",
+    "ContextEvent",
+    "ContextEventResult",
     "Diagnostic",
     "ExtensionAPI",
     "ExtensionContext",
     "ExtensionErrorEvent",
     "ExtensionRunner",
+    "InputEvent",
+    "InputEventResult",
     "NoUI",
     "RegisteredTool",
     "RuntimeNotInitializedError",

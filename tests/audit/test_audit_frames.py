@@ -105,7 +105,7 @@ def test_d9_calls_dataframe(log: AuditLog) -> None:
     # An approved write whose backend hash is the one that counts; the person took 2 s.
     log.record("tool_execution_start", {"args": {"sql": "delete  from t"}}, tool_call_id="w1",
                tool_name=q)  # fmt: skip
-    log.record("approval", {"decision": "approved", "args_hash": "ha", "wait_ms": 2000},
+    log.record("approval", {"decision": "approved", "args_hash": "ha", "waited_ms": 2000},
                tool_call_id="w1", tool_name=q, policy_version="p1", durable=True)  # fmt: skip
     log.record("tool_call", {"decision": "allowed"}, tool_call_id="w1", tool_name=q)
     log.record("final_args", {"args_hash": "hf", "sql": "DELETE FROM t"}, tool_call_id="w1",
@@ -117,7 +117,7 @@ def test_d9_calls_dataframe(log: AuditLog) -> None:
     # A write blocked without UI, a refused one, and a call still running.
     log.record("tool_execution_start", {"args": {"sql": "DROP TABLE t"}}, tool_call_id="b1",
                tool_name=q)  # fmt: skip
-    log.record("approval", {"decision": "no_ui", "args_hash": "hb", "wait_ms": 0}, tool_call_id="b1",
+    log.record("approval", {"decision": "no_ui", "args_hash": "hb", "waited_ms": 0}, tool_call_id="b1",
                tool_name=q, durable=True)  # fmt: skip
     log.record("tool_call", {"decision": "blocked"}, tool_call_id="b1", tool_name=q)
     log.record("tool_execution_end", {"is_error": True, "duration_ms": 1}, tool_call_id="b1",

@@ -113,6 +113,8 @@ async def test_d8_records_of_an_approved_write(tmp_path: Path) -> None:
     )
     assert shape(records) == [
         "tool_execution_start",
+        "write_preview",  # the backend's measure of the write, before the person is asked
+        "write_preview",
         "approval:approved",
         "tool_call:allowed",
         "final_args:write",
@@ -129,6 +131,8 @@ async def test_d8_records_of_a_rejected_write(tmp_path: Path) -> None:
     records, _, _ = await run_call(tmp_path, "DELETE FROM items", ui=AnsweringUI(False))
     assert shape(records) == [
         "tool_execution_start",
+        "write_preview",
+        "write_preview",
         "approval:rejected",
         "tool_call:blocked",
         "tool_execution_end:error",
@@ -157,6 +161,8 @@ async def test_d4_d8_records_of_a_mutation_after_approval(tmp_path: Path) -> Non
     )
     assert shape(records) == [
         "tool_execution_start",
+        "write_preview",  # the backend's measure of the write, before the person is asked
+        "write_preview",
         "approval:approved",
         "tool_call:allowed",
         "capability_mismatch",
@@ -167,9 +173,9 @@ async def test_d4_d8_records_of_a_mutation_after_approval(tmp_path: Path) -> Non
     assert mismatch["approved_hash"] == approval["args_hash"] != mismatch["final_hash"]
     assert mismatch["sql"] == "DROP TABLE items"
     # The gate's decision record shows the arguments execute received, not those approved.
-    assert payload_of(records, "tool_call", decision="allowed")["input"] == {
-        "sql": "DROP TABLE items"
-    }
+    assert payload_of(records, "tool_call", decision="allowed")["input"]["sql"] == (
+        "DROP TABLE items"
+    )
     import sqlalchemy as sa
 
     engine = sa.create_engine(db_url)
@@ -292,22 +298,19 @@ async def test_d8_the_decision_is_one_record_even_without_a_gate(tmp_path: Path)
 
 
 def test_typed_records_carry_their_kind_ids_and_payload(tmp_path: Path) -> None:
-    from pi_notebook.audit.records import Approval, FinalArgs
+    from pi_notebook.audit.records import FinalArgs, NotebookOutput
 
-    record = Approval(tool_call_id="c1", tool_name="query_database", policy_version="p1",
-                      decision="approved", args_hash="h", sql="DELETE FROM t", wait_ms=12.0)  # fmt: skip
-    assert (record.kind, record.durable) == ("approval", True)
-    assert record.payload() == {
-        "decision": "approved", "args_hash": "h", "sql": "DELETE FROM t", "args": None,
-        "reasons": (), "user": None, "reason": None, "wait_ms": 12.0, "edited": False,
-        "grant": None,
-    }  # fmt: skip
+    record = FinalArgs(tool_call_id="c1", tool_name="query_database", policy_version="p1",
+                       sql="DELETE FROM t", args_hash="h", verdict="write")  # fmt: skip
+    assert (record.kind, record.durable) == ("final_args", True)
+    assert record.payload() == {"sql": "DELETE FROM t", "args_hash": "h", "verdict": "write",
+                                "reasons": (), "dialect": ""}  # fmt: skip
     with AuditLog(f"sqlite:///{tmp_path}/a.sqlite") as log:
         digest = log.record(record, durable=True)
-        log.append(FinalArgs(tool_call_id="c1", sql="DELETE FROM t", args_hash="h",
-                             verdict="write"))  # fmt: skip
+        log.append(NotebookOutput(run_id="r1", output_digest="d", calls=[{"tool_call_id": "c1"}]))
         frame = log.to_dataframe()
     assert frame["hash"].iloc[0] == digest
     assert frame[["kind", "tool_call_id", "policy_version"]].iloc[0].tolist() == [
-        "approval", "c1", "p1"]  # fmt: skip
-    assert frame["payload"].iloc[1]["verdict"] == "write"
+        "final_args", "c1", "p1"]  # fmt: skip
+    assert frame["payload"].iloc[1] == {"run_id": "r1", "output_digest": "d",
+                                        "calls": [{"tool_call_id": "c1"}]}  # fmt: skip

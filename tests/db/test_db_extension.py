@@ -38,9 +38,10 @@ class ScriptedUI:
         return bool(self.answer)
 
 
-def script(*sqls: str) -> ScriptedModel:
+def script(*sqls: str | dict[str, Any]) -> ScriptedModel:
     steps: list[Any] = [
-        [tool_call("query_database", {"sql": s}, id=f"call-{i}")] for i, s in enumerate(sqls)
+        [tool_call("query_database", {"sql": s} if isinstance(s, str) else s, id=f"call-{i}")]
+        for i, s in enumerate(sqls)
     ]
     return ScriptedModel([*steps, text("done")])
 
@@ -72,9 +73,7 @@ async def make_run(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         events: list[Any] | None = None,
         **options: Any,
     ) -> Run:
-        ext = ext_module.database_extension(
-            url, approvals_url=f"sqlite:///{tmp_path / 'appr.sqlite'}", **options
-        )
+        ext = ext_module.database_extension(url, **options)
         extensions: list[Any] = [ext] + ([extra] if extra else [])
         session = create_agent_session(model=script(*sqls), extensions=extensions, ui=ui,
                                        audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip
@@ -143,7 +142,8 @@ async def test_s24_timed_out_approval_is_blocked_and_recorded_expired(
     run = await make_run(
         url, ["CREATE TABLE t (a INTEGER)"], ui=ScriptedUI("wait"), approval_timeout_s=0.2
     )
-    assert run.texts()[0].startswith("Rejected by user.") and run.results()[0].is_error
+    assert run.texts()[0].startswith("Not approved: no decision within 0.2 s")
+    assert run.results()[0].is_error
     assert run.ext.approvals.records()[0].decision == "expired"
     check = await make_run(url, ["SELECT count(*) AS n FROM sqlite_master WHERE name = 't'"])
     assert check.results()[0].details["dataframe"]["n"].tolist() == [0]
@@ -185,7 +185,8 @@ async def test_s9_d4_sql_changed_after_approval_is_refused_by_backend(
 async def test_s13_on_update_reports_query_phase_and_rows(make_run: Any, tmp_path: Path) -> None:
     events: list[Any] = []
     sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 25000) SELECT x FROM c"
-    run = await make_run(f"sqlite:///{tmp_path / 'p.sqlite'}", [sql], events=events, row_cap=1_000)
+    run = await make_run(f"sqlite:///{tmp_path / 'p.sqlite'}", [{"sql": sql, "count_rows": True}],
+                         events=events, row_cap=1_000)  # fmt: skip
     [result] = run.results()
     assert result.details["row_count"] == 25_000 and result.details["truncated"] is True
     updates = [e.partial_result for e in events if e.type == "tool_execution_update"]

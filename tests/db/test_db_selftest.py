@@ -15,9 +15,7 @@ from pi_notebook.testing import ScriptedModel, text, tool_call
 async def _session(
     tmp_path: Path, url: str, steps: list[Any], *, ui: Any = None, extra: Any = None
 ) -> Any:
-    ext = ext_module.database_extension(
-        url, approvals_url=f"sqlite:///{tmp_path / 'appr.sqlite'}", row_cap=100
-    )
+    ext = ext_module.database_extension(url, row_cap=100)
     return create_agent_session(model=ScriptedModel([*steps, text("done")]),
                                 extensions=[ext] + ([extra] if extra else []), ui=ui,
                                 audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip
@@ -37,7 +35,9 @@ async def test_selftest_q4_on_update_becomes_events_merged_by_call_id(tmp_path: 
     into the one card that tool_execution_start opened."""
     sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000) SELECT x FROM c"
     session = await _session(
-        tmp_path, "sqlite://", [[tool_call("query_database", {"sql": sql}, id="q4")]]
+        tmp_path,
+        "sqlite://",
+        [[tool_call("query_database", {"sql": sql, "count_rows": True}, id="q4")]],
     )
     cards: dict[str, dict[str, Any]] = {}
 

@@ -54,6 +54,7 @@ def test_database_extension_runs_from_an_installed_wheel(tmp_path: Path) -> None
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
     assert "pi_notebook/_bundled_extensions/database.py" in names
+    assert "pi_notebook/sample_semantic.yaml" in names  # the lesson's semantic file
 
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as archive:  # installing a pure wheel is unpacking it

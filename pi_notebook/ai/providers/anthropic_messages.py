@@ -25,7 +25,7 @@ from ..messages import (
     UserMessage,
     content_text,
 )
-from ..model import Context
+from ..model import Context, RequestHook
 from ..stream import AssistantStream
 from .errors import Failure, describe_sdk_error, host_port, missing_key_failure
 from .history import replayable
@@ -93,25 +93,35 @@ class AnthropicModel:
         return f"AnthropicModel({self._id!r}, base_url={self._host!r})"
 
     def stream(
-        self, context: Context, *, signal: AbortSignal | None = None
+        self,
+        context: Context,
+        *,
+        signal: AbortSignal | None = None,
+        before_request: RequestHook | None = None,
     ) -> AsyncIterator[AssistantMessageEvent]:
-        """Stream one answer; ends with a done or error event and never raises for failures."""
+        """Stream one answer; ends with a done or error event and never raises for failures.
+
+        ``before_request`` sees the JSON body right before it is sent and may block it.
+        """
         builder = AssistantStream(model=self._id, provider=self.provider)
         has_key = self._api_key is not None or self._auth_token is not None
         return run_request(
             builder,
             missing_key=None if has_key else missing_key_failure("Anthropic", KEY_ENV).message,
-            connect=lambda: self._connect(context),
+            build_request=lambda: self.build_request(context),
+            connect=self._connect,
             new_translator=lambda: _EventTranslator(builder),
             describe=self._describe,
             policy=self._policy,
             signal=signal,
             secrets=[self._api_key, self._auth_token],
             service=_SERVICE,
+            before_request=before_request,
         )
 
-    def _connect(self, context: Context) -> tuple[Closable, Callable[[], Awaitable[SdkStream]]]:
-        request = self.build_request(context)
+    def _connect(
+        self, request: dict[str, Any]
+    ) -> tuple[Closable, Callable[[], Awaitable[SdkStream]]]:
         # An explicit credential stops the SDK from looking for profiles on disk.
         client = anthropic.AsyncAnthropic(
             api_key=self._api_key,

@@ -26,7 +26,7 @@ from ..messages import (
     UserMessage,
     content_text,
 )
-from ..model import Context, ToolSchema
+from ..model import Context, RequestHook, ToolSchema
 from ..stream import AssistantStream
 from .errors import (
     Failure,
@@ -108,26 +108,36 @@ class OpenAIChatModel:
         return f"OpenAIChatModel({self._id!r}, base_url={self._host!r})"
 
     def stream(
-        self, context: Context, *, signal: AbortSignal | None = None
+        self,
+        context: Context,
+        *,
+        signal: AbortSignal | None = None,
+        before_request: RequestHook | None = None,
     ) -> AsyncIterator[AssistantMessageEvent]:
-        """Stream one answer; ends with a done or error event and never raises for failures."""
+        """Stream one answer; ends with a done or error event and never raises for failures.
+
+        ``before_request`` sees the JSON body right before it is sent and may block it.
+        """
         builder = AssistantStream(model=self._id, provider=self.provider)
         return run_request(
             builder,
             missing_key=None
             if self._api_key
             else missing_key_failure(VENDOR, "OPENAI_API_KEY", "OPENAI_BASE_URL").message,
-            connect=lambda: self._connect(context),
+            build_request=lambda: self.build_request(context),
+            connect=self._connect,
             new_translator=lambda: _ChunkTranslator(builder),
             describe=self._describe,
             policy=self._policy,
             signal=signal,
             secrets=[self._secret],
             service=self._service,
+            before_request=before_request,
         )
 
-    def _connect(self, context: Context) -> tuple[Closable, Callable[[], Awaitable[SdkStream]]]:
-        request = self.build_request(context)
+    def _connect(
+        self, request: dict[str, Any]
+    ) -> tuple[Closable, Callable[[], Awaitable[SdkStream]]]:
         client = openai.AsyncOpenAI(
             api_key=self._api_key, base_url=self._base_url, max_retries=0, timeout=self._timeout_s
         )

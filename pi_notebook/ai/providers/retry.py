@@ -22,6 +22,8 @@ from typing import Any, Protocol
 
 from ..abort import AbortSignal
 from ..events import AssistantMessageEvent, RetryEvent
+from ..model import RequestHook
+from ..payload import blocked_text, check_request
 from ..stream import AssistantStream
 from .errors import Failure, scrub, unexpected_failure
 
@@ -207,27 +209,40 @@ async def run_request(
     builder: AssistantStream,
     *,
     missing_key: str | None,
-    connect: Callable[[], tuple[Closable, Callable[[], Awaitable[SdkStream]]]],
+    build_request: Callable[[], dict[str, Any]],
+    connect: Callable[[dict[str, Any]], tuple[Closable, Callable[[], Awaitable[SdkStream]]]],
     new_translator: Callable[[], Translator],
     describe: Callable[[BaseException], Failure],
     policy: RetryPolicy,
     signal: AbortSignal | None,
     secrets: Sequence[str | None],
     service: str,
+    before_request: RequestHook | None = None,
 ) -> AsyncGenerator[AssistantMessageEvent, None]:
-    """A provider's whole ``stream()``: start, key check, client, :func:`drive`, close.
+    """A provider's whole ``stream()``: start, key check, request, hook, client, :func:`drive`.
 
-    ``connect`` builds the request and an SDK client (one per answer, so nothing outlives
-    the event loop it was made on) and returns the client with a function that opens the
-    SDK stream. Everything it raises ends the turn as an error event.
+    ``build_request`` returns the JSON body (without ``stream``). ``before_request`` sees it
+    exactly as it will be sent (with ``"stream": true``) and may block it: then no client is
+    made and nothing leaves the process. ``connect`` makes an SDK client for the body (one per
+    answer, so nothing outlives the event loop it was made on) and returns it with a function
+    that opens the SDK stream. Everything these raise ends the turn as an error event.
     """
     yield builder.start()
     if missing_key is not None:
         yield builder.error(missing_key)
         return
     try:
-        client, open_stream = connect()
-    except Exception as exc:  # a bad base URL, an unserialisable history, ...
+        request = build_request()
+    except Exception as exc:  # an unserialisable history, ...
+        yield builder.error(scrub(unexpected_failure(exc, service=service).message, secrets))
+        return
+    reason = await check_request(before_request, {**request, "stream": True})
+    if reason is not None:
+        yield builder.error(scrub(blocked_text(reason), secrets))
+        return
+    try:
+        client, open_stream = connect(request)
+    except Exception as exc:  # a bad base URL, ...
         yield builder.error(scrub(unexpected_failure(exc, service=service).message, secrets))
         return
     events = drive(

@@ -2,7 +2,8 @@
 
 Records that must exist before something runs (final arguments, approvals, mismatches) are
 committed durably first, and a failure stops the run (fail closed): ``commit_before`` raises
-``AuditUnavailableError`` and the caller refuses with :data:`AUDIT_UNAVAILABLE`. Records about
+``AuditUnavailableError`` (its text starts "the audit store is unavailable") and the caller
+refuses ("Refused: not run: the audit store is unavailable", ``backend.AUDIT_UNAVAILABLE``). Records about
 what already happened are best effort: a broken audit must not turn a committed write into an
 error. Records may be typed (``pi_notebook.audit.records``) or a kind with a dict payload.
 """
@@ -19,19 +20,9 @@ from pi_notebook.errors import AuditUnavailableError
 if TYPE_CHECKING:
     from pi_notebook.audit.records import AuditRecord
 
-__all__ = [
-    "AUDIT_UNAVAILABLE",
-    "AuditSink",
-    "commit_before",
-    "record_after",
-    "record_before",
-    "unavailable_reason",
-]
+__all__ = ["AuditSink", "commit_before", "record_after", "record_before"]
 
 log = logging.getLogger("pi_notebook.sql.backend")
-
-AUDIT_UNAVAILABLE = "Not run: the audit store is unavailable"
-"""How a refusal for want of a durable audit record starts (the model and the person see it)."""
 
 
 class AuditSink(Protocol):
@@ -52,11 +43,6 @@ class AuditSink(Protocol):
         policy_version: str | None = None,
         durable: bool = False,
     ) -> Any: ...
-
-
-def unavailable_reason(exc: BaseException) -> str:
-    """The refusal text for a durable record that could not be committed."""
-    return f"{AUDIT_UNAVAILABLE} ({exc}). Nothing was run; fix the audit store and retry."
 
 
 def _split(
@@ -94,7 +80,9 @@ def record_before(
     except AuditUnavailableError:
         raise
     except Exception as exc:  # a sink that fails in its own way fails closed too
-        raise AuditUnavailableError(f"the {kind!r} record failed ({type(exc).__name__})") from exc
+        raise AuditUnavailableError(
+            f"the audit store is unavailable: the {kind!r} record failed ({type(exc).__name__})"
+        ) from exc
 
 
 async def commit_before(
@@ -129,7 +117,9 @@ async def commit_before(
     except AuditUnavailableError:
         raise
     except Exception as exc:
-        raise AuditUnavailableError(f"the record failed ({type(exc).__name__})") from exc
+        raise AuditUnavailableError(
+            f"the audit store is unavailable: the record failed ({type(exc).__name__})"
+        ) from exc
 
 
 def record_after(

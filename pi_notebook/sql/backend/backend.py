@@ -2,49 +2,66 @@
 
 Whatever the ``tool_call`` handlers did, :meth:`DatabaseBackend.run` decides again on the SQL it
 is about to run: it classifies it, requires the one-shot capability for anything that is not a
-pure read (bound to this call id and the canonical hash of these final arguments), records the
-final arguments durably, and runs the statement in a worker thread inside the engine's
-read-only mode (reads) or a transaction that commits only on success (approved writes).
+pure read (bound to this call id and the canonical hash of these final arguments, and to the
+rows the approval allows), records the final arguments durably, and runs the statement in a
+worker thread inside the engine's read-only mode (reads) or a transaction that commits only on
+success (approved writes). :meth:`DatabaseBackend.preview` measures what a write would do, in
+a transaction that is always rolled back, before a person is asked.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
-import pandas as pd
 from sqlalchemy.engine import URL, make_url
 
 from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.approvals.capabilities import CapabilityStore
-from pi_notebook.sql import POLICY_VERSION, args_hash, classify
-from pi_notebook.sql.backend.auditing import (
-    AuditSink,
-    commit_before,
-    record_after,
-    unavailable_reason,
-)
-from pi_notebook.sql.backend.cancel import Canceller
+from pi_notebook.approvals.protocol import WritePreview
+from pi_notebook.sql import POLICY_VERSION, Verdict, args_hash, classify
+from pi_notebook.sql.backend.arrow import ARROW_MIN_CAP, AdbcPostgres, arrow_available
+from pi_notebook.sql.backend.auditing import AuditSink, commit_before, record_after
+from pi_notebook.sql.backend.derive import plan_write
 from pi_notebook.sql.backend.engines import (
+    CONNECT_TIMEOUT_S,
     create_backend_engine,
     sqlglot_dialect,
     supported_backend,
 )
-from pi_notebook.sql.backend.errors import QueryAborted, QueryError, QueryRefused, describe_error
+from pi_notebook.sql.backend.errors import (
+    QueryAborted,
+    QueryError,
+    QueryRefused,
+    QueryTimeout,
+    describe_error,
+)
+from pi_notebook.sql.backend.execution import Execution
+from pi_notebook.sql.backend.measure import METHOD_TEXT
 from pi_notebook.sql.backend.readonly import RunKind
-from pi_notebook.sql.backend.results import QueryOutcome, render_preview
-from pi_notebook.sql.backend.worker import ConnectFailed, Fetched, RunSettings, run_statement
+from pi_notebook.sql.backend.results import QueryOutcome, shape
+from pi_notebook.sql.backend.worker import (
+    Bounds,
+    DriftError,
+    RunSettings,
+    preview_statement,
+    run_statement,
+)
 
-__all__ = ["DatabaseBackend", "ProgressCallback", "query_args_hash"]
+__all__ = ["AUDIT_UNAVAILABLE", "DatabaseBackend", "ProgressCallback", "query_args_hash"]
 
 ProgressCallback = Callable[[int], None]
 TOOL_NAME = "query_database"
+AUDIT_UNAVAILABLE = "Refused: not run: the audit store is unavailable."
 
 
+@lru_cache(maxsize=4096)
 def query_args_hash(sql: str, dialect: str) -> str:
-    """Canonical hash of ``query_database``'s arguments (the gate and the backend share it)."""
+    """Canonical hash of ``query_database``'s arguments (the gate and the backend share it;
+    cached: an agent repeats statements, and the gate and the backend hash the same one)."""
     return args_hash({"sql": sql}, dialect)
 
 
@@ -57,8 +74,14 @@ class DatabaseBackend:
         statement_timeout_s: a statement running longer is cancelled at the driver.
         approvals: the capability store the approval gate grants into.
         audit: default audit sink (``run`` may be given another one per call).
-        count_limit: rows counted past the cap before the count is reported as a lower bound.
+        count_limit: rows counted past the cap, on request, before the count is reported as
+            a lower bound.
         progress_every: rows between two progress reports.
+        connect_timeout_s: most seconds opening a connection may take (PostgreSQL rounds up
+            to whole seconds, at least 2); an abort stops waiting at once.
+        arrow: read large results through Arrow (PostgreSQL over ADBC, DuckDB natively; see
+            :mod:`.arrow`). Default: when pyarrow is installed and ``row_cap`` is at least
+            ``ARROW_MIN_CAP``.
     """
 
     def __init__(
@@ -72,6 +95,8 @@ class DatabaseBackend:
         count_limit: int = 1_000_000,
         progress_every: int = 10_000,
         tool_name: str = TOOL_NAME,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        arrow: bool | None = None,
     ) -> None:
         self.url = make_url(url)
         self.backend = supported_backend(self.url)
@@ -79,17 +104,62 @@ class DatabaseBackend:
         self.capabilities = approvals if approvals is not None else CapabilityStore()
         self.audit = audit
         self.tool_name = tool_name
+        use_arrow = (arrow if arrow is not None else row_cap >= ARROW_MIN_CAP) and arrow_available(
+            self.backend)  # fmt: skip
         self.settings = RunSettings(
             row_cap=row_cap,
             count_limit=max(count_limit, row_cap),
             statement_timeout_s=statement_timeout_s,
             progress_every=progress_every,
+            arrow=use_arrow,
         )
-        self.engine = create_backend_engine(self.url)
+        self.engine = create_backend_engine(self.url, connect_timeout_s=connect_timeout_s,
+                                            statement_timeout_s=statement_timeout_s)  # fmt: skip
+        self._adbc = (AdbcPostgres(self.url, connect_timeout_s)
+                      if use_arrow and self.backend == "postgresql" else None)  # fmt: skip
+        self._execution = Execution(self.url, statement_timeout_s)
 
     def dispose(self) -> None:
-        """Close every pooled connection (the backend reconnects if used again)."""
+        """Close every pooled connection and let the worker thread go (the backend reconnects
+        if used again)."""
+        self._execution.close()
+        if self._adbc is not None:
+            self._adbc.close()
         self.engine.dispose()
+
+    async def offload(
+        self, fn: Callable[..., Any], *args: Any, signal: AbortSignal | None = None
+    ) -> Any:
+        """Run a blocking, side-effect-free ``fn(*args)`` (a schema read, say) on the backend's
+        worker thread, bounded by the statement timeout and ``signal``.
+
+        An abort or timeout returns at once even if ``fn`` is stuck (in a connect to a server
+        that never answers): its thread is abandoned and its result dropped, so ``fn`` must
+        not write anything.
+
+        Raises:
+            QueryAborted: ``signal`` aborted.
+            QueryTimeout: the statement timeout passed.
+            QueryError: ``fn`` raised (as short, credential-free text).
+        """
+
+        def job(*, canceller: Any = None, progress: Any = None) -> Any:
+            return fn(*args)
+
+        return await self._execution.call(job, signal=signal)
+
+    def _ids(self, tool_call_id: str) -> dict[str, Any]:
+        return {"tool_call_id": tool_call_id, "tool_name": self.tool_name,
+                "policy_version": POLICY_VERSION}  # fmt: skip
+
+    def _verdict(self, sql: str) -> tuple[Verdict | None, tuple[str, ...], str]:
+        """The classifier's verdict, its reasons and the canonical hash (fails closed)."""
+        try:
+            verdict = classify(sql, self.dialect)
+            final_hash = query_args_hash(sql, self.dialect) if verdict.kind != "reject" else ""
+        except Exception as exc:  # a classifier failure is a refusal, never a pass
+            return None, (f"the statement could not be checked ({type(exc).__name__})",), ""
+        return verdict, tuple(verdict.reasons), final_hash
 
     async def run(
         self,
@@ -99,55 +169,148 @@ class DatabaseBackend:
         signal: AbortSignal | None = None,
         on_progress: ProgressCallback | None = None,
         audit: AuditSink | None = None,
+        count_rows: bool = False,
     ) -> QueryOutcome:
         """Decide on ``sql`` and run it.
 
+        A read stops one row past the row cap (``row_count`` is then a lower bound, "more
+        than the cap"); ``count_rows`` counts every row instead, up to ``count_limit``.
+
         Raises:
-            QueryRefused: rejected SQL, or a write without a live capability for this call id
+            QueryRefused: rejected SQL; a write without a live capability for this call id
                 and these exact arguments (the audit gets ``capability_mismatch`` with both
-                hashes).
+                hashes); a write whose count of changed rows is outside the approval's bounds
+                (``preview_drift`` with both counts; nothing changed); or an audit store that
+                cannot commit the records that must precede the statement.
             QueryAborted: ``signal`` aborted; the statement was cancelled and rolled back.
             QueryError: connection, driver or timeout failure, as short credential-free text.
         """
         audit = audit if audit is not None else self.audit
-        ids: dict[str, Any] = {"tool_call_id": tool_call_id, "tool_name": self.tool_name,
-                               "policy_version": POLICY_VERSION}  # fmt: skip
+        ids = self._ids(tool_call_id)
         if signal is not None and signal.aborted:
             raise QueryAborted("Query not started: the run was aborted.")
-        try:
-            verdict = classify(sql, self.dialect)
-            final_hash = query_args_hash(sql, self.dialect) if verdict.kind != "reject" else ""
-        except Exception as exc:  # a classifier failure is a refusal, never a pass
-            verdict, final_hash = None, ""
-            reasons: tuple[str, ...] = (
-                f"the statement could not be checked ({type(exc).__name__})",
-            )
-        else:
-            reasons = tuple(verdict.reasons)
+        verdict, reasons, final_hash = self._verdict(sql)
         if verdict is None or verdict.kind not in ("read", "write"):
             message = "Refused: " + ("; ".join(reasons) or "the statement is not allowed")
             record_after(audit, "query_refused", {"sql": sql, "reasons": list(reasons)}, **ids)
             raise QueryRefused(message)
         kind: RunKind = "read" if verdict.kind == "read" else "write"
+        bounds: Bounds | None = None
         if kind == "write":
             check = self.capabilities.consume(tool_call_id, final_hash)
             if not check.ok:
-                try:
-                    await commit_before(audit, "capability_mismatch", {
-                        "sql": sql, "approved_hash": check.approved_hash,
-                        "final_hash": check.final_hash, "reason": check.reason}, **ids)  # fmt: skip
-                except Exception:  # refused whether or not the mismatch could be recorded
-                    pass
+                await self._durable(audit, "capability_mismatch", {
+                    "sql": sql, "approved_hash": check.approved_hash,
+                    "final_hash": check.final_hash, "reason": check.reason}, ids)  # fmt: skip
                 raise QueryRefused(f"Refused: {check.reason}. Nothing was run.")
+            bounds = Bounds(expected_rows=check.expected_rows, max_rows=check.max_rows)
         payload = {"sql": sql, "args_hash": final_hash, "verdict": verdict.kind,
                    "reasons": list(reasons), "dialect": self.dialect}  # fmt: skip
+        # A read's record need not wait for the server's WAL flush (see commit_before).
+        await self._durable(audit, "final_args", payload, ids, sync=kind == "write")
         try:
-            # A read's record need not wait for the server's disk flush (see commit_before).
-            await commit_before(audit, "final_args", payload, sync=kind == "write", **ids)
-        except Exception as exc:  # AuditUnavailableError: no durable record, no run
-            raise QueryRefused(unavailable_reason(exc)) from None
-        return await self._run_as(kind, sql, tool_call_id=tool_call_id, final_hash=final_hash,
-                                  signal=signal, on_progress=on_progress, audit=audit)  # fmt: skip
+            return await self._run_as(kind, sql, tool_call_id=tool_call_id, final_hash=final_hash,
+                                      signal=signal, on_progress=on_progress, audit=audit,
+                                      bounds=bounds, count_rows=count_rows)  # fmt: skip
+        except DriftError as drift:
+            raise self._drift(drift, bounds or Bounds(), sql, final_hash, audit, ids) from None
+
+    async def _durable(
+        self,
+        audit: AuditSink | None,
+        kind: str,
+        payload: dict[str, Any],
+        ids: dict[str, Any],
+        *,
+        sync: bool = True,
+    ) -> None:
+        """A record that must be committed before anything runs; refuses if it cannot be."""
+        try:
+            await commit_before(audit, kind, payload, sync=sync, **ids)
+        except Exception:  # AuditUnavailableError, or any other failure to commit: fail closed
+            raise QueryRefused(AUDIT_UNAVAILABLE) from None
+
+    def _drift(
+        self,
+        drift: DriftError,
+        bounds: Bounds,
+        sql: str,
+        final_hash: str,
+        audit: AuditSink | None,
+        ids: dict[str, Any],
+    ) -> QueryRefused:
+        record_after(audit, "preview_drift", {
+            "sql": sql, "args_hash": final_hash, "expected_rows": bounds.expected_rows,
+            "max_rows": bounds.max_rows, "actual_rows": drift.actual, "reason": drift.why,
+        }, **ids)  # fmt: skip
+        if drift.actual is None:
+            message = (f"Refused: the approval is bounded by a row count, but this statement's "
+                       f"rows cannot be counted ({drift.why or 'unknown'}); nothing was changed.")  # fmt: skip
+        elif bounds.expected_rows is not None and drift.actual != bounds.expected_rows:
+            message = (f"Refused: the statement would change {drift.actual:,} rows, the approval "
+                       f"was for {bounds.expected_rows:,}; nothing was changed.")  # fmt: skip
+        else:
+            message = (f"Refused: the statement would change {drift.actual:,} rows, the approval "
+                       f"allows at most {bounds.max_rows:,}; nothing was changed.")  # fmt: skip
+        return QueryRefused(message)
+
+    async def preview(
+        self,
+        tool_call_id: str,
+        sql: str,
+        *,
+        signal: AbortSignal | None = None,
+        audit: AuditSink | None = None,
+    ) -> WritePreview:
+        """Measure what the write ``sql`` would do, changing nothing (issue 12.3).
+
+        The rows it would change are counted by running it in a transaction that is always
+        rolled back where a rollback is certain to undo it, else with the equivalent
+        ``SELECT count(*)`` (see :mod:`.measure`), else not at all; with the engine's plan and
+        up to five of the rows it would touch. Runs under the statement timeout and ``signal``;
+        audited as ``write_preview`` (durably before anything runs, then the result).
+
+        Returns:
+            The preview. What could not be measured is ``None`` and ``note`` says why (a
+            statement that fails, a preview that timed out, a count that is not safe to take).
+
+        Raises:
+            QueryRefused: ``sql`` is not a write (a read needs no preview; a rejected statement
+                never runs), or the audit store cannot commit the preview's record.
+            QueryAborted: ``signal`` aborted; nothing was changed.
+            QueryError: the database could not be reached.
+        """
+        audit = audit if audit is not None else self.audit
+        ids = self._ids(tool_call_id)
+        if signal is not None and signal.aborted:
+            raise QueryAborted("Preview not started: the run was aborted.")
+        verdict, reasons, final_hash = self._verdict(sql)
+        if verdict is None or verdict.kind != "write":
+            why = "a read needs no preview" if verdict is not None and verdict.is_read else (
+                "; ".join(reasons) or "the statement is not allowed")  # fmt: skip
+            raise QueryRefused(f"Refused: not previewed: {why}.")
+        plan = plan_write(sql, self.dialect)
+        base = {"sql": sql, "args_hash": final_hash, "operation": plan.operation}
+        await self._durable(audit, "write_preview", {**base, "phase": "start"}, ids)
+        try:
+            measured = await self._execution.call(
+                preview_statement, self.engine, self.backend, sql, plan, self.settings,
+                describe=lambda exc: describe_error(exc, self.url), signal=signal,
+                what="Preview",
+            )  # fmt: skip
+        except QueryError as error:
+            record_after(audit, "write_preview", {**base, "phase": "error", "error": str(error)}, **ids)  # fmt: skip
+            if not isinstance(error, QueryTimeout):
+                raise
+            return WritePreview(affected_rows=None, note=str(error))
+        method = METHOD_TEXT[measured.method] if measured.method is not None else None
+        preview = WritePreview(affected_rows=measured.affected_rows, plan=measured.plan,
+                               sample=measured.sample, method=method,
+                               note="; ".join(measured.notes) or None)  # fmt: skip
+        record_after(audit, "write_preview", {**base, "phase": "result",
+                     "affected_rows": preview.affected_rows, "method": measured.method,
+                     "note": preview.note}, **ids)  # fmt: skip
+        return preview
 
     async def _run_as(
         self,
@@ -159,79 +322,33 @@ class DatabaseBackend:
         signal: AbortSignal | None = None,
         on_progress: ProgressCallback | None = None,
         audit: AuditSink | None = None,
+        bounds: Bounds | None = None,
+        count_rows: bool = False,
     ) -> QueryOutcome:
         """Run ``sql`` as ``kind`` WITHOUT the policy check. Internal and for tests only: it is
         how the tests prove the engine's read-only mode stops what slipped past the classifier.
+
+        Raises:
+            DriftError: ``bounds`` are active and the count is outside them (rolled back).
         """
-        loop = asyncio.get_running_loop()
-        canceller = Canceller()
-        progress: ProgressCallback | None = None
-        if on_progress is not None:
-            report = on_progress
-
-            def _progress(n: int) -> None:  # runs in the worker thread
-                loop.call_soon_threadsafe(_report, report, n)
-
-            progress = _progress
-
-        timer = loop.call_later(self.settings.statement_timeout_s, canceller.request, "timeout")
-        remove = signal.add_listener(lambda: canceller.request("abort")) if signal else None
         ids = {"tool_call_id": tool_call_id, "tool_name": self.tool_name}
+        plan = plan_write(sql, self.dialect) if bounds is not None and bounds.active else None
+        settings = replace(self.settings, count_rows=True) if count_rows else self.settings
         started = time.perf_counter()
-        future = loop.run_in_executor(None, run_statement, self.engine, self.backend, kind, sql,
-                                      self.settings, canceller, progress)  # fmt: skip
         try:
-            try:
-                fetched = await asyncio.shield(future)
-            except asyncio.CancelledError:
-                canceller.request("abort")
-                await asyncio.wait([future])  # never leave the statement running behind us
-                raise
-        except Exception as exc:
-            error = self._error(exc, canceller)
+            fetched = await self._execution.call(
+                run_statement, self.engine, self.backend, kind, sql, settings,
+                bounds=bounds, plan=plan, adbc=self._adbc, signal=signal,
+                on_progress=on_progress,
+            )  # fmt: skip
+        except QueryError as error:
             kind_ = "query_aborted" if isinstance(error, QueryAborted) else "query_error"
             record_after(audit, kind_, {"error": str(error), "args_hash": final_hash}, **ids)
-            raise error from None
-        finally:
-            timer.cancel()
-            if remove is not None:
-                remove()
-        outcome = self._shape(fetched, kind, final_hash, time.perf_counter() - started)
+            raise
+        outcome = shape(fetched, kind=kind, dialect=self.dialect, args_hash=final_hash,
+                        seconds=time.perf_counter() - started)  # fmt: skip
         record_after(audit, "query_result", {
             "row_count": outcome.row_count, "truncated": outcome.truncated,
             "duration_ms": outcome.duration_ms, "statement_kind": kind,
             "args_hash": final_hash}, **ids)  # fmt: skip
         return outcome
-
-    def _error(self, exc: Exception, canceller: Canceller) -> QueryError:
-        if canceller.reason == "abort":
-            return QueryAborted("Query cancelled: the run was aborted; nothing was written.")
-        if canceller.reason == "timeout":
-            return QueryError(
-                f"Query cancelled: it ran longer than the statement timeout "
-                f"({self.settings.statement_timeout_s:g} s); nothing was written."
-            )
-        if isinstance(exc, ConnectFailed):
-            return QueryError(describe_error(exc.cause, self.url, connecting=True))
-        return QueryError(describe_error(exc, self.url))
-
-    def _shape(
-        self, fetched: Fetched, kind: RunKind, final_hash: str, seconds: float
-    ) -> QueryOutcome:
-        frame = pd.DataFrame.from_records(fetched.rows, columns=fetched.columns, coerce_float=True)
-        truncated = fetched.has_rows and len(fetched.rows) < fetched.row_count
-        preview = render_preview(fetched.columns, fetched.rows, row_count=fetched.row_count,
-                                 row_count_exact=fetched.row_count_exact, truncated=truncated,
-                                 has_rows=fetched.has_rows)  # fmt: skip
-        return QueryOutcome(dataframe=frame, columns=fetched.columns, row_count=fetched.row_count,
-                            truncated=truncated, row_count_exact=fetched.row_count_exact,
-                            duration_ms=round(seconds * 1000, 3), statement_kind=kind,
-                            dialect=self.dialect, args_hash=final_hash,
-                            has_rows=fetched.has_rows, preview=preview)  # fmt: skip
-
-
-def _report(on_progress: ProgressCallback, n: int) -> None:
-    try:
-        on_progress(n)
-    except Exception:  # a broken progress listener must not break the query
-        pass

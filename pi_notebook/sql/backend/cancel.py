@@ -48,13 +48,17 @@ class Canceller:
 
     The worker calls :meth:`started` / :meth:`stopped` around the driver calls; anyone may call
     :meth:`request` at any time, from any thread. A cancel is only ever sent while the
-    statement runs, so it can never hit the backend's own rollback afterwards.
+    statement runs, so it can never hit the backend's own rollback afterwards. Before
+    :meth:`started` (queued, or still connecting) there is nothing to cancel at the driver:
+    :meth:`request` then reports that the caller may stop waiting, and the worker, seeing the
+    reason, runs nothing.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cancel: Callable[[], None] | None = None
         self._running = False
+        self._ever_started = False
         self._thread: threading.Thread | None = None
         self.reason: CancelReason | None = None
 
@@ -63,21 +67,37 @@ class Canceller:
         with self._lock:
             self._cancel = cancel
             self._running = True
+            self._ever_started = True
             pending = self.reason is not None
         if pending:
             self._start_thread()
+
+    def interrupt(self) -> None:
+        """Cancel the running statement now, from the worker itself, without marking the
+        run as cancelled (used to end a result early). May raise the driver's error."""
+        with self._lock:
+            cancel = self._cancel if self._running else None
+        if cancel is not None:
+            cancel()
 
     def stopped(self) -> None:
         """Mark the statement as finished (success or failure); no cancel is sent after this."""
         with self._lock:
             self._running = False
 
-    def request(self, reason: CancelReason) -> None:
-        """Ask for a cancel (idempotent; the first reason wins). Never blocks."""
+    def request(self, reason: CancelReason) -> bool:
+        """Ask for a cancel (idempotent; the first reason wins). Never blocks.
+
+        Returns:
+            True when the statement has not started yet (still queued or connecting): no
+            statement will run, so the caller need not wait for the worker.
+        """
         with self._lock:
             if self.reason is None:
                 self.reason = reason
+            before_start = not self._ever_started
         self._start_thread()
+        return before_start
 
     def _start_thread(self) -> None:
         with self._lock:

@@ -6,6 +6,7 @@ per statement (see :mod:`.readonly`). Nothing here decides what may run.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from typing import Any
 
@@ -14,9 +15,10 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
 
+from pi_notebook.sql.backend.pgtypes import register_lenient_loaders
 from pi_notebook.sql.backend.readonly import install_sqlite_guard
 
-__all__ = ["create_backend_engine", "sqlglot_dialect", "supported_backend"]
+__all__ = ["CONNECT_TIMEOUT_S", "create_backend_engine", "sqlglot_dialect", "supported_backend"]
 
 # SQLAlchemy backend name -> sqlglot dialect name.
 _DIALECTS = {
@@ -47,9 +49,25 @@ def sqlglot_dialect(url: str | URL) -> str:
     return _DIALECTS[supported_backend(url)]
 
 
-def create_backend_engine(url: str | URL) -> sa.Engine:
+CONNECT_TIMEOUT_S = 10.0
+"""Default bound on opening a connection (a server that accepts TCP and never answers)."""
+
+
+def create_backend_engine(
+    url: str | URL,
+    *,
+    connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    statement_timeout_s: float = 30.0,
+) -> sa.Engine:
     """Create the engine for ``url`` with the per-engine settings the backend relies on.
 
+    - Every engine bounds what can hang: PostgreSQL and MySQL/MariaDB get a connect timeout
+      (PostgreSQL counts whole seconds, at least 2), MySQL/MariaDB socket read/write timeouts
+      past the statement timeout (the server's own limit stops statements first), SQLite a
+      busy timeout on file locks; a setting given in the URL wins.
+    - PostgreSQL: autocommit at the driver (the backend opens each transaction itself);
+      dates and timestamps no Python type holds (``infinity``, BC, year 10000 and
+      later) load as text instead of failing the read (see :mod:`.pgtypes`).
     - SQLite: connections usable from worker threads, and an authorizer installed on each
       connection (it denies ATTACH/DETACH and pragma writes always, and anything but a pure
       read while a read runs).
@@ -60,22 +78,37 @@ def create_backend_engine(url: str | URL) -> sa.Engine:
     u = make_url(url)
     backend = supported_backend(u)
     kwargs: dict[str, Any] = {}
+    connect_args: dict[str, Any] = {}
     if backend == "sqlite":
-        kwargs["connect_args"] = {"check_same_thread": False}
+        connect_args = {"check_same_thread": False, "timeout": min(5.0, statement_timeout_s)}
         if u.database in (None, "", ":memory:"):
             # One shared connection: a second one would see a different, empty database.
             kwargs["poolclass"] = StaticPool
     elif backend == "duckdb":
         # No host files, and no Python replacement scans: without this, `FROM df` would read
         # any pandas variable of the kernel by name.
-        kwargs["connect_args"] = {
+        connect_args = {
             "config": {"enable_external_access": False, "python_enable_replacements": False}
         }
+    elif backend == "postgresql":
+        connect_args = {"connect_timeout": max(2, math.ceil(connect_timeout_s))}
+        # The backend opens every transaction itself (BEGIN READ ONLY and its settings in one
+        # round trip, see readonly.begin): psycopg must not open one first.
+        kwargs["isolation_level"] = "AUTOCOMMIT"
+    elif backend == "mysql":
+        socket_s = statement_timeout_s + 30.0
+        connect_args = {"connect_timeout": connect_timeout_s, "read_timeout": socket_s,
+                        "write_timeout": socket_s}  # fmt: skip
+    kwargs["connect_args"] = {k: v for k, v in connect_args.items() if k not in u.query}
     engine = sa.create_engine(u, **kwargs)
+    if backend == "mysql" and "read_timeout" not in u.query:
+        event.listen(engine, "do_connect", _mysql_connector(connect_timeout_s))
     if backend == "sqlite":
         event.listen(engine, "connect", _on_sqlite_connect)
     elif backend == "duckdb":
         event.listen(engine, "connect", _on_duckdb_connect)
+    elif backend == "postgresql":
+        event.listen(engine, "connect", _on_postgres_connect)
     return engine
 
 
@@ -87,6 +120,26 @@ SQLITE_MAX_VALUE_BYTES = 64 * 1024 * 1024
 def _on_sqlite_connect(dbapi_connection: Any, record: Any) -> None:
     dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_VALUE_BYTES)
     install_sqlite_guard(dbapi_connection, record.info)
+
+
+def _mysql_connector(handshake_s: float) -> Any:
+    """PyMySQL reads the server's greeting with ``read_timeout``: bound the handshake by the
+    connect timeout, then give the connection its statement-length read timeout."""
+
+    def do_connect(dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
+        statement_s = cparams.get("read_timeout")
+        conn = dialect.loaded_dbapi.connect(*cargs, **{**cparams, "read_timeout": handshake_s})
+        if hasattr(conn, "_read_timeout"):
+            conn._read_timeout = statement_s
+            return conn
+        conn.close()  # an unknown PyMySQL: connect without the handshake bound
+        return dialect.loaded_dbapi.connect(*cargs, **cparams)
+
+    return do_connect
+
+
+def _on_postgres_connect(dbapi_connection: Any, _record: Any) -> None:
+    register_lenient_loaders(dbapi_connection)
 
 
 def _on_duckdb_connect(dbapi_connection: Any, _record: Any) -> None:

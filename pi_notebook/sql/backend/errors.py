@@ -18,6 +18,7 @@ __all__ = [
     "QueryAborted",
     "QueryError",
     "QueryRefused",
+    "QueryTimeout",
     "describe_error",
     "safe_url",
     "scrub",
@@ -49,3 +50,16 @@ def describe_error(exc: BaseException, url: URL, *, connecting: bool = False) ->
     if connecting:
         return f"Could not connect to {safe_url(url)}: {message}"
     return f"Database error ({url.get_backend_name()}): {message}"
+
+
+class QueryTimeout(QueryError):
+    """The statement ran longer than the statement timeout and was cancelled."""
+
+
+class ConnectFailed(Exception):
+    """Internal: opening a connection failed (wraps the driver error). The backend turns it
+    into a :class:`QueryError` naming the database without credentials."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause

@@ -15,6 +15,7 @@ __all__ = ["RunKind", "begin", "finish", "install_sqlite_guard"]
 RunKind = Literal["read", "write"]
 
 _GUARD_KEY = "pi_notebook_sqlite_guard"
+_QUERY_ONLY_KEY = "pi_notebook_sqlite_query_only"
 
 # Pragmas that only report. Everything else (including argument-less pragmas that act, such
 # as ``optimize`` or ``wal_checkpoint``) is denied while a read runs.
@@ -91,19 +92,40 @@ def _exec(raw: Any, backend: str, sql: str) -> None:
         cur.close()
 
 
-def begin(raw: Any, backend: str, kind: RunKind, *, timeout_s: float, mariadb: bool) -> None:
-    """Open the transaction ``kind`` needs on the pooled DBAPI connection ``raw``."""
+def begin(
+    raw: Any,
+    backend: str,
+    kind: RunKind,
+    *,
+    timeout_s: float,
+    mariadb: bool,
+    select_limit: int | None = None,
+) -> None:
+    """Open the transaction ``kind`` needs on the pooled DBAPI connection ``raw``.
+
+    ``select_limit`` (MySQL/MariaDB reads): the server returns at most that many rows of a
+    SELECT; every other run resets it, since the setting lives on the pooled session.
+    """
     if backend == "postgresql":
-        # psycopg opens the transaction itself; SET TRANSACTION as its first statement makes
-        # it exactly ``BEGIN READ ONLY``.
-        if kind == "read":
-            _exec(raw, backend, "SET TRANSACTION READ ONLY")
-        _exec(raw, backend, f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}")
-    elif backend == "mysql":
-        if mariadb:
-            _exec(raw, backend, f"SET SESSION max_statement_time = {float(timeout_s)}")
+        timeout = f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}"
+        if raw.driver_connection.autocommit:
+            # The backend's engine runs psycopg in autocommit and opens the transaction
+            # itself: one round trip for BEGIN and its settings.
+            mode = "BEGIN READ ONLY" if kind == "read" else "BEGIN"
+            _exec(raw, backend, f"{mode}; {timeout}")
         else:
-            _exec(raw, backend, f"SET SESSION max_execution_time = {int(timeout_s * 1000)}")
+            # psycopg opens the transaction itself; SET TRANSACTION as its first statement
+            # makes it exactly ``BEGIN READ ONLY``.
+            if kind == "read":
+                _exec(raw, backend, "SET TRANSACTION READ ONLY")
+            _exec(raw, backend, timeout)
+    elif backend == "mysql":
+        limit = str(int(select_limit)) if select_limit is not None and kind == "read" else "DEFAULT"
+        if mariadb:
+            timeout = f"max_statement_time = {float(timeout_s)}"
+        else:
+            timeout = f"max_execution_time = {int(timeout_s * 1000)}"
+        _exec(raw, backend, f"SET SESSION {timeout}, sql_select_limit = {limit}")
         _exec(
             raw, backend, "START TRANSACTION READ ONLY" if kind == "read" else "START TRANSACTION"
         )
@@ -112,12 +134,17 @@ def begin(raw: Any, backend: str, kind: RunKind, *, timeout_s: float, mariadb: b
             raw, backend, "BEGIN TRANSACTION READ ONLY" if kind == "read" else "BEGIN TRANSACTION"
         )
     elif backend == "sqlite":
+        # query_only stays ON between reads (a connection is switched only when a write
+        # comes), which saves two statements per read; the authorizer's mode is set per run.
         guard = _sqlite_guard(raw)
         guard.mode = "control"
         try:
-            if kind == "read":
-                _exec(raw, backend, "PRAGMA query_only = ON")
-            else:
+            read = kind == "read"
+            if raw.info.get(_QUERY_ONLY_KEY, False) != read:
+                raw.info[_QUERY_ONLY_KEY] = None  # unknown until the pragma ran
+                _exec(raw, backend, f"PRAGMA query_only = {'ON' if read else 'OFF'}")
+                raw.info[_QUERY_ONLY_KEY] = read
+            if not read:
                 _exec(raw, backend, "BEGIN")
         finally:
             guard.mode = "read" if kind == "read" else "base"
@@ -135,9 +162,8 @@ def finish(raw: Any, backend: str, kind: RunKind, *, commit: bool) -> None:
         guard.mode = "control"
         try:
             raw.commit() if do_commit else raw.rollback()
-            if kind == "read":
-                _exec(raw, backend, "PRAGMA query_only = OFF")
         finally:
-            guard.mode = "base"
+            # Between runs the connection stays as restricted as its pragma says.
+            guard.mode = "read" if raw.info.get(_QUERY_ONLY_KEY) else "base"
     else:
         raw.commit() if do_commit else raw.rollback()

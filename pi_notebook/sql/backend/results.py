@@ -1,23 +1,47 @@
 """Result shaping: rows for the application (a DataFrame in ``details``), a bounded text
 preview for the model (``content``).
 
-The preview is built from the fetched tuples, not from the DataFrame, because pandas'
-``to_string`` alone costs more than the whole fixed overhead budget of a query.
+The preview is built from the first fetched rows, not from the DataFrame (pandas'
+``to_string`` alone costs more than the whole fixed overhead budget of a query), and keeps to
+its budget in rows, columns and characters however wide the result (D7, issue 15.8). Numbers
+are written for people: thousands separators, a sensible precision, no exponent for
+everyday magnitudes (see :func:`format_value`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import pandas as pd
 
-__all__ = ["PREVIEW_CHARS", "PREVIEW_ROWS", "QueryOutcome", "render_preview"]
+from pi_notebook.sql.backend.fetch import Fetched
+
+__all__ = [
+    "PREVIEW_CHARS",
+    "PREVIEW_COLUMNS",
+    "PREVIEW_ROWS",
+    "QueryOutcome",
+    "format_value",
+    "render_fetched",
+    "render_preview",
+    "shape",
+]
 
 PREVIEW_ROWS = 20
 PREVIEW_CHARS = 4_000
+PREVIEW_COLUMNS = 40
+"""Most columns a preview shows; the rest are named (as far as the budget allows)."""
 _CELL_CHARS = 80
+_MIN_CELL_CHARS = 8
+_ROWS_AIMED = 5  # a wide result still shows this many rows: cells shrink to make room
+# Integers in columns named like these are codes, not quantities: no thousands separators.
+_CODE_COLUMN = re.compile(r"(?:^|_)(?:id|year|yr|code|zip|zipcode|postcode|phone|no|nr)$", re.I)
 
 
 @dataclass(kw_only=True)
@@ -27,10 +51,11 @@ class QueryOutcome:
     Attributes:
         dataframe: the rows kept (at most the row cap), as a pandas DataFrame.
         columns: column names, in order.
-        row_count: rows the statement returned in total (counted past the cap, see
-            ``row_count_exact``); for a statement without a result set, the rows affected.
-        truncated: True when ``dataframe`` holds fewer rows than ``row_count``.
-        row_count_exact: False when counting stopped at the counting limit.
+        row_count: rows the statement returned; a lower bound when ``row_count_exact`` is
+            false (a read that stopped at the cap reports ``row_cap + 1``: "more than the
+            cap"). For a statement without a result set, the rows affected.
+        truncated: True when ``dataframe`` holds fewer rows than the statement returned.
+        row_count_exact: False when fetching stopped before the end of the result.
         duration_ms: wall time of the statement, fetch included.
         statement_kind: ``"read"`` or ``"write"``, the backend's own verdict.
         dialect: the sqlglot dialect the statement was checked with.
@@ -65,10 +90,61 @@ class QueryOutcome:
         }
 
 
-def _cell(value: Any) -> str:
-    text = "NULL" if value is None else str(value)
-    text = text.replace("\n", "\\n").replace("|", "\\|")
-    return text if len(text) <= _CELL_CHARS else text[: _CELL_CHARS - 1] + "…"
+def format_value(value: Any, column: str = "") -> str:
+    """One value as a person reads it: ``NULL``, ``12,345``, ``1,234.57``, ``0.0001235``.
+
+    Integers get thousands separators from 10,000 on (so years stay years) and never in
+    columns named like codes (``id``, ``*_id``, ``year``, ``zip``...); floats get separators,
+    about six significant digits and no exponent between 1e-4 and 1e15; decimals keep their
+    scale up to six places.
+    """
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return (
+            f"{value:,}" if abs(value) >= 10_000 and not _CODE_COLUMN.search(column) else str(value)
+        )
+    if isinstance(value, float):
+        return _float(value)
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            return str(value)
+        exponent = value.as_tuple().exponent
+        if isinstance(exponent, int) and exponent >= -6 and abs(value) < 10**15:
+            return f"{value:,}"
+        return _float(float(value))
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, bytes | bytearray | memoryview):
+        return f"<{len(value):,} bytes>"
+    return str(value)
+
+
+def _float(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    size = abs(value)
+    if size == 0:
+        return "0"
+    if size >= 1e15 or size < 1e-4:
+        return f"{value:.4g}"
+    if size >= 1:
+        digits = int(math.log10(size)) + 1
+        text = f"{value:,.{max(0, 6 - digits)}f}"
+    else:
+        text = f"{value:.{3 - math.floor(math.log10(size))}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def _cell(value: Any, column: str, width: int) -> str:
+    text = format_value(value, column).replace("\n", "\\n").replace("|", "\\|")
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def render_preview(
@@ -79,33 +155,85 @@ def render_preview(
     row_count_exact: bool,
     truncated: bool,
     has_rows: bool,
+    kept: int | None = None,
     max_rows: int = PREVIEW_ROWS,
     max_chars: int = PREVIEW_CHARS,
+    max_columns: int = PREVIEW_COLUMNS,
 ) -> str:
-    """A pipe table of the first rows, within ``max_rows`` and ``max_chars``, with the counts.
+    """A pipe table of the first rows, within ``max_rows``, ``max_columns`` and ``max_chars``
+    (the whole text, notes included), with the counts.
 
     The first line always states the counts, and the last says what was left out, so the
-    model never mistakes a preview for the whole result.
+    model never mistakes a preview for the whole result. ``kept`` is the number of rows in
+    the DataFrame (default: ``len(rows)``).
     """
     if not has_rows:
-        return f"Statement executed; {row_count} row(s) affected."
-    total = f"{row_count}" if row_count_exact else f"at least {row_count}"
-    head = f"{total} row(s), {len(columns)} column(s)."
-    if truncated:
-        head += f" Only the first {len(rows)} rows were kept (row cap)."
-    lines = [head, " | ".join(_cell(c) for c in columns)]
+        return _fit(f"Statement executed; {row_count:,} row(s) affected.", max_chars)
+    kept = len(rows) if kept is None else kept
+    lines = [_head(len(columns), row_count, row_count_exact, truncated, kept)]
+    shown_cols = list(range(min(len(columns), max_columns)))
+    hidden = [str(columns[i]) for i in range(len(shown_cols), len(columns))]
+    budget = max_chars - len(lines[0]) - 200  # room for the closing notes
+    aimed = max(1, min(len(rows), max_rows, _ROWS_AIMED)) + 1  # + the header line
+    width = budget // aimed // max(1, len(shown_cols)) - 3
+    width = max(_MIN_CELL_CHARS, min(_CELL_CHARS, width))
+    names = [str(columns[i]) for i in shown_cols]
+    lines.append(" | ".join(_cell(n, "", width) for n in names))
     used = sum(len(line) + 1 for line in lines)
     shown = 0
     for row in rows[:max_rows]:
-        line = " | ".join(_cell(v) for v in row)
-        if used + len(line) + 1 > max_chars:
+        line = " | ".join(_cell(row[i], names[k], width) for k, i in enumerate(shown_cols))
+        if used + len(line) + 1 > max_chars - 200:
             break
         lines.append(line)
         used += len(line) + 1
         shown += 1
+    total = f"{row_count:,}" if row_count_exact else (
+        f"more than {kept:,}" if row_count <= kept + 1 else f"at least {row_count:,}")  # fmt: skip
     if shown < row_count:
-        lines.append(
-            f"[preview shows {shown} of {total} rows; the user sees the kept rows as a table. "
-            "Use aggregates or LIMIT to look at more.]"
-        )
-    return "\n".join(lines)
+        lines.append(f"[preview shows {shown} of {total} rows; the user sees the kept rows as a "
+                     "table. Use aggregates or LIMIT to look at more.]")  # fmt: skip
+    if hidden:
+        listed = ", ".join(hidden)
+        if len(listed) > 120:
+            listed = listed[:119] + "…"
+        lines.append(f"[{len(hidden)} more column(s) not shown: {listed}]")
+    return _fit("\n".join(lines), max_chars)
+
+
+def _head(columns: int, row_count: int, exact: bool, truncated: bool, kept: int) -> str:
+    if exact and not truncated:
+        return f"{row_count:,} row(s), {columns} column(s)."
+    if exact:
+        return f"{row_count:,} rows, {columns} column(s); the DataFrame keeps the first {kept:,} (row cap)."
+    if row_count > kept + 1:
+        return (f"At least {row_count:,} rows, {columns} column(s) (counting stopped there); "
+                f"the DataFrame keeps the first {kept:,}.")  # fmt: skip
+    return (f"More than {kept:,} rows, {columns} column(s): the read stopped at the row cap "
+            f"(call again with count_rows=true for the exact count); the DataFrame keeps the "
+            f"first {kept:,}.")  # fmt: skip
+
+
+def render_fetched(fetched: Fetched) -> str:
+    """The model's preview of ``fetched`` (whose DataFrame is built)."""
+    return render_preview(fetched.columns, fetched.head, row_count=fetched.row_count,
+                          row_count_exact=fetched.row_count_exact, truncated=fetched.truncated,
+                          has_rows=fetched.has_rows, kept=len(fetched.build()))  # fmt: skip
+
+
+def shape(
+    fetched: Fetched, *, kind: str, dialect: str, args_hash: str, seconds: float
+) -> QueryOutcome:
+    """The outcome of one statement (the worker already built the DataFrame and, through
+    :func:`render_fetched`, the preview)."""
+    frame = fetched.build()
+    preview = fetched.preview if fetched.preview is not None else render_fetched(fetched)
+    return QueryOutcome(dataframe=frame, columns=fetched.columns, row_count=fetched.row_count,
+                        truncated=fetched.truncated, row_count_exact=fetched.row_count_exact,
+                        duration_ms=round(seconds * 1000, 3), statement_kind=kind,
+                        dialect=dialect, args_hash=args_hash, has_rows=fetched.has_rows,
+                        preview=preview)  # fmt: skip
+
+
+def _fit(text: str, max_chars: int) -> str:
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"

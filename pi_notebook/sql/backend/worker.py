@@ -1,73 +1,103 @@
 """The blocking part of a run: one pooled connection, one transaction, one statement.
 
-Runs in a worker thread. The policy decision is already made when this is called; this
-module only applies the engine mode for ``kind`` and keeps the cancel window exact.
+Runs in the backend's worker thread. The policy decision is already made when these are
+called; this module applies the engine mode for the statement's kind, keeps the cancel
+window exact, and ends every transaction itself:
+
+* :func:`run_statement` commits only an approved write that fully succeeded and, when the
+  approval is bounded, whose count of changed rows is within its bounds;
+* :func:`preview_statement` always rolls back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
+from pi_notebook.sql.backend.arrow import AdbcPostgres
 from pi_notebook.sql.backend.cancel import Canceller, driver_cancel
+from pi_notebook.sql.backend.derive import WritePlan
+from pi_notebook.sql.backend.errors import ConnectFailed
+from pi_notebook.sql.backend.fetch import Fetched, RunSettings, execute_and_fetch, read_limit
+from pi_notebook.sql.backend.measure import (
+    Measured,
+    choose_method,
+    count_rows,
+    execute_counting,
+    explain,
+    sample,
+)
 from pi_notebook.sql.backend.readonly import RunKind, begin, finish
+from pi_notebook.sql.backend.results import render_fetched
 
-__all__ = ["ConnectFailed", "Fetched", "RunSettings", "run_statement"]
+__all__ = [
+    "Bounds",
+    "DriftError",
+    "Fetched",
+    "RunSettings",
+    "preview_statement",
+    "run_statement",
+]
 
-_CHUNK = 5_000
+T = TypeVar("T")
 
 
-class ConnectFailed(Exception):
-    """Opening the connection failed (wraps the driver error)."""
-
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
-
-
-class _Cancelled(Exception):
-    pass
+class Cancelled(Exception):
+    """The run was cancelled before or after the driver call; the transaction rolls back."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunSettings:
-    """Limits for one run."""
+class Bounds:
+    """What an approval allows: exactly ``expected_rows`` and at most ``max_rows`` changed."""
 
-    row_cap: int
-    count_limit: int
-    statement_timeout_s: float
-    progress_every: int
+    expected_rows: int | None = None
+    max_rows: int | None = None
 
+    @property
+    def active(self) -> bool:
+        return self.expected_rows is not None or self.max_rows is not None
 
-@dataclass(kw_only=True)
-class Fetched:
-    """Raw output of one statement, before shaping."""
-
-    columns: list[str]
-    rows: list[tuple[Any, ...]]
-    row_count: int
-    row_count_exact: bool
-    has_rows: bool
+    def allows(self, rows: int) -> bool:
+        if self.expected_rows is not None and rows != self.expected_rows:
+            return False
+        return self.max_rows is None or rows <= self.max_rows
 
 
-def run_statement(
+class DriftError(Exception):
+    """The write would change a number of rows its approval does not allow.
+
+    ``actual`` is ``None`` when the rows could not be counted (then ``why`` says why).
+    """
+
+    def __init__(self, actual: int | None, why: str | None = None) -> None:
+        super().__init__(f"actual rows: {actual}")
+        self.actual = actual
+        self.why = why
+
+
+@contextmanager
+def transaction(
     engine: sa.Engine,
     backend: str,
     kind: RunKind,
-    sql: str,
     settings: RunSettings,
     canceller: Canceller,
-    progress: Callable[[int], None] | None,
-) -> Fetched:
-    """Run ``sql`` in the mode of ``kind``; commit only an approved write that fully succeeded.
+    *,
+    commit: bool,
+) -> Iterator[Any]:
+    """A pooled DBAPI connection inside the transaction ``kind`` needs.
+
+    The transaction commits only when ``commit`` is true, the body returned normally and no
+    cancel was requested; anything else rolls back. A connection that cannot be rolled back
+    is invalidated, never returned to the pool.
 
     Raises:
         ConnectFailed: the connection could not be opened.
-        Exception: the driver's error (cancelled statements included); the transaction is
-            rolled back before it propagates.
+        Cancelled: a cancel was requested before the body ran or after it returned.
     """
     try:
         raw = engine.raw_connection()
@@ -76,18 +106,18 @@ def run_statement(
     healthy = True
     try:
         begin(raw, backend, kind, timeout_s=settings.statement_timeout_s,
-              mariadb=bool(getattr(engine.dialect, "is_mariadb", False)))  # fmt: skip
+              mariadb=bool(getattr(engine.dialect, "is_mariadb", False)),
+              select_limit=read_limit(settings))  # fmt: skip
         canceller.started(driver_cancel(engine, backend, raw))
         try:
             if canceller.reason is not None:
-                raise _Cancelled
-            fetched = _execute(raw, backend, kind, sql, settings, progress)
+                raise Cancelled
+            yield raw
         finally:
             canceller.stopped()
-        if canceller.reason is not None:  # aborted after the last row: still roll back
-            raise _Cancelled
-        finish(raw, backend, kind, commit=True)
-        return fetched
+        if canceller.reason is not None:  # cancelled after the last driver call: roll back
+            raise Cancelled
+        finish(raw, backend, kind, commit=commit)
     except BaseException:
         try:
             finish(raw, backend, kind, commit=False)
@@ -98,46 +128,154 @@ def run_statement(
         raw.close() if healthy else raw.invalidate()
 
 
-def _execute(
+def run_statement(
+    engine: sa.Engine,
+    backend: str,
+    kind: RunKind,
+    sql: str,
+    settings: RunSettings,
+    *,
+    canceller: Canceller,
+    progress: Callable[[int], None] | None = None,
+    bounds: Bounds | None = None,
+    plan: WritePlan | None = None,
+    adbc: AdbcPostgres | None = None,
+) -> Fetched:
+    """Run ``sql`` in the mode of ``kind``; commit only an approved write that fully succeeded.
+
+    With active ``bounds`` (a write only), the rows it changes are counted inside the same
+    transaction (running it, or with the derived count before running it where a rollback
+    could not undo it, see :mod:`.measure`) and a count outside the bounds rolls back.
+
+    With ``settings.arrow``, a PostgreSQL read COPY can wrap goes through ``adbc`` first
+    (see :mod:`.arrow`); what it hands back takes the DBAPI path.
+
+    Raises:
+        ConnectFailed: the connection could not be opened.
+        DriftError: the count is outside ``bounds`` or could not be taken; nothing changed.
+        Exception: the driver's error (cancelled statements included); the transaction is
+            rolled back before it propagates.
+    """
+    if kind == "read" and settings.arrow and adbc is not None and adbc.accepts(sql):
+        if canceller.reason is not None:
+            raise Cancelled
+        fetched = adbc.read(sql, settings, canceller, progress)
+        if fetched is not None:
+            fetched.preview = render_fetched(fetched)
+            return fetched
+    with transaction(engine, backend, kind, settings, canceller, commit=True) as raw:
+        fetched = _bounded(raw, backend, kind, sql, settings, canceller, progress, bounds, plan)
+    fetched.build()  # the DataFrame, after the connection went back to the pool
+    fetched.preview = render_fetched(fetched)  # off the event loop too
+    return fetched
+
+
+def _bounded(
     raw: Any,
     backend: str,
     kind: RunKind,
     sql: str,
     settings: RunSettings,
+    canceller: Canceller,
     progress: Callable[[int], None] | None,
+    bounds: Bounds | None,
+    plan: WritePlan | None,
 ) -> Fetched:
-    # DuckDB: a cursor() is a second connection with its own transaction, so use the
-    # connection itself.
-    cur = raw.driver_connection if backend == "duckdb" else raw.cursor()
-    try:
-        cur.execute(sql)
-        desc = cur.description
-        if desc is None:
-            return Fetched(columns=[], rows=[], row_count=max(cur.rowcount, 0),
-                           row_count_exact=True, has_rows=False)  # fmt: skip
-        columns = [str(d[0]) for d in desc]
-        rows: list[tuple[Any, ...]] = []
-        count, exact, next_report = 0, True, settings.progress_every
-        while True:
-            chunk = cur.fetchmany(_CHUNK)
-            if not chunk:
-                break
-            room = settings.row_cap - len(rows)
-            if room > 0:
-                rows.extend(chunk if len(chunk) <= room else chunk[:room])
-            count += len(chunk)
-            if progress is not None and count >= next_report:
-                progress(count)
-                next_report = count + settings.progress_every
-            if count >= settings.count_limit:
-                exact = False
-                break
-        if backend == "duckdb" and kind == "write" and columns == ["Count"] and len(rows) == 1:
-            # DuckDB answers DML with a one-row "Count" result instead of a rowcount.
-            return Fetched(columns=[], rows=[], row_count=int(rows[0][0]),
-                           row_count_exact=True, has_rows=False)  # fmt: skip
-        return Fetched(columns=columns, rows=rows, row_count=count,
-                       row_count_exact=exact, has_rows=True)  # fmt: skip
-    finally:
-        if backend != "duckdb":
+    def execute() -> Fetched:
+        return execute_and_fetch(raw, backend, kind, sql, settings, progress, canceller.interrupt)
+
+    if kind != "write" or bounds is None or not bounds.active:
+        return execute()
+    if plan is None:
+        raise DriftError(None, "the statement's rows cannot be derived")
+    method, why = choose_method(raw, backend, plan)
+    if method is None:
+        raise DriftError(None, why)
+    if method != "execute":
+        counted = count_rows(raw, backend, plan, method)
+        if not bounds.allows(counted):
+            raise DriftError(counted)
+    fetched = execute()
+    if method == "execute" and not bounds.allows(fetched.row_count):
+        raise DriftError(fetched.row_count)
+    return fetched
+
+
+def preview_statement(
+    engine: sa.Engine,
+    backend: str,
+    sql: str,
+    plan: WritePlan,
+    settings: RunSettings,
+    *,
+    canceller: Canceller,
+    describe: Callable[[BaseException], str],
+    progress: Callable[[int], None] | None = None,
+) -> Measured:
+    """Measure the write ``sql`` in a transaction that is always rolled back.
+
+    Each step (choosing how to count, the plan, the sample, the count) that fails adds a
+    note instead of failing the preview; ``describe`` turns a driver error into safe text.
+
+    Raises:
+        ConnectFailed: the connection could not be opened.
+        Exception: a cancel (abort, timeout) reached the driver; nothing changed.
+    """
+    out = Measured(notes=[])
+    with transaction(engine, backend, "write", settings, canceller, commit=False) as raw:
+        step = _Steps(raw, backend, canceller, describe, out.notes)
+        chosen = step.run("the way to count its rows could not be checked",
+                          lambda: choose_method(raw, backend, plan))  # fmt: skip
+        method, why = chosen if chosen is not None else (None, None)
+        if plan.dml:
+            out.plan = step.run("no plan", lambda: explain(raw, backend, sql))
+        out.sample = step.run("no sample", lambda: sample(raw, backend, plan))
+        if method == "execute":
+            out.affected_rows = step.run(
+                "the statement fails", lambda: execute_counting(raw, backend, sql)
+            )
+        elif method is not None:
+            out.affected_rows = step.run(
+                "the rows could not be counted", lambda: count_rows(raw, backend, plan, method)
+            )
+        else:
+            out.notes.append(f"rows not counted: {why or 'no way to count them safely'}")
+        if out.affected_rows is not None:
+            out.method = method
+            if method == "select" and why:
+                out.notes.append(f"not run to count: {why}")
+    return out
+
+
+class _Steps:
+    """Runs optional preview steps; a failed step becomes a note (PostgreSQL steps run in a
+    savepoint so one failure does not abort the rest). A cancel is never swallowed."""
+
+    def __init__(self, raw: Any, backend: str, canceller: Canceller,
+                 describe: Callable[[BaseException], str], notes: list[str]) -> None:  # fmt: skip
+        self.raw, self.backend, self.canceller = raw, backend, canceller
+        self.describe, self.notes = describe, notes
+
+    def run(self, what: str, fn: Callable[[], T]) -> T | None:
+        savepoint = self.backend == "postgresql"
+        if savepoint:
+            self._plain("SAVEPOINT pi_preview_step")
+        try:
+            value = fn()
+        except Exception as exc:
+            if self.canceller.reason is not None:
+                raise
+            if savepoint:
+                self._plain("ROLLBACK TO SAVEPOINT pi_preview_step")
+            self.notes.append(f"{what}: {self.describe(exc)}")
+            return None
+        if savepoint:
+            self._plain("RELEASE SAVEPOINT pi_preview_step")
+        return value
+
+    def _plain(self, sql: str) -> None:
+        cur = self.raw.cursor()
+        try:
+            cur.execute(sql)
+        finally:
             cur.close()

@@ -1,0 +1,155 @@
+"""The data policy's handlers on the extension API: everything around the content policy.
+
+Registered by the database extension when it has a ``data_policy``:
+
+* ``tool_call`` (``query_database``): read the schema (cached) before the statement runs, so
+  the content policy traces lineage against a fresh one.
+* ``tool_result`` (``query_database``): audit which columns were protected and under which
+  policy version (kind ``data_policy``); when a failed statement reads protected tables, keep
+  only the part of the database's error message that carries no value (``invalid input
+  syntax for type integer: "ada@example.org"`` must not reach the model).
+* ``tool_result`` (every other tool): replace protected values the session has seen (an
+  ``inspect_variable`` of a query result, a file the user saved) before the model reads them.
+* ``before_agent_start``: tell the model which columns are protected.
+* ``before_provider_request``: the last check. A payload that carries a protected value seen
+  in this session is refused (nothing is sent); from the next prompt on, protected values are
+  masked in the messages of every request (a ``context`` handler added then), so the session
+  can go on.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from pi_notebook.extensions import ExtensionAPI
+
+from .describe import DESCRIBE_TOOL
+from .gate import TOOL_NAME
+from .policy import DataPolicy, LineagePolicy
+from .schema import SchemaCache
+
+__all__ = ["POLICY_AUDIT_KIND", "install_data_policy", "register_data_policy", "sanitize_error"]
+
+log = logging.getLogger(__name__)
+
+POLICY_AUDIT_KIND = "data_policy"
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|«[^»]*»")
+_KEY_DETAIL = re.compile(r"(\bKey\s*\([^)]*\)\s*=\s*)\([^)]*\)", re.I)
+
+
+def sanitize_error(text: str) -> str:
+    """The first line of a database error with every quoted or keyed value removed."""
+    first = (text.strip().splitlines() or [""])[0]
+    first = _KEY_DETAIL.sub(r"\1(…)", first)
+    first = _QUOTED.sub("<withheld>", first)
+    return (
+        f"{first} [The database's full message was withheld: the statement reads columns "
+        "protected by the data policy, and error messages can quote their values.]"
+    )
+
+
+def _text_of(content: Any) -> str:
+    from pi_notebook.ai.messages import content_text
+
+    return content_text(content)
+
+
+def register_data_policy(
+    pi: ExtensionAPI,
+    guard: LineagePolicy,
+    cache: SchemaCache,
+    *,
+    query_tool: str,
+    quiet_tools: tuple[str, ...] = (),
+) -> None:
+    """Register the handlers above for ``guard`` (also the extension's content policy)."""
+    policy = guard.policy
+    refused: set[str] = set()  # labels of columns whose values a refused request carried
+
+    async def fresh_schema(event: Any, ctx: Any) -> None:
+        if event.tool_name == query_tool:
+            problems = policy.problems(await cache.get())
+            if problems:  # a rule that matches nothing protects nothing: refuse to guess
+                raise ValueError(
+                    f"the data policy names what the database does not have ({'; '.join(problems)}); "
+                    "fix the policy"
+                )
+
+    def after_result(event: Any, ctx: Any) -> dict[str, Any] | None:
+        if event.tool_name == query_tool:
+            return _after_query(event, ctx)
+        if event.tool_name in quiet_tools:
+            return None
+        text = _text_of(event.content)
+        scrubbed = guard.seen.scrub(text)
+        return None if scrubbed == text else {"content": scrubbed}
+
+    def _after_query(event: Any, ctx: Any) -> dict[str, Any] | None:
+        sql = getattr(event.input, "sql", "")
+        dialect = cache.dialect
+        if event.is_error:
+            if guard.touches_protected(sql, dialect):
+                return {"content": sanitize_error(_text_of(event.content))}
+            return None
+        details = event.details if isinstance(event.details, dict) else {}
+        protected = details.get("protected_columns")
+        if protected:
+            audit = getattr(ctx, "audit", None) or pi.audit
+            if audit is not None:
+                try:
+                    audit.record(
+                        POLICY_AUDIT_KIND,
+                        {"protected": dict(protected), "policy_version": policy.version},
+                        tool_call_id=event.tool_call_id, tool_name=event.tool_name,
+                        policy_version=policy.version,
+                    )  # fmt: skip
+                except Exception:  # the result stands; the record is best effort
+                    log.exception("audit record %r failed", POLICY_AUDIT_KIND)
+        return None
+
+    def announce(event: Any, ctx: Any) -> dict[str, str]:
+        note = (
+            f"Data policy {policy.version}: the values of {policy.describe()} and of anything "
+            "computed from them are hidden from you (masked, hashed or dropped in query "
+            "results); counts stay visible, and the user sees the real values. Do not try to "
+            "work around it."
+        )
+        return {"system_prompt": f"{event.system_prompt}\n\n{note}"}
+
+    def mask_refused(event: Any, ctx: Any) -> dict[str, Any] | None:
+        for message in event.messages:  # a copy: safe to change
+            for part in getattr(message, "content", None) or []:
+                text = getattr(part, "text", None)
+                if isinstance(text, str):
+                    part.text = guard.seen.scrub(text)
+        return {"messages": event.messages}
+
+    def last_check(event: Any, ctx: Any) -> dict[str, Any] | None:
+        columns = guard.seen.find(event.payload_text)
+        if not columns:
+            return None
+        if not refused:  # from the next prompt on (a copy of the history per request costs)
+            pi.on("context", mask_refused)
+        refused.update(columns)
+        return {
+            "block": True,
+            "reason": (
+                f"the request carries a value of {', '.join(columns)}, which the data policy "
+                f"{policy.version} protects; nothing was sent. Later requests mask it."
+            ),
+        }
+
+    pi.on("tool_call", fresh_schema)
+    pi.on("tool_result", after_result)
+    pi.on("before_agent_start", announce)
+    pi.on("before_provider_request", last_check)
+
+
+def install_data_policy(pi: ExtensionAPI, policy: DataPolicy, cache: SchemaCache) -> LineagePolicy:
+    """The content policy for ``query_database`` under ``policy``, with its handlers registered
+    (one per session: the hash salt and the values seen belong to it)."""
+    guard = LineagePolicy(policy=policy, schema=cache)
+    register_data_policy(pi, guard, cache, query_tool=TOOL_NAME, quiet_tools=(DESCRIBE_TOOL,))
+    return guard

@@ -1,0 +1,383 @@
+"""Column lineage of a read: which table columns each output column of a statement derives from.
+
+Built on sqlglot's optimizer: ``qualify`` (with the engine's schema, so ``SELECT *`` expands and
+every column is tied to its source) and ``build_scope`` (CTEs, derived tables, subqueries,
+set operations, lateral joins and table functions as scopes). :func:`trace` follows each output
+column through aliases, expressions, functions, aggregates, window functions, ``CASE``,
+CTEs, derived tables, scalar subqueries, ``UNION``/``INTERSECT``/``EXCEPT`` branches, views
+(through their definitions) and whole-row references (``to_json(c)``, ``row_to_json(c)``,
+``c.*``, DuckDB's ``SELECT c FROM t c``), down to base-table columns.
+
+Two rules make the result safe to act on:
+
+* An argument of ``COUNT`` is not a source: a count is not a value of the column it counts.
+  Everything else that mentions a column derives from it (``length(email)`` does).
+* Anything the tracer does not understand makes the lineage *unknown* (with the reason): a
+  table missing from the schema, a column it cannot resolve, an unexpanded ``*``, ``PIVOT``,
+  DuckDB's ``COLUMNS(...)``, a statement that is not a query, a parse failure. The caller
+  must then show no values at all.
+
+What it does not cover: predicates. ``WHERE email = 'a@b.c'`` leaks whether such a row
+exists, whatever the output columns; lineage protects values, not membership.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.optimizer.scope import Scope, ScopeType, build_scope
+from sqlglot.schema import MappingSchema
+
+from .schema import SchemaInfo, TableInfo
+
+__all__ = ["ColumnLineage", "Lineage", "Source", "referenced_tables", "trace"]
+
+Source = tuple[str, str]
+"""(table, column) of a base table, both case-folded."""
+
+# Catalog tables with no row data of the user's tables: readable without lineage.
+_CATALOG = {"sqlite_master": ("type", "name", "tbl_name", "rootpage", "sql")}
+_CATALOG["sqlite_schema"] = _CATALOG["sqlite_master"]
+_OPAQUE = (exp.Pivot, exp.UnpivotColumns, exp.Columns)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ColumnLineage:
+    """One output column: its name in the statement and the base columns it derives from."""
+
+    name: str
+    sources: frozenset[Source] = frozenset()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lineage:
+    """The lineage of every output column, or ``columns=None`` and the ``reason`` it is unknown."""
+
+    columns: tuple[ColumnLineage, ...] | None
+    reason: str | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.columns is not None
+
+
+class _Unknown(Exception):
+    """Lineage cannot be established (the message says why)."""
+
+
+@dataclass
+class _Tracer:
+    schema: SchemaInfo
+    dialect: str
+    views: dict[str, dict[str, frozenset[Source]]] = field(default_factory=dict)
+    scopes: dict[int, Scope] = field(default_factory=dict)
+    _busy: set[tuple[int, str]] = field(default_factory=set)
+    _views_busy: set[str] = field(default_factory=set)
+
+    # -- outputs of a scope ----------------------------------------------------------------
+    def output(
+        self, scope: Scope, name: str | None = None, index: int | None = None
+    ) -> set[Source]:
+        key = (id(scope.expression), f"{name}:{index}")
+        if key in self._busy:  # a recursive CTE reading itself: its other branch has the lineage
+            return set()
+        self._busy.add(key)
+        try:
+            return self._output(scope, name, index)
+        finally:
+            self._busy.discard(key)
+
+    def _output(self, scope: Scope, name: str | None, index: int | None) -> set[Source]:
+        node = scope.expression
+        if isinstance(node, exp.SetOperation):
+            if index is None and name is not None:
+                index = self._position(node, name)
+            found: set[Source] = set()
+            for branch in scope.set_operation_scopes:
+                found |= self.output(branch, name=None if index is not None else name, index=index)
+            return found
+        if isinstance(node, exp.Select):
+            selects = node.selects
+            if index is not None:
+                if index >= len(selects):
+                    raise _Unknown("the branches of a set operation have different widths")
+                targets = [selects[index]]
+            else:
+                folded = (name or "").casefold()
+                targets = [s for s in selects if s.alias_or_name.casefold() == folded] or selects
+            found = set()
+            for target in targets:
+                found |= self.expression(scope, target)
+            return found
+        return self.expression(scope, node, skip_self=True)  # VALUES, UNNEST, LATERAL, ...
+
+    def _position(self, node: exp.Expr, name: str) -> int:
+        node = _leftmost(node)
+        if not isinstance(node, exp.Select):
+            raise _Unknown("a set operation could not be followed")
+        folded = name.casefold()
+        for i, select in enumerate(node.selects):
+            if select.alias_or_name.casefold() == folded:
+                return i
+        raise _Unknown(f"column {name} of a set operation could not be found")
+
+    def all_outputs(self, scope: Scope) -> set[Source]:
+        node = scope.expression
+        if isinstance(node, exp.Select):
+            found: set[Source] = set()
+            for i in range(len(node.selects)):
+                found |= self.output(scope, index=i)
+            return found
+        if isinstance(node, exp.SetOperation):
+            found = set()
+            for branch in scope.set_operation_scopes:
+                found |= self.all_outputs(branch)
+            return found
+        return self.expression(scope, node, skip_self=True)
+
+    # -- expressions -------------------------------------------------------------------------
+    def expression(self, scope: Scope, root: exp.Expr, *, skip_self: bool = False) -> set[Source]:
+        found: set[Source] = set()
+        stack: list[exp.Expr] = list(root.iter_expressions()) if skip_self else [root]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, exp.Count):
+                continue  # a count is not a value of what it counts
+            if isinstance(node, _OPAQUE):
+                raise _Unknown(f"{node.key.upper()} hides which columns it reads")
+            if isinstance(node, exp.Select | exp.SetOperation):
+                inner = self.scopes.get(id(node))
+                if inner is None:
+                    raise _Unknown("a subquery could not be followed")
+                found |= self.all_outputs(inner)
+                continue
+            if isinstance(node, exp.Column):
+                found |= self.column(scope, node)
+                continue
+            if isinstance(node, exp.TableColumn):  # DuckDB: SELECT c FROM t c (the whole row)
+                found |= self.whole_row(scope, node.name)
+                continue
+            if isinstance(node, exp.Star):
+                raise _Unknown("a * could not be expanded")
+            stack.extend(node.iter_expressions())
+        return found
+
+    def column(self, scope: Scope, column: exp.Column) -> set[Source]:
+        if isinstance(column.this, exp.Star):  # t.* inside a function: the whole row
+            return self.whole_row(scope, column.table)
+        if not column.table:  # not tied to a source by qualify: a whole-row reference, or unknown
+            return self.whole_row(scope, column.name)
+        owner, source = self._find(scope, column.table)
+        if source is None:
+            raise _Unknown(f"column {column.sql(self.dialect)} could not be resolved")
+        if isinstance(source, Scope):
+            canonical = self._canonical(source)
+            return set() if canonical is None else self.output(canonical, name=column.name)
+        return self.base_column(owner, source, column.name)
+
+    def _canonical(self, source: Scope) -> Scope | None:
+        """The scope of the tree that ``source`` stands for. A recursive CTE's reference to
+        itself gets a stand-in scope from sqlglot: it is mapped to the tree's scope of the same
+        query, or (when there is none) carries nothing new, since it only repeats what the
+        CTE's branches produce, and those are traced."""
+        canonical = self.scopes.get(id(source.expression))
+        if canonical is not None:
+            return canonical
+        if source.scope_type == ScopeType.CTE:
+            return None
+        raise _Unknown("a source of the statement could not be followed")
+
+    def whole_row(self, scope: Scope, alias: str) -> set[Source]:
+        owner, source = self._find(scope, alias)
+        if source is None:
+            raise _Unknown(f"{alias} could not be resolved to a column or a table")
+        if isinstance(source, Scope):
+            canonical = self._canonical(source)
+            return set() if canonical is None else self.all_outputs(canonical)
+        return self.base_column(owner, source, "*")
+
+    @staticmethod
+    def _find(scope: Scope, alias: str) -> tuple[Scope, exp.Table | Scope | None]:
+        current: Scope | None = scope
+        while current is not None:
+            source = current.sources.get(alias)
+            if isinstance(source, exp.Table | Scope):
+                return current, source
+            current = current.parent
+        return scope, None
+
+    # -- base tables and views ---------------------------------------------------------------
+    def base_column(self, scope: Scope, table: exp.Table, column: str) -> set[Source]:
+        if not isinstance(table.this, exp.Identifier):  # a table function: what its args read
+            return self.expression(scope, table.this)
+        self._check_table(table)
+        name = table.name
+        info = self.schema.table(name)
+        if info is None:  # a catalog table: no row data of the user's tables
+            return set()
+        if info.kind == "view":
+            return self.view_column(info, column)
+        if column == "*":
+            return {(info.name.casefold(), c.name.casefold()) for c in info.columns}
+        found = info.column(column)
+        if found is None:
+            raise _Unknown(f"column {name}.{column} is not in the inspected schema")
+        return {(info.name.casefold(), found.name.casefold())}
+
+    def _check_table(self, table: exp.Table) -> None:
+        if table.catalog or table.db:
+            raise _Unknown(f"table {table.sql(self.dialect)} is outside the inspected schema")
+        if table.name.casefold() not in _CATALOG and self.schema.table(table.name) is None:
+            raise _Unknown(f"table {table.name} is not in the inspected schema")
+
+    def view_column(self, view: TableInfo, column: str) -> set[Source]:
+        lineage = self.view_lineage(view)
+        if column == "*":
+            return set().union(*lineage.values()) if lineage else set()
+        sources = lineage.get(column.casefold())
+        if sources is None:
+            raise _Unknown(f"column {view.name}.{column} is not in the view")
+        return set(sources)
+
+    def view_lineage(self, view: TableInfo) -> dict[str, frozenset[Source]]:
+        key = view.name.casefold()
+        cached = self.views.get(key)
+        if cached is not None:
+            return cached
+        if key in self._views_busy or not view.definition:
+            raise _Unknown(f"the definition of view {view.name} is not available")
+        self._views_busy.add(key)
+        try:
+            inner = _Tracer(
+                self.schema, self.dialect, views=self.views, _views_busy=self._views_busy
+            )
+            outputs = inner.trace(_view_query(view.definition, self.dialect))
+        finally:
+            self._views_busy.discard(key)
+        if len(outputs) != len(view.columns):
+            raise _Unknown(f"view {view.name} could not be matched to its definition")
+        lineage = {c.name.casefold(): o.sources for c, o in zip(view.columns, outputs, strict=True)}
+        self.views[key] = lineage
+        return lineage
+
+    # -- a whole statement -------------------------------------------------------------------
+    def trace(self, statement: exp.Expr) -> list[ColumnLineage]:
+        while isinstance(statement, exp.Subquery | exp.Paren) and isinstance(
+            statement.this, exp.Query
+        ):
+            statement = statement.this
+        if not isinstance(statement, exp.Select | exp.SetOperation):
+            raise _Unknown("the statement is not a SELECT")
+        if any(True for _ in statement.find_all(*_OPAQUE)):
+            raise _Unknown("PIVOT or COLUMNS(...) hides which columns the result reads")
+        _strip_default_schema(statement, self.schema.default_schema)
+        ctes = {c.alias_or_name.casefold() for c in statement.find_all(exp.CTE)}
+        for table in statement.find_all(exp.Table):  # a clear reason before qualify trips on it
+            if isinstance(table.this, exp.Identifier) and table.name.casefold() not in ctes:
+                self._check_table(table)
+        try:
+            qualified = qualify(
+                statement, schema=MappingSchema(self.schema.column_types(), dialect=self.dialect), dialect=self.dialect,
+                validate_qualify_columns=False, quote_identifiers=False,
+            )  # fmt: skip
+            root = build_scope(qualified)
+        except Exception as exc:
+            raise _Unknown(f"the statement could not be analysed ({_first_line(exc)})") from None
+        if root is None:
+            raise _Unknown("the statement could not be analysed")
+        self.scopes.update({id(s.expression): s for s in root.traverse()})
+        for scope in self.scopes.values():
+            for source in scope.sources.values():
+                if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
+                    self._check_table(source)
+        left = _leftmost(qualified)
+        if not isinstance(left, exp.Select):
+            raise _Unknown("the statement could not be analysed")
+        return [
+            ColumnLineage(name=select.alias_or_name, sources=frozenset(self.output(root, index=i)))
+            for i, select in enumerate(left.selects)
+        ]
+
+
+def _leftmost(node: exp.Expr) -> exp.Expr:
+    """The first SELECT of a set operation (its column names are the result's)."""
+    while isinstance(node, exp.SetOperation | exp.Subquery | exp.Paren):
+        node = node.left if isinstance(node, exp.SetOperation) else node.this
+    return node
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+
+
+def _view_query(definition: str, dialect: str) -> exp.Expr:
+    try:
+        parsed = sqlglot.parse_one(definition.strip().rstrip(";"), read=dialect)
+    except Exception as exc:
+        raise _Unknown(f"a view definition could not be parsed ({_first_line(exc)})") from None
+    if isinstance(parsed, exp.Create) and isinstance(parsed.expression, exp.Query):
+        return parsed.expression
+    return parsed
+
+
+def _strip_default_schema(statement: exp.Expr, default: str | None) -> None:
+    """``public.customers`` is ``customers`` when ``public`` is the default schema."""
+    allowed = {s.casefold() for s in (default, "main") if s}
+    for table in statement.find_all(exp.Table):
+        if table.db and not table.catalog and table.db.casefold() in allowed:
+            table.set("db", None)
+
+
+def trace(
+    sql: str,
+    dialect: str,
+    schema: SchemaInfo,
+    *,
+    views: dict[str, dict[str, frozenset[Source]]] | None = None,
+) -> Lineage:
+    """The lineage of each output column of ``sql``, in result order. Never raises: anything
+    it cannot follow gives ``Lineage(columns=None, reason=...)``.
+
+    ``views`` caches the lineage of views between calls on the same schema.
+    """
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+    except Exception as exc:
+        return Lineage(
+            columns=None, reason=f"the statement could not be parsed ({_first_line(exc)})"
+        )
+    if len(statements) != 1:
+        return Lineage(columns=None, reason="the text is not exactly one statement")
+    tracer = _Tracer(schema, dialect, views=views if views is not None else {})
+    try:
+        return Lineage(columns=tuple(tracer.trace(statements[0])))
+    except _Unknown as exc:
+        return Lineage(columns=None, reason=str(exc))
+    except Exception as exc:  # a construct the optimizer trips on: unknown, never a pass
+        return Lineage(
+            columns=None, reason=f"the statement could not be analysed ({_first_line(exc)})"
+        )
+
+
+def referenced_tables(sql: str, dialect: str) -> set[str] | None:
+    """Names (case-folded) of every table the statement mentions; ``None`` if unparseable."""
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+    except Exception:
+        return None
+    names: set[str] = set()
+    for statement in statements:
+        names.update(t.name.casefold() for t in statement.find_all(exp.Table) if t.name)
+    return names
+
+
+def sources_of(lineage: Iterable[ColumnLineage]) -> set[Source]:
+    """Every base column some output derives from."""
+    found: set[Source] = set()
+    for column in lineage:
+        found |= column.sources
+    return found

@@ -1,0 +1,291 @@
+"""The data policy: which columns' values the model must not see, and what it sees instead.
+
+``DataPolicy`` holds the rules (``"customers.email": "mask"``, ``"customers.phone": "drop"``,
+``"customers.*": "hash"``), from a dict or a YAML/JSON file, and a version (given in the file,
+else a digest of the rules). :class:`LineagePolicy` is the database extension's
+``ContentPolicy``: for each result it traces every output column to its source columns
+(:mod:`.lineage`) and, in the preview the model reads, masks, hashes or drops the values of any
+column derived from a protected one; the analyst's DataFrame in ``details`` is untouched.
+Where lineage cannot be established the model gets only the result's shape and the reason.
+The values it protected are remembered (:mod:`.protected_values`) for the last check on
+outgoing payloads.
+
+Actions, from the weakest: ``hash`` (a stable, per-session salted digest: equal values look
+equal), ``mask`` (nothing of the value), ``drop`` (not even the column). A column derived from
+several protected columns gets the strongest of their actions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import pandas as pd
+import yaml
+
+from pi_notebook.database.tool import ModelContent
+from pi_notebook.errors import ConfigurationError
+from pi_notebook.sql.backend import QueryOutcome, render_preview
+
+from .lineage import Source, referenced_tables, trace
+from .protected_values import ProtectedValues
+from .schema import SchemaCache, SchemaInfo
+
+__all__ = ["ACTIONS", "Action", "DataPolicy", "LineagePolicy", "load_policy"]
+
+Action = Literal["mask", "hash", "drop"]
+ACTIONS: tuple[Action, ...] = ("hash", "mask", "drop")  # weakest to strongest
+MASK = "[masked]"
+PREVIEW_ROWS = 20
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataPolicy:
+    """Protected columns and their actions. Keys are case-folded ``(table, column)``;
+    ``column`` may be ``"*"`` (every column of the table)."""
+
+    rules: Mapping[tuple[str, str], Action]
+    version: str
+
+    def action_for(self, table: str, column: str) -> Action | None:
+        key = (table.casefold(), column.casefold())
+        return self.rules.get(key) or self.rules.get((key[0], "*"))
+
+    def strongest(self, sources: Iterable[Source]) -> tuple[Action | None, list[str]]:
+        """The action for a column derived from ``sources``, and the protected ones among them."""
+        best: Action | None = None
+        named: list[str] = []
+        for table, column in sorted(sources):
+            action = self.action_for(table, column)
+            if action is None:
+                continue
+            named.append(f"{table}.{column}")
+            if best is None or ACTIONS.index(action) > ACTIONS.index(best):
+                best = action
+        return best, named
+
+    @property
+    def tables(self) -> set[str]:
+        return {table for table, _ in self.rules}
+
+    def describe(self) -> str:
+        """``customers.email (mask), customers.phone (drop)``."""
+        return ", ".join(f"{t}.{c} ({a})" for (t, c), a in sorted(self.rules.items()))
+
+    def problems(self, schema: SchemaInfo) -> list[str]:
+        """Rules naming a table or column the database does not have (protection that would
+        silently do nothing)."""
+        out: list[str] = []
+        for table, column in sorted(self.rules):
+            info = schema.table(table)
+            if info is None:
+                out.append(f"no table {table}")
+            elif column != "*" and info.column(column) is None:
+                out.append(f"no column {table}.{column}")
+        return out
+
+
+def _rules_from(data: Any, where: str) -> tuple[dict[tuple[str, str], Action], str | None]:
+    version: str | None = None
+    if isinstance(data, Mapping) and "columns" in data:
+        values = cast(Mapping[str, Any], data)
+        unknown = set(values) - {"columns", "version"}
+        if unknown:
+            raise ConfigurationError(
+                f"{where}: unknown keys {sorted(unknown)} (use columns, version)"
+            )
+        version = None if values.get("version") is None else str(values["version"])
+        data = values["columns"]
+    if not isinstance(data, Mapping):
+        raise ConfigurationError(
+            f"{where}: expected a mapping of 'table.column' to mask, hash or drop"
+        )
+    rules: dict[tuple[str, str], Action] = {}
+    for key, action in cast(Mapping[Any, Any], data).items():
+        parts = [p.strip().strip('"`') for p in str(key).split(".")]
+        if len(parts) not in (2, 3) or not all(parts):
+            raise ConfigurationError(
+                f"{where}: {key!r} is not 'table.column' (or 'schema.table.column')"
+            )
+        if action not in ACTIONS:
+            raise ConfigurationError(
+                f"{where}: {key!r} has action {action!r}; use mask, hash or drop"
+            )
+        rules[(parts[-2].casefold(), parts[-1].casefold())] = cast(Action, action)
+    if not rules:
+        raise ConfigurationError(f"{where}: no columns are protected")
+    return rules, version
+
+
+def load_policy(source: DataPolicy | Mapping[str, Any] | str | Path) -> DataPolicy:
+    """A policy from a mapping, a YAML/JSON file path or an existing policy.
+
+    Raises:
+        ConfigurationError: unreadable file, unknown action, a key that is not
+            ``table.column``, or no rule at all.
+    """
+    if isinstance(source, DataPolicy):
+        return source
+    where = "data_policy"
+    if isinstance(source, str | Path):
+        path = Path(source).expanduser()
+        where = f"data policy file {path}"
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigurationError(f"Cannot read the {where}: {exc}") from None
+    else:
+        data = source
+    rules, version = _rules_from(data, where)
+    if version is None:
+        canonical = json.dumps(
+            sorted([list(k), v] for k, v in rules.items()), separators=(",", ":")
+        )
+        version = "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:12]
+    return DataPolicy(rules=rules, version=version)
+
+
+@dataclass(kw_only=True)
+class LineagePolicy:
+    """The ``ContentPolicy`` of a database extension with a data policy (one per session).
+
+    ``schema`` must hold a fresh schema when ``model_content`` runs (the extension reads it in
+    a ``tool_call`` handler before the query); without one, values are withheld.
+    """
+
+    policy: DataPolicy
+    schema: SchemaCache
+    seen: ProtectedValues = field(default_factory=ProtectedValues)
+    salt: bytes = field(default_factory=lambda: secrets.token_bytes(16))
+    _views: dict[str, dict[str, frozenset[Source]]] = field(default_factory=dict)
+    _views_of: int = 0
+
+    def _hash(self, value: Any) -> str:
+        digest = hmac.new(self.salt, str(value).encode("utf-8"), hashlib.sha256).hexdigest()
+        return f"h:{digest[:10]}"
+
+    def model_content(self, sql: str, dialect: str, outcome: QueryOutcome) -> ModelContent:
+        """The preview the model sees of ``outcome``. Never raises: a failure withholds."""
+        try:
+            return self._model_content(sql, dialect, outcome)
+        except Exception as exc:  # fail closed
+            reason = f"the data policy could not be applied ({type(exc).__name__})"
+            return self._withhold(outcome, reason, sql, dialect)
+
+    def _model_content(self, sql: str, dialect: str, outcome: QueryOutcome) -> ModelContent:
+        schema = self.schema.cached or self.schema.last
+        if schema is None:
+            return self._withhold(outcome, "the database schema could not be read", sql, dialect)
+        if id(schema) != self._views_of:  # view lineage is per schema
+            self._views, self._views_of = {}, id(schema)
+        lineage = trace(sql, dialect, schema, views=self._views)
+        frame = outcome.dataframe
+        if lineage.columns is None or len(lineage.columns) != frame.shape[1]:
+            reason = lineage.reason or "the result's columns do not match the statement"
+            return self._withhold(outcome, reason, sql, dialect)
+        protected: dict[str, str] = {}
+        notes: list[str] = []
+        keep: list[int] = []
+        cells: list[list[Any]] = []
+        head = frame.head(PREVIEW_ROWS)
+        for i, column in enumerate(lineage.columns):
+            label = str(outcome.columns[i]) if i < len(outcome.columns) else column.name
+            name = _unique(label, protected)
+            action, sources = self.policy.strongest(column.sources)
+            values = head.iloc[:, i].tolist()
+            if action is None:
+                keep.append(i)
+                cells.append(values)
+                self.seen.allow(values)  # the model sees them as they are
+                continue
+            protected[name] = action
+            notes.append(f"{name} {_PAST[action]} (from {', '.join(sources)})")
+            self.seen.add(frame.iloc[:, i].tolist(), sources[0])
+            if action != "drop":
+                keep.append(i)
+                cells.append([self._shown(v, action) for v in values])
+        text = self._preview(outcome, [str(outcome.columns[i]) for i in keep], cells)
+        if not protected:
+            return ModelContent(text=text)
+        note = (f"[Data policy {self.policy.version}: " + "; ".join(notes)
+                + ". The user sees the real values in their table.]")  # fmt: skip
+        return ModelContent(text=f"{text}\n{note}", protected=protected, note=note)
+
+    def _shown(self, value: Any, action: Action) -> Any:
+        if _null(value):
+            return None
+        return MASK if action == "mask" else self._hash(value)
+
+    @staticmethod
+    def _preview(outcome: QueryOutcome, columns: list[str], cells: list[list[Any]]) -> str:
+        if not columns:
+            total = (
+                f"{outcome.row_count}"
+                if outcome.row_count_exact
+                else f"at least {outcome.row_count}"
+            )
+            return f"{total} row(s); every column was dropped by the data policy."
+        rows = [list(r) for r in zip(*cells, strict=True)]
+        return render_preview(columns, rows, row_count=outcome.row_count,
+                              row_count_exact=outcome.row_count_exact,
+                              truncated=outcome.truncated, has_rows=True)  # fmt: skip
+
+    def touches_protected(self, sql: str, dialect: str) -> bool:
+        """Whether ``sql`` may read a protected table: it names one, or a view whose definition
+        names one, or it cannot be parsed."""
+        tables = referenced_tables(sql, dialect)
+        if tables is None:
+            return True
+        protected = self.policy.tables
+        if tables & protected:
+            return True
+        schema = self.schema.cached or self.schema.last
+        for name in tables:
+            info = schema.table(name) if schema is not None else None
+            if info is not None and info.kind == "view":
+                definition = (info.definition or "").casefold()
+                if not definition or any(t in definition for t in protected):
+                    return True
+        return False
+
+    def _withhold(self, outcome: QueryOutcome, reason: str, sql: str, dialect: str) -> ModelContent:
+        """Only the shape, and why: no value, not even a column name (PIVOT makes names of
+        values)."""
+        frame = outcome.dataframe
+        if self.touches_protected(sql, dialect):  # any column may hold protected values
+            for i in range(frame.shape[1]):
+                self.seen.add(frame.iloc[:, i].tolist(), "a result without lineage")
+        total = (
+            f"{outcome.row_count}" if outcome.row_count_exact else f"at least {outcome.row_count}"
+        )
+        note = f"values withheld by the data policy: lineage could not be established ({reason})"
+        text = (f"{total} row(s), {frame.shape[1]} column(s); {note}. The user sees the result as a "
+                "table. To see values, select named columns of tables (no views the database "
+                "cannot describe, no PIVOT); counts are always shown.")  # fmt: skip
+        # "*": the result's column names may themselves be values (PIVOT), so none is kept.
+        return ModelContent(text=text, protected={"*": "withheld"}, note=note)
+
+
+_PAST = {"mask": "masked", "hash": "hashed", "drop": "dropped"}
+
+
+def _unique(name: str, taken: Mapping[str, str]) -> str:
+    if name not in taken:
+        return name
+    n = 2
+    while f"{name}#{n}" in taken:
+        n += 1
+    return f"{name}#{n}"
+
+
+def _null(value: Any) -> bool:
+    try:
+        return value is None or bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False

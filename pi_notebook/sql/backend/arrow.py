@@ -1,0 +1,292 @@
+"""The Arrow path for large reads (issue 16): PostgreSQL through ADBC, DuckDB natively.
+
+Used only for statements the backend classified as a pure ``read``, and only when the row cap
+allows large results (``row_cap >= ARROW_MIN_CAP``; a small cap is served faster by the
+streaming cursors of :mod:`.fetch`, which stop exactly at the cap). Without pyarrow (and, for
+PostgreSQL, ``adbc-driver-postgresql``) every read takes the :mod:`.fetch` path.
+
+Security review (what changes against the DBAPI path, and why it holds):
+
+* **SQLite is not on this path.** The ADBC SQLite driver has no authorizer hook: a read there
+  would lose the second wall (:mod:`.readonly`'s authorizer, which denies ATTACH, pragma
+  writes and anything but a pure read) and the 64 MB value limit. SQLite keeps ``sqlite3``;
+  its large results are assembled in Arrow chunks by :mod:`.frames` instead.
+* **PostgreSQL, same walls.** The ADBC connection is a second connection, not taken from the
+  SQLAlchemy pool, so it gets the walls itself: the session default is ``READ ONLY``
+  (``SET SESSION CHARACTERISTICS``, committed at connect), every read opens with ``SET
+  TRANSACTION READ ONLY`` and ``SET LOCAL statement_timeout``, and the read runs only after
+  ``current_setting('transaction_read_only')`` answered ``on`` (else it is refused: fail
+  closed). Every transaction is rolled back. Abort and timeout cancel through
+  ``adbc_cancel`` (PostgreSQL's cancel request), like psycopg's ``cancel_safe``. The connect
+  timeout is a libpq URI parameter. Errors go through the same credential scrubbing.
+* **COPY wrapping.** The driver runs a query as ``COPY (<query>) TO STDOUT (FORMAT
+  binary)``. The text is one statement the classifier parsed as a read, with balanced
+  parentheses outside strings and comments, and no unterminated string or block comment (the
+  tokenizer refuses those), and it is handed over with a newline at the end, so a trailing
+  ``--`` comment cannot swallow the driver's suffix: whatever the text, the suffix stays part
+  of the statement, and anything but the query the classifier saw is a syntax error. ``COPY (query) TO STDOUT`` is a read
+  PostgreSQL allows in a read-only transaction; ``COPY ... TO PROGRAM``/file would need the
+  text to escape the parentheses, which it cannot. Statements COPY cannot wrap (SHOW,
+  EXPLAIN) never get here: only ``SELECT``/``WITH``/``VALUES``/``TABLE`` texts do.
+* **Values, not just walls.** ADBC maps ``infinity`` and out-of-range dates to wrapped-around
+  integers silently: a date or timestamp outside years 1-9999 sends the whole read back to
+  the DBAPI path (lenient loaders, :mod:`.pgtypes`). Types whose pandas form would differ from
+  the DBAPI path's (json, uuid, arrays, intervals, other extension types) are detected from
+  the schema before any row is read and take the DBAPI path too; ``numeric`` becomes float,
+  as ``from_records(coerce_float=True)`` makes it.
+* **DuckDB** reads through its own relation API on the backend's connection (same
+  ``BEGIN TRANSACTION READ ONLY``, same locked configuration), ``to_arrow_table`` of a
+  relation with a ``LIMIT``; out-of-range dates and types outside the safe set fall back to
+  row fetching too.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+from sqlalchemy.engine import URL
+
+from pi_notebook.sql.backend.cancel import Canceller
+from pi_notebook.sql.backend.errors import ConnectFailed
+from pi_notebook.sql.backend.fetch import CURSOR_TEXT, Fetched, RunSettings, read_limit
+from pi_notebook.sql.backend.frames import column_labels
+
+__all__ = ["ARROW_MIN_CAP", "AdbcPostgres", "arrow_available", "duckdb_arrow_read", "to_frame"]
+
+ARROW_MIN_CAP = 100_000
+"""Row caps from this size on read large results through Arrow."""
+
+_END = "\n"  # ends a trailing "--" comment before the driver's ") TO STDOUT ..." suffix
+
+_HAVE_PYARROW = importlib.util.find_spec("pyarrow") is not None
+_HAVE_ADBC_PG = _HAVE_PYARROW and importlib.util.find_spec("adbc_driver_postgresql") is not None
+_MIN_DAY, _MAX_DAY = -719_162, 2_932_896  # 0001-01-01 and 9999-12-31 as days since 1970
+_MIN_US, _MAX_US = -62_135_596_800_000_000, 253_402_300_799_999_999
+
+
+def arrow_available(backend: str) -> bool:
+    """Whether reads on ``backend`` can take the Arrow path here."""
+    if backend == "postgresql":
+        return _HAVE_ADBC_PG
+    return backend == "duckdb" and _HAVE_PYARROW
+
+
+def to_frame(table: Any) -> pd.DataFrame | None:
+    """The DataFrame the DBAPI path would give for ``table``, or ``None`` when a column's
+    type or values need the DBAPI path (see the module docstring)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns: list[Any] = []
+    for column in table.columns:
+        converted = _convert(column, pa, pc)
+        if converted is None:
+            return None
+        columns.append(converted)
+    names = [str(i) for i in range(len(columns))]  # positional: the real names may repeat
+    frame = pa.table(columns, names=names).to_pandas() if columns else pd.DataFrame()
+    frame.columns = column_labels(tuple(str(n) for n in table.column_names))
+    return frame
+
+
+def _convert(column: Any, pa: Any, pc: Any) -> Any:
+    t = column.type
+    if isinstance(t, pa.ExtensionType):
+        if (
+            getattr(t, "extension_name", "") == "arrow.opaque"
+            and getattr(t, "type_name", "") == "numeric"
+        ):
+            storage = pa.chunked_array([c.storage for c in column.chunks], type=t.storage_type)
+            try:
+                return pc.cast(storage, pa.float64())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return None
+        return None
+    types = pa.types
+    if types.is_decimal(t):
+        return pc.cast(column, pa.float64())
+    if types.is_date32(t):
+        low, high = _bounds(column.cast(pa.int32()), pc)
+        return column if low is None or (_MIN_DAY <= low and high <= _MAX_DAY) else None
+    if types.is_timestamp(t):
+        as_us = column.cast(pa.timestamp("us", tz=t.tz), safe=False).cast(pa.int64())
+        low, high = _bounds(as_us, pc)
+        return column if low is None or (_MIN_US <= low and high <= _MAX_US) else None
+    safe = (types.is_integer(t) or types.is_floating(t) or types.is_boolean(t)
+            or types.is_string(t) or types.is_large_string(t) or types.is_binary(t)
+            or types.is_time64(t) or types.is_null(t))  # fmt: skip
+    return column if safe else None
+
+
+def _bounds(column: Any, pc: Any) -> tuple[Any, Any]:
+    found = pc.min_max(column)
+    return found["min"].as_py(), found["max"].as_py()
+
+
+def _fetched(table: Any, frame: pd.DataFrame, seen: int, exact: bool, cap: int) -> Fetched:
+    head = list(frame.head(50).astype(object).where(frame.head(50).notna(), None).itertuples(index=False, name=None))  # fmt: skip
+    return Fetched(columns=[str(n) for n in table.column_names], row_count=seen,
+                   row_count_exact=exact, truncated=seen > len(frame), head=head,
+                   frame=frame)  # fmt: skip
+
+
+def duckdb_arrow_read(conn: Any, sql: str, settings: RunSettings) -> Fetched | None:
+    """A DuckDB read as Arrow on the backend's connection (inside its read-only transaction);
+    ``None`` when it must be fetched as rows instead."""
+    limit = read_limit(settings)
+    relation = conn.sql(sql)
+    if relation is None or limit is None:
+        return None
+    try:
+        table = relation.limit(limit).to_arrow_table()
+    except Exception:  # e.g. a value Arrow cannot hold: fetch it as rows
+        return None
+    kept = table.slice(0, settings.row_cap)
+    frame = to_frame(kept)
+    if frame is None:
+        return None
+    return _fetched(
+        kept, frame, table.num_rows, table.num_rows <= settings.row_cap, settings.row_cap
+    )
+
+
+class AdbcPostgres:
+    """ADBC connections to one PostgreSQL database, opened on first use (see the module
+    docstring for the walls each one gets). Thread-safe; connections are reused.
+
+    Args:
+        url: the SQLAlchemy URL (its driver name is dropped for libpq).
+        connect_timeout_s: libpq's ``connect_timeout``.
+    """
+
+    def __init__(self, url: URL, connect_timeout_s: float) -> None:
+        query = dict(url.query)
+        query.setdefault("connect_timeout", str(max(2, int(connect_timeout_s + 0.999))))
+        self._uri = url.set(drivername="postgresql", query=query).render_as_string(
+            hide_password=False
+        )
+        self._lock = threading.Lock()
+        self._idle: list[Any] = []
+
+    @staticmethod
+    def accepts(sql: str) -> bool:
+        """Whether COPY can wrap ``sql`` (a SELECT, WITH, VALUES or TABLE text)."""
+        return CURSOR_TEXT.match(sql) is not None
+
+    def read(
+        self,
+        sql: str,
+        settings: RunSettings,
+        canceller: Canceller,
+        progress: Callable[[int], None] | None,
+    ) -> Fetched | None:
+        """Run the read ``sql`` through ADBC; ``None`` when it must take the DBAPI path.
+
+        Raises:
+            RuntimeError: the transaction is not read-only (never runs the read).
+            Exception: the driver's error (connect failures, cancels, SQL errors).
+        """
+        conn = self._checkout()
+        healthy = False
+        try:
+            cur = conn.cursor()
+            try:
+                schema = cur.adbc_execute_schema(sql + _END)
+                conn.rollback()
+                if to_frame(schema.empty_table()) is None:
+                    healthy = True
+                    return None
+                cur.execute("SET TRANSACTION READ ONLY")
+                cur.execute(
+                    f"SET LOCAL statement_timeout = {int(settings.statement_timeout_s * 1000)}"
+                )
+                cur.execute("SELECT current_setting('transaction_read_only')")
+                if cur.fetchall() != [("on",)]:
+                    raise RuntimeError(
+                        "the ADBC transaction is not read-only; the read was not run"
+                    )
+                fetched = self._stream(cur, sql, settings, canceller, progress)
+                conn.rollback()
+                healthy = True
+                return fetched
+            finally:
+                cur.close()
+        finally:
+            self._checkin(conn, healthy)
+
+    def _stream(self, cur: Any, sql: str, settings: RunSettings, canceller: Canceller,
+                progress: Callable[[int], None] | None) -> Fetched | None:  # fmt: skip
+        import pyarrow as pa
+
+        limit = read_limit(settings)
+        canceller.started(cur.adbc_cancel)
+        try:
+            cur.execute(sql + _END)
+            reader = cur.fetch_record_batch()
+            batches: list[Any] = []
+            seen, next_report = 0, settings.progress_every
+            for batch in reader:
+                batches.append(batch)
+                seen += batch.num_rows
+                if progress is not None and seen >= next_report:
+                    progress(seen - seen % settings.progress_every)  # in round steps
+                    next_report = seen - seen % settings.progress_every + settings.progress_every
+                if (limit is not None and seen >= limit) or seen >= settings.count_limit:
+                    cur.adbc_cancel()  # the rest of the COPY is not needed
+                    break
+            exact = seen < limit if limit is not None else seen < settings.count_limit
+            schema = reader.schema
+            try:
+                reader.close()
+            except Exception:  # the cancel ends the COPY with an error: the read is over
+                pass
+        finally:
+            canceller.stopped()
+        table = pa.Table.from_batches(batches, schema=schema).slice(0, settings.row_cap)
+        frame = to_frame(table)
+        if frame is None:  # a value outside what Python holds (infinity, BC): DBAPI path
+            return None
+        return _fetched(
+            table, frame, min(seen, limit) if limit is not None else seen, exact, settings.row_cap
+        )
+
+    def _checkout(self) -> Any:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        import adbc_driver_postgresql.dbapi as adbc_pg
+
+        try:
+            conn = adbc_pg.connect(self._uri)
+        except Exception as exc:
+            raise ConnectFailed(exc) from exc
+        try:
+            cur = conn.cursor()
+            cur.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            cur.close()
+            conn.commit()
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _checkin(self, conn: Any, healthy: bool) -> None:
+        if healthy:
+            with self._lock:
+                self._idle.append(conn)
+                return
+        try:
+            conn.close()
+        except Exception:  # a broken connection: nothing more to do with it
+            pass
+
+    def close(self) -> None:
+        """Close the idle connections."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            self._checkin(conn, False)

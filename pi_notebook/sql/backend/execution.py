@@ -1,0 +1,272 @@
+"""One long-lived worker thread per backend, and the await side of a blocking database call.
+
+:meth:`Execution.call` hands a blocking function (see :mod:`.worker`) to the backend's worker
+thread and awaits its result on the event loop, which stays free meanwhile (the DataFrame is
+built in the worker too). Per call it costs one loop future, one timer and, with a signal,
+one listener; the thread lives across calls (it exits after a minute idle and comes back on
+the next call).
+
+Stopping:
+
+* the statement timeout and the signal's abort cancel at the driver (:mod:`.cancel`);
+* a call still queued or still connecting has nothing to cancel at the driver (a server that
+  accepts TCP and never answers holds ``connect()`` until the connect timeout): the call
+  returns at once with the error, the stuck thread is left to give up on its own, and a fresh
+  thread takes the next calls. The stuck job runs nothing once it connects;
+* a cancelled task cancels the statement and waits until it ended, so a statement never
+  keeps running behind the caller's back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from sqlalchemy.engine import URL
+
+from pi_notebook.ai.abort import AbortSignal
+from pi_notebook.secrets import safe_url
+from pi_notebook.sql.backend.cancel import Canceller, CancelReason
+from pi_notebook.sql.backend.errors import (
+    ConnectFailed,
+    QueryAborted,
+    QueryError,
+    QueryTimeout,
+    describe_error,
+)
+from pi_notebook.sql.backend.worker import DriftError
+
+__all__ = ["Execution"]
+
+_IDLE_EXIT_S = 60.0
+What = Literal["Query", "Preview"]
+
+
+class _Job:
+    __slots__ = ("args", "canceller", "finished", "fn", "future", "kwargs", "loop",
+                 "started_at", "waiter")  # fmt: skip
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                 loop: asyncio.AbstractEventLoop, canceller: Canceller) -> None:  # fmt: skip
+        self.fn, self.args, self.kwargs, self.loop = fn, args, kwargs, loop
+        self.canceller = canceller
+        self.future: asyncio.Future[Any] = loop.create_future()
+        self.started_at: float | None = None
+        self.finished = False
+        self.waiter: asyncio.Future[None] | None = None
+
+
+class _Abandoned(Exception):
+    """The call stopped waiting before its statement started (queued or connecting)."""
+
+    def __init__(self, reason: CancelReason, connecting: bool) -> None:
+        super().__init__(reason)
+        self.reason, self.connecting = reason, connecting
+
+
+class Execution:
+    """The worker thread of one backend (see the module docstring).
+
+    Args:
+        url: the database URL (errors name it without credentials).
+        timeout_s: the statement timeout, counted from when the worker starts the job.
+    """
+
+    def __init__(self, url: URL, timeout_s: float, *, name: str = "pi-db-worker") -> None:
+        self.url = url
+        self.timeout_s = timeout_s
+        self._name = name
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    async def call(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        signal: AbortSignal | None = None,
+        on_progress: Callable[[int], None] | None = None,
+        what: What = "Query",
+        **kwargs: Any,
+    ) -> Any:
+        """Run ``fn(*args, canceller=..., progress=..., **kwargs)`` in the worker thread.
+
+        Raises:
+            QueryAborted: the signal aborted (or the task was cancelled: then CancelledError).
+            QueryTimeout: the statement timeout passed; the statement was cancelled.
+            QueryError: connecting failed, or the driver's error, as short safe text.
+            DriftError: passed through from the worker (rolled back).
+        """
+        loop = asyncio.get_running_loop()
+        canceller = Canceller()
+        progress = _threadsafe(loop, on_progress) if on_progress is not None else None
+        job = _Job(fn, args, {**kwargs, "canceller": canceller, "progress": progress}, loop,
+                   canceller)  # fmt: skip
+        self._put(job)
+        timer = loop.call_later(self.timeout_s, self._on_timer, job)
+        remove = signal.add_listener(lambda: self._abort(job)) if signal else None
+        try:
+            return await job.future
+        except asyncio.CancelledError:
+            if not self._stop(job, "abort") and not job.finished:
+                job.waiter = loop.create_future()
+                await asyncio.wait([job.waiter])  # never leave the statement running behind us
+            raise
+        except _Abandoned as exc:
+            raise self._abandoned(exc, what) from None
+        except DriftError:
+            raise
+        except Exception as exc:
+            raise self._error(exc, canceller, what) from None
+        finally:
+            timer.cancel()
+            if remove is not None:
+                remove()
+
+    def close(self) -> None:
+        """Let the worker thread exit after the calls already queued (a later call starts a
+        fresh thread)."""
+        with self._lock:
+            old, self._queue = self._queue, queue.SimpleQueue()
+            self._thread = None
+            old.put(None)  # the stop marker
+
+    # -- loop side ---------------------------------------------------------------------
+    def _on_timer(self, job: _Job) -> None:
+        started = job.started_at
+        if started is not None and not job.finished:
+            left = started + self.timeout_s - time.monotonic()
+            if left > 0.001:  # it waited in the queue first: its own time starts later
+                job.loop.call_later(left, self._on_timer, job)
+                return
+        if not job.finished:
+            self._stop(job, "timeout")
+
+    def _abort(self, job: _Job) -> None:
+        self._stop(job, "abort")
+
+    def _stop(self, job: _Job, reason: CancelReason) -> bool:
+        """Cancel ``job``; True when the caller was released at once (nothing had started)."""
+        if job.finished:
+            return False
+        if not job.canceller.request(reason):
+            return False
+        connecting = job.started_at is not None
+        if not job.future.done():
+            job.future.set_exception(_Abandoned(reason, connecting))
+        if connecting:
+            self._replace_thread()
+        return True
+
+    def _abandoned(self, exc: _Abandoned, what: What) -> QueryError:
+        if exc.reason == "abort":
+            where = "while connecting" if exc.connecting else "before it started"
+            return QueryAborted(f"{what} cancelled {where}: the run was aborted; nothing was run.")
+        return QueryTimeout(
+            f"Could not connect to {safe_url(self.url)}: no answer within the statement "
+            f"timeout ({self.timeout_s:g} s)." if exc.connecting else
+            f"{what} cancelled: it waited longer than the statement timeout "
+            f"({self.timeout_s:g} s); nothing was run."
+        )  # fmt: skip
+
+    def _error(self, exc: Exception, canceller: Canceller, what: What) -> QueryError:
+        if canceller.reason == "abort":
+            return QueryAborted(f"{what} cancelled: the run was aborted; nothing was written.")
+        if canceller.reason == "timeout":
+            return QueryTimeout(
+                f"{what} cancelled: it ran longer than the statement timeout "
+                f"({self.timeout_s:g} s); nothing was written."
+            )
+        if isinstance(exc, ConnectFailed):
+            return QueryError(describe_error(exc.cause, self.url, connecting=True))
+        return QueryError(describe_error(exc, self.url))
+
+    # -- thread side ---------------------------------------------------------------------
+    def _put(self, job: _Job) -> None:
+        with self._lock:
+            self._queue.put(job)
+            if self._thread is None:
+                self._start_locked()
+
+    def _start_locked(self) -> None:
+        thread = threading.Thread(target=self._serve, args=(self._queue,), name=self._name,
+                                  daemon=True)  # fmt: skip
+        self._thread = thread
+        thread.start()
+
+    def _replace_thread(self) -> None:
+        """The current thread is stuck in a connect: give its queue to a fresh thread."""
+        with self._lock:
+            stuck, self._queue = self._queue, queue.SimpleQueue()
+            while True:
+                try:
+                    self._queue.put(stuck.get_nowait())
+                except queue.Empty:
+                    break
+            self._start_locked()
+
+    def _serve(self, own: queue.SimpleQueue[_Job | None]) -> None:
+        while True:
+            try:
+                job = own.get(timeout=_IDLE_EXIT_S)
+            except queue.Empty:
+                with self._lock:
+                    if self._queue is not own:
+                        return
+                    if own.empty():
+                        self._thread = None
+                        return
+                continue
+            if job is None:  # the stop marker
+                return
+            self._run(job)
+            with self._lock:
+                if self._queue is not own:  # replaced while this thread was stuck
+                    return
+
+    @staticmethod
+    def _run(job: _Job) -> None:
+        job.started_at = time.monotonic()
+        ok, value = True, None
+        if job.canceller.reason is None:
+            try:
+                value = job.fn(*job.args, **job.kwargs)
+            except BaseException as exc:
+                ok, value = False, exc
+        else:
+            ok, value = False, _Abandoned(job.canceller.reason, False)
+        try:
+            job.loop.call_soon_threadsafe(_settle, job, ok, value)
+        except RuntimeError:  # the loop is closed: nobody waits for this result
+            pass
+
+
+def _settle(job: _Job, ok: bool, value: Any) -> None:
+    job.finished = True
+    if not job.future.done():
+        if ok:
+            job.future.set_result(value)
+        else:
+            job.future.set_exception(value)
+    if job.waiter is not None and not job.waiter.done():
+        job.waiter.set_result(None)
+
+
+def _threadsafe(
+    loop: asyncio.AbstractEventLoop, on_progress: Callable[[int], None]
+) -> Callable[[int], None]:
+    def progress(n: int) -> None:  # runs in the worker thread
+        loop.call_soon_threadsafe(_report, on_progress, n)
+
+    return progress
+
+
+def _report(on_progress: Callable[[int], None], n: int) -> None:
+    try:
+        on_progress(n)
+    except Exception:  # a broken progress listener must not break the query
+        pass

@@ -1,0 +1,277 @@
+"""Executing one statement on an open transaction and fetching its rows within the row cap.
+
+Runs in the worker thread. A read stops at ``row_cap + 1`` rows: the extra row says "more
+than N rows" without reading the rest (issue 16), unless the caller asked for the exact count
+(``count_rows``; counting stops at ``count_limit``). No engine buffers the whole result:
+
+* SQLite: the stdlib cursor steps the statement as rows are fetched;
+* PostgreSQL: a query runs as a server-side cursor inside the read-only transaction
+  (``DECLARE ... CURSOR FOR <query>`` and the first ``FETCH`` in one round trip; the text is
+  only prefixed, and ``statement_timeout`` applies), so libpq never holds more than a batch
+  and stopping at the cap costs nothing; other reads (SHOW, EXPLAIN) stream;
+* MySQL/MariaDB: ``sql_select_limit`` makes the server stop at the cap (set by
+  :mod:`.readonly`), and an unbuffered ``SSCursor`` streams what comes; a result longer than
+  that (an explicit larger ``LIMIT``) is stopped with ``KILL QUERY`` before the cursor is
+  drained, so the connection is clean before it goes back to the pool;
+* DuckDB: the relation gets a ``LIMIT`` (DuckDB's own relational API, not text pasted
+  around the statement), so a sort becomes a top-N.
+
+Writes run to completion (a write's RETURNING rows are counted, the first ``row_cap``
+kept). What does not belong here: the transaction, the cancel window, the policy decision.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from pi_notebook.sql.backend.frames import FrameBuilder
+from pi_notebook.sql.backend.readonly import RunKind
+
+__all__ = ["CHUNK", "CURSOR_TEXT", "Fetched", "RunSettings", "execute_and_fetch", "read_limit"]
+
+CHUNK = 512
+"""Rows fetched per driver call: small enough that a chunk's tuples die young (the
+collector's first generation), so reading a large result never triggers full collections
+that stall the event loop and double the time."""
+
+CURSOR_TEXT = re.compile(r"^\s*(?:\(\s*)*(?:SELECT|WITH|VALUES|TABLE)\b", re.I)
+"""Statement texts PostgreSQL can run as a cursor (``DECLARE``) or ``COPY``: a query."""
+
+_PG_CURSOR = "pi_read"
+_PG_BATCH = 10_001
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSettings:
+    """Limits for one run.
+
+    Attributes:
+        row_cap: most rows kept in the DataFrame.
+        count_limit: most rows counted when the exact count is requested.
+        statement_timeout_s: the statement timeout.
+        progress_every: rows between two progress reports.
+        count_rows: count every row (up to ``count_limit``) instead of stopping at the cap.
+        arrow: reads may take the Arrow path (see :mod:`.arrow`).
+    """
+
+    row_cap: int
+    count_limit: int
+    statement_timeout_s: float
+    progress_every: int
+    count_rows: bool = False
+    arrow: bool = False
+
+
+def read_limit(settings: RunSettings) -> int | None:
+    """Rows a read fetches at most: ``row_cap + 1``, or ``None`` when counting them all."""
+    return None if settings.count_rows else settings.row_cap + 1
+
+
+@dataclass(kw_only=True)
+class Fetched:
+    """Output of one statement, before it becomes a :class:`~.results.QueryOutcome`.
+
+    Attributes:
+        columns: column names (empty without a result set).
+        row_count: rows seen (a lower bound when ``row_count_exact`` is false), or the rows
+            a statement without a result set affected.
+        row_count_exact: False when fetching stopped before the end of the result.
+        truncated: the DataFrame holds fewer rows than the statement returned.
+        has_rows: the statement returned a result set.
+        head: the first rows as tuples (what the model's preview is rendered from).
+        frame: the DataFrame, once :meth:`build` ran (in the worker, after the transaction).
+        preview: the model's text, once rendered (in the worker too).
+    """
+
+    columns: list[str]
+    row_count: int
+    row_count_exact: bool = True
+    truncated: bool = False
+    has_rows: bool = True
+    head: list[tuple[Any, ...]] = field(default_factory=list[tuple[Any, ...]])
+    builder: FrameBuilder | None = None
+    frame: pd.DataFrame | None = None
+    preview: str | None = None
+
+    def build(self) -> pd.DataFrame:
+        """Build (once) and return the DataFrame."""
+        if self.frame is None:
+            builder, self.builder = self.builder, None
+            self.frame = builder.build() if builder is not None else pd.DataFrame()
+        return self.frame
+
+
+def execute_and_fetch(
+    raw: Any,
+    backend: str,
+    kind: RunKind,
+    sql: str,
+    settings: RunSettings,
+    progress: Callable[[int], None] | None,
+    interrupt: Callable[[], None] | None = None,
+) -> Fetched:
+    """Execute ``sql`` on ``raw`` and fetch within the caps (see the module docstring).
+
+    ``interrupt`` cancels the running statement at the driver (MySQL stops an unbuffered
+    result with it).
+    """
+    limit = read_limit(settings) if kind == "read" else None
+    if backend == "duckdb":
+        return _duckdb(raw.driver_connection, kind, sql, settings, progress, limit)
+    if backend == "postgresql" and kind == "read":
+        return _postgres_read(raw.driver_connection, sql, settings, progress, limit)
+    if backend == "mysql" and kind == "read":
+        import pymysql.cursors
+
+        cur = raw.cursor(pymysql.cursors.SSCursor)
+        try:
+            cur.execute(sql)
+            return _collect(cur, _chunks(cur), settings, progress, limit,
+                            on_early_stop=lambda: _stop_unbuffered(cur, interrupt))  # fmt: skip
+        finally:
+            cur.close()
+    cur = raw.cursor()
+    try:
+        cur.execute(sql)
+        return _collect(cur, _chunks(cur), settings, progress, limit)
+    finally:
+        cur.close()
+
+
+def _chunks(cur: Any) -> Iterator[list[tuple[Any, ...]]]:
+    while True:
+        chunk = cur.fetchmany(CHUNK)
+        if not chunk:
+            return
+        yield chunk
+
+
+def _collect(
+    cur: Any,
+    chunks: Iterator[list[tuple[Any, ...]]],
+    settings: RunSettings,
+    progress: Callable[[int], None] | None,
+    limit: int | None,
+    *,
+    on_early_stop: Callable[[], None] | None = None,
+    description: Callable[[], Any] | None = None,
+) -> Fetched:
+    desc = description() if description is not None else cur.description
+    if desc is None:
+        return Fetched(columns=[], row_count=max(int(cur.rowcount or 0), 0), has_rows=False)
+    columns = [str(d[0]) for d in desc]
+    builder = FrameBuilder(columns)
+    seen, exact, next_report = 0, True, settings.progress_every
+    cap = settings.row_cap
+    for chunk in chunks:
+        if limit is not None and seen + len(chunk) > limit:
+            chunk = chunk[: limit - seen]
+        if builder.count < cap:
+            builder.add(chunk[: cap - builder.count])
+        seen += len(chunk)
+        if progress is not None and seen >= next_report:
+            progress(seen - seen % settings.progress_every)  # in round steps
+            next_report = seen - seen % settings.progress_every + settings.progress_every
+        if (limit is not None and seen >= limit) or seen >= settings.count_limit:
+            exact = False
+            if on_early_stop is not None:
+                on_early_stop()
+            break
+    return Fetched(columns=columns, row_count=seen, row_count_exact=exact,
+                   truncated=seen > builder.count, head=builder.head, builder=builder)  # fmt: skip
+
+
+def _postgres_read(
+    conn: Any,
+    sql: str,
+    settings: RunSettings,
+    progress: Callable[[int], None] | None,
+    limit: int | None,
+) -> Fetched:
+    cur = conn.cursor()
+    if not CURSOR_TEXT.match(sql):  # SHOW, EXPLAIN...: small results, streamed
+        rows = cur.stream(sql, size=CHUNK)
+        try:
+            chunks = iter(lambda: list(itertools.islice(rows, CHUNK)), [])
+            first = next(chunks, [])
+            # The description is known once the first rows (or the end) arrived.
+            return _collect(cur, itertools.chain([first], chunks) if first else iter(()),
+                            settings, progress, limit)  # fmt: skip
+        finally:
+            rows.close()  # stops the stream: psycopg cancels what is left and drains
+            cur.close()
+    try:
+        # A server-side cursor: the first batch comes with the DECLARE in one round trip,
+        # and stopping at the cap is just not fetching more (the rollback closes it).
+        first = _PG_BATCH if limit is None else min(limit, _PG_BATCH)
+        cur.execute(f"DECLARE {_PG_CURSOR} NO SCROLL CURSOR FOR {sql}\n; "
+                    f"FETCH FORWARD {first} FROM {_PG_CURSOR}")  # fmt: skip
+        while cur.description is None and cur.nextset():  # on to the FETCH's result
+            pass
+        return _collect(cur, _pg_batches(cur, first), settings, progress, limit)
+    finally:
+        cur.close()
+
+
+def _pg_batches(cur: Any, first: int) -> Iterator[list[tuple[Any, ...]]]:
+    batch = cur.fetchall()
+    while batch:
+        yield batch
+        if len(batch) < first:
+            return
+        cur.execute(f"FETCH FORWARD {_PG_BATCH} FROM {_PG_CURSOR}")
+        first = _PG_BATCH
+        batch = cur.fetchall()
+
+
+def _duckdb(
+    conn: Any,
+    kind: RunKind,
+    sql: str,
+    settings: RunSettings,
+    progress: Callable[[int], None] | None,
+    limit: int | None,
+) -> Fetched:
+    if kind == "read" and limit is not None and settings.arrow:
+        from pi_notebook.sql.backend.arrow import duckdb_arrow_read
+
+        fetched = duckdb_arrow_read(conn, sql, settings)
+        if fetched is not None:
+            return fetched
+    if kind == "read" and limit is not None:
+        relation = conn.sql(sql)
+        if relation is None:
+            return Fetched(columns=[], row_count=0, has_rows=False)
+        columns = list(relation.columns)
+        rows = relation.limit(limit).fetchall()
+        return _collect(None, iter([rows] if rows else []), settings, progress, limit,
+                        description=lambda: [(c,) for c in columns])  # fmt: skip
+    conn.execute(sql)
+    fetched = _collect(conn, _chunks(conn), settings, progress, None)
+    if kind == "write" and fetched.columns == ["Count"] and fetched.row_count == 1:
+        # DuckDB answers DML with a one-row "Count" result instead of a rowcount.
+        return Fetched(columns=[], row_count=int(fetched.head[0][0]), has_rows=False)
+    return fetched
+
+
+def _stop_unbuffered(cur: Any, interrupt: Callable[[], None] | None) -> None:
+    """Stop a MySQL unbuffered result that has more rows than we read: KILL QUERY, then drain
+    what is already on the wire (the server's "interrupted" error ends it). A result that
+    ends right here (``sql_select_limit`` stopped it) needs neither."""
+    if cur.fetchone() is None:
+        return
+    if interrupt is not None:
+        try:
+            interrupt()
+        except Exception:  # the drain below still ends the result, only slower
+            pass
+    try:
+        cur.close()
+    except Exception:  # 1317 "Query execution was interrupted": the result is over
+        pass

@@ -1,0 +1,366 @@
+"""Data protection by lineage (issue 13.4), through real sessions on SQLite, DuckDB and
+PostgreSQL: the bypass table, what stays visible, the audit, errors, and the last check."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from ctx_support import EMAILS, NAMES, PHONES
+
+from pi_notebook import create_agent_session
+from pi_notebook.ai.messages import content_text
+from pi_notebook.ai.payload import BLOCKED_PREFIX
+from pi_notebook.audit import AuditLog
+from pi_notebook.database import database_extension
+from pi_notebook.database.policy import load_policy
+from pi_notebook.errors import ConfigurationError
+from pi_notebook.testing import ScriptedModel, text, tool_call
+
+POLICY = {"customers.email": "mask", "customers.phone": "drop"}
+
+COMMON = {
+    "alias": "SELECT email AS contact FROM customers",
+    "upper": "SELECT upper(email) FROM customers",
+    "concat": "SELECT name || ' <' || email || '>' AS who FROM customers",
+    "cte": "WITH c AS (SELECT email AS e, phone AS p FROM customers) SELECT e, p FROM c",
+    "derived table": "SELECT x.e FROM (SELECT email AS e FROM customers) x",
+    "scalar subquery": "SELECT (SELECT max(email) FROM customers) AS m",
+    "correlated subquery": "SELECT o.order_id, (SELECT c.email FROM customers c WHERE c.customer_id = o.customer_id) AS e FROM orders o",
+    "union": "SELECT name FROM customers UNION ALL SELECT email FROM customers",
+    "union of phones": "SELECT city FROM customers UNION SELECT phone FROM customers",
+    "star": "SELECT * FROM customers",
+    "qualified star": "SELECT c.*, o.total FROM customers c JOIN orders o ON o.customer_id = c.customer_id",
+    "case": "SELECT CASE WHEN customer_id > 0 THEN email ELSE 'none' END AS e FROM customers",
+    "substr": "SELECT substr(email, 1, 9) AS head FROM customers",
+    "coalesce": "SELECT coalesce(phone, email) AS reach FROM customers",
+    "window": "SELECT first_value(email) OVER (ORDER BY customer_id) AS f FROM customers",
+    "view": "SELECT * FROM customer_contacts",
+    "aggregate max": "SELECT city, max(phone) AS p FROM customers GROUP BY city",
+    "nested cte": "WITH a AS (SELECT email FROM customers), b AS (SELECT lower(email) AS l FROM a) SELECT l FROM b",
+    "recursive cte": "WITH RECURSIVE r(e, n) AS (SELECT email, 1 FROM customers UNION ALL SELECT e, n + 1 FROM r WHERE n < 2) SELECT e FROM r",
+}
+VALUES_JOIN = (
+    "SELECT v.label, c.email FROM customers c "
+    "JOIN (VALUES (1, 'one'), (2, 'two')) AS v(id, label) ON v.id = c.customer_id"
+)
+BY_ENGINE = {
+    "sqlite": {
+        "values join": "WITH v(id, label) AS (VALUES (1, 'one'), (2, 'two')) SELECT v.label, c.email FROM customers c JOIN v ON v.id = c.customer_id",
+        "group_concat": "SELECT group_concat(email, ',') AS all_emails FROM customers",
+        "json_object": "SELECT json_object('e', email, 'p', phone) AS j FROM customers",
+        "json_group_array": "SELECT json_group_array(email) AS j FROM customers",
+        "hex": "SELECT hex(email) AS h FROM customers",
+    },
+    "duckdb": {
+        "values join": VALUES_JOIN,
+        "string_agg": "SELECT string_agg(email, ',') AS all_emails FROM customers",
+        "whole row": "SELECT c FROM customers c",
+        "to_json(row)": "SELECT to_json(c) AS j FROM customers c",
+        "json_object": "SELECT json_object('e', email) AS j FROM customers",
+        "list": "SELECT list(email) AS l FROM customers",
+    },
+    "postgres": {
+        "values join": VALUES_JOIN,
+        "string_agg": "SELECT string_agg(email, ',') AS all_emails FROM customers",
+        "row_to_json": "SELECT row_to_json(c) AS j FROM customers c",
+        "to_json(row)": "SELECT to_json(c) AS j FROM customers c",
+        "json_build_object": "SELECT json_build_object('e', email) AS j FROM customers",
+        "array_agg": "SELECT array_agg(phone) AS a FROM customers",
+        "concat()": "SELECT concat(name, email) AS c FROM customers",
+        "unnest": "SELECT part FROM customers c, unnest(string_to_array(c.email, '@')) AS part",
+        "lateral": "SELECT l.e FROM customers c, LATERAL (SELECT c.email AS e) AS l",
+    },
+}
+
+
+@contextlib.asynccontextmanager
+async def opened(url: str, model: ScriptedModel, **kw: Any) -> AsyncIterator[Any]:
+    """A session on ``url`` with the data policy (``POLICY`` unless given), closed after."""
+    ext = database_extension(url=url, data_policy=kw.pop("data_policy", POLICY))
+    kw.setdefault("audit", False)
+    extensions = [ext, *kw.pop("extra", ())]
+    session = create_agent_session(model=model, extensions=extensions, **kw)
+    try:
+        yield session
+    finally:
+        await session.close()
+
+
+async def run(url: str, model: ScriptedModel, *prompts: str, **kw: Any) -> Any:
+    """Run ``prompts`` in a fresh session (closed after); returns the session."""
+    async with opened(url, model, **kw) as session:
+        for prompt in prompts:
+            await session.prompt(prompt)
+    return session
+
+
+def derived_values(session: Any) -> set[str]:
+    """Every value of a protected output column that the analyst got (from ``details``),
+    except values the model was also shown openly (in an unprotected column): a ``UNION`` of
+    names and emails is protected as a whole, yet its names are no secret."""
+    found: set[str] = set()
+    shown: set[str] = set()
+    for message in session.messages:
+        details = getattr(message, "details", None)
+        if message.role != "toolResult" or not isinstance(details, dict):
+            continue
+        frame = details.get("dataframe")
+        protected = details.get("protected_columns") or {}
+        if not isinstance(frame, pd.DataFrame):
+            continue
+        for i, name in enumerate(frame.columns):
+            values = {str(v) for v in frame.iloc[:, i] if v is not None and len(str(v)) >= 4}
+            if str(name) in protected or "withheld" in protected.values():
+                found |= values
+            else:
+                shown |= values
+    return found - shown
+
+
+def assert_nothing_leaked(model: ScriptedModel, values: set[str]) -> None:
+    for i, call in enumerate(model.calls):  # what was sent (blocked requests never were)
+        sent = call.payload_text.casefold()
+        leaked = sorted(v for v in values if v.casefold() in sent)
+        assert not leaked, f"request {i + 1} carries protected values {leaked}"
+
+
+async def test_bypass_table_leaks_nothing_into_any_model_request(shop) -> None:
+    engine, url = shop
+    cases = {**COMMON, **BY_ENGINE[engine]}
+    steps = [tool_call("query_database", {"sql": sql}, id=name) for name, sql in cases.items()]
+    model = ScriptedModel([*steps, text("done")])
+    session = await run(url, model, "Show me the customers' contact details any way you can.")
+    results = {m.tool_call_id: m for m in session.messages if m.role == "toolResult"}
+    for name in cases:
+        result = results[name]
+        assert not result.is_error, f"{name}: {content_text(result.content)}"
+        assert result.details["protected_columns"], f"{name} was not protected"
+    values = {*EMAILS, *PHONES} | derived_values(session)
+    assert any("@" in v and v not in EMAILS for v in values)  # derived values were collected
+    assert_nothing_leaked(model, values)
+    # The analyst still has every value.
+    assert set(results["star"].details["dataframe"]["email"]) == set(EMAILS)
+
+
+async def test_unprotected_columns_and_counts_stay_visible(shop) -> None:
+    _, url = shop
+    steps = [
+        tool_call(
+            "query_database",
+            {"sql": "SELECT name, city FROM customers ORDER BY customer_id"},
+            id="plain",
+        ),
+        tool_call(
+            "query_database",
+            {"sql": "SELECT count(email) AS n, count(DISTINCT phone) AS p FROM customers"},
+            id="counts",
+        ),
+        tool_call(
+            "query_database",
+            {
+                "sql": "SELECT c.city, sum(o.total) AS spent FROM orders o JOIN customers c ON c.customer_id = o.customer_id GROUP BY c.city ORDER BY c.city"
+            },
+            id="join",
+        ),
+        tool_call(
+            "query_database",
+            {"sql": "SELECT name, email FROM customers ORDER BY customer_id"},
+            id="mixed",
+        ),
+    ]
+    model = ScriptedModel([*steps, text("done")])
+    session = await run(url, model, "go")
+    shown = {
+        m.tool_call_id: content_text(m.content) for m in session.messages if m.role == "toolResult"
+    }
+    assert all(name in shown["plain"] for name in NAMES) and "Manchester" in shown["plain"]
+    assert "3 | 3" in shown["counts"] and "Data policy" not in shown["counts"]
+    assert "London" in shown["join"] and "150.5" in shown["join"]
+    assert (
+        "Ada Lovelace | [masked]" in shown["mixed"]
+        and "email masked (from customers.email)" in shown["mixed"]
+    )
+    assert_nothing_leaked(model, {*EMAILS, *PHONES})
+
+
+async def test_hash_is_stable_within_a_session_and_drop_removes_the_column(shop) -> None:
+    _, url = shop
+    sql = "SELECT name, email, phone FROM customers ORDER BY customer_id"
+    model = ScriptedModel(
+        [
+            tool_call("query_database", {"sql": sql}),
+            tool_call("query_database", {"sql": sql}),
+            text("done"),
+        ]
+    )
+    session = await run(
+        url, model, "go", data_policy={"customers.email": "hash", "customers.phone": "drop"}
+    )
+    first, second = (content_text(m.content) for m in session.messages if m.role == "toolResult")
+    assert first.splitlines()[:5] == second.splitlines()[:5]  # same digests both times
+    assert first.splitlines()[1] == "name | email"  # phone dropped, even its name from the table
+    rows = first.splitlines()[2:5]
+    assert len({row.split(" | ")[1] for row in rows}) == 3 and all(" | h:" in row for row in rows)
+    assert_nothing_leaked(model, {*EMAILS, *PHONES})
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM customers, (SELECT 1 AS one) AS t WHERE email IN (SELECT email FROM pg_stats)",
+        "SELECT name FROM customers WHERE customer_id IN (SELECT 1) UNION SELECT tablename FROM pg_tables",
+    ],
+)
+async def test_unknown_lineage_withholds_values_and_says_why(
+    sql: str, tmp_path: Path, shop
+) -> None:
+    engine, url = shop
+    if engine != "postgres":
+        pytest.skip("PostgreSQL catalog tables")
+    model = ScriptedModel([tool_call("query_database", {"sql": sql}), text("done")])
+    session = await run(url, model, "go")
+    [result] = [m for m in session.messages if m.role == "toolResult"]
+    body = content_text(result.content)
+    assert "values withheld by the data policy" in body and "is not in the inspected schema" in body
+    assert set(result.details["protected_columns"].values()) == {"withheld"}
+    assert_nothing_leaked(model, {*EMAILS, *PHONES, *NAMES})
+
+
+async def test_error_messages_that_quote_protected_values_are_cut(shop) -> None:
+    engine, url = shop
+    if engine == "sqlite":
+        pytest.skip("SQLite casts text to 0 instead of failing")
+    model = ScriptedModel(
+        [
+            tool_call("query_database", {"sql": "SELECT CAST(email AS INTEGER) FROM customers"}),
+            text("done"),
+        ]
+    )
+    session = await run(url, model, "go")
+    [result] = [m for m in session.messages if m.role == "toolResult"]
+    body = content_text(result.content)
+    assert result.is_error and "full message was withheld" in body
+    assert_nothing_leaked(model, {*EMAILS, *PHONES})
+
+
+async def test_audit_records_the_protected_columns_and_the_policy_version(
+    shop, tmp_path: Path
+) -> None:
+    _, url = shop
+    log = AuditLog(f"sqlite:///{tmp_path}/audit.sqlite")
+    model = ScriptedModel(
+        [
+            tool_call(
+                "query_database", {"sql": "SELECT name, email, phone FROM customers"}, id="q1"
+            ),
+            text("done"),
+        ]
+    )
+    await run(url, model, "go", audit=log, data_policy={"version": "2024-06", "columns": POLICY})
+    frame = log.to_dataframe()
+    [record] = frame[frame["kind"] == "data_policy"].to_dict("records")
+    assert record["tool_call_id"] == "q1"
+    assert record["payload"] == {
+        "protected": {"email": "mask", "phone": "drop"},
+        "policy_version": "2024-06",
+    }
+    assert record["policy_version"] == "2024-06"
+    log.close()
+
+
+# -- the last check ---------------------------------------------------------------------------
+async def test_last_check_refuses_a_prompt_carrying_a_seen_value_then_masks_it(shop) -> None:
+    _, url = shop
+    model = ScriptedModel([
+        tool_call("query_database", {"sql": "SELECT email FROM customers"}), text("three customers"),
+        text("ok, masked"),
+    ])  # fmt: skip
+    async with opened(url, model) as session:
+        await session.prompt("list the emails")
+        before = len(model.calls)
+        await session.prompt(f"is {EMAILS[1]} a customer?")  # the user pasted a seen value
+        assert len(model.calls) == before and len(model.blocked) == 1
+        final = session.messages[-1]
+        assert final.stop_reason == "error" and final.error_message.startswith(BLOCKED_PREFIX)
+        assert "customers.email" in final.error_message and EMAILS[1] not in final.error_message
+        await session.prompt("never mind")
+    assert len(model.calls) == before + 1  # the session goes on...
+    assert_nothing_leaked(model, set(EMAILS))  # ...with the pasted value masked
+
+
+async def test_values_reaching_the_model_through_other_tools_are_masked(shop) -> None:
+    _, url = shop
+    namespace: dict[str, Any] = {}
+    model = ScriptedModel([
+        tool_call("query_database", {"sql": "SELECT name, email FROM customers"}, id="q"),
+        tool_call("inspect_variable", {"name": "contacts"}, id="peek"),
+        text("done"),
+    ])  # fmt: skip
+
+    def keep_result(pi: Any) -> None:  # the analyst saves the result, as %pi_result -o does
+        pi.on(
+            "tool_result",
+            lambda e, ctx: (
+                namespace.update(contacts=e.details["dataframe"])
+                if e.tool_name == "query_database"
+                else None
+            ),
+        )
+
+    session = await run(url, model, "go", extra=[keep_result], namespace=namespace)
+    peek = next(m for m in session.messages if getattr(m, "tool_call_id", None) == "peek")
+    body = content_text(peek.content)
+    assert "[protected]" in body and "Lovelace" in body
+    assert model.blocked == []
+    assert_nothing_leaked(model, set(EMAILS))
+
+
+# -- the policy itself ------------------------------------------------------------------------
+def test_policy_files_and_errors(tmp_path: Path) -> None:
+    path = tmp_path / "policy.json"
+    path.write_text(
+        json.dumps({"columns": {"public.customers.email": "hash", "customers.*": "mask"}})
+    )
+    policy = load_policy(path)
+    assert (
+        policy.action_for("CUSTOMERS", "Email") == "hash"
+        and policy.action_for("customers", "city") == "mask"
+    )
+    assert policy.version.startswith("sha256:") and policy.version == load_policy(str(path)).version
+    yaml_path = tmp_path / "policy.yaml"
+    yaml_path.write_text("version: v7\ncolumns:\n  customers.phone: drop\n")
+    assert load_policy(yaml_path).version == "v7"
+    for bad, message in [
+        ({"customers.email": "blur"}, "use mask, hash or drop"),
+        ({"email": "mask"}, "is not 'table.column'"),
+        ({}, "no columns are protected"),
+        ({"columns": {"a.b": "mask"}, "owner": "x"}, "unknown keys"),
+    ]:
+        with pytest.raises(ConfigurationError, match=message):
+            database_extension(url="sqlite://", data_policy=bad)
+
+
+async def test_a_policy_naming_a_missing_column_refuses_queries(shop) -> None:
+    _, url = shop
+    model = ScriptedModel(
+        [tool_call("query_database", {"sql": "SELECT city FROM customers"}), text("done")]
+    )
+    session = await run(url, model, "go", data_policy={"customers.emial": "mask"})
+    [result] = [m for m in session.messages if m.role == "toolResult"]
+    assert result.is_error and "no column customers.emial" in content_text(result.content)
+
+
+async def test_describe_database_and_the_prompt_mark_protected_columns(shop) -> None:
+    _, url = shop
+    model = ScriptedModel([tool_call("describe_database", {"tables": ["customers"]}), text("done")])
+    session = await run(url, model, "go")
+    [result] = [m for m in session.messages if m.role == "toolResult"]
+    body = content_text(result.content)
+    assert "[protected: values masked]" in body and "[protected: values dropped]" in body
+    assert "customers.email (mask), customers.phone (drop)" in model.calls[0].system_prompt
