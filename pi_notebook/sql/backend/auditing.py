@@ -15,8 +15,6 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pi_notebook.errors import AuditUnavailableError
-
 if TYPE_CHECKING:
     from pi_notebook.audit.records import AuditRecord
 
@@ -69,20 +67,13 @@ def record_before(
     Returns what the sink returned (``AuditLog``: the record's hash).
 
     Raises:
-        AuditUnavailableError: the record could not be committed (any sink failure becomes
-            this); whatever it would authorise must not happen.
+        AuditUnavailableError: (``AuditLog``) the record could not be committed; another sink
+            raises what it raises. Either way whatever it would authorise must not happen.
     """
     if audit is None:
         return None
     kind, body, ids = _split(record, payload, ids)
-    try:
-        return audit.record(kind, body, durable=True, **ids)
-    except AuditUnavailableError:
-        raise
-    except Exception as exc:  # a sink that fails in its own way fails closed too
-        raise AuditUnavailableError(
-            f"the audit store is unavailable: the {kind!r} record failed ({type(exc).__name__})"
-        ) from exc
+    return audit.record(kind, body, durable=True, **ids)
 
 
 async def commit_before(
@@ -101,8 +92,8 @@ async def commit_before(
     see ``AuditLog.commit``.
 
     Raises:
-        AuditUnavailableError: the record could not be committed in time; whatever it would
-            authorise must not happen.
+        AuditUnavailableError: (``AuditLog``) the record could not be committed in time;
+            another sink raises what it raises. Whatever it would authorise must not happen.
     """
     if audit is None:
         return None
@@ -110,16 +101,9 @@ async def commit_before(
     if commit is None or not asyncio.iscoroutinefunction(commit):
         result = await asyncio.to_thread(record_before, audit, record, payload, **ids)
         return result if isinstance(result, str) else None
-    try:
-        if isinstance(record, str):
-            return await commit(record, dict(payload or {}), sync=sync, **ids)
-        return await commit(record, sync=sync)
-    except AuditUnavailableError:
-        raise
-    except Exception as exc:
-        raise AuditUnavailableError(
-            f"the audit store is unavailable: the record failed ({type(exc).__name__})"
-        ) from exc
+    if isinstance(record, str):
+        return await commit(record, dict(payload or {}), sync=sync, **ids)
+    return await commit(record, sync=sync)
 
 
 def record_after(
