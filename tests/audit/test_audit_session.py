@@ -113,7 +113,7 @@ async def test_d8_records_of_an_approved_write(tmp_path: Path) -> None:
     )
     assert shape(records) == [
         "tool_execution_start",
-        "write_preview",  # the backend's measure of the write, before the person is asked
+        "write_preview",  # the preview starts (durable), then its result
         "write_preview",
         "approval:approved",
         "tool_call:allowed",
@@ -131,7 +131,7 @@ async def test_d8_records_of_a_rejected_write(tmp_path: Path) -> None:
     records, _, _ = await run_call(tmp_path, "DELETE FROM items", ui=AnsweringUI(False))
     assert shape(records) == [
         "tool_execution_start",
-        "write_preview",
+        "write_preview",  # the preview starts (durable), then its result
         "write_preview",
         "approval:rejected",
         "tool_call:blocked",
@@ -161,7 +161,7 @@ async def test_d4_d8_records_of_a_mutation_after_approval(tmp_path: Path) -> Non
     )
     assert shape(records) == [
         "tool_execution_start",
-        "write_preview",  # the backend's measure of the write, before the person is asked
+        "write_preview",  # the preview starts (durable), then its result
         "write_preview",
         "approval:approved",
         "tool_call:allowed",
