@@ -92,7 +92,7 @@ async def approved_write(
     (result,) = [m for m in session.messages if getattr(m, "role", None) == "toolResult"]
     text_out = " ".join(getattr(p, "text", "") for p in result.content)  # type: ignore[attr-defined]
     assert result.is_error  # type: ignore[attr-defined]
-    session.abort()
+    await session.close()  # releases the database worker (its flush gives up on a dead store)
     return text_out, took, max(gaps, default=0.0)
 
 
