@@ -173,9 +173,10 @@ async def test_d4_d8_records_of_a_mutation_after_approval(tmp_path: Path) -> Non
     assert mismatch["approved_hash"] == approval["args_hash"] != mismatch["final_hash"]
     assert mismatch["sql"] == "DROP TABLE items"
     # The gate's decision record shows the arguments execute received, not those approved.
-    assert payload_of(records, "tool_call", decision="allowed")["input"]["sql"] == (
-        "DROP TABLE items"
-    )
+    assert payload_of(records, "tool_call", decision="allowed")["input"] == {
+        "sql": "DROP TABLE items",
+        "count_rows": False,
+    }
     import sqlalchemy as sa
 
     engine = sa.create_engine(db_url)
