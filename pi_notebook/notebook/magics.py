@@ -147,16 +147,13 @@ class PiMagics(Magics):
             ) from None
 
     def _verify_notebook(self, path_text: str, audit: Any) -> None:
-        from .. import audit as audit_module
+        from ..audit import verify_notebook
 
-        verify = getattr(audit_module, "verify_notebook", None)
-        if verify is None:
-            raise UsageError("This version of pi_notebook.audit cannot verify notebooks yet.")
         path = Path(path_text).expanduser()
         if not path.is_file():
             raise UsageError(f"No notebook at {path}: give the path of a saved .ipynb file.")
         try:
-            report = verify(path, audit)
+            report = verify_notebook(path, audit)
         except Exception as exc:
             raise UsageError(f"{path.name} cannot be verified: {exc}") from None
         print(report)

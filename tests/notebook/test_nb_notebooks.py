@@ -88,6 +88,8 @@ def test_executed_quickstart_saved_and_converted_keeps_the_record(tmp_path: Path
     result value and the answer, and every stamped output matches its audit record."""
     from nbconvert import HTMLExporter
 
+    from pi_notebook.audit import verify_notebook
+
     notebook = _execute("quickstart.ipynb")
     stamped = _stamped(notebook)
     assert len(stamped) == 2
@@ -110,6 +112,8 @@ def test_executed_quickstart_saved_and_converted_keeps_the_record(tmp_path: Path
     assert "Error displaying widget" not in html
     audit_url = f"sqlite:///{Path(os.environ['PI_NOTEBOOK_DATA_DIR']) / 'audit.sqlite'}"
     assert _check_against_audit(path, audit_url) == []
+    report = verify_notebook(path, audit_url)
+    assert report.ok and report.outputs == 2, report.problems
     edited = nbformat.read(path, as_version=4)
     output = _stamped(edited)[0]
     output["data"]["text/html"] = output["data"]["text/html"].replace("delivered", "lost")
@@ -117,15 +121,13 @@ def test_executed_quickstart_saved_and_converted_keeps_the_record(tmp_path: Path
     assert _check_against_audit(path, audit_url) == [
         f"altered output {output['metadata']['pi_notebook']['run_id']}"
     ]
+    report = verify_notebook(path, audit_url)
+    assert not report.ok and len(report.problems) == 1 and "altered" in report.problems[0]
 
 
 def test_pi_audit_verify_notebook_names_the_altered_output(tmp_path: Path) -> None:
     """``%pi_audit --verify-notebook PATH`` passes on the executed quickstart and names the
     output whose record was edited (needs the audit's ``verify_notebook``)."""
-    import pi_notebook.audit as audit_module
-
-    if not hasattr(audit_module, "verify_notebook"):
-        pytest.skip("pi_notebook.audit.verify_notebook has not landed on this branch yet")
     notebook = _execute("quickstart.ipynb")
     path = tmp_path / "shared.ipynb"
     nbformat.write(notebook, path)
