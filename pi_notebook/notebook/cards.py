@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
+from ipywidgets.widgets.widget_string import HTMLStyle
 
 from .record import (
     args_html,
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["LIVE_PREVIEW_ROWS", "ToolCard", "result_dataframe"]
 
 LIVE_PREVIEW_ROWS = 20
-_TONES = ("pi-ok", "pi-warn", "pi-bad", "pi-busy", "pi-muted")
+_BASE_CLASSES = ("pi-tool-card", "pi-card")
 
 
 class _Table:
@@ -45,6 +46,18 @@ class _Table:
         return {"text/html": self._html, "text/plain": self._plain}
 
 
+_SHARED: dict[str, widgets.Widget] = {}
+
+
+def _shared() -> dict[str, widgets.Widget]:
+    """Layout and style models every card uses unchanged: created once, not per card (a
+    widget model each costs about as much as the rest of a card)."""
+    if not _SHARED:
+        _SHARED.update(layout=widgets.Layout(), box_layout=widgets.Layout(),
+                       style=HTMLStyle())  # fmt: skip
+    return _SHARED
+
+
 class ToolCard(widgets.VBox):
     """A tool call: one HTML body (header, arguments, progress, error), and the widgets a call
     may need, created when it needs them: an approval box, the result ``Output``, the folded
@@ -54,7 +67,8 @@ class ToolCard(widgets.VBox):
         self.tool_call_id = tool_call_id
         self.label = label
         self.status = "queued"
-        self.body = widgets.HTML()
+        shared = _shared()
+        self.body = widgets.HTML(layout=shared["layout"], style=shared["style"])
         self.approval_box: widgets.VBox | None = None
         self.result: widgets.Output | None = None
         self.content_fold: widgets.Accordion | None = None
@@ -63,9 +77,8 @@ class ToolCard(widgets.VBox):
         self._args_html = ""
         self._tone = ""
         self._result_shown = False
-        super().__init__(children=[self.body])
-        self.add_class("pi-tool-card")
-        self.add_class("pi-card")
+        super().__init__(children=[self.body], _dom_classes=_BASE_CLASSES,
+                         layout=shared["box_layout"])  # fmt: skip
 
     @property
     def prompt(self) -> Any:
@@ -84,9 +97,7 @@ class ToolCard(widgets.VBox):
         self.status = card.status
         tone = card_tone(card)
         if tone != self._tone:
-            if self._tone:
-                self.remove_class(self._tone)
-            self.add_class(tone)
+            self._dom_classes = (*_BASE_CLASSES, tone)  # one change on the wire, not two
             self._tone = tone
         if card.args is not self._args or not self._args_html:
             self._args = card.args
