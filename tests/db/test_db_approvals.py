@@ -415,3 +415,31 @@ async def test_a_grant_misses_by_row_count(db: Scratch, governed: Any) -> None:
     assert int(db.scalar(f"SELECT sum(a) FROM {table}")) == 326
     [active] = ext.grants.list()
     assert active.uses == 1
+
+
+async def test_an_approval_the_audit_cannot_record_runs_nothing(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'u.sqlite'}"
+    scratch = Scratch("sqlite", url)
+    table = scratch.table()
+    ext = pi_notebook.database.database_extension(url)
+    model = _script(f"INSERT INTO {table} (a) VALUES (1)")
+    session = create_agent_session(model=model, ui=ScriptedApprovalUI("approved"), extensions=[ext],
+                                   audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip
+    audit = session.audit
+    assert audit is not None
+    real = audit.record
+
+    def failing(kind: Any, *args: Any, **kw: Any) -> Any:
+        if kind == "approval":
+            raise OSError("read-only file system")
+        return real(kind, *args, **kw)
+
+    audit.record = failing  # type: ignore[method-assign]
+    try:
+        await session.prompt("go")
+        [result] = _results(session)
+        assert result.is_error and "audit store is unavailable" in _text(result)
+        assert scratch.count(table) == 0 and len(ext.backend.capabilities) == 0
+    finally:
+        await session.close()
+        scratch.dispose()
