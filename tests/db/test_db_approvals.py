@@ -252,6 +252,8 @@ async def test_a_grant_covers_later_statements_inside_its_scope(db: Scratch, gov
     assert uses["payload"].iloc[0]["grant"]["grant_id"] == active.grant_id
     decisions = {r.tool_call_id: r.decision for r in ext.approvals.records()}
     assert decisions == {"q0": "approved", "q1": "granted", "q2": "approved", "q3": "approved"}
+    calls = session.audit.calls_dataframe()
+    assert dict(zip(calls["tool_call_id"], calls["decision"], strict=True)) == decisions
 
 
 async def test_a_grant_expires_and_can_be_revoked(tmp_path: Path, governed: Any) -> None:
@@ -434,7 +436,15 @@ async def test_an_approval_the_audit_cannot_record_runs_nothing(tmp_path: Path) 
             raise OSError("read-only file system")
         return real(kind, *args, **kw)
 
+    real_commit = audit.commit
+
+    async def failing_commit(kind: Any, *args: Any, **kw: Any) -> Any:  # the async path
+        if kind == "approval":
+            raise OSError("read-only file system")
+        return await real_commit(kind, *args, **kw)
+
     audit.record = failing  # type: ignore[method-assign]
+    audit.commit = failing_commit  # type: ignore[method-assign]
     try:
         await session.prompt("go")
         [result] = _results(session)
