@@ -9,7 +9,8 @@ still does::
     │   └── QueryAborted                (also a QueryError) a statement was cancelled, rolled back
     ├── ConfigurationError (ValueError) a setting or argument names nothing usable
     │   ├── ModelSpecError              the model string resolves to no model
-    │   └── ToolRegistrationError       a tool definition cannot be registered (C6)
+    │   ├── ToolRegistrationError       a tool definition cannot be registered (C6)
+    │   └── GrantError                  a scoped grant that may not be created
     ├── ToolArgumentsError              a tool call's arguments failed preparation or validation
     ├── UnexpectedModelCall (AssertionError)  a ScriptedModel ran past its script
     ├── StateError (RuntimeError)       the call does not fit what the object is doing now
@@ -17,6 +18,8 @@ still does::
     │   ├── SessionClosedError          a prompt after close()
     │   ├── RuntimeNotInitializedError  an ExtensionAPI runtime call while factories load (C3)
     │   └── AwaitNotSupportedError      the kernel cannot take clicks while a cell awaits
+    ├── ApprovalRefused                 a call was refused right before execute: it lacks the
+    │                                   approval it needs, or its arguments changed since
     ├── QueryError                      a statement did not run or failed (short, safe text)
     │   ├── QueryRefused                the backend's final check refused it; nothing ran
     │   └── QueryAborted
@@ -32,10 +35,12 @@ from __future__ import annotations
 __all__ = [
     "AbortError",
     "AgentBusyError",
+    "ApprovalRefused",
     "AuditError",
     "AuditUnavailableError",
     "AwaitNotSupportedError",
     "ConfigurationError",
+    "GrantError",
     "ModelSpecError",
     "PiNotebookError",
     "QueryAborted",
@@ -71,6 +76,14 @@ class ModelSpecError(ConfigurationError):
 
 class ToolRegistrationError(ConfigurationError):
     """A tool definition that cannot be registered (C6)."""
+
+
+class GrantError(ConfigurationError):
+    """A scoped grant that may not be created (DDL, privileges, settings, files, no bound)."""
+
+
+class ApprovalRefused(PiNotebookError):
+    """A call was refused right before ``execute``; the message says why and nothing ran."""
 
 
 class ToolArgumentsError(PiNotebookError):

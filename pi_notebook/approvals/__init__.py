@@ -1,7 +1,22 @@
-"""Approvals: the approval protocol, durable records of decisions (D3) and one-shot
-capabilities (D4)."""
+"""Approvals: the typed approval protocol, the one gate that asks, one-shot capabilities (D4),
+approval for any tool (``requires_approval``), and decisions read back from the audit (D3).
+
+A gate builds an :class:`ApprovalRequest`, :func:`ask` puts it to the UI
+(``request_approval``, else ``confirm``) and returns an exact decision; the caller commits an
+``approval`` audit record before anything runs, then grants a capability bound to the call id
+and the hash of the final arguments, which the executing layer consumes once.
+"""
 
 from pi_notebook.approvals.capabilities import CapabilityCheck, CapabilityStore
+from pi_notebook.approvals.gate import (
+    NO_UI_REASON,
+    REJECTED_REASON,
+    GateAnswer,
+    GateDecision,
+    approval_method,
+    ask,
+)
+from pi_notebook.approvals.hashing import args_hash, canonical_args, canonical_json
 from pi_notebook.approvals.protocol import (
     ApprovalOutcome,
     ApprovalRequest,
@@ -12,22 +27,37 @@ from pi_notebook.approvals.protocol import (
 )
 from pi_notebook.approvals.records import (
     ApprovalDecision,
+    ApprovalEntry,
     ApprovalRecord,
-    ApprovalStore,
-    default_approvals_url,
+    AuditApprovals,
+    approvals_dataframe,
 )
+from pi_notebook.approvals.tools import TOOL_POLICY_VERSION, ToolApprovals, commit_record
 
 __all__ = [
+    "NO_UI_REASON",
+    "REJECTED_REASON",
+    "TOOL_POLICY_VERSION",
     "ApprovalDecision",
+    "ApprovalEntry",
     "ApprovalOutcome",
     "ApprovalRecord",
     "ApprovalRequest",
-    "ApprovalStore",
     "ApprovalUI",
+    "AuditApprovals",
     "CapabilityCheck",
     "CapabilityStore",
     "Decision",
+    "GateAnswer",
+    "GateDecision",
     "Grant",
+    "ToolApprovals",
     "WritePreview",
-    "default_approvals_url",
+    "approval_method",
+    "approvals_dataframe",
+    "args_hash",
+    "ask",
+    "canonical_args",
+    "canonical_json",
+    "commit_record",
 ]

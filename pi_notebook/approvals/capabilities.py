@@ -3,8 +3,10 @@
 A capability is bound to one ``tool_call_id`` and the canonical hash of the arguments the
 user approved. It is consumed atomically, exactly once, before it expires; consuming with a
 different hash burns it too (a changed statement is treated as tampering, never retried).
-What does not belong here: deciding what needs approval, asking the user, or storing the
-approval record (see :mod:`pi_notebook.approvals.records`).
+A capability dies with the call that earned it: :meth:`CapabilityStore.revoke` (called when
+the call ends, however it ends) drops it and burns the id. What does not belong here: deciding
+what needs approval, asking the user, or recording the decision (the audit does, see
+:mod:`pi_notebook.approvals.records`).
 """
 
 from __future__ import annotations
@@ -125,10 +127,24 @@ class CapabilityStore:
             max_rows=grant.max_rows,
         )
 
-    def revoke(self, tool_call_id: str) -> None:
-        """Drop an unused capability (for a call that ended without executing)."""
+    def revoke(self, tool_call_id: str) -> bool:
+        """End the capability of a call that is over (blocked, errored, aborted or finished).
+
+        An unused capability is dropped, and the call id is burnt like a consumed one: it can
+        never be granted again, so a later call reusing the id cannot inherit the approval.
+        Returns True if the id held or had held a capability (it is burnt now).
+        """
         with self._lock:
-            self._grants.pop(tool_call_id, None)
+            held = self._grants.pop(tool_call_id, None) is not None
+            if held:
+                self._spent.add(tool_call_id)
+            return held or tool_call_id in self._spent
+
+    def used(self, tool_call_id: str) -> bool:
+        """Whether ``tool_call_id`` holds a capability or already had one (then it is burnt)."""
+        with self._lock:
+            self._expire_locked()
+            return tool_call_id in self._grants or tool_call_id in self._spent
 
     def __len__(self) -> int:
         with self._lock:

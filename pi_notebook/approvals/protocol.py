@@ -88,6 +88,9 @@ class ApprovalRequest:
         preview: what the call would do, when the tool can measure it.
         editable: the person may change the arguments before approving.
         timeout_s: seconds until an unanswered request expires (``None``: no limit).
+        grant_scope: a scope the UI may offer to grant instead of this one approval (taken
+            from the statement; the person may narrow or widen it), or ``None`` when this
+            call cannot be covered by a grant.
     """
 
     tool_call_id: str
@@ -99,6 +102,7 @@ class ApprovalRequest:
     preview: WritePreview | None = None
     editable: bool = False
     timeout_s: float | None = None
+    grant_scope: Grant | None = None
 
 
 @dataclass(frozen=True)

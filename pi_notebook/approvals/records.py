@@ -1,118 +1,232 @@
-"""Approval records (D3): what the user decided about which exact arguments, kept durably.
+"""Decisions on record: the audit is the one store (D3), and this is its view of approvals.
 
-Each decision is written and committed through SQLAlchemy (table ``pi_approvals``; by default
-a SQLite file in the user's data directory) before an approved statement may run. What does
-not belong here: the capability that lets the backend run the statement
-(:mod:`pi_notebook.approvals.capabilities`) and the hash-chained audit log.
+A gate writes each decision as a durable audit record of kind ``approval`` (payload: an
+:class:`ApprovalEntry`) before anything it authorises runs; a call that runs inside a scoped
+grant writes ``grant_use`` instead. The audit redacts and hash-chains them like every other
+record. :func:`approvals_dataframe` reads them back, one row per decision (what
+``%pi_approvals`` shows); :class:`AuditApprovals` is the same view as an object.
+
+What does not belong here: asking (:mod:`.gate`), the capability the backend consumes
+(:mod:`.capabilities`), and writing the audit itself (:mod:`pi_notebook.audit`).
 """
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, get_args
 
-import pandas as pd
-import sqlalchemy as sa
+if TYPE_CHECKING:
+    import pandas as pd
 
-from pi_notebook._paths import data_dir
+__all__ = [
+    "APPROVAL_COLUMNS",
+    "APPROVAL_KINDS",
+    "ApprovalDecision",
+    "ApprovalEntry",
+    "ApprovalRecord",
+    "AuditApprovals",
+    "approvals_dataframe",
+]
 
-__all__ = ["ApprovalDecision", "ApprovalRecord", "ApprovalStore", "default_approvals_url"]
-
-ApprovalDecision = Literal["approved", "rejected", "expired", "no_ui", "aborted"]
+ApprovalDecision: TypeAlias = Literal[
+    "approved", "rejected", "expired", "no_ui", "aborted", "refused", "granted"
+]
+"""``approved`` / ``rejected`` (the person), ``expired`` (the gate's deadline), ``no_ui``,
+``aborted`` (the run stopped while asking), ``refused`` (the person approved, but what they
+approved may not run: an edit that is refused, a grant that may not be created), ``granted``
+(ran inside a scoped grant without asking; kind ``grant_use``)."""
 DECISIONS: tuple[str, ...] = get_args(ApprovalDecision)
-
-_metadata = sa.MetaData()
-approvals_table = sa.Table(
-    "pi_approvals",
-    _metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("tool_call_id", sa.String(200), nullable=False, index=True),
-    sa.Column("tool_name", sa.String(200), nullable=False),
-    sa.Column("args_hash", sa.String(64), nullable=False),
-    sa.Column("decision", sa.String(16), nullable=False),
-    sa.Column("user", sa.String(200), nullable=True),
-    sa.Column("session_id", sa.String(200), nullable=True),
-    sa.Column("timestamp", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("policy_version", sa.String(100), nullable=False),
-    sa.Column("sql", sa.Text, nullable=False),
-    sa.Column("reason", sa.Text, nullable=True),
-)
+APPROVAL_KINDS = ("approval", "grant_use")
+"""Audit record kinds that hold a decision."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class ApprovalRecord:
-    """One approval decision, bound to the canonical hash of the arguments shown."""
+class ApprovalEntry:
+    """The payload of one ``approval`` (or ``grant_use``) audit record.
 
-    tool_call_id: str
-    tool_name: str
-    args_hash: str
+    Attributes:
+        decision: see :data:`ApprovalDecision`.
+        args_hash: the hash the approval binds to (of the edited arguments, after an edit).
+        args: the arguments approved, as shown (for SQL tools, ``{"sql": ...}``).
+        reasons: why the call needed approval.
+        reason: the block reason given to the model, when not approved.
+        user: the login running the session.
+        approver: who decided, when the UI says.
+        via: how the person was asked (``request_approval``, ``confirm``, ``none``, ``grant``).
+        waited_ms: how long the decision took.
+        timeout_s: the request's deadline.
+        problem: why a UI answer was not accepted (it raised or was malformed).
+        original_args_hash: the hash of the arguments before the person edited them.
+        original_args: those arguments.
+        preview: the measured effect the person saw (``affected_rows``, ``method``, ...).
+        grant: the grant created by this decision, or used by this call.
+    """
+
     decision: ApprovalDecision
-    policy_version: str
-    sql: str
-    user: str | None = None
-    session_id: str | None = None
+    args_hash: str
+    args: Mapping[str, Any]
+    reasons: Sequence[str] = ()
     reason: str | None = None
-    timestamp: datetime = field(default_factory=lambda: datetime.now(UTC))
+    user: str | None = None
+    approver: str | None = None
+    via: str = "none"
+    waited_ms: float | None = None
+    timeout_s: float | None = None
+    problem: str | None = None
+    original_args_hash: str | None = None
+    original_args: Mapping[str, Any] | None = None
+    preview: Mapping[str, Any] | None = None
+    grant: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.decision not in DECISIONS:
             raise ValueError(f"unknown approval decision {self.decision!r}")
 
-
-def default_approvals_url() -> str:
-    """``sqlite:///<data dir>/approvals.sqlite``."""
-    return f"sqlite:///{data_dir() / 'approvals.sqlite'}"
-
-
-class ApprovalStore:
-    """Durable store of :class:`ApprovalRecord` (thread-safe; each ``record`` commits)."""
-
-    def __init__(self, url: str | sa.URL | None = None) -> None:
-        self._engine = sa.create_engine(url or default_approvals_url())
-        self._lock = threading.Lock()
-        self._created = False
-
-    def _ensure_table(self) -> None:
-        if not self._created:
-            _metadata.create_all(self._engine)
-            self._created = True
-
-    def record(self, rec: ApprovalRecord) -> None:
-        """Insert ``rec`` and commit before returning. Raises if it could not be stored."""
-        with self._lock:
-            self._ensure_table()
-            with self._engine.begin() as conn:
-                conn.execute(approvals_table.insert().values(**asdict(rec)))
-
-    def records(self, *, tool_call_id: str | None = None) -> list[ApprovalRecord]:
-        """All stored records in insertion order, optionally for one call id."""
-        with self._lock:
-            self._ensure_table()
-            query = sa.select(approvals_table).order_by(approvals_table.c.id)
-            if tool_call_id is not None:
-                query = query.where(approvals_table.c.tool_call_id == tool_call_id)
-            with self._engine.connect() as conn:
-                rows = conn.execute(query).mappings().all()
-        return [_from_row(dict(row)) for row in rows]
-
-    def to_dataframe(self, *, tool_call_id: str | None = None) -> pd.DataFrame:
-        """The records as a DataFrame, one row each (``timestamp`` as datetimes)."""
-        recs = self.records(tool_call_id=tool_call_id)
-        columns = [f.name for f in approvals_table.columns if f.name != "id"]
-        frame = pd.DataFrame([asdict(r) for r in recs], columns=columns)
-        frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True)
-        return frame
-
-    def close(self) -> None:
-        """Release the store's connections."""
-        self._engine.dispose()
+    def payload(self) -> dict[str, Any]:
+        """The record's payload: plain JSON values, absent fields left out."""
+        out: dict[str, Any] = {}
+        for key, value in asdict(self).items():
+            if value is None:
+                continue
+            if key in ("args", "original_args", "preview", "grant"):
+                value = dict(value)
+            elif key == "reasons":
+                value = list(value)
+            out[key] = value
+        return out
 
 
-def _from_row(row: dict[str, Any]) -> ApprovalRecord:
-    row.pop("id", None)
-    ts = row["timestamp"]
-    if isinstance(ts, datetime) and ts.tzinfo is None:  # SQLite drops the zone; we store UTC
-        row["timestamp"] = ts.replace(tzinfo=UTC)
-    return ApprovalRecord(**row)
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRecord:
+    """One decision as read back from the audit (already redacted by it)."""
+
+    tool_call_id: str
+    tool_name: str
+    args_hash: str
+    decision: str
+    policy_version: str | None
+    sql: str | None
+    user: str | None = None
+    approver: str | None = None
+    session_id: str | None = None
+    reason: str | None = None
+    affected_rows: int | None = None
+    original_args_hash: str | None = None
+    grant_id: str | None = None
+    kind: str = "approval"
+    audit_hash: str | None = None
+    timestamp: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+
+APPROVAL_COLUMNS = [f for f in ApprovalRecord.__dataclass_fields__ if f != "timestamp"]
+APPROVAL_COLUMNS.insert(0, "timestamp")
+
+
+class _AuditReader(Protocol):
+    def to_dataframe(
+        self,
+        session: str | None = None,
+        tool: str | None = None,
+        tool_call_id: str | None = None,
+        since: Any = None,
+        kind: str | Sequence[str] | None = None,
+    ) -> pd.DataFrame: ...
+
+
+def approvals_dataframe(
+    audit: _AuditReader | None,
+    *,
+    session: str | None = None,
+    tool_call_id: str | None = None,
+) -> pd.DataFrame:
+    """Every decision in ``audit`` (all sessions unless ``session``), oldest first.
+
+    Columns: timestamp (UTC datetimes), tool_call_id, tool_name, args_hash, decision,
+    policy_version, sql, user, approver, session_id, reason, affected_rows,
+    original_args_hash, grant_id, kind, audit_hash. Values are as the audit stored them, so
+    its redaction applies (a password literal in an approved statement is masked here too).
+    ``audit=None`` gives the empty frame with these columns.
+    """
+    import pandas as pd
+
+    records = approval_records(audit, session=session, tool_call_id=tool_call_id)
+    frame = pd.DataFrame([asdict(r) for r in records], columns=APPROVAL_COLUMNS)
+    frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True)
+    frame["affected_rows"] = frame["affected_rows"].astype("Int64")
+    return frame
+
+
+def approval_records(
+    audit: _AuditReader | None, *, session: str | None = None, tool_call_id: str | None = None
+) -> list[ApprovalRecord]:
+    """The decisions of :func:`approvals_dataframe`, as :class:`ApprovalRecord` objects."""
+    if audit is None:
+        return []
+    frame = audit.to_dataframe(session=session, tool_call_id=tool_call_id,
+                               kind=list(APPROVAL_KINDS))  # fmt: skip
+    out: list[ApprovalRecord] = []
+    for row in frame.to_dict("records"):
+        raw = row.get("payload")
+        payload: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        args, preview, grant = payload.get("args"), payload.get("preview"), payload.get("grant")
+        rows = preview.get("affected_rows") if isinstance(preview, dict) else None
+        kind = str(row.get("kind"))
+        out.append(
+            ApprovalRecord(
+                tool_call_id=str(row.get("tool_call_id")),
+                tool_name=str(row.get("tool_name")),
+                args_hash=str(payload.get("args_hash", "")),
+                decision=str(payload.get("decision", "granted" if kind == "grant_use" else "")),
+                policy_version=_opt(row.get("policy_version")),
+                sql=_opt(args.get("sql")) if isinstance(args, dict) else None,
+                user=_opt(payload.get("user", row.get("user"))),
+                approver=_opt(payload.get("approver")),
+                session_id=_opt(row.get("session_id")),
+                reason=_opt(payload.get("reason")),
+                affected_rows=rows if isinstance(rows, int) else None,
+                original_args_hash=_opt(payload.get("original_args_hash")),
+                grant_id=_opt(grant.get("grant_id")) if isinstance(grant, dict) else None,
+                kind=kind,
+                audit_hash=_opt(row.get("hash")),
+                timestamp=_datetime(row.get("timestamp")),
+            )
+        )
+    out.sort(key=lambda r: r.timestamp)  # the audit orders by session; decisions read by time
+    return out
+
+
+def _datetime(value: Any) -> datetime:
+    to_py = getattr(value, "to_pydatetime", None)
+    value = to_py() if callable(to_py) else value
+    if not isinstance(value, datetime):
+        raise ValueError(f"audit record without a timestamp: {value!r}")
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _opt(value: Any) -> str | None:
+    return None if value is None or value != value else str(value)  # NaN from pandas is None
+
+
+class AuditApprovals:
+    """The decisions of one audit log, as the database extension's ``approvals`` shows them.
+
+    Args:
+        audit: the audit log (``None``: no audit, so no decisions on record).
+    """
+
+    def __init__(self, audit: _AuditReader | None) -> None:
+        self.audit = audit
+
+    def records(
+        self, *, tool_call_id: str | None = None, session: str | None = None
+    ) -> list[ApprovalRecord]:
+        """Decisions in order, optionally of one call or one session."""
+        return approval_records(self.audit, session=session, tool_call_id=tool_call_id)
+
+    def to_dataframe(
+        self, *, tool_call_id: str | None = None, session: str | None = None
+    ) -> pd.DataFrame:
+        """Decisions as a DataFrame (see :func:`approvals_dataframe`)."""
+        return approvals_dataframe(self.audit, session=session, tool_call_id=tool_call_id)

@@ -1,9 +1,10 @@
 """``DatabaseExtension``: the factory that registers ``query_database`` and its gate.
 
 Read-only SQL runs at once. Anything that writes or has a side effect needs the user's approval
-through ``ctx.ui.confirm``; the approval is stored durably and becomes a one-shot capability for
-this call id and the canonical hash of the arguments shown. The backend checks again on the SQL
-it is about to run (the gate is intent, the backend is authorisation).
+(``ui.request_approval``, else ``ctx.ui.confirm``); the decision is committed to the audit and
+an approval becomes a one-shot capability for this call id and the canonical hash of the
+arguments shown. The backend checks again on the SQL it is about to run (the gate is intent,
+the backend is authorisation). A capability dies with its call (``tool_execution_end``).
 
 Results: each call's DataFrame is in its tool result's ``details["dataframe"]`` (so in
 ``session.messages`` and the ``tool_execution_end`` event), never sent to the model. The
@@ -21,9 +22,11 @@ from typing import Any
 
 import pandas as pd
 
-from pi_notebook.approvals import ApprovalStore, CapabilityStore
+from pi_notebook.ai.messages import TextContent
+from pi_notebook.approvals import AuditApprovals, CapabilityStore
 from pi_notebook.database.describe import register_schema_context
-from pi_notebook.database.gate import TOOL_NAME, make_gate
+from pi_notebook.database.gate import TOOL_NAME, Edit, make_gate
+from pi_notebook.database.grants import GrantStore
 from pi_notebook.database.guard import install_data_policy
 from pi_notebook.database.policy import DataPolicy, load_policy
 from pi_notebook.database.schema import SchemaCache
@@ -49,7 +52,6 @@ class DatabaseExtension:
         approval_timeout_s: how long the user has to decide; no decision is a denial.
         statement_timeout_s: a statement running longer is cancelled.
         capability_ttl_s: how long an approval stays usable before the call executes.
-        approvals_url: SQLAlchemy URL of the approval records (default: the data directory).
         keep_results: how many DataFrames ``results`` keeps.
         semantic: a semantic file (YAML/JSON path or dict): descriptions, glossary, examples.
         schema_budget_chars: size of the schema summary in the system prompt (0: none).
@@ -61,7 +63,7 @@ class DatabaseExtension:
 
     def __init__(self, url: str | None = None, *, row_cap: int = 10_000,
                  approval_timeout_s: float = 30, statement_timeout_s: float = 30,
-                 capability_ttl_s: float = 60, approvals_url: str | None = None,
+                 capability_ttl_s: float = 60,
                  keep_results: int = 20, semantic: str | Path | dict[str, Any] | None = None,
                  schema_budget_chars: int = 2_000, schema_ttl_s: float | None = 600,
                  data_policy: DataPolicy | Mapping[str, Any] | str | Path | None = None,
@@ -71,11 +73,12 @@ class DatabaseExtension:
         self.approval_timeout_s = approval_timeout_s
         self.statement_timeout_s = statement_timeout_s
         self.capability_ttl_s = capability_ttl_s
-        self.approvals_url = approvals_url
         self.keep_results = keep_results
         self.results: OrderedDict[str, pd.DataFrame] = OrderedDict()
         self.backend: DatabaseBackend | None = None
-        self._approvals: ApprovalStore | None = None
+        self.approvals = AuditApprovals(None)
+        self.grants = GrantStore(None)
+        self.edits: dict[str, Edit] = {}
         self.content_policy: ContentPolicy | None = None
         self.semantic = load_semantic(semantic) if semantic is not None else None
         self.schema_budget_chars = schema_budget_chars
@@ -94,13 +97,6 @@ class DatabaseExtension:
         """The DataFrame of the most recent successful call, if any."""
         return next(reversed(self.results.values())) if self.results else None
 
-    @property
-    def approvals(self) -> ApprovalStore:
-        """The approval records (created on first use)."""
-        if self._approvals is None:
-            self._approvals = ApprovalStore(self.approvals_url)
-        return self._approvals
-
     def explain_approval(self, sql: str) -> str:
         """Why ``sql`` needs approval, in words (for a UI showing the approval prompt)."""
         dialect = self.backend.dialect if self.backend is not None else "sqlite"
@@ -112,8 +108,13 @@ class DatabaseExtension:
         backend = DatabaseBackend(url, row_cap=self.row_cap, approvals=CapabilityStore(),
                                   statement_timeout_s=self.statement_timeout_s)  # fmt: skip
         self.backend = backend
+        # Decisions are on record in the session's audit; this is the view of them.
+        self.approvals = AuditApprovals(pi.audit)
+        self.grants = GrantStore(backend.dialect)  # grants never outlive their connection
         pi.register_tool(make_query_tool(self, backend, pi))
         pi.on("tool_call", make_gate(self, backend, pi))
+        pi.on("tool_result", self._tell_model_of_edit)
+        pi.on("tool_execution_end", lambda event, _ctx: self._call_ended(backend, event))
         self.schema = SchemaCache(backend.engine, backend.dialect, ttl_s=self.schema_ttl_s)
         register_schema_context(pi, self.schema, query_tool=TOOL_NAME, semantic=self.semantic,
                                 budget=self.schema_budget_chars, policy=self.data_policy)  # fmt: skip
@@ -121,10 +122,30 @@ class DatabaseExtension:
             self.content_policy = install_data_policy(pi, self.data_policy, self.schema)
         pi.on("session_shutdown", lambda _event, _ctx: self._shutdown(backend))
 
+    def _tell_model_of_edit(self, event: Any, _ctx: Any) -> dict[str, Any] | None:
+        """The model is told the person edited the statement, and sees the one that ran."""
+        edit = self.edits.get(event.tool_call_id)
+        if edit is None or event.tool_name != TOOL_NAME:
+            return None
+        how = "it ran as a read, without further approval" if edit.kind == "read" else (
+            "it was approved as edited")  # fmt: skip
+        note = (f"Note: the user edited the statement before approving it ({how}). "
+                f"The statement that ran:\n{edit.sql}")  # fmt: skip
+        details = dict(event.details) if isinstance(event.details, dict) else {}
+        details["edited"] = {"original_sql": edit.original_sql, "sql": edit.sql,
+                             "original_args_hash": edit.original_args_hash,
+                             "args_hash": edit.args_hash}  # fmt: skip
+        return {"content": [TextContent(text=note), *event.content], "details": details}
+
+    def _call_ended(self, backend: DatabaseBackend, event: Any) -> None:
+        # A capability dies with the call that earned it, however the call ended (blocked by
+        # a later handler, errored, aborted, finished); its id is burnt (issue 15, item 4).
+        backend.capabilities.revoke(event.tool_call_id)
+        self.edits.pop(event.tool_call_id, None)
+
     def _shutdown(self, backend: DatabaseBackend) -> None:
+        self.grants.revoke_all()
         backend.dispose()
-        if self._approvals is not None:
-            self._approvals.close()
 
 
 def database_extension(url: str | None = None, **options: Any) -> DatabaseExtension:

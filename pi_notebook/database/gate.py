@@ -1,34 +1,80 @@
-"""The approval gate of ``query_database``: a ``tool_call`` handler (S24, D10).
+"""The approval gate of ``query_database``: a ``tool_call`` handler (S24, D10, issue 12).
 
-A read passes; a ``reject`` verdict is refused at once; a write asks the user, records the
-decision durably, and on approval grants the backend a one-shot capability for this call id
-and the canonical hash of the statement shown.
+- A read passes; a ``reject`` verdict is refused at once, without asking.
+- A write inside a live scoped grant runs without asking: ``grant_use`` is committed to the
+  audit and the call gets a one-shot capability bounded by the grant's ``max_rows``.
+- Any other write is measured first (``backend.preview``: affected rows, plan, sample), then
+  put to the person through the one approval gate (``request_approval`` when the UI has it,
+  else ``confirm("Database write", sql)``). The decision is committed to the audit before
+  anything runs; an approval becomes a capability bound to (call id, args hash, previewed
+  rows), which the backend consumes and re-counts inside the write's transaction.
+- Edit, then approve: edited SQL is classified and canonicalised again; a read runs as it is,
+  a write is previewed again and approved as edited (bound to the new hash), a reject is
+  refused. The edit replaces ``event.input.sql``, so ``execute`` runs it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import getpass
-import time
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pi_notebook.approvals import ApprovalRecord
-from pi_notebook.approvals.records import ApprovalDecision
+from pydantic import ValidationError
+
+from pi_notebook.approvals import (
+    REJECTED_REASON,
+    ApprovalEntry,
+    ApprovalRequest,
+    GateAnswer,
+    Grant,
+    WritePreview,
+    ask,
+    commit_record,
+)
+from pi_notebook.database.grants import ActiveGrant
+from pi_notebook.database.scope import StatementScope
+from pi_notebook.errors import AbortError, GrantError, QueryRefused
 from pi_notebook.sql import POLICY_VERSION, classify
 from pi_notebook.sql.backend import DatabaseBackend, query_args_hash
-from pi_notebook.sql.backend.auditing import record_before
 
 if TYPE_CHECKING:
     from pi_notebook import ExtensionAPI
     from pi_notebook.database.extension import DatabaseExtension
 
-__all__ = ["NO_UI_REASON", "REJECTED_REASON", "TOOL_NAME", "audit_of", "make_gate"]
+__all__ = [
+    "NO_UI_REASON",
+    "REJECTED_REASON",
+    "TITLE",
+    "TOOL_NAME",
+    "Edit",
+    "audit_of",
+    "make_gate",
+]
 
 TOOL_NAME = "query_database"
+TITLE = "Database write"
 NO_UI_REASON = "Write query requires interactive approval."
-REJECTED_REASON = "Rejected by user."
-# Extra time a UI gets past its own timeout before its silence counts as "expired".
-_UI_GRACE_S = 1.0
+GRANT_SUGGESTION_TTL_S = 1800.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Edit:
+    """A statement the person edited before approving (the model is told in the result)."""
+
+    original_sql: str
+    original_args_hash: str
+    sql: str
+    args_hash: str
+    kind: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Final:
+    """What may run once the decision is on record."""
+
+    sql: str
+    args_hash: str
+    kind: str  # "read" or "write"
+    preview: WritePreview | None
 
 
 def make_gate(ext: DatabaseExtension, backend: DatabaseBackend, pi: ExtensionAPI) -> Any:
@@ -43,76 +89,224 @@ def make_gate(ext: DatabaseExtension, backend: DatabaseBackend, pi: ExtensionAPI
         if verdict.kind == "read":
             return None
         if verdict.kind != "write":  # reject, or anything unknown: refuse without asking
-            return {"block": True, "reason": "Refused: " + "; ".join(verdict.reasons)}
-        args_hash = query_args_hash(sql, backend.dialect)
-        decision, reason = await _ask(sql, ctx, ext.approval_timeout_s)
-        record = ApprovalRecord(
-            tool_call_id=event.tool_call_id, tool_name=TOOL_NAME, args_hash=args_hash,
-            decision=decision, policy_version=POLICY_VERSION, sql=sql, user=_user(),
-            session_id=_session_id(ctx), reason=None if decision == "approved" else reason,
-        )  # fmt: skip
+            return _block("Refused: " + "; ".join(verdict.reasons))
+        call = _Call(ext, backend, pi, event, ctx, sql)
+        if backend.capabilities.used(call.call_id):
+            return _block(f"Refused: the call id {call.call_id!r} was already used in this "
+                          "session; each call needs a new id. Nothing was run.")  # fmt: skip
+        scope = ext.grants.scope_of(sql)
         try:
-            await asyncio.to_thread(ext.approvals.record, record)
-            await asyncio.to_thread(
-                record_before, audit_of(pi, ctx), "approval",
-                {"decision": decision, "args_hash": args_hash, "sql": sql,
-                 "reasons": list(verdict.reasons), "user": record.user},
-                tool_call_id=event.tool_call_id, tool_name=TOOL_NAME,
-                policy_version=POLICY_VERSION,
-            )  # fmt: skip
-        except Exception as exc:  # an approval we cannot record is no approval
-            return {
-                "block": True,
-                "reason": f"Approval could not be recorded ({type(exc).__name__}); not run.",
-            }
-        if decision != "approved":
-            return {"block": True, "reason": reason}
-        backend.capabilities.grant(event.tool_call_id, args_hash, ext.capability_ttl_s)
-        return None
+            preview, granted = await call.try_grants(scope)
+            if granted:
+                return None
+            return await call.ask_person(tuple(verdict.reasons), scope, preview)
+        except AbortError:
+            reason = "Not approved: the run was aborted while the write was previewed."
+            entry = ApprovalEntry(decision="aborted", args_hash=call.args_hash,
+                                  args={"sql": sql}, reasons=verdict.reasons, reason=reason)  # fmt: skip
+            try:
+                await call.commit("approval", entry)
+            except _Blocked:
+                pass  # blocked either way
+            return _block(reason)
+        except _Blocked as blocked:
+            return _block(str(blocked))
 
     return gate
 
 
-async def _ask(sql: str, ctx: Any, timeout: float) -> tuple[ApprovalDecision, str]:
-    """Ask the user; anything but an explicit, timely ``True`` is a denial."""
-    if not getattr(ctx, "has_ui", False):
-        return "no_ui", NO_UI_REASON
-    # As in the chapter: the message is the statement itself. A UI that wants to say why
-    # asks `explain_approval(sql)` (the notebook does).
-    signal = getattr(ctx, "signal", None)
-    started = time.monotonic()
-    try:
-        answer = await asyncio.wait_for(
-            ctx.ui.confirm("Database write", sql, signal=signal, timeout=timeout),
-            timeout + _UI_GRACE_S,
-        )
-    except TimeoutError:
-        return "expired", f"{REJECTED_REASON} (no decision within {timeout:g} s)"
-    except Exception as exc:
-        return "rejected", f"{REJECTED_REASON} (the approval prompt failed: {type(exc).__name__})"
-    if signal is not None and signal.aborted:
-        return "aborted", f"{REJECTED_REASON} (the run was aborted)"
-    if answer is True:
-        return "approved", ""
-    if time.monotonic() - started >= timeout * 0.98:
-        return "expired", f"{REJECTED_REASON} (no decision within {timeout:g} s)"
-    return "rejected", REJECTED_REASON
+class _Blocked(Exception):
+    """The call is blocked with this text (raised inside the gate only)."""
+
+
+class _Call:
+    """One write call going through the gate."""
+
+    def __init__(self, ext: DatabaseExtension, backend: DatabaseBackend, pi: ExtensionAPI,
+                 event: Any, ctx: Any, sql: str) -> None:  # fmt: skip
+        self.ext, self.backend, self.event, self.ctx, self.sql = ext, backend, event, ctx, sql
+        self.call_id: str = event.tool_call_id
+        self.audit = audit_of(pi, ctx)
+        self.signal = getattr(ctx, "signal", None)
+        self.args_hash = query_args_hash(sql, backend.dialect)
+        self.edited_others: dict[str, Any] = {}
+
+    async def preview(self, sql: str) -> WritePreview | None:
+        """The backend's measurement of ``sql`` (``None`` if the backend cannot preview).
+
+        Raises:
+            AbortError: the run was aborted.
+            _Blocked: the preview's own audit record could not be committed.
+        """
+        measure = getattr(self.backend, "preview", None)
+        if measure is None:
+            return None
+        try:
+            return await measure(self.call_id, sql, signal=self.signal, audit=self.audit)
+        except AbortError:
+            raise
+        except QueryRefused as exc:
+            raise _Blocked(f"Not run: the write could not be previewed ({exc})") from None
+        except Exception as exc:  # the database may be down: the person still decides
+            return WritePreview(affected_rows=None, note=f"The preview failed: {exc}")
+
+    async def commit(self, kind: str, entry: ApprovalEntry) -> None:
+        try:
+            await commit_record(self.audit, kind, entry.payload(), tool_call_id=self.call_id,
+                                tool_name=TOOL_NAME, policy_version=POLICY_VERSION)  # fmt: skip
+        except Exception as exc:  # an approval we cannot record is no approval
+            raise _Blocked(f"Not run: the decision could not be recorded ({exc}).") from None
+
+    async def try_grants(self, scope: StatementScope | None) -> tuple[WritePreview | None, bool]:
+        """Run inside a live grant if one covers the statement: (preview taken, granted)."""
+        candidates = self.ext.grants.candidates(scope)
+        if not candidates:
+            return None, False
+        preview = None
+        if any(g.grant.max_rows is not None for g in candidates):
+            preview = await self.preview(self.sql)
+        rows = preview.affected_rows if preview is not None else None
+        chosen = next((g for g in candidates if _within(g, rows, measured=preview is not None)),
+                      None)  # fmt: skip
+        if chosen is None:  # outside every grant by row count: ask, with the preview taken
+            return preview, False
+        entry = ApprovalEntry(decision="granted", args_hash=self.args_hash,
+                              args={"sql": self.sql}, via="grant",
+                              preview=_preview_record(preview),
+                              grant=chosen.describe())  # fmt: skip
+        await self.commit("grant_use", entry)
+        if self.ext.grants.used(chosen.grant_id) is None:  # revoked or expired meanwhile
+            return preview, False
+        self.backend.capabilities.grant(self.call_id, self.args_hash, self.ext.capability_ttl_s,
+                                        expected_rows=rows, max_rows=chosen.grant.max_rows)  # fmt: skip
+        return preview, True
+
+    async def ask_person(
+        self, reasons: tuple[str, ...], scope: StatementScope | None,
+        preview: WritePreview | None,
+    ) -> dict[str, Any] | None:  # fmt: skip
+        if getattr(self.ctx, "has_ui", False) and preview is None:
+            preview = await self.preview(self.sql)
+        request = ApprovalRequest(tool_call_id=self.call_id, tool_name=TOOL_NAME, title=TITLE,
+                                  args={"sql": self.sql}, args_hash=self.args_hash,
+                                  reasons=reasons, preview=preview, editable=True,
+                                  timeout_s=self.ext.approval_timeout_s,
+                                  grant_scope=_suggest(scope, preview))  # fmt: skip
+        # As in the chapter, a confirm-only UI is asked confirm("Database write", sql).
+        answer = await ask(request, self.ctx, message=self.sql, no_ui_reason=NO_UI_REASON)
+        entry = _entry(answer, request)
+        final: _Final | None = None
+        active: ActiveGrant | None = None
+        if answer.approved and answer.outcome is not None:
+            try:
+                final = await self._final(answer.outcome.edited_args, preview)
+                if answer.outcome.grant is not None:
+                    active = self.ext.grants.prepare(answer.outcome.grant,
+                                                     approver=answer.outcome.approver,
+                                                     origin_call_id=self.call_id)  # fmt: skip
+            except (_Blocked, GrantError) as exc:
+                reason = str(exc) if isinstance(exc, _Blocked) else f"Not run: {exc}."
+                await self.commit("approval", replace(entry, decision="refused", reason=reason))
+                raise _Blocked(reason) from None
+            entry = _approved_entry(entry, self, final, active)
+        await self.commit("approval", entry)
+        if final is None:
+            return _block(answer.reason)
+        if active is not None:
+            self.ext.grants.activate(active)
+        for name, value in self.edited_others.items():  # the tool's other arguments, as edited
+            setattr(self.event.input, name, value)
+        if final.sql != self.sql:
+            self.event.input.sql = final.sql  # execute runs what the person approved
+            self.ext.edits[self.call_id] = Edit(original_sql=self.sql,
+                                                original_args_hash=self.args_hash,
+                                                sql=final.sql, args_hash=final.args_hash,
+                                                kind=final.kind)  # fmt: skip
+        if final.kind == "write":
+            rows = final.preview.affected_rows if final.preview is not None else None
+            self.backend.capabilities.grant(self.call_id, final.args_hash,
+                                            self.ext.capability_ttl_s, expected_rows=rows)  # fmt: skip
+        return None
+
+    async def _final(self, edited: dict[str, Any] | None,
+                     preview: WritePreview | None) -> _Final:  # fmt: skip
+        """What runs after an approval: the statement shown, or the person's edit of it."""
+        if edited is None:
+            return _Final(sql=self.sql, args_hash=self.args_hash, kind="write", preview=preview)
+        new_sql = edited.get("sql")
+        unknown = sorted(set(edited) - set(type(self.event.input).model_fields))
+        if unknown or not isinstance(new_sql, str) or not new_sql.strip():
+            raise _Blocked("Not run: an edit gives the statement as sql (and only the tool's "
+                           f"own arguments{': not ' + ', '.join(unknown) if unknown else ''}).")  # fmt: skip
+        try:
+            checked = type(self.event.input).model_validate({**self.event.input.model_dump(),
+                                                             **edited})  # fmt: skip
+            self.edited_others = {k: getattr(checked, k) for k in edited if k != "sql"}
+        except ValidationError as exc:
+            raise _Blocked(f"Not run: the edited arguments are not valid ({exc.error_count()} "
+                           f"problem(s): {exc.errors()[0]['msg']}).") from None  # fmt: skip
+        if new_sql == self.sql:
+            return _Final(sql=self.sql, args_hash=self.args_hash, kind="write", preview=preview)
+        verdict = classify(new_sql, self.backend.dialect)
+        new_hash = query_args_hash(new_sql, self.backend.dialect)
+        if verdict.kind == "read":
+            return _Final(sql=new_sql, args_hash=new_hash, kind="read", preview=None)
+        if verdict.kind != "write":
+            raise _Blocked(
+                "Refused: the edited statement may not run: " + "; ".join(verdict.reasons)
+            )
+        return _Final(sql=new_sql, args_hash=new_hash, kind="write",
+                      preview=await self.preview(new_sql))  # fmt: skip
+
+
+def _within(grant: ActiveGrant, rows: int | None, *, measured: bool) -> bool:
+    bound = grant.grant.max_rows
+    if bound is None or not measured:  # unmeasured: the backend enforces the bound itself
+        return True
+    return rows is not None and rows <= bound
+
+
+def _suggest(scope: StatementScope | None, preview: WritePreview | None) -> Grant | None:
+    if scope is None:
+        return None
+    rows = preview.affected_rows if preview is not None else None
+    return Grant(operations=tuple(sorted(scope.operations)), tables=tuple(sorted(scope.tables)),
+                 max_rows=rows if rows is not None and rows > 0 else None,
+                 ttl_s=GRANT_SUGGESTION_TTL_S)  # fmt: skip
+
+
+def _preview_record(preview: WritePreview | None) -> dict[str, Any] | None:
+    if preview is None:
+        return None
+    return {"affected_rows": preview.affected_rows, "method": preview.method,
+            "note": preview.note}  # fmt: skip
+
+
+def _entry(answer: GateAnswer, request: ApprovalRequest) -> ApprovalEntry:
+    return ApprovalEntry(
+        decision=answer.decision, args_hash=request.args_hash, args=request.args,
+        reasons=request.reasons, reason=None if answer.approved else answer.reason,
+        approver=answer.outcome.approver if answer.outcome else None, via=answer.via,
+        waited_ms=answer.waited_ms, timeout_s=request.timeout_s, problem=answer.problem,
+        preview=_preview_record(request.preview),
+    )  # fmt: skip
+
+
+def _approved_entry(entry: ApprovalEntry, call: _Call, final: _Final,
+                    active: ActiveGrant | None) -> ApprovalEntry:  # fmt: skip
+    grant = active.describe() if active is not None else None
+    if final.sql == call.sql:
+        return replace(entry, grant=grant)
+    return replace(entry, args={"sql": final.sql}, args_hash=final.args_hash,
+                   original_args={"sql": call.sql}, original_args_hash=call.args_hash,
+                   preview=_preview_record(final.preview), grant=grant)  # fmt: skip
+
+
+def _block(reason: str) -> dict[str, Any]:
+    return {"block": True, "reason": reason}
 
 
 def audit_of(pi: ExtensionAPI, ctx: Any) -> Any:
     """The audit log of this call: ``ctx.audit``, else the extension API's."""
     audit = getattr(ctx, "audit", None)
     return audit if audit is not None else getattr(pi, "audit", None)
-
-
-def _session_id(ctx: Any) -> str | None:
-    session = getattr(ctx, "session", None)
-    value = getattr(session, "session_id", None)
-    return value if isinstance(value, str) else None
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # no login name in some containers
-        return "unknown"

@@ -2,13 +2,15 @@
 
 It injects a fresh ``ctx`` as the fifth ``execute`` argument and reports tools that
 ``execute`` added to the active set. Tool-call and tool-result interception are not
-here: they are the hooks the session installs into the agent core (S5).
+here: they are the hooks the session installs into the agent core (S5). The one check
+that is here is the last one before ``execute``: ``before_execute`` (the session's approval
+check) sees the final arguments and may refuse the call by raising.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -18,7 +20,11 @@ from ..ai.abort import AbortSignal
 from .context import ExtensionContext
 from .types import RegisteredTool, ToolDefinition
 
-__all__ = ["wrap_registered_tool", "wrap_tool_definition"]
+__all__ = ["BeforeExecute", "wrap_registered_tool", "wrap_tool_definition"]
+
+BeforeExecute = Callable[[str, ToolDefinition[Any], BaseModel], Awaitable[None]]
+"""``before_execute(tool_call_id, definition, params)``: runs right before ``execute`` with the
+final arguments; raising refuses the call (the message becomes its error result)."""
 
 
 def wrap_tool_definition(
@@ -46,14 +52,21 @@ def wrap_registered_tool(
     registered: RegisteredTool,
     create_context: Callable[[], ExtensionContext],
     active_tool_names: Callable[[], list[str]],
+    before_execute: BeforeExecute | None = None,
 ) -> AgentTool[Any]:
-    """Wrap, and set ``added_tool_names`` when ``execute`` only added active tools."""
-    tool = wrap_tool_definition(registered.definition, create_context)
+    """Wrap, and set ``added_tool_names`` when ``execute`` only added active tools.
+
+    ``before_execute`` (if given) runs first, on the arguments ``execute`` is about to get.
+    """
+    definition = registered.definition
+    tool = wrap_tool_definition(definition, create_context)
     inner = tool.execute
 
     async def execute(
         tool_call_id: str, params: BaseModel, signal: AbortSignal, on_update: ToolUpdateCallback
     ) -> ToolResult:
+        if before_execute is not None:
+            await before_execute(tool_call_id, definition, params)
         before = active_tool_names()
         result = await inner(tool_call_id, params, signal, on_update)
         after = active_tool_names()

@@ -5,7 +5,12 @@ all), the active set, the base system prompt, and the before/after tool hooks it
 installs into the agent core, where the extensions' ``tool_call`` and
 ``tool_result`` chains run (S5). Session subscribers see an event only after every
 extension handler for it has finished (C30).
-A prompt meets the pre-model events (:mod:`.premodel`) before the agent core sees it.
+
+Approval for any tool (``ToolDefinition.requires_approval``) is enforced here: after every
+``tool_call`` handler ran, the session asks for it (bound to the hash of the final
+arguments); the wrapper checks that hash again right before ``execute``; the capability dies
+when the call ends (see :mod:`pi_notebook.approvals.tools`). A prompt meets the pre-model
+events (:mod:`.premodel`) before the agent core sees it.
 """
 
 from __future__ import annotations
@@ -28,9 +33,10 @@ from ..agent.types import (
     ExecutionMode,
 )
 from ..ai.abort import AbortSignal
-from ..ai.messages import Message, to_text_parts
+from ..ai.messages import Message, TextContent, to_text_parts
 from ..ai.model import Model
 from ..ai.usage import UsageMeter, UsageTotals
+from ..approvals.tools import ToolApprovals
 from ..errors import AgentBusyError, SessionClosedError
 from ..extensions.api import ExtensionAPI, check_tool_definition
 from ..extensions.events import (
@@ -114,6 +120,7 @@ class AgentSession:
         self._preparing = False
         self._usage = UsageMeter()
         self.runner = ExtensionRunner()
+        self.tool_approvals = ToolApprovals(lambda: self._audit)
         self._hooks = PreModelHooks(
             self.runner, audit=lambda: self._audit, model_name=lambda: self.model_name
         )
@@ -268,7 +275,13 @@ class AgentSession:
     def _apply_active(self) -> None:
         tools = [self._registry[name] for name in self._active]
         self.agent.state.tools = [
-            wrap_registered_tool(t, self._context_for(t), lambda: list(self._active)) for t in tools
+            wrap_registered_tool(
+                t,
+                self._context_for(t),
+                lambda: list(self._active),
+                self.tool_approvals.before_execute,
+            )
+            for t in tools
         ]
         self._prompts.set_base(build_system_prompt([t.definition for t in tools]))
 
@@ -293,25 +306,36 @@ class AgentSession:
     async def _before_tool_call(
         self, context: BeforeToolCallContext, signal: AbortSignal
     ) -> BeforeToolCallResult | None:
-        if not self.runner.has_handlers("tool_call"):
-            return (
-                None  # C19: no gate at all means ungated (the database backend never relies on it)
+        # C19: with no tool_call handler the chain is skipped, but requires_approval holds.
+        handled = self.runner.has_handlers("tool_call")
+        if handled:
+            event = ToolCallEvent(
+                tool_call_id=context.tool_call.id,
+                tool_name=context.tool_call.name,
+                input=context.args,
             )
-        event = ToolCallEvent(
-            tool_call_id=context.tool_call.id, tool_name=context.tool_call.name, input=context.args
-        )
-        try:
-            decision = await self.runner.emit_tool_call(event)
-        except Exception as exc:
-            self._record_decision(context, "blocked", f"{type(exc).__name__}: {exc}")
-            raise
-        if decision is None or not decision.block:
-            self._record_decision(context, "allowed", None)
-            return None
-        self._record_decision(context, "blocked", decision.reason)
-        return BeforeToolCallResult(
-            block=decision.block, reason=decision.reason, terminate=decision.terminate
-        )
+            try:
+                decision = await self.runner.emit_tool_call(event)
+            except Exception as exc:
+                self._record_decision(context, "blocked", f"{type(exc).__name__}: {exc}")
+                raise
+            if decision is not None and decision.block:
+                self._record_decision(context, "blocked", decision.reason)
+                return BeforeToolCallResult(
+                    block=decision.block, reason=decision.reason, terminate=decision.terminate
+                )
+        # After every handler: the approval binds to the arguments execute will get.
+        tool = self._registry.get(context.tool_call.name)  # None: the wrapper still checks
+        blocked = None
+        if tool is not None:
+            path = tool.source_info.path
+            blocked = await self.tool_approvals.before(
+                tool.definition, context.tool_call.id, context.args, signal,
+                lambda: self.runner.create_context(path),
+            )  # fmt: skip
+        if handled:
+            self._record_decision(context, "blocked" if blocked else "allowed", blocked)
+        return None if blocked is None else BeforeToolCallResult(block=True, reason=blocked)
 
     def _record_decision(
         self, context: BeforeToolCallContext, decision: str, reason: str | None
@@ -328,26 +352,33 @@ class AgentSession:
     async def _after_tool_call(
         self, context: AfterToolCallContext, signal: AbortSignal
     ) -> AfterToolCallResult | None:
-        if not self.runner.has_handlers("tool_result"):
+        note = self.tool_approvals.edit_note(context.tool_call.id)
+        patch = None
+        if self.runner.has_handlers("tool_result"):
+            event = ToolResultEvent(
+                tool_call_id=context.tool_call.id,
+                tool_name=context.tool_call.name,
+                input=context.args,
+                content=list(context.result.content or []),
+                details=context.result.details,
+                is_error=context.is_error,
+            )
+            patch = await self.runner.emit_tool_result(event)
+        if patch is None and note is None:
             return None
-        event = ToolResultEvent(
-            tool_call_id=context.tool_call.id,
-            tool_name=context.tool_call.name,
-            input=context.args,
-            content=list(context.result.content or []),
-            details=context.result.details,
-            is_error=context.is_error,
-        )
-        patch = await self.runner.emit_tool_result(event)
-        if patch is None:
-            return None
+        content = to_text_parts(patch.content) if patch and patch.content is not None else None
+        if note is not None:  # the model is told the person edited what ran
+            content = [TextContent(text=note), *(content or context.result.content or [])]
         return AfterToolCallResult(
-            content=to_text_parts(patch.content) if patch.content is not None else None,
-            details=patch.details,
-            is_error=patch.is_error,
+            content=content,
+            details=patch.details if patch else None,
+            is_error=patch.is_error if patch else None,
         )
 
     async def _dispatch(self, event: AgentEvent) -> None:
+        if event.type == "tool_execution_end":
+            # However the call ended, an approval it earned dies with it (issue 15, item 4).
+            self.tool_approvals.end(event.tool_call_id)
         self._usage.observe(event)
         await self.runner.emit(event)
         for listener in list(self._subscribers):

@@ -26,6 +26,7 @@ from pi_notebook.sql import lexical
 from pi_notebook.sql.commands import COMMAND_WORDS, Assessment, command_assessment
 from pi_notebook.sql.findings import Finding, rejects, verdict_of, writes
 from pi_notebook.sql.query import QUERY_ROOTS, query_findings
+from pi_notebook.sql.statements import STACKED, one_statement
 from pi_notebook.sql.verdict import Verdict, reject
 
 CACHE_SIZE = 4096
@@ -109,21 +110,24 @@ def assess(sql: str, dialect: str, depth: int) -> Assessment:
     if problem is not None:
         return Assessment((rejects(problem),))
     try:
-        tokens = lexical.tokenize(sql, dialect)
+        tokens = lexical.tokens_of(sql, dialect)
     except Exception as exc:
         return Assessment((rejects(f"the SQL cannot be tokenized: {_first_line(exc)}"),))
-    compound = lexical.is_compound_create(tokens)
-    body, problem = lexical.single_statement(tokens)
-    if problem is not None and not compound:
+    stray = lexical.skipped_text(sql, tokens, dialect)
+    if stray is not None:
+        return Assessment((rejects(_stray_reason(stray)),))
+    body, problem, compound = one_statement(tokens, dialect)
+    if problem is not None:
         return Assessment((rejects(problem),))
-    nesting = lexical.nesting_problem(body)
+    types = lexical.token_types(body)
+    nesting = lexical.nesting_problem(body, types)
     if nesting is not None:
         return Assessment((rejects(nesting),))
     early = [
         *lexical.comment_findings(tokens, dialect),
-        *lexical.escape_findings(body, dialect),
+        *lexical.escape_findings(body, dialect, types),
         *lexical.quoting_findings(sql, dialect),
-        *lexical.quoted_call_findings(body, dialect),
+        *lexical.quoted_call_findings(body, dialect, types),
     ]
     if any(finding.kind == "reject" for finding in early):
         return Assessment(tuple(early))
@@ -144,13 +148,24 @@ def assess(sql: str, dialect: str, depth: int) -> Assessment:
         return Assessment((*early, writes(f"{body[0].text.upper()} is not a known read statement")))
     parsed = _parse(body, sql, dialect)
     if isinstance(parsed, Finding):
-        if parsed.kind == "reject" and first in lexical.STATEMENT_VERBS:
+        if (
+            parsed.kind == "reject"
+            and first in lexical.STATEMENT_VERBS
+            and parsed.reason != STACKED
+        ):
             # The verb alone says this is no read; a person can judge the rest.
             return Assessment(
                 (*early, writes(f"{first} statement (not fully parsed) is not a read"))
             )
         return Assessment((*early, parsed))
     return _root_assessment(parsed, dialect, early)
+
+
+def _stray_reason(char: str) -> str:
+    return (
+        f"the SQL has the character U+{ord(char):04X} outside quotes and comments, which the "
+        "database reads as part of a name: replace it with a plain space"
+    )
 
 
 def _balanced(tokens: list[Token]) -> bool:
@@ -171,7 +186,7 @@ def _parse(tokens: list[Token], sql: str, dialect: str) -> exp.Expr | Finding:
         return rejects(f"the SQL cannot be parsed as {dialect}: {_first_line(exc)}")
     roots = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
     if len(roots) != 1:
-        return rejects("more than one statement (stacked statements are never run)")
+        return rejects(STACKED)
     return roots[0]
 
 

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 
 from sqlglot.tokenizer_core import Token, TokenType
 
+from pi_notebook.sql.catalogs import SECRET_SETTINGS
 from pi_notebook.sql.findings import Finding, writes
 from pi_notebook.sql.lexical import word
+from pi_notebook.sql.pragmas import PRAGMAS, pragma_statement_is_read
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,11 @@ _EXPLAIN_FLAGS = frozenset(
         "MEMORY",
     }
 )
+_PLAN_ONLY_OPTIONS = frozenset(
+    {"VERBOSE", "COSTS", "SETTINGS", "GENERIC_PLAN", "BUFFERS", "SUMMARY", "MEMORY", "FORMAT"}
+)
+"""Options of a parenthesised EXPLAIN list that plan without executing (written unquoted).
+``WAL``, ``TIMING`` and ``SERIALIZE`` only make sense with ANALYZE, so they count as it."""
 _DUCKDB_SHOW_LISTS = frozenset({"TABLES", "ALL", "DATABASES", "SCHEMAS", "FUNCTIONS"})
 """DuckDB ``SHOW`` forms that list catalog entries; any other ``SHOW x`` describes ``x``."""
 _NAME_TYPES = frozenset(
@@ -92,36 +99,6 @@ _NAME_TYPES = frozenset(
         TokenType.STAR,
     }
 )
-
-_SQLITE_PRAGMA_READS = frozenset(
-    """analysis_limit application_id auto_vacuum automatic_index busy_timeout cache_size
-    cache_spill cell_size_check checkpoint_fullfsync collation_list compile_options
-    data_version database_list defer_foreign_keys encoding foreign_key_check foreign_keys
-    freelist_count fullfsync function_list hard_heap_limit ignore_check_constraints
-    integrity_check journal_mode journal_size_limit legacy_alter_table locking_mode
-    max_page_count mmap_size module_list page_count page_size pragma_list query_only
-    quick_check read_uncommitted recursive_triggers reverse_unordered_selects schema_version
-    secure_delete soft_heap_limit synchronous table_list temp_store threads trusted_schema
-    user_version wal_autocheckpoint""".split()
-)
-_SQLITE_PRAGMA_ARG_READS = frozenset(
-    """table_info table_xinfo table_list index_info index_xinfo index_list foreign_key_list
-    foreign_key_check integrity_check quick_check""".split()
-)
-_DUCKDB_PRAGMA_READS = frozenset(
-    """show_tables show_tables_expanded show_databases database_list database_size version
-    platform collations user_agent metadata_info functions""".split()
-)
-_DUCKDB_PRAGMA_ARG_READS = frozenset("table_info storage_info show metadata_info".split())
-
-PRAGMA_READS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "sqlite": (_SQLITE_PRAGMA_READS, _SQLITE_PRAGMA_ARG_READS),
-    "duckdb": (_DUCKDB_PRAGMA_READS, _DUCKDB_PRAGMA_ARG_READS),
-}
-"""Per dialect: (pragmas that only report when called bare, pragmas that only report
-when called with a parenthesised argument). Side-effecting pragmas (``optimize``,
-``wal_checkpoint``, ``incremental_vacuum``, ``shrink_memory``, DuckDB's
-``enable_profiling``...) are absent on purpose."""
 
 
 def command_assessment(
@@ -147,10 +124,26 @@ def _is_plain_name_list(tokens: Sequence[Token]) -> bool:
     return all(word(token) or token.token_type in _NAME_TYPES for token in tokens)
 
 
+def _is_name(token: Token) -> bool:
+    return bool(word(token)) or token.token_type == TokenType.IDENTIFIER
+
+
+def _is_table_description(tokens: Sequence[Token]) -> bool:
+    """MySQL's ``DESCRIBE [db.]table [column | 'pattern']`` and nothing more."""
+    rest = list(tokens)
+    if len(rest) >= 3 and rest[1].token_type == TokenType.DOT and _is_name(rest[0]):
+        rest = rest[2:]
+    if not rest or not _is_name(rest[0]):
+        return False
+    tail = rest[1:]
+    return not tail or (
+        len(tail) == 1 and (_is_name(tail[0]) or tail[0].token_type == TokenType.STRING)
+    )
+
+
 def _pragma(tokens: Sequence[Token], dialect: str) -> Assessment:
-    if dialect not in PRAGMA_READS:
+    if dialect not in PRAGMAS:
         return Assessment((writes(f"PRAGMA is not a {dialect} read statement"),))
-    bare_reads, arg_reads = PRAGMA_READS[dialect]
     rest = list(tokens[1:])
     # An optional schema prefix: PRAGMA main.table_info(t).
     if len(rest) >= 3 and rest[1].token_type == TokenType.DOT:
@@ -162,7 +155,7 @@ def _pragma(tokens: Sequence[Token], dialect: str) -> Assessment:
     if any(token.token_type == TokenType.EQ for token in args):
         return Assessment((writes(f"PRAGMA {name} = ... changes a setting"),))
     if not args:
-        if name in bare_reads:
+        if pragma_statement_is_read(dialect, name, "bare"):
             return Assessment((), read_reason=f"PRAGMA {name} only reports")
         return Assessment((writes(f"PRAGMA {name} may change state or is not known"),))
     well_formed = (
@@ -170,7 +163,7 @@ def _pragma(tokens: Sequence[Token], dialect: str) -> Assessment:
         and args[-1].token_type == TokenType.R_PAREN
         and _is_plain_name_list(args[1:-1])
     )
-    if well_formed and name in arg_reads:
+    if well_formed and pragma_statement_is_read(dialect, name, "call"):
         return Assessment((), read_reason=f"PRAGMA {name}(...) only reports")
     return Assessment((writes(f"PRAGMA {name} with an argument may change a setting"),))
 
@@ -189,12 +182,27 @@ def _show(
         # SHOW <name> is DESCRIBE <name>: the name may be a file (SHOW x.csv reads it).
         inner = assess(f"SELECT * FROM {_rest(tokens, sql, 1)}", dialect, depth + 1)
         return Assessment(inner.findings, read_reason="SHOW of a table reads metadata")
-    if dialect == "mysql" and [word(t) for t in rest[:2]] in (["GRANTS"], ["CREATE", "USER"]):
-        # Verified on MariaDB: both print IDENTIFIED BY PASSWORD '<hash>'.
-        return Assessment((writes("SHOW GRANTS / SHOW CREATE USER shows password hashes"),))
+    secret = _secret_show([word(t) or t.text.upper() for t in rest[:3]], dialect)
+    if secret is not None:
+        return Assessment((writes(secret),))
     if _is_plain_name_list(rest):
         return Assessment((), read_reason="SHOW reads settings or metadata")
     return Assessment((writes("SHOW with an expression that may call functions"),))
+
+
+def _secret_show(words: list[str], dialect: str) -> str | None:
+    """Why ``SHOW <words>`` prints secrets, or None."""
+    if dialect == "mysql":
+        # Verified on MariaDB 10.11: SHOW GRANTS [FOR ...] and SHOW CREATE USER print
+        # IDENTIFIED BY PASSWORD '<hash>'. SHOW CREATE SERVER (MariaDB 11.7+, documented)
+        # prints the server's PASSWORD option.
+        if words[:1] == ["GRANTS"] or words[:2] in (["CREATE", "USER"], ["CREATE", "SERVER"]):
+            what = "GRANTS" if words[0] == "GRANTS" else " ".join(words[:2])
+            return f"SHOW {what} shows password hashes or passwords"
+    if dialect == "postgres" and words and words[0].lower() in SECRET_SETTINGS["postgres"]:
+        # SHOW ALL lists primary_conninfo, whose password a superuser sees.
+        return f"SHOW {words[0].lower()} shows settings that hold passwords or commands"
+    return None
 
 
 def _summarize(
@@ -224,7 +232,7 @@ def _explain(
         if dialect == "duckdb":
             inner = assess(f"SELECT * FROM {_rest(tokens, sql, index)}", dialect, depth + 1)
             return Assessment(inner.findings, read_reason=f"{first} of a table reads metadata")
-        if dialect == "mysql" and not analyze and _is_plain_name_list(tokens[index:]):
+        if dialect == "mysql" and not analyze and _is_table_description(tokens[index:]):
             return Assessment((), read_reason=f"{first} of a table reads metadata")
         if not (dialect == "mysql" and start_word == "FOR"):
             return Assessment((writes(f"{first} of something that is not a query"),))
@@ -254,10 +262,13 @@ def _describe_query(
 
 
 def _skip_explain_options(tokens: Sequence[Token], dialect: str) -> tuple[int, bool]:
-    """Index of the first token after EXPLAIN's options, and whether ANALYZE is among them.
+    """Index of the first token after EXPLAIN's options, and whether they may execute it.
 
-    Any mention of ANALYZE counts, even ``ANALYZE false``: being wrong that way costs a
-    click, the other way runs a write.
+    Any mention of ANALYZE counts, even ``ANALYZE false`` (DuckDB executes that too):
+    being wrong that way costs a click, the other way runs a write. In a parenthesised
+    list only plain option names known to plan without executing pass; a quoted or
+    Unicode-escaped name (``("analyze")``, ``(U&"\\0061nalyze")``, which PostgreSQL and
+    DuckDB both execute), an unknown name or anything odd counts as ANALYZE.
     """
     index = 1
     analyze = False
@@ -270,15 +281,8 @@ def _skip_explain_options(tokens: Sequence[Token], dialect: str) -> tuple[int, b
             and index == 1
             and dialect in ("postgres", "duckdb")
         ):
-            depth = 0
-            while index < len(tokens):
-                kind = tokens[index].token_type
-                depth += kind == TokenType.L_PAREN
-                depth -= kind == TokenType.R_PAREN
-                analyze = analyze or word(tokens[index]) in ("ANALYZE", "ANALYSE")
-                index += 1
-                if depth == 0:
-                    break
+            index, executes = _option_list(tokens, index)
+            analyze = analyze or executes
             continue
         if name in _EXPLAIN_FLAGS:
             analyze = analyze or name in ("ANALYZE", "ANALYSE")
@@ -293,3 +297,24 @@ def _skip_explain_options(tokens: Sequence[Token], dialect: str) -> tuple[int, b
             continue
         break
     return index, analyze
+
+
+def _option_list(tokens: Sequence[Token], start: int) -> tuple[int, bool]:
+    """Skip ``( name [value], ... )`` from ``start``; True when an option may execute."""
+    index, depth, executes = start + 1, 1, False
+    expect_name = True
+    while index < len(tokens) and depth:
+        token = tokens[index]
+        kind = token.token_type
+        if kind == TokenType.L_PAREN:
+            depth += 1
+            executes = True  # no plan-only option takes a parenthesised value
+        elif kind == TokenType.R_PAREN:
+            depth -= 1
+        elif kind == TokenType.COMMA and depth == 1:
+            expect_name = True
+        elif expect_name:
+            executes = executes or word(token) not in _PLAN_ONLY_OPTIONS
+            expect_name = False
+        index += 1
+    return index, executes or depth != 0

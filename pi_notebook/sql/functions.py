@@ -11,8 +11,11 @@ Two kinds of entry:
   upgrade cannot silently add an unreviewed class.
 * names of functions sqlglot parses as ``exp.Anonymous``, per dialect (lower case).
 
-Also here, to sharpen the reasons: functions that must never run (``REJECT_FUNCTIONS``)
-and host or network readers (``HOST_ACCESS_FUNCTIONS``). The allow-list alone decides ``read``.
+Also here, to sharpen the reasons: functions that must never run (``REJECT_FUNCTIONS``,
+which SQLite's authorizer also denies) and host or network readers
+(``HOST_ACCESS_FUNCTIONS``). The allow-list alone decides ``read``; a listed call may still
+need approval for the size of what it builds (``sizes.py``) or for the pragma it runs
+(``pragma_*`` calls: ``pragmas.py``).
 """
 
 from __future__ import annotations
@@ -212,7 +215,7 @@ _MYSQL = """
     session_user sha sha1 sha2 soundex space std str_to_date strcmp subdate substring_index
     subtime sysdate system_user time time_format time_to_sec timediff timestamp timestampadd
     timestampdiff to_base64 to_days to_seconds truncate ucase uncompress uncompressed_length
-    unhex unix_timestamp user utc_date utc_time utc_timestamp uuid uuid_short uuid_to_bin
+    unhex unix_timestamp user utc_date utc_time utc_timestamp uuid uuid_to_bin
     bin_to_uuid version week weekday weekofyear year yearweek json_arrayagg
     median percentile_cont percentile_disc nvl nvl2 natural_sort_key sys_guid decode_oracle
     ln log rand random_bytes sformat statement_digest_text weight_string
@@ -233,10 +236,6 @@ _SQLITE = """
     jsonb_group_array jsonb_group_object
     acosh asinh atanh ceil cosh log2 sinh tanh trunc
     generate_series
-    pragma_table_info pragma_table_xinfo pragma_table_list pragma_index_list
-    pragma_index_info pragma_index_xinfo pragma_foreign_key_list pragma_database_list
-    pragma_function_list pragma_module_list pragma_pragma_list pragma_collation_list
-    pragma_compile_options
 """
 
 _DUCKDB = """
@@ -303,8 +302,7 @@ _DUCKDB = """
     duckdb_extensions duckdb_functions duckdb_indexes duckdb_keywords duckdb_schemas
     duckdb_sequences duckdb_settings duckdb_tables duckdb_types duckdb_views
     duckdb_memory duckdb_approx_database_count
-    pragma_table_info pragma_storage_info pragma_show pragma_version pragma_database_size
-    pragma_collations pragma_platform pragma_metadata_info test_all_types
+    test_all_types
     array_cosine_distance array_cross_product array_grade_up array_negative_dot_product
     array_negative_inner_product array_to_json base64 bitstring col_description
     current_connection_id current_query_id current_transaction_id currval days_in_month
@@ -331,6 +329,21 @@ _DUCKDB = """
     variant_extract variant_extract_string variant_keys variant_type variant_typeof
     duckdb_available_metrics duckdb_connection_count duckdb_optimizers duckdb_triggers
     duckdb_prepared_statements duckdb_temporary_files duckdb_variables duckdb_secret_types
+    add subtract multiply divide binom set_bit can_cast_implicitly create_sort_key
+    icu_sort_key make_type cast_to_type replace_type remap_struct vertex_extract
+    is_histogram_other_bin unpivot_list hive_partition_component
+    bitstring_byte_comparable timetz_byte_comparable parse_duckdb_log_message
+    st_asbinary st_asgeojson st_astext st_aswkb st_aswkt st_crs st_geomfromgeojson
+    st_geomfromwkb st_intersects_extent st_setcrs variant_array_length
+    variant_bytes_to_variant variant_comparator variant_contains variant_exists
+    variant_normalize variant_group_array variant_group_object sum_no_overflow fill
+    rank_dense assert_true get_block_size array_to_string_comma_default map_to_pg_oid
+    map_type_id_to_pg_oid has_foreign_data_wrapper_privilege has_language_privilege
+    has_server_privilege has_tablespace_privilege pg_collation_is_visible
+    pg_conversion_is_visible pg_opclass_is_visible pg_operator_is_visible
+    pg_opfamily_is_visible pg_ts_config_is_visible pg_ts_dict_is_visible
+    pg_ts_parser_is_visible pg_ts_template_is_visible duckdb_coordinate_systems
+    duckdb_dialects duckdb_extension_repositories icu_calendar_names
 """
 
 PURE_FUNCTIONS: dict[str, frozenset[str]] = {
@@ -387,70 +400,3 @@ PURE_ONLY_WITHOUT_ARGUMENTS: dict[str, frozenset[str]] = {
 }
 """Functions that only report when called bare: MySQL ``LAST_INSERT_ID(expr)`` sets the
 value the session's next ``LAST_INSERT_ID()`` returns."""
-
-SIZE_BOUNDED_FUNCTIONS: dict[str, frozenset[str]] = {
-    "postgres": frozenset(),
-    "mysql": frozenset(),
-    "sqlite": _names("randomblob zeroblob"),
-    "duckdb": frozenset(),
-}
-"""Functions whose argument is the size of the value they build, in bytes. SQLite runs
-in the notebook's own process, and one call allocates at once (no interrupt point):
-only a small literal size is a read, see :data:`MAX_BUILT_BYTES`."""
-
-MAX_BUILT_BYTES = 1 << 20
-"""Largest literal size a :data:`SIZE_BOUNDED_FUNCTIONS` call may ask for."""
-
-HOST_FILE_TABLES: dict[str, frozenset[str]] = {
-    "postgres": _names("pg_file_settings pg_hba_file_rules pg_ident_file_mappings"),
-    "mysql": frozenset(),
-    "sqlite": frozenset(),
-    "duckdb": frozenset(),
-}
-"""Catalog views that read configuration files on the server host when queried."""
-
-CREDENTIAL_TABLES: dict[str, frozenset[str]] = {
-    "postgres": _names("pg_authid pg_shadow pg_user_mapping pg_user_mappings"),
-    "mysql": _names("mysql.user mysql.global_priv global_priv"),
-    "sqlite": _names("sqlite_dbpage"),
-    "duckdb": frozenset(),
-}
-"""Tables that hold password hashes or stored credentials (PostgreSQL's ``pg_authid``,
-readable by a superuser; MariaDB's ``mysql.user``), or raw database pages that keep
-deleted rows (SQLite's ``sqlite_dbpage``): no ordinary read needs them, and their content
-must not reach the model unasked. Matched on the name, or ``schema.name`` where the bare
-name is common (MariaDB ``user``)."""
-
-FORMAT_WIDTH_FUNCTIONS: dict[str, frozenset[str]] = {
-    "postgres": frozenset(),
-    "mysql": frozenset(),
-    "sqlite": _names("printf format"),
-    "duckdb": frozenset(),
-}
-"""``printf``-style functions whose format can ask for a huge padded value at once
-(``printf('%.*c', 1000000000, 'x')`` allocates a gigabyte in the notebook's process with
-SQLite, verified): only a literal format without ``*`` and without a width or precision
-of more than six digits is a read."""
-
-SQLITE_PRAGMA_TABLES: frozenset[str] = _names(
-    """
-    table_info table_xinfo table_list index_list index_info index_xinfo foreign_key_list
-    database_list function_list module_list pragma_list collation_list compile_options
-    foreign_key_check integrity_check quick_check application_id user_version
-    schema_version data_version encoding freelist_count page_count page_size
-    max_page_count
-    """
-)
-"""SQLite pragmas whose eponymous table ``pragma_<name>`` only reports. Others exist as
-tables too and have effects (``pragma_optimize`` may run ``ANALYZE``)."""
-
-DUCKDB_FILE_SUFFIXES: frozenset[str] = _names(
-    """
-    csv tsv txt text json jsonl ndjson parquet gz gzip zst zstd bz2 xz lz4 snappy br
-    db duckdb ddb sqlite sqlite3 xlsx xls avro arrow feather ipc orc geojson shp gpkg
-    fgb kml gpx xml tbl dat psv iceberg delta lance vortex
-    """
-)
-"""Last parts of a dotted table name that DuckDB may open as a file: when ``x.csv`` is
-not a table, DuckDB 2 reads the file ``x.csv`` (and ``x.db`` as a database, and installs
-an extension for ``x.xlsx``)."""

@@ -11,10 +11,10 @@ so (not in MySQL), and nested ``/* */`` only where the engine nests them.
 
 from __future__ import annotations
 
-import itertools
 import re
 import threading
 from collections.abc import Sequence
+from functools import lru_cache
 from operator import attrgetter
 
 from sqlglot.dialects.dialect import Dialect
@@ -99,6 +99,46 @@ def input_problem(sql: object, dialect: object) -> str | None:
     return None
 
 
+@lru_cache(maxsize=512)
+def tokens_of(sql: str, dialect: str) -> tuple[Token, ...]:
+    """:func:`tokenize`, remembered: classifying a new statement and canonicalising it
+    (which the gate and the backend both do) tokenise it once. Callers must not change
+    the tokens. Raises what :func:`tokenize` raises (failures are not remembered)."""
+    return tuple(tokenize(sql, dialect))
+
+
+_MYSQL_DASH_NON_ASCII = re.compile(r"--([^\x00-\x7f])")
+
+
+def skipped_text(sql: str, tokens: Sequence[Token], dialect: str = "") -> str | None:
+    """A non-ASCII character outside every token and comment, or None.
+
+    sqlglot skips every Unicode space between tokens; the engines read a no-break space
+    (U+00A0) or any other non-ASCII character outside quotes as part of a name, so
+    ``FROM t\u00a0`` names another table than ``FROM t``: our tokens are not theirs.
+    MySQL starts a ``--`` comment only before ASCII space or a control character, so
+    ``--\u00a0x`` is ``- -x`` there (verified on MariaDB) while sqlglot drops a comment.
+    """
+    if sql.isascii():
+        return None
+    end, previous_comments = 0, []
+    for token in [*tokens, None]:
+        start = token.start if token is not None else len(sql)
+        gap = sql[end:start]
+        dash = _MYSQL_DASH_NON_ASCII.search(gap) if dialect == "mysql" else None
+        if dash is not None:
+            return dash.group(1)
+        comments = [*previous_comments, *(token.comments if token is not None else [])]
+        for comment in comments:
+            gap = gap.replace(comment, "", 1)
+        stray = next((char for char in gap if not char.isascii()), None)
+        if stray is not None:
+            return stray
+        if token is not None:
+            end, previous_comments = token.end + 1, list(token.comments)
+    return None
+
+
 def tokenize(sql: str, dialect: str) -> list[Token]:
     """The dialect's tokens for ``sql``; raises whatever the tokenizer raises.
 
@@ -144,23 +184,6 @@ def _expand_commands(
     return expanded
 
 
-def single_statement(tokens: Sequence[Token]) -> tuple[list[Token], str | None]:
-    """The tokens of the one statement, without trailing semicolons.
-
-    Returns ``(tokens, problem)``; ``problem`` says why there is not exactly one
-    statement. A trailing ``;`` (with or without a comment after it) is fine: sqlglot
-    would report an extra empty statement for it, the engines do not.
-    """
-    body = list(tokens)
-    while body and body[-1].token_type == TokenType.SEMICOLON:
-        body.pop()
-    if not body:
-        return body, "the SQL holds no statement (empty or only comments)"
-    if TokenType.SEMICOLON in token_types(body):
-        return body, "more than one statement (stacked statements are never run)"
-    return body, None
-
-
 def comment_findings(tokens: Sequence[Token], dialect: str) -> list[Finding]:
     """Comments the engine would not treat as comments.
 
@@ -180,9 +203,14 @@ def comment_findings(tokens: Sequence[Token], dialect: str) -> list[Finding]:
     return found
 
 
-def nesting_problem(tokens: Sequence[Token]) -> str | None:
-    """Why the parenthesis nesting is unacceptable, or None."""
-    if token_types(tokens).count(TokenType.L_PAREN) <= MAX_NESTING:
+def nesting_problem(
+    tokens: Sequence[Token], types: Sequence[TokenType] | None = None
+) -> str | None:
+    """Why the parenthesis nesting is unacceptable, or None (``types``: the tokens' types,
+    when already known)."""
+    if (types if types is not None else token_types(tokens)).count(
+        TokenType.L_PAREN
+    ) <= MAX_NESTING:
         return None
     depth = 0
     for token in tokens:
@@ -207,16 +235,20 @@ def quoting_findings(sql: str, dialect: str) -> list[Finding]:
     return []
 
 
-def quoted_call_findings(tokens: Sequence[Token], dialect: str) -> list[Finding]:
+def quoted_call_findings(
+    tokens: Sequence[Token], dialect: str, types: Sequence[TokenType] | None = None
+) -> list[Finding]:
     """A call through a quoted name: ``"LOWER"(x)`` is not the built-in ``lower``.
 
     PostgreSQL matches quoted names exactly (so only an all-lower-case quoted name can
     be a built-in); MySQL resolves a quoted call to a stored function.
     """
-    if TokenType.IDENTIFIER not in token_types(tokens):
+    types = types if types is not None else token_types(tokens)
+    if TokenType.IDENTIFIER not in types:
         return []
-    for token, following in itertools.pairwise(tokens):
-        if token.token_type == TokenType.IDENTIFIER and following.token_type == TokenType.L_PAREN:
+    for index, kind in enumerate(types[:-1]):
+        if kind == TokenType.IDENTIFIER and types[index + 1] == TokenType.L_PAREN:
+            token = tokens[index]
             if dialect == "mysql" or token.text != token.text.lower():
                 return [
                     writes(
@@ -225,16 +257,6 @@ def quoted_call_findings(tokens: Sequence[Token], dialect: str) -> list[Finding]
                     )
                 ]
     return []
-
-
-COMPOUND_OBJECTS = frozenset({"TRIGGER", "PROCEDURE", "FUNCTION", "EVENT"})
-
-
-def is_compound_create(tokens: Sequence[Token]) -> bool:
-    """``CREATE TRIGGER/PROCEDURE/FUNCTION ... BEGIN ...; END``: semicolons in its body
-    belong to the one statement (sqlglot would split it)."""
-    words = [word(token) for token in tokens[:8]]
-    return bool(words) and words[0] == "CREATE" and bool(COMPOUND_OBJECTS.intersection(words))
 
 
 STATEMENT_VERBS = frozenset(
@@ -256,7 +278,9 @@ def word(token: Token) -> str:
     return text.upper() if text.replace("_", "a").isalnum() else ""
 
 
-def escape_findings(tokens: Sequence[Token], dialect: str) -> list[Finding]:
+def escape_findings(
+    tokens: Sequence[Token], dialect: str, types: Sequence[TokenType] | None = None
+) -> list[Finding]:
     """Statements that escape the database, recognised from their tokens.
 
     Checked before parsing because sqlglot parses some of them loosely (``COPY ... TO
@@ -267,7 +291,9 @@ def escape_findings(tokens: Sequence[Token], dialect: str) -> list[Finding]:
     if first in _ESCAPE_STARTS:
         words = [word(token) for token in tokens]
         found.extend(_statement_escapes(tokens, words, first))
-    if dialect == "mysql" and TokenType.INTO in token_types(tokens):
+    if dialect == "mysql" and TokenType.INTO in (
+        types if types is not None else token_types(tokens)
+    ):
         for index, token in enumerate(tokens[:-1]):
             target = word(tokens[index + 1]) if token.token_type == TokenType.INTO else ""
             if target in ("OUTFILE", "DUMPFILE"):

@@ -7,12 +7,12 @@ DML inside a CTE); anything else is a ``write`` because we do not know it is a r
 
 from __future__ import annotations
 
-import re
-
 from sqlglot import exp
 
-from pi_notebook.sql import functions
+from pi_notebook.sql import catalogs, functions, sizes
 from pi_notebook.sql.findings import Finding, rejects, writes
+from pi_notebook.sql.pragmas import pragma_table_is_read
+from pi_notebook.sql.tables import builtin_schema, table_findings
 
 
 def _classes(*names: str) -> frozenset[type[exp.Expr]]:
@@ -52,6 +52,7 @@ PURE_NODES = _classes(
     "Tuple",
     "Star",
     "Column",
+    "PositionalColumn",
     "Identifier",
     "Alias",
     "Aliases",
@@ -191,8 +192,11 @@ _SPECIFIC_REASONS: dict[type[exp.Expr], str] = {
     exp.Hint: "optimizer hint (may set session variables)",
 }
 
-_FILE_LIKE = frozenset("./:\\*?")
 _CHECKED_PURE_NODES = frozenset({exp.Table, exp.PropertyEQ})
+_PURE_CALLS = frozenset(
+    cls for cls in exp.ALL_FUNCTIONS if cls.__name__ in functions.PURE_FUNCTION_CLASSES
+)
+"""Typed calls that need no closer look, unless qualified by a schema (checked via Dot)."""
 
 
 def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
@@ -200,20 +204,35 @@ def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
     nodes = list(root.walk(bfs=False))
     kinds = set(map(type, nodes))
     # Most queries hold only pure constructs: look closer only at the kinds that need it.
-    attention = (kinds - PURE_NODES) | (kinds & _CHECKED_PURE_NODES)
-    if not attention:
-        return []
+    attention = (kinds - PURE_NODES - _PURE_CALLS) | (kinds & _CHECKED_PURE_NODES)
+    qualified = [
+        node.expression
+        for node in (nodes if exp.Dot in kinds else ())
+        if type(node) is exp.Dot and type(node.expression) in _PURE_CALLS
+    ]
     found: list[Finding] = []
+    watched_classes, watched_names = _WATCHED.get(dialect, _UNWATCHED)
+    sized = (
+        [node for node in nodes if type(node) in watched_classes] if kinds & watched_classes else []
+    )
+    if not attention and not qualified and not sized:
+        return found
+    for call in qualified:
+        finding = function_finding(call, dialect)
+        if finding is not None:
+            found.append(finding)
     for node in [node for node in nodes if type(node) in attention]:
         cls = type(node)
         if isinstance(node, exp.Table):
-            found.extend(_table_findings(node, dialect))
+            found.extend(table_findings(node, dialect))
         elif cls is exp.PropertyEQ:
-            if not isinstance(node.this, exp.Identifier | exp.Var):
-                # A named argument or struct field is ``name := value``; ``@x := 1``
-                # (MySQL) assigns a session variable.
+            if not isinstance(node.this, exp.Identifier | exp.Var | exp.Literal):
+                # A named argument, struct field or map key is ``name := value`` (or
+                # ``'key': value``); ``@x := 1`` (MySQL) assigns a session variable.
                 found.append(writes("assignment to a variable (:=)"))
         elif isinstance(node, exp.Func):
+            if cls is exp.Anonymous and node.name.lower() in watched_names:
+                sized.append(node)
             finding = function_finding(node, dialect)
             if finding is not None:
                 found.append(finding)
@@ -233,6 +252,8 @@ def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
         else:
             reason = _SPECIFIC_REASONS.get(cls)
             found.append(writes(reason or f"{_describe(node)} is not a known pure read construct"))
+    if sized:
+        found.extend(sizes.size_findings(sized, dialect))
     return found
 
 
@@ -242,24 +263,21 @@ def function_finding(node: exp.Func, dialect: str) -> Finding | None:
     parent = node.parent
     if isinstance(parent, exp.Dot) and parent.expression is node:
         schema = parent.this.name.lower() if isinstance(parent.this, exp.Expr) else ""
-        if not _builtin_schema(parent.this, dialect):
+        if not builtin_schema(parent.this, dialect):
             return writes(
                 f"function {schema}.{name}() is user-defined or unknown", when_executed=False
             )
-    if name.lower() in functions.FORMAT_WIDTH_FUNCTIONS[dialect] and not _modest_format(node):
-        return writes(
-            f"{name.lower()}() with a computed format or a huge width may exhaust memory",
-            when_executed=False,
-        )
     if isinstance(node, exp.Anonymous):
         lowered = name.lower()
         if node.expressions and lowered in functions.PURE_ONLY_WITHOUT_ARGUMENTS[dialect]:
             return writes(f"{lowered}(...) with an argument sets session state")
-        if lowered in functions.SIZE_BOUNDED_FUNCTIONS[dialect] and not _small_size(node):
-            return writes(
-                f"{lowered}() of a large or computed size may exhaust memory",
-                when_executed=False,
-            )
+        if lowered == "current_setting" and not _plain_setting(node, dialect):
+            return writes("current_setting() of a setting that may hold a password")
+        if lowered.startswith("pragma_") and dialect in ("sqlite", "duckdb"):
+            name = lowered.removeprefix("pragma_")
+            if pragma_table_is_read(dialect, name, with_arguments=bool(node.expressions)):
+                return None
+            return writes(f"{lowered} runs a pragma that may change state", when_executed=False)
         if lowered in functions.REJECT_FUNCTIONS[dialect]:
             return rejects(
                 f"function {lowered}() reaches outside the database (host files or programs)"
@@ -294,83 +312,16 @@ def _function_name(node: exp.Func) -> tuple[str, bool]:
     return node.sql_name(), False
 
 
-def _builtin_schema(schema: object, dialect: str) -> bool:
-    """The qualifier names the built-ins' schema (``pg_catalog``, or ``"pg_catalog"``:
-    quoted names are case-sensitive, so ``"PG_CATALOG"`` is some other schema)."""
-    if not isinstance(schema, exp.Identifier):
-        return False
-    name = schema.name if schema.quoted else schema.name.lower()
-    return name in functions.QUALIFIED_SCHEMAS[dialect]
-
-
-def _small_size(node: exp.Anonymous) -> bool:
-    """The call's only argument is an integer literal of at most MAX_BUILT_BYTES."""
+def _plain_setting(node: exp.Anonymous, dialect: str) -> bool:
+    """``current_setting('name')`` of a literal name that holds no secret."""
     args = node.expressions
-    if len(args) != 1 or not isinstance(args[0], exp.Literal) or args[0].is_string:
+    if not args or not isinstance(args[0], exp.Literal) or not args[0].is_string:
         return False
-    text = args[0].this
-    return text.isdigit() and int(text) <= functions.MAX_BUILT_BYTES
+    return args[0].this.lower() not in catalogs.SECRET_SETTINGS[dialect]
 
 
-_HUGE_WIDTH = re.compile(r"%[-+ 0#,!]*(?:\*|\d{7})|%[^%a-zA-Z]*\.(?:\*|\d{7})")
-
-
-def _modest_format(node: exp.Func) -> bool:
-    """The format is a string literal asking for no ``*`` width and no width or
-    precision of seven digits or more."""
-    if isinstance(node, exp.Anonymous):
-        fmt = node.expressions[0] if node.expressions else None
-    else:
-        fmt = node.this
-    if not isinstance(fmt, exp.Literal) or not fmt.is_string:
-        return False
-    return _HUGE_WIDTH.search(fmt.this) is None
-
-
-def _table_findings(table: exp.Table, dialect: str) -> list[Finding]:
-    source = table.this
-    if isinstance(source, exp.Literal):
-        return [writes("reads a file or URL named in the FROM clause", when_executed=False)]
-    if isinstance(source, exp.Func) and (table.args.get("db") or table.args.get("catalog")):
-        # FROM evil.generate_series(1, 3) calls a function of schema evil, not the built-in.
-        if table.args.get("catalog") or not _builtin_schema(table.args["db"], dialect):
-            return [
-                writes(
-                    f"table function {table.sql(dialect=dialect)[:80]} is user-defined or unknown",
-                    when_executed=False,
-                )
-            ]
-    if not isinstance(source, exp.Identifier):
-        return []
-    name = source.name.lower()
-    if name in functions.HOST_FILE_TABLES[dialect]:
-        return [writes(f"{name} reads configuration files on the server host")]
-    credentials = functions.CREDENTIAL_TABLES[dialect]
-    if name in credentials or f"{table.db.lower()}.{name}" in credentials:
-        return [writes(f"{table.sql(dialect=dialect)} holds password hashes or raw pages")]
-    if dialect == "sqlite" and name.startswith("pragma_"):
-        if name.removeprefix("pragma_") not in functions.SQLITE_PRAGMA_TABLES:
-            return [writes(f"{name} runs a pragma that may change state", when_executed=False)]
-    if (
-        dialect == "duckdb"
-        and table.args.get("db")
-        and name.rsplit(".", 1)[-1] in functions.DUCKDB_FILE_SUFFIXES
-    ):
-        return [
-            writes(
-                f"DuckDB reads {table.sql(dialect=dialect)} as a host file when no such table exists",
-                when_executed=False,
-            )
-        ]
-    # DuckDB opens a quoted table name that looks like a path or URL as a file.
-    if (
-        dialect == "duckdb"
-        and isinstance(source, exp.Identifier)
-        and source.quoted
-        and any(char in _FILE_LIKE for char in source.name)
-    ):
-        return [writes(f"FROM '{source.name}' reads a host file or URL", when_executed=False)]
-    return []
+_WATCHED = {dialect: sizes.watched_calls(dialect) for dialect in ("sqlite", "duckdb")}
+_UNWATCHED: tuple[frozenset[type[exp.Expr]], frozenset[str]] = (frozenset(), frozenset())
 
 
 def _describe(node: exp.Expr) -> str:

@@ -116,6 +116,8 @@ async def test_d8_records_of_an_approved_write(tmp_path: Path) -> None:
     assert shape(records) == [
         "tool_execution_start",
         "tool_call:seen",
+        "write_preview",  # the preview starts (durable), then its result
+        "write_preview",
         "approval:approved",
         "tool_call:allowed",
         "final_args:write",
@@ -134,6 +136,8 @@ async def test_d8_records_of_a_rejected_write(tmp_path: Path) -> None:
     assert shape(records) == [
         "tool_execution_start",
         "tool_call:seen",
+        "write_preview",  # the preview starts (durable), then its result
+        "write_preview",
         "approval:rejected",
         "tool_call:blocked",
         "tool_execution_end:error",
@@ -164,6 +168,8 @@ async def test_d4_d8_records_of_a_mutation_after_approval(tmp_path: Path) -> Non
     assert shape(records) == [
         "tool_execution_start",
         "tool_call:seen",
+        "write_preview",  # the preview starts (durable), then its result
+        "write_preview",
         "approval:approved",
         "tool_call:allowed",
         "capability_mismatch",
@@ -176,7 +182,8 @@ async def test_d4_d8_records_of_a_mutation_after_approval(tmp_path: Path) -> Non
     assert mismatch["sql"] == "DROP TABLE items"
     # The gate's decision record shows the arguments execute received, not those approved.
     assert payload_of(records, "tool_call", decision="allowed")["input"] == {
-        "sql": "DROP TABLE items"
+        "sql": "DROP TABLE items",
+        "count_rows": False,
     }
     import sqlalchemy as sa
 

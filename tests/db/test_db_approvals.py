@@ -1,13 +1,32 @@
-"""One-shot capabilities (D4) and durable approval records (D3)."""
+# ruff: noqa: F811 - the engine fixture ``db`` is imported from dbtest_support
+"""One-shot capabilities (D4), the typed approval record (D3), and the database gate with a UI
+that implements ``request_approval`` (issue 12): requests, edits, scoped grants, capabilities
+that die with their call (issue 15.4) and decisions read from the audit (15.11)."""
 
 from __future__ import annotations
 
 import threading
+import uuid
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import sqlalchemy as sa
+from dbtest_support import Scratch, db  # noqa: F401
 
-from pi_notebook.approvals import ApprovalRecord, ApprovalStore, CapabilityStore
+import pi_notebook.database
+from pi_notebook import AgentSession, ExtensionAPI, create_agent_session
+from pi_notebook.approvals import (
+    ApprovalEntry,
+    ApprovalOutcome,
+    ApprovalRequest,
+    CapabilityStore,
+    Grant,
+    approvals_dataframe,
+)
+from pi_notebook.sql.backend import query_args_hash, sqlglot_dialect
+from pi_notebook.testing import ScriptedApprovalUI, ScriptedModel, text, tool_call
 
 
 class Clock:
@@ -65,32 +84,254 @@ def test_d4_consume_is_atomic_under_contention() -> None:
     assert results.count(True) == 1
 
 
-def test_d3_approval_records_are_stored_durably(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'approvals.sqlite'}"
-    store = ApprovalStore(url)
-    store.record(ApprovalRecord(tool_call_id="c1", tool_name="query_database", args_hash="h" * 64,
-                                decision="approved", policy_version="p1", sql="DELETE FROM t",
-                                user="ana", session_id="s1"))  # fmt: skip
-    store.close()
-    reopened = ApprovalStore(url)  # a new engine sees the committed row
-    try:
-        [rec] = reopened.records(tool_call_id="c1")
-        assert (rec.decision, rec.args_hash, rec.sql, rec.user) == (
-            "approved",
-            "h" * 64,
-            "DELETE FROM t",
-            "ana",
-        )
-        assert rec.timestamp.tzinfo is not None
-        frame = reopened.to_dataframe()
-        assert list(frame["decision"]) == ["approved"] and str(frame["timestamp"].dtype).startswith(
-            "datetime64"
-        )
-    finally:
-        reopened.close()
+def test_15_4_revoke_burns_the_id_of_an_ended_call() -> None:
+    """Issue 15.4: a capability dies with its call; the id can never be approved again."""
+    store = CapabilityStore()
+    store.grant("c", "h", 60)
+    assert store.used("c") and store.revoke("c")
+    assert not store.consume("c", "h").ok
+    with pytest.raises(ValueError):
+        store.grant("c", "h", 60)
+    assert not store.revoke("never-granted") and not store.used("never-granted")
 
 
 def test_d3_unknown_decision_is_refused() -> None:
     with pytest.raises(ValueError):
-        ApprovalRecord(tool_call_id="c", tool_name="t", args_hash="h", decision="maybe",  # type: ignore[arg-type]
-                       policy_version="p", sql="x")  # fmt: skip
+        ApprovalEntry(decision="maybe", args_hash="h", args={})  # type: ignore[arg-type]
+
+
+# -- the database gate in a session, with a UI that implements request_approval ----------------
+
+
+def _script(*sqls: str, prefix: str = "q") -> ScriptedModel:
+    steps: list[Any] = [[tool_call("query_database", {"sql": s}, id=f"{prefix}{i}")]
+                        for i, s in enumerate(sqls)]  # fmt: skip
+    return ScriptedModel([*steps, text("done")])
+
+
+@pytest.fixture
+async def governed(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    """``await governed(url, sqls, ui=...)`` runs one prompt; returns (session, extension)."""
+    sessions: list[AgentSession] = []
+    audit = f"sqlite:///{tmp_path / 'audit.sqlite'}"
+
+    async def run(url: str, sqls: list[str], *, ui: Any = None, ext: Any = None,
+                  extra: Any = None, prefix: str = "q") -> tuple[AgentSession, Any]:  # fmt: skip
+        ext = ext if ext is not None else pi_notebook.database.database_extension(url)
+        session = create_agent_session(model=_script(*sqls, prefix=prefix), ui=ui, audit=audit,
+                                       extensions=[ext, *([extra] if extra else [])])  # fmt: skip
+        sessions.append(session)
+        await session.prompt("go")
+        return session, ext
+
+    yield run
+    for s in sessions:
+        await s.close()
+
+
+def _results(session: AgentSession) -> list[Any]:
+    return [m for m in session.messages if m.role == "toolResult"]
+
+
+def _text(message: Any) -> str:
+    return " ".join(getattr(p, "text", "") for p in message.content)
+
+
+def _edit(sql: str) -> Callable[[ApprovalRequest], ApprovalOutcome]:
+    return lambda _req: ApprovalOutcome("approved", edited_args={"sql": sql})
+
+
+def _staging(db: Scratch) -> str:
+    name = f"staging_{uuid.uuid4().hex[:8]}"
+    db.execute(f"CREATE TABLE {name} (a INTEGER NOT NULL)")
+    return name
+
+
+async def test_s24_the_request_carries_the_call_its_reasons_and_a_grant_scope(
+    db: Scratch, governed: Any
+) -> None:
+    table = _staging(db)
+    ui = ScriptedApprovalUI("approved")
+    sql = f"INSERT INTO {table} (a) VALUES (1)"
+    session, _ = await governed(db.url, [sql], ui=ui)
+    [req] = ui.requests
+    dialect = sqlglot_dialect(sa.make_url(db.url))
+    assert (req.tool_call_id, req.tool_name, req.title, req.args) == (
+        "q0", "query_database", "Database write", {"sql": sql})  # fmt: skip
+    assert req.args_hash == query_args_hash(sql, dialect) and req.editable
+    assert any("changes data" in r for r in req.reasons) and req.timeout_s == 30
+    assert req.grant_scope is not None and req.grant_scope.operations == ("INSERT",)
+    assert req.grant_scope.tables == (table,)
+    assert ui.confirms == [] and db.count(table) == 1
+    kinds = list(session.audit.to_dataframe()["kind"])
+    assert kinds.index("approval") < kinds.index("final_args")
+
+
+async def test_edit_a_write_into_a_read_runs_the_read_without_asking_again(
+    db: Scratch, governed: Any
+) -> None:
+    table = db.table()
+    db.execute(f"INSERT INTO {table} (a) VALUES (1)")
+    read = f"SELECT count(*) AS n FROM {table}"
+    ui = ScriptedApprovalUI(_edit(read))
+    session, ext = await governed(db.url, [f"DELETE FROM {table}"], ui=ui)
+    [result] = _results(session)
+    assert not result.is_error and db.count(table) == 1  # the DELETE never ran
+    assert int(result.details["dataframe"]["n"].iloc[0]) == 1
+    assert "user edited the statement" in _text(result) and read in _text(result)
+    assert result.details["edited"]["original_sql"] == f"DELETE FROM {table}"
+    [record] = ext.approvals.records()
+    assert record.decision == "approved" and record.sql == read
+    assert record.original_args_hash == ui.requests[0].args_hash != record.args_hash
+    assert len(ext.backend.capabilities) == 0 and len(ui.requests) == 1
+
+
+async def test_edit_a_write_into_another_write_approves_the_edit(
+    db: Scratch, governed: Any
+) -> None:
+    table = db.table()
+    edited = f"INSERT INTO {table} (a) VALUES (2)"
+    ui = ScriptedApprovalUI(_edit(edited))
+    session, ext = await governed(db.url, [f"INSERT INTO {table} (a) VALUES (1)"], ui=ui)
+    [result] = _results(session)
+    assert not result.is_error, _text(result)
+    assert db.scalar(f"SELECT max(a) FROM {table}") == 2 and db.count(table) == 1
+    assert "approved as edited" in _text(result) and edited in _text(result)
+    [record] = ext.approvals.records()
+    [final] = session.audit.to_dataframe(kind="final_args")["payload"]
+    assert final["args_hash"] == record.args_hash == result.details["args_hash"]
+    assert record.original_args_hash == ui.requests[0].args_hash != record.args_hash
+
+
+@pytest.mark.parametrize(
+    ("edited", "text"),
+    [
+        ("INSERT INTO {t} (a) VALUES (2); DELETE FROM {t}", "Refused: the edited statement"),
+        ({"sql": "INSERT INTO {t} (a) VALUES (2)", "limit": 5}, "arguments: not limit"),
+    ],
+)
+async def test_an_edit_that_may_not_run_is_refused(
+    db: Scratch, governed: Any, edited: Any, text: str
+) -> None:
+    table = db.table()
+    args = ({k: v.format(t=table) if isinstance(v, str) else v for k, v in edited.items()}
+            if isinstance(edited, dict) else {"sql": edited.format(t=table)})  # fmt: skip
+    ui = ScriptedApprovalUI(lambda _r: ApprovalOutcome("approved", edited_args=args))
+    session, ext = await governed(db.url, [f"INSERT INTO {table} (a) VALUES (1)"], ui=ui)
+    [result] = _results(session)
+    assert result.is_error and text in _text(result) and db.count(table) == 0
+    assert [r.decision for r in ext.approvals.records()] == ["refused"]
+
+
+def _granting(grant: Grant) -> Callable[[ApprovalRequest], ApprovalOutcome]:
+    """Grants ``grant`` with the first approval; later requests are approved one by one."""
+    asked: list[str] = []
+
+    def answer(req: ApprovalRequest) -> ApprovalOutcome:
+        asked.append(req.tool_call_id)
+        return ApprovalOutcome("approved", grant=grant if len(asked) == 1 else None,
+                               approver="ana")  # fmt: skip
+
+    return answer
+
+
+async def test_a_grant_covers_later_statements_inside_its_scope(db: Scratch, governed: Any) -> None:
+    table, other = _staging(db), db.table()
+    grant = Grant(operations=("INSERT",), tables=("staging_*",), ttl_s=600)
+    ui = ScriptedApprovalUI(_granting(grant))
+    sqls = [f"INSERT INTO {table} (a) VALUES (1)", f"INSERT INTO {table} (a) VALUES (2)",
+            f"INSERT INTO {other} (a) VALUES (3)", f"DELETE FROM {table}"]  # fmt: skip
+    session, ext = await governed(db.url, sqls, ui=ui)
+    # asked for the first (which granted), then for the miss by table and by operation
+    assert [r.tool_call_id for r in ui.requests] == ["q0", "q2", "q3"]
+    assert db.count(table) == 0 and db.count(other) == 1  # q3 deleted both staging rows
+    [active] = ext.grants.list()
+    assert active.uses == 1 and active.approver == "ana" and active.origin_call_id == "q0"
+    uses = session.audit.to_dataframe(kind="grant_use")
+    assert list(uses["tool_call_id"]) == ["q1"]
+    assert uses["payload"].iloc[0]["grant"]["grant_id"] == active.grant_id
+    decisions = {r.tool_call_id: r.decision for r in ext.approvals.records()}
+    assert decisions == {"q0": "approved", "q1": "granted", "q2": "approved", "q3": "approved"}
+
+
+async def test_a_grant_expires_and_can_be_revoked(tmp_path: Path, governed: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'g.sqlite'}"
+    scratch = Scratch("sqlite", url)
+    table = _staging(scratch)
+    grant = Grant(operations=("INSERT",), tables=(table,), ttl_s=60)
+    ui = ScriptedApprovalUI(_granting(grant))
+    insert = f"INSERT INTO {table} (a) VALUES (1)"
+    _, ext = await governed(url, [insert, insert], ui=ui)
+    assert len(ui.requests) == 1  # the second ran inside the grant
+    [active] = ext.grants.list()
+    now = active.expires_at
+    ext.grants.clock = lambda: now  # the grant's time is up
+    ext.approval_timeout_s = 5
+    await governed(url, [insert], ui=ui, ext=ext, prefix="later")  # a new session, same ext
+    assert len(ui.requests) == 2
+    fresh = ext.grants.create(Grant(operations=("INSERT",), tables=(table,), ttl_s=60))
+    assert ext.grants.revoke(fresh.grant_id) and ext.grants.list() == []
+    scratch.dispose()
+
+
+async def test_a_grant_that_would_cover_ddl_is_refused_and_nothing_runs(
+    db: Scratch, governed: Any
+) -> None:
+    table = db.table()
+    ui = ScriptedApprovalUI(_granting(Grant(operations=("INSERT", "DROP"), tables=("t_*",))))
+    session, ext = await governed(db.url, [f"INSERT INTO {table} (a) VALUES (1)"], ui=ui)
+    [result] = _results(session)
+    assert result.is_error and "never DROP" in _text(result) and db.count(table) == 0
+    assert ext.grants.list() == [] and ext.approvals.records()[0].decision == "refused"
+
+
+def _block_the_first_call(pi: ExtensionAPI) -> None:
+    blocked: list[str] = []
+
+    def handler(event: Any, _ctx: Any) -> dict[str, Any] | None:
+        if blocked:
+            return None
+        blocked.append(event.tool_call_id)
+        return {"block": True, "reason": "policy says no"}
+
+    pi.on("tool_call", handler)
+
+
+async def test_15_4_an_approval_left_by_a_blocked_call_dies_with_it(
+    db: Scratch, tmp_path: Path
+) -> None:
+    """The gate approves q0, a later handler blocks it; the model then reuses the id q0."""
+    table = db.table()
+    insert = f"INSERT INTO {table} (a) VALUES (1)"
+    call = [tool_call("query_database", {"sql": insert}, id="q0")]
+    model = ScriptedModel([call, text("blocked"), call, text("done")])
+    ui = ScriptedApprovalUI("approved")
+    ext = pi_notebook.database.database_extension(db.url)
+    session = create_agent_session(model=model, ui=ui, extensions=[ext, _block_the_first_call],
+                                   audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip
+    try:
+        await session.prompt("go")
+        assert _text(_results(session)[0]) == "policy says no" and len(ui.requests) == 1
+        store = ext.backend.capabilities
+        assert len(store) == 0 and store.used("q0")  # revoked at the call's end, id burnt
+        await session.prompt("again")
+        assert "already used" in _text(_results(session)[1]) and len(ui.requests) == 1
+        assert not store.consume("q0", ui.requests[0].args_hash).ok and db.count(table) == 0
+    finally:
+        await session.close()
+
+
+async def test_15_11_decisions_come_from_the_audit_with_its_redaction(
+    tmp_path: Path, governed: Any
+) -> None:
+    url = f"sqlite:///{tmp_path / 'r.sqlite'}"
+    scratch = Scratch("sqlite", url)
+    scratch.execute("CREATE TABLE users (id INTEGER, password TEXT)")
+    sql = "UPDATE users SET password = 'hunter2-secret' WHERE id = 1"
+    session, ext = await governed(url, [sql], ui=ScriptedApprovalUI("approved"))
+    frame = ext.approvals.to_dataframe()
+    assert list(frame["decision"]) == ["approved"]
+    assert "hunter2" not in " ".join(frame["sql"]) and "password = " in frame["sql"].iloc[0]
+    same = approvals_dataframe(session.audit, session=session.audit.session_id)
+    assert list(same["audit_hash"]) == list(frame["audit_hash"])
+    scratch.dispose()

@@ -73,9 +73,7 @@ async def make_run(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         events: list[Any] | None = None,
         **options: Any,
     ) -> Run:
-        ext = ext_module.database_extension(
-            url, approvals_url=f"sqlite:///{tmp_path / 'appr.sqlite'}", **options
-        )
+        ext = ext_module.database_extension(url, **options)
         extensions: list[Any] = [ext] + ([extra] if extra else [])
         session = create_agent_session(model=script(*sqls), extensions=extensions, ui=ui,
                                        audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip
@@ -144,7 +142,8 @@ async def test_s24_timed_out_approval_is_blocked_and_recorded_expired(
     run = await make_run(
         url, ["CREATE TABLE t (a INTEGER)"], ui=ScriptedUI("wait"), approval_timeout_s=0.2
     )
-    assert run.texts()[0].startswith("Rejected by user.") and run.results()[0].is_error
+    assert run.texts()[0].startswith("Not approved: no decision within 0.2 s")
+    assert run.results()[0].is_error
     assert run.ext.approvals.records()[0].decision == "expired"
     check = await make_run(url, ["SELECT count(*) AS n FROM sqlite_master WHERE name = 't'"])
     assert check.results()[0].details["dataframe"]["n"].tolist() == [0]

@@ -15,9 +15,7 @@ from pi_notebook.testing import ScriptedModel, text, tool_call
 async def _session(
     tmp_path: Path, url: str, steps: list[Any], *, ui: Any = None, extra: Any = None
 ) -> Any:
-    ext = ext_module.database_extension(
-        url, approvals_url=f"sqlite:///{tmp_path / 'appr.sqlite'}", row_cap=100
-    )
+    ext = ext_module.database_extension(url, row_cap=100)
     return create_agent_session(model=ScriptedModel([*steps, text("done")]),
                                 extensions=[ext] + ([extra] if extra else []), ui=ui,
                                 audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip

@@ -87,3 +87,77 @@ def test_d2_args_hash_changes_when_the_statement_changes() -> None:
     approved = args_hash({"sql": "DELETE FROM t WHERE id = 1"}, "postgres")
     assert args_hash({"sql": "DELETE FROM t WHERE id = 1 OR 1=1"}, "postgres") != approved
     assert args_hash({"sql": "delete from T where ID = 1"}, "postgres") == approved
+
+
+# Issue 15, red team round 3: statements that differ on the engine (checked there in
+# test_sql_redteam_engines.py) never share a canonical form.
+COLLISIONS = [
+    ("DELETE FROM json", "DELETE FROM JSON", "mysql"),
+    ("SELECT * FROM Date", "SELECT * FROM date", "mysql"),
+    ("UPDATE Text SET a = 1", "UPDATE text SET a = 1", "mysql"),
+    ("DELETE FROM t\u00a0", "DELETE FROM t", "postgres"),
+    ("DELETE FROM t\u00a0", "DELETE FROM t", "mysql"),
+    ("DELETE FROM t\u00a0", "DELETE FROM t", "sqlite"),
+    ("DELETE FROM t\u00a0", "DELETE FROM t", "duckdb"),
+    ("SELECT a\u2000FROM t", "SELECT a FROM t", "postgres"),
+    ("INSERT INTO t SELECT 0o17", "INSERT INTO t SELECT 0 o17", "postgres"),
+    ("INSERT INTO t SELECT 0x1F", "INSERT INTO t SELECT 0 x1F", "postgres"),
+    ("INSERT INTO t SELECT 1_000", "INSERT INTO t SELECT 1 _000", "postgres"),
+    ("INSERT INTO t SELECT 1_000", "INSERT INTO t SELECT 1 _000", "duckdb"),
+    ("INSERT INTO t SELECT .5", "INSERT INTO t SELECT . 5", "postgres"),
+    ("INSERT INTO t VALUES ('a'\n'b')", "INSERT INTO t VALUES ('a' 'b')", "postgres"),
+    ("UPDATE t SET j = j #- '{a}'", "UPDATE t SET j = j # - '{a}'", "postgres"),
+    ("SELECT :name", "SELECT : name", "postgres"),
+]
+
+
+@pytest.mark.parametrize(("left", "right", "dialect"), COLLISIONS)
+def test_d2_statements_the_engine_reads_differently_keep_different_forms(
+    left: str, right: str, dialect: str
+) -> None:
+    assert canonicalize(left, dialect) != canonicalize(right, dialect)
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "dialect"),
+    [
+        ("select a from t order by a", "SELECT a FROM t ORDER BY a", "mysql"),
+        ("SELECT a=1", "SELECT a = 1", "postgres"),
+        ("SELECT 'a'  'b'", "SELECT 'a' 'b'", "mysql"),
+        ("SELECT * FROM Json", "SELECT * FROM json", "postgres"),
+        ("SELECT x::int", "SELECT x :: int", "duckdb"),
+    ],
+)
+def test_d2_what_the_engine_reads_alike_still_shares_a_form(
+    left: str, right: str, dialect: str
+) -> None:
+    assert canonicalize(left, dialect) == canonicalize(right, dialect)
+
+
+def test_d2_canonical_form_is_computed_from_the_classifier_tokens() -> None:
+    from pi_notebook.sql import lexical
+    from pi_notebook.sql.canonical import canonicalize_uncached
+    from pi_notebook.sql.classify import classify_uncached
+
+    sql = "SELECT id, name FROM customers WHERE id = 987654321 /* tokens probe */"
+    lexical.tokens_of.cache_clear()
+    classify_uncached(sql, "postgres")
+    canonicalize_uncached(sql, "postgres")
+    info = lexical.tokens_of.cache_info()
+    assert (info.misses, info.hits) == (1, 1)  # tokenised once for both
+
+
+def test_d2_classifying_first_does_not_change_the_canonical_form() -> None:
+    """The gate may canonicalise before or after the backend classifies: same tokens, same form."""
+    from sql_fixture_cases import load_cases
+
+    from pi_notebook.sql import lexical
+    from pi_notebook.sql.canonical import canonicalize_uncached
+    from pi_notebook.sql.classify import classify_uncached
+
+    for case in load_cases():
+        lexical.tokens_of.cache_clear()
+        fresh = canonicalize_uncached(case.sql, case.dialect)
+        lexical.tokens_of.cache_clear()
+        classify_uncached(case.sql, case.dialect)
+        assert canonicalize_uncached(case.sql, case.dialect) == fresh, case.id

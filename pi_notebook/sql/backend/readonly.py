@@ -10,6 +10,10 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Literal
 
+from pi_notebook.sql.catalogs import SECRET_TABLES
+from pi_notebook.sql.functions import REJECT_FUNCTIONS
+from pi_notebook.sql.pragmas import sqlite_allows
+
 __all__ = ["RunKind", "begin", "finish", "install_sqlite_guard"]
 
 RunKind = Literal["read", "write"]
@@ -17,54 +21,62 @@ RunKind = Literal["read", "write"]
 _GUARD_KEY = "pi_notebook_sqlite_guard"
 _QUERY_ONLY_KEY = "pi_notebook_sqlite_query_only"
 
-# Pragmas that only report. Everything else (including argument-less pragmas that act, such
-# as ``optimize`` or ``wal_checkpoint``) is denied while a read runs.
-_READ_PRAGMAS = frozenset(
-    {
-        "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
-        "foreign_key_list", "database_list", "collation_list", "function_list",
-        "pragma_list", "module_list", "compile_options", "user_version", "schema_version",
-        "application_id", "encoding", "page_size", "page_count", "freelist_count",
-    }
-)  # fmt: skip
-# Read pragmas that become writes when given a value (``PRAGMA user_version = 5``).
-_VALUE_PRAGMAS = frozenset(
-    {"user_version", "schema_version", "application_id", "page_size", "encoding"}
-)
+# The guard's policy is the classifier's: the pragma table (``sql/pragmas.py``), the functions
+# that must never run and the tables that hold secrets (``sql/functions.py``,
+# ``sql/catalogs.py``). ``tests/db/test_db_read_corpus_backend.py`` runs the read corpus
+# through the backend, so the two cannot drift apart unnoticed.
 _READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE})
-_NEVER_FUNCTIONS = frozenset({"load_extension"})
+_NEVER_FUNCTIONS = REJECT_FUNCTIONS["sqlite"] | {"load_extension"}
+_SECRET_TABLES = SECRET_TABLES["sqlite"]
+# The first use of an eponymous virtual table on a connection (json_each, pragma_table_info...)
+# asks to UPDATE these columns of the schema table while SQLite declares the table (verified on
+# SQLite 3.40). No statement can really change the schema table: SQLite refuses it ("may not be
+# modified") unless PRAGMA writable_schema is on, which this guard denies in every mode.
+_SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_temp_master", "sqlite_schema",
+                            "sqlite_temp_schema"})  # fmt: skip
+_SCHEMA_COLUMNS = frozenset({"type", "name", "tbl_name", "rootpage", "sql"})
 
 
 class _SqliteGuard:
     """The authorizer of one SQLite connection; ``mode`` says what may be prepared now.
 
-    - ``base``: anything except ATTACH/DETACH, pragma writes and ``load_extension``.
-    - ``read``: only pure reads (SELECT, table reads, functions, recursive CTEs, info pragmas).
+    - ``base``: anything except ATTACH/DETACH, pragmas other than the listed reads (no pragma
+      ever sets a value) and the functions that must never run (``load_extension``...).
+    - ``read``: only pure reads: SELECT, table reads (not of secret tables), functions,
+      recursive CTEs, the pragmas the classifier calls reads, and the schema-table bookkeeping
+      of an eponymous virtual table's first use.
     - ``control``: everything; only while the backend itself issues its own setup statements.
     """
 
     def __init__(self) -> None:
         self.mode: Literal["base", "read", "control"] = "base"
 
-    def __call__(self, action: int, arg1: str | None, arg2: str | None, *_: Any) -> int:
+    def __call__(self, action: int, arg1: str | None, arg2: str | None, *_: str | None) -> int:
         if self.mode == "control":
             return sqlite3.SQLITE_OK
         if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
             return sqlite3.SQLITE_DENY
         if action == sqlite3.SQLITE_FUNCTION:
-            return (
-                sqlite3.SQLITE_DENY
-                if (arg2 or "").lower() in _NEVER_FUNCTIONS
-                else sqlite3.SQLITE_OK
-            )
+            never = (arg2 or "").lower() in _NEVER_FUNCTIONS
+            return sqlite3.SQLITE_DENY if never else sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_PRAGMA:
-            name = (arg1 or "").lower()
-            if name in _READ_PRAGMAS and (arg2 is None or name not in _VALUE_PRAGMAS):
-                return sqlite3.SQLITE_OK
-            return sqlite3.SQLITE_DENY
+            return sqlite3.SQLITE_OK if sqlite_allows(arg1, arg2) else sqlite3.SQLITE_DENY
         if self.mode == "read":
-            return sqlite3.SQLITE_OK if action in _READ_ACTIONS else sqlite3.SQLITE_DENY
+            return self._read(action, arg1, arg2)
         return sqlite3.SQLITE_OK
+
+    @staticmethod
+    def _read(action: int, table: str | None, column: str | None) -> int:
+        if action in _READ_ACTIONS:
+            secret = action == sqlite3.SQLITE_READ and (table or "").lower() in _SECRET_TABLES
+            return sqlite3.SQLITE_DENY if secret else sqlite3.SQLITE_OK
+        if (
+            action == sqlite3.SQLITE_UPDATE
+            and (table or "").lower() in _SCHEMA_TABLES
+            and (column or "").lower() in _SCHEMA_COLUMNS
+        ):
+            return sqlite3.SQLITE_OK
+        return sqlite3.SQLITE_DENY
 
 
 def install_sqlite_guard(dbapi_connection: sqlite3.Connection, info: dict[Any, Any]) -> None:
