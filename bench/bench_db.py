@@ -57,10 +57,10 @@ class _CapturePI:
     audit = None
 
     def __init__(self) -> None:
-        self.tool: Any = None
+        self.tools: dict[str, Any] = {}
 
     def register_tool(self, definition: Any) -> None:
-        self.tool = definition
+        self.tools[definition.name] = definition
 
     def on(self, _event: str, _handler: Any) -> Callable[[], None]:
         return lambda: None
@@ -76,7 +76,7 @@ class Tool:
         self.ext = database_extension(url, row_cap=row_cap)
         pi = _CapturePI()
         self.ext(pi)
-        self.tool = pi.tool
+        self.tool = pi.tools["query_database"]
         self.signal = AbortController().signal
 
     async def __call__(self, sql: str) -> Any:

@@ -109,7 +109,7 @@ class DatabaseBackend:
             self.backend)  # fmt: skip
         self.settings = RunSettings(
             row_cap=row_cap,
-            count_limit=max(count_limit, row_cap),
+            count_limit=max(count_limit, row_cap + 1),  # a capped read stops at the cap + 1
             statement_timeout_s=statement_timeout_s,
             progress_every=progress_every,
             arrow=use_arrow,
