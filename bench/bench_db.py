@@ -81,7 +81,11 @@ class Tool:
 
     async def __call__(self, sql: str) -> Any:
         params = self.tool.parameters(sql=sql)
-        return await self.tool.execute("bench", params, self.signal, lambda _u: None, None)
+        result = await self.tool.execute("bench", params, self.signal, lambda _u: None, None)
+        # The extension keeps the last results for the notebook; here, as with read_sql, the
+        # caller's reference is the only one (else 1M-row frames pile up between repeats).
+        self.ext.results.clear()
+        return result
 
     def close(self) -> None:
         if self.ext.backend is not None:
