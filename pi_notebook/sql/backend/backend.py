@@ -209,7 +209,8 @@ class DatabaseBackend:
             bounds = Bounds(expected_rows=check.expected_rows, max_rows=check.max_rows)
         payload = {"sql": sql, "args_hash": final_hash, "verdict": verdict.kind,
                    "reasons": list(reasons), "dialect": self.dialect}  # fmt: skip
-        await self._durable(audit, "final_args", payload, ids)
+        # A read's record need not wait for the server's WAL flush (see commit_before).
+        await self._durable(audit, "final_args", payload, ids, sync=kind == "write")
         try:
             return await self._run_as(kind, sql, tool_call_id=tool_call_id, final_hash=final_hash,
                                       signal=signal, on_progress=on_progress, audit=audit,
@@ -218,11 +219,17 @@ class DatabaseBackend:
             raise self._drift(drift, bounds or Bounds(), sql, final_hash, audit, ids) from None
 
     async def _durable(
-        self, audit: AuditSink | None, kind: str, payload: dict[str, Any], ids: dict[str, Any]
+        self,
+        audit: AuditSink | None,
+        kind: str,
+        payload: dict[str, Any],
+        ids: dict[str, Any],
+        *,
+        sync: bool = True,
     ) -> None:
         """A record that must be committed before anything runs; refuses if it cannot be."""
         try:
-            await commit_before(audit, kind, payload, **ids)
+            await commit_before(audit, kind, payload, sync=sync, **ids)
         except Exception:  # AuditUnavailableError, or any other failure to commit: fail closed
             raise QueryRefused(AUDIT_UNAVAILABLE) from None
 
