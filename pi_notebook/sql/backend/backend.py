@@ -45,6 +45,7 @@ from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.backend.results import QueryOutcome, shape
 from pi_notebook.sql.backend.worker import (
     Bounds,
+    ConnectionSlot,
     DriftError,
     RunSettings,
     preview_statement,
@@ -108,7 +109,7 @@ class DatabaseBackend:
             self.backend)  # fmt: skip
         self.settings = RunSettings(
             row_cap=row_cap,
-            count_limit=max(count_limit, row_cap),
+            count_limit=max(count_limit, row_cap + 1),  # a capped read stops at the cap + 1
             statement_timeout_s=statement_timeout_s,
             progress_every=progress_every,
             arrow=use_arrow,
@@ -118,11 +119,13 @@ class DatabaseBackend:
         self._adbc = (AdbcPostgres(self.url, connect_timeout_s)
                       if use_arrow and self.backend == "postgresql" else None)  # fmt: skip
         self._execution = Execution(self.url, statement_timeout_s)
+        self._slot = ConnectionSlot()
 
     def dispose(self) -> None:
         """Close every pooled connection and let the worker thread go (the backend reconnects
         if used again)."""
         self._execution.close()
+        self._slot.release()
         if self._adbc is not None:
             self._adbc.close()
         self.engine.dispose()
@@ -296,7 +299,7 @@ class DatabaseBackend:
             measured = await self._execution.call(
                 preview_statement, self.engine, self.backend, sql, plan, self.settings,
                 describe=lambda exc: describe_error(exc, self.url), signal=signal,
-                what="Preview",
+                what="Preview", slot=self._slot,
             )  # fmt: skip
         except QueryError as error:
             record_after(audit, "write_preview", {**base, "phase": "error", "error": str(error)}, **ids)  # fmt: skip
@@ -338,7 +341,7 @@ class DatabaseBackend:
         try:
             fetched = await self._execution.call(
                 run_statement, self.engine, self.backend, kind, sql, settings,
-                bounds=bounds, plan=plan, adbc=self._adbc, signal=signal,
+                bounds=bounds, plan=plan, adbc=self._adbc, slot=self._slot, signal=signal,
                 on_progress=on_progress,
             )  # fmt: skip
         except QueryError as error:
