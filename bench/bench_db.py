@@ -57,10 +57,10 @@ class _CapturePI:
     audit = None
 
     def __init__(self) -> None:
-        self.tool: Any = None
+        self.tools: dict[str, Any] = {}
 
     def register_tool(self, definition: Any) -> None:
-        self.tool = definition
+        self.tools[definition.name] = definition
 
     def on(self, _event: str, _handler: Any) -> Callable[[], None]:
         return lambda: None
@@ -76,12 +76,16 @@ class Tool:
         self.ext = database_extension(url, row_cap=row_cap)
         pi = _CapturePI()
         self.ext(pi)
-        self.tool = pi.tool
+        self.tool = pi.tools["query_database"]
         self.signal = AbortController().signal
 
     async def __call__(self, sql: str) -> Any:
         params = self.tool.parameters(sql=sql)
-        return await self.tool.execute("bench", params, self.signal, lambda _u: None, None)
+        result = await self.tool.execute("bench", params, self.signal, lambda _u: None, None)
+        # The extension keeps the last results for the notebook; here, as with read_sql, the
+        # caller's reference is the only one (else 1M-row frames pile up between repeats).
+        self.ext.results.clear()
+        return result
 
     def close(self) -> None:
         if self.ext.backend is not None:

@@ -31,7 +31,7 @@ from pi_notebook.approvals.protocol import ApprovalRequest
 from pi_notebook.approvals.records import ApprovalEntry
 from pi_notebook.errors import ApprovalRefused
 
-__all__ = ["TOOL_POLICY_VERSION", "ApprovalRule", "ToolApprovals", "commit_record"]
+__all__ = ["TOOL_POLICY_VERSION", "ApprovalRule", "ToolApprovals", "commit_record", "unrecorded"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,12 @@ async def commit_record(audit: Any, kind: str, payload: Mapping[str, Any], **ids
     from pi_notebook.sql.backend.auditing import commit_before
 
     await commit_before(audit, kind, payload, **ids)
+
+
+def unrecorded(exc: BaseException) -> str:
+    """The block reason when a decision could not be committed to the audit (issue 15.1)."""
+    return (f"Not run: the audit store is unavailable, so the decision could not be recorded "
+            f"({_describe(exc)}). Fix the audit store and retry.")  # fmt: skip
 
 
 @dataclass(kw_only=True)
@@ -156,7 +162,7 @@ class ToolApprovals:
                                 policy_version=TOOL_POLICY_VERSION)  # fmt: skip
         except Exception as exc:  # an approval we cannot record is no approval
             self._edits.pop(tool_call_id, None)
-            return f"Not run: the approval could not be recorded ({_describe(exc)})."
+            return unrecorded(exc)
         if block is not None:
             return block
         self.capabilities.grant(tool_call_id, entry.args_hash, self.capability_ttl_s)

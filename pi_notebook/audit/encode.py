@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
 
-__all__ = ["to_jsonable", "type_name"]
+__all__ = ["safe_field", "safe_text", "to_jsonable", "type_name"]
 
 _MAX_DEPTH = 24
 _MAX_ITEMS = 1000
@@ -59,10 +59,43 @@ def to_jsonable(obj: Any) -> Any:
         return {"_type": type_name(obj), "repr": _safe_repr(obj)}
 
 
+def safe_text(text: str) -> str:
+    """``text`` with what no store takes escaped: lone surrogates (as ``\\udXXX``) and NUL."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text.replace("\x00", "\\x00") if "\x00" in text else text
+
+
+def safe_field(value: object, limit: int) -> tuple[str, int | None]:
+    """``value`` as text fit for a ``VARCHAR(limit)`` column on every engine.
+
+    Returns the text and, when it had to be cut, the original length (else ``None``). A cut
+    value keeps its head and ends with ``~`` and 16 hex digits of its SHA-256, so two long
+    values that share a head stay distinct and one value always cuts the same way.
+    """
+    text = safe_text(value if isinstance(value, str) else str(value))
+    if len(text) <= limit:
+        return text, None
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return f"{text[: limit - 17]}~{digest}", len(text)
+
+
 def _convert(obj: Any, depth: int, seen: set[int]) -> Any:
     # Fast path first: most payloads are already plain JSON.
-    if obj is None or obj is True or obj is False or type(obj) is str or type(obj) is int:
+    cls = type(obj)
+    if obj is None or cls is str or cls is int or cls is bool:
         return obj
+    if (cls is dict or cls is list) and depth <= _MAX_DEPTH:
+        if id(obj) in seen:
+            return {"_type": type_name(obj), "_note": "cycle"}
+        seen.add(id(obj))
+        try:
+            return _container(obj, depth, seen)
+        finally:
+            seen.discard(id(obj))
     if isinstance(obj, float):
         # NaN and infinities are not JSON; keep them readable rather than emitting invalid text.
         return obj if math.isfinite(obj) else repr(obj)
@@ -84,7 +117,7 @@ def _convert(obj: Any, depth: int, seen: set[int]) -> Any:
 
 
 def _container(obj: Any, depth: int, seen: set[int]) -> Any:
-    if isinstance(obj, Mapping):
+    if type(obj) is dict or (type(obj) is not list and isinstance(obj, Mapping)):
         out: dict[str, Any] = {}
         for i, (key, value) in enumerate(obj.items()):
             if i >= _MAX_ITEMS:
@@ -177,7 +210,7 @@ def _pandas_or_numpy(obj: Any) -> Any:
                 "_type": "DataFrame",
                 "shape": list(obj.shape),
                 "columns": [_key(c) for c in list(obj.columns)[:_MAX_ITEMS]],
-                "dtypes": [str(t) for t in list(obj.dtypes)[:_MAX_ITEMS]],
+                "dtypes": [str(t) for t in _dtypes(obj)[:_MAX_ITEMS]],
             }
         if isinstance(obj, pd.Series):
             return {
@@ -195,3 +228,15 @@ def _pandas_or_numpy(obj: Any) -> Any:
         if isinstance(obj, np.generic):
             return to_jsonable(obj.item())
     return _NOTHING
+
+
+def _dtypes(frame: Any) -> list[Any]:
+    # The block manager's per-column dtypes are what ``frame.dtypes`` wraps in a Series, at a
+    # fifth of the cost (this runs for every result a call returns); any doubt, the public way.
+    try:
+        found = list(frame._mgr.get_dtypes())  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        if len(found) == frame.shape[1]:  # pyright: ignore[reportUnknownArgumentType]
+            return found  # pyright: ignore[reportUnknownVariableType]
+    except Exception:  # another pandas: fall back
+        pass
+    return list(frame.dtypes)

@@ -1,8 +1,15 @@
-"""Reading the audit as pandas DataFrames: the records (D9) and a per-call summary.
+"""Reading the audit as a pandas DataFrame, one row per record, with typed columns (D9).
 
-``read_records`` is on the path of ``%pi_audit`` over stores with millions of rows, so it
-avoids per-row Python work where it can: timestamps are parsed by pandas in one vectorised
-call, and payloads are decoded by a single ``json.loads`` over all of them.
+``read_records`` is on the path of ``%pi_audit`` over stores with millions of rows. Where
+pyarrow and an ADBC driver are installed (SQLite files, PostgreSQL) the rows come as Arrow
+columns and become a DataFrame without a Python object per value; elsewhere the driver's
+cursor is read and converted column by column. Payloads stay JSON text unless asked to be
+decoded (one ``json.loads`` over all of them). The ADBC connection only ever runs this
+module's own SELECT over the audit tables (no user SQL).
+
+Not for SQLite: the ADBC SQLite driver links its own copy of SQLite, and two copies in one
+process break SQLite's POSIX locks (closing one copy's file releases the other's locks; seen
+here as "disk I/O error" on the writer's connection). SQLite is read through ``sqlite3``.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from .schema import records
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["CALL_COLUMNS", "RECORD_COLUMNS", "read_records", "summarise_calls"]
+__all__ = ["RECORD_COLUMNS", "decode_payloads", "read_records"]
 
 RECORD_COLUMNS = [
     "id",
@@ -36,17 +43,6 @@ RECORD_COLUMNS = [
     "payload",
     "prev_hash",
     "hash",
-]
-CALL_COLUMNS = [
-    "tool_call_id",
-    "tool_name",
-    "args_hash",
-    "decision",
-    "outcome",
-    "is_error",
-    "duration_ms",
-    "started_at",
-    "ended_at",
 ]
 
 
@@ -72,8 +68,12 @@ def read_records(
     since: Any = None,
     kind: str | Sequence[str] | None = None,
     calls_only: bool = False,
+    decode: bool = True,
 ) -> pd.DataFrame:
-    """The matching records, ordered by session and seq, with typed columns."""
+    """The matching records, ordered by session and seq, with typed columns.
+
+    ``decode`` turns the ``payload`` column from JSON text into dicts.
+    """
     import pandas as pd
 
     c = records.c
@@ -115,6 +115,9 @@ def read_records(
         kinds = [kind] if isinstance(kind, str) else list(kind)
         query = query.where(c.kind.in_(kinds))
     query = query.order_by(c.session_id, c.seq)
+    frame = _read_arrow(engine, query, decode)
+    if frame is not None:
+        return frame
     # Millions of new tuples, dicts and strings would trigger the cyclic garbage collector
     # over and over (it scans the whole growing heap); none of them can form a cycle.
     gc_was_enabled = gc.isenabled()
@@ -128,7 +131,7 @@ def read_records(
         data["seq"] = np.array(data["seq"], dtype=np.int64)
         data["timestamp"] = _timestamps(list(data["timestamp"]))
         payloads = np.empty(len(data["id"]), dtype=object)
-        payloads[:] = _payloads(list(data["payload"]))
+        payloads[:] = _payloads(list(data["payload"])) if decode else list(data["payload"])
         data["payload"] = payloads
         for name in (
             "session_id",
@@ -140,8 +143,11 @@ def read_records(
             "prev_hash",
             "hash",
         ):
-            data[name] = np.array(data[name], dtype=object)
-        return pd.DataFrame(data, columns=RECORD_COLUMNS)
+            # Object columns as fetched: converting a million strings to pandas' Arrow-backed
+            # ``str`` costs more than the fetch (the Arrow path gives ``str`` for free).
+            data[name] = pd.Series(np.array(data[name], dtype=object), dtype=object, copy=False)
+        data["payload"] = pd.Series(data["payload"], dtype=object, copy=False)
+        return pd.DataFrame(data, columns=RECORD_COLUMNS, copy=False)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -205,70 +211,72 @@ def _one_payload(text: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"_not_an_object": value}
 
 
-def summarise_calls(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per tool call from a records frame (as returned by ``read_records``).
-
-    decision: the last ``approval`` record's ``decision``; else a ``tool_call`` record's
-    decision other than "seen" (such as a block); else "seen" if the call reached the
-    ``tool_call`` handlers. args_hash: the last ``final_args`` record's ``args_hash``, else the
-    approval's. outcome: "error" or "ok" from ``tool_execution_end``, "incomplete" without one.
-    """
-    import pandas as pd
-
-    calls: dict[str, dict[str, Any]] = {}
-    sub = frame[frame["tool_call_id"].notna()]
-    for call_id, tool_name, kind, ts, payload in zip(
-        sub["tool_call_id"],
-        sub["tool_name"],
-        sub["kind"],
-        sub["timestamp"],
-        sub["payload"],
-        strict=True,
-    ):
-        row = calls.setdefault(
-            call_id,
-            {
-                "tool_call_id": call_id,
-                "tool_name": None,
-                "args_hash": None,
-                "approval": None,
-                "gate": None,
-                "outcome": "incomplete",
-                "is_error": None,
-                "duration_ms": None,
-                "started_at": ts,
-                "ended_at": None,
-            },
-        )
-        payload = payload if isinstance(payload, dict) else {}
-        if row["tool_name"] is None and isinstance(tool_name, str):
-            row["tool_name"] = tool_name
-        if kind == "tool_execution_start":
-            row["started_at"] = ts
-        elif kind == "approval":
-            row["approval"] = payload.get("decision", row["approval"])
-            if row["args_hash"] is None or not row.get("_final"):
-                row["args_hash"] = payload.get("args_hash", row["args_hash"])
-        elif kind == "final_args" and payload.get("args_hash") is not None:
-            row["args_hash"], row["_final"] = payload["args_hash"], True
-        elif kind == "tool_call":
-            decision = payload.get("decision")
-            if decision is not None and (row["gate"] in (None, "seen")):
-                row["gate"] = decision
-        elif kind == "tool_execution_end":
-            row["is_error"] = bool(payload.get("is_error"))
-            row["outcome"] = "error" if row["is_error"] else "ok"
-            row["duration_ms"] = payload.get("duration_ms")
-            row["ended_at"] = ts
-    out_rows = []
-    for row in calls.values():
-        row["decision"] = row["approval"] if row["approval"] is not None else row["gate"]
-        out_rows.append({k: row[k] for k in CALL_COLUMNS})
-    out = pd.DataFrame(out_rows, columns=CALL_COLUMNS)
-    out["is_error"] = out["is_error"].astype("boolean")
-    out["duration_ms"] = pd.Series(
-        pd.to_numeric(out["duration_ms"], errors="coerce"), index=out.index
-    ).astype("Float64")
-    for col in ("started_at", "ended_at"):
-        out[col] = pd.to_datetime(out[col], utc=True)
+def decode_payloads(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of a records frame whose ``payload`` column holds dicts instead of JSON text."""
+    out = frame.copy()
+    values = out["payload"].tolist()
+    if values and not all(isinstance(v, dict) for v in values):
+        decoded = np.empty(len(values), dtype=object)
+        decoded[:] = _payloads([v if isinstance(v, str) else json.dumps(v) for v in values])
+        out["payload"] = decoded
     return out
+
+
+def _adbc_connect(engine: sa.Engine) -> Any:
+    """An ADBC DBAPI connection to a PostgreSQL store, or ``None`` (see the module docstring)."""
+    url = engine.url
+    try:
+        import pyarrow  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
+        if engine.dialect.name == "postgresql":
+            import adbc_driver_postgresql.dbapi as adbc_pg
+
+            uri = url.set(drivername="postgresql").render_as_string(hide_password=False)
+            return adbc_pg.connect(uri)
+    except ImportError:
+        return None
+    return None
+
+
+def _read_arrow(
+    engine: sa.Engine, query: sa.Select[*tuple[Any, ...]], decode: bool
+) -> pd.DataFrame | None:
+    conn = _adbc_connect(engine)
+    if conn is None:
+        return None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if engine.dialect.name == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
+        dialect: Any = postgresql.dialect(paramstyle="numeric_dollar")
+    else:
+        dialect = engine.dialect
+    compiled = query.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+    params = compiled.construct_params()
+    args = tuple(params[name] for name in compiled.positiontup or ())
+    try:
+        cursor = conn.cursor()
+        try:
+            cursor.execute(str(compiled), args or None)
+            table = cursor.fetch_arrow_table()
+        finally:
+            cursor.close()
+    finally:
+        conn.close()
+    if table.num_rows == 0:
+        return None  # the plain path gives an empty frame its column types
+    table = table.rename_columns(RECORD_COLUMNS)
+    ts = pc.cast(table["timestamp"], pa.timestamp("us", tz="UTC"))
+    table = table.set_column(RECORD_COLUMNS.index("timestamp"), "timestamp", ts)
+    payload_texts = table["payload"].to_pylist() if decode else None
+    if decode:
+        table = table.drop_columns(["payload"])
+    frame = table.to_pandas()
+    frame["seq"] = frame["seq"].astype("int64")
+    if payload_texts is not None:
+        decoded = np.empty(len(payload_texts), dtype=object)
+        decoded[:] = _payloads(payload_texts)
+        frame.insert(RECORD_COLUMNS.index("payload"), "payload", decoded)
+    return frame

@@ -1,31 +1,35 @@
 """``AuditLog``: the append-only, hash-chained audit log of one session (D8, D9, D11, S29).
 
-Writing never stalls the agent: ``record`` encodes, redacts and truncates the payload in the
-caller's thread (so later mutation of the payload cannot change the record), then queues it
-for the background writer. ``durable=True`` waits until the record and all before it are
-committed (approval decisions and final arguments must be on disk before a statement runs).
+Writing never stalls the agent: ``record``/``append`` encode, redact and truncate the payload
+in the caller's thread (so later mutation of the payload cannot change the record), then queue
+it for the background writer. A durable record (``await commit(...)``, or ``record(...,
+durable=True)`` from a thread) returns its hash once it and all before it are committed, and
+raises ``AuditUnavailableError`` when that does not happen within ``durable_timeout_s``:
+whatever it would authorise must then not happen (fail closed).
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import datetime as dt
-import getpass
 import json
 import logging
-import os
 import uuid
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from sqlalchemy import event as sa_event
 
-from .chain import VerifyReport, verify_session
-from .encode import to_jsonable
-from .redact import STRICT_ENCODER, Redactor, dumps, truncate
-from .schema import ensure_schema, heads, records
+from ..errors import AuditUnavailableError, ConfigurationError
+from .chain import VerifyReport
+from .encode import safe_field, safe_text
+from .engine import current_user, default_audit_url, make_engine
+from .payload import encode_payload, storable_ids
+from .records import AuditRecord
+from .redact import Redactor
+from .schema import ensure_schema, records, verify_store
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -34,52 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["AuditLog", "default_audit_url"]
 
 _log = logging.getLogger("pi_notebook.audit")
-_ENV = "PI_NOTEBOOK_AUDIT_URL"
-_DURABLE_TIMEOUT = 30.0
-
-
-def default_audit_url() -> str:
-    """``PI_NOTEBOOK_AUDIT_URL`` if set, else a SQLite file ``audit.sqlite`` in the data dir."""
-    env = os.environ.get(_ENV)
-    if env:
-        return env
-    from pi_notebook._paths import data_dir
-
-    return f"sqlite:///{data_dir() / 'audit.sqlite'}"
-
-
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cur = dbapi_conn.cursor()
-    try:
-        # WAL lets readers (to_dataframe, other kernels) run beside the writer; NORMAL sync is
-        # durable against a killed process, which is the failure the audit must survive.
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA synchronous=NORMAL")
-        cur.execute("PRAGMA busy_timeout=10000")
-    finally:
-        cur.close()
-
-
-def _make_engine(url: str | sa.URL) -> sa.Engine:
-    parsed = sa.make_url(url)
-    if parsed.get_backend_name() != "sqlite":
-        return sa.create_engine(parsed, pool_pre_ping=True)
-    if parsed.database in (None, "", ":memory:"):
-        # One shared connection, or the writer and readers would each see an empty database.
-        engine = sa.create_engine(
-            parsed, poolclass=sa.StaticPool, connect_args={"check_same_thread": False}
-        )
-    else:
-        engine = sa.create_engine(parsed)
-    sa_event.listen(engine, "connect", _sqlite_pragmas)
-    return engine
-
-
-def _current_user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # no login name in some containers
-        return "unknown"
+DURABLE_TIMEOUT_S = 5.0
 
 
 class AuditLog:
@@ -94,9 +53,14 @@ class AuditLog:
         redaction: The ``Redactor`` applied to every payload before hashing (default patterns
             if ``None``).
         max_payload_bytes: Payloads whose JSON is larger are truncated with a note.
+        durable_timeout_s: How long a durable record may take to commit before it raises
+            ``AuditUnavailableError``.
+        linger_s: How long ordinary records wait to share a transaction (group commit); a
+            durable record or a flush commits at once.
 
     Raises:
         sqlalchemy.exc.SQLAlchemyError: The store cannot be reached or its schema created.
+        ConfigurationError: ``session_id`` is not a string of at most 64 characters.
     """
 
     def __init__(
@@ -107,11 +71,21 @@ class AuditLog:
         user: str | None = None,
         redaction: Redactor | None = None,
         max_payload_bytes: int = 16384,
+        durable_timeout_s: float = DURABLE_TIMEOUT_S,
+        linger_s: float = 0.05,
     ) -> None:
+        if session_id is not None and (
+            not isinstance(session_id, str)
+            or not 0 < len(session_id) <= 64
+            or safe_text(session_id) != session_id
+        ):
+            raise ConfigurationError(
+                "session_id must be text of 1 to 64 characters (no NUL, valid Unicode)"
+            )
         if isinstance(url_or_engine, sa.Engine):
             self.engine, owned = url_or_engine, False
         else:
-            self.engine, owned = _make_engine(url_or_engine or default_audit_url()), True
+            self.engine, owned = make_engine(url_or_engine or default_audit_url()), True
         try:
             ensure_schema(self.engine)
         except BaseException:
@@ -119,10 +93,13 @@ class AuditLog:
                 self.engine.dispose()
             raise
         self.session_id: str = session_id or uuid.uuid4().hex
-        self.user: str = user or _current_user()
+        self.user: str = safe_field(user or current_user(), 255)[0]
         self.redactor = redaction if redaction is not None else Redactor()
         self.max_payload_bytes = max_payload_bytes
-        self._writer = Writer(self.engine, self.session_id, self.user)
+        self.durable_timeout_s = durable_timeout_s
+        # At close, a failing store is retried for twice the durable timeout, then given up.
+        self._writer = Writer(self.engine, self.session_id, self.user, linger=linger_s,
+                              stop_grace=2 * durable_timeout_s)  # fmt: skip
         self._closed = False
         # Runs on close() and on garbage collection. At interpreter exit our own hook runs
         # it: weakref.finalize's exit hook iterates its registry unguarded, and a writer
@@ -143,76 +120,144 @@ class AuditLog:
 
     def record(
         self,
-        kind: str,
+        kind: str | AuditRecord,
         payload: Mapping[str, Any] | None = None,
         *,
         tool_call_id: str | None = None,
         tool_name: str | None = None,
         policy_version: str | None = None,
         durable: bool = False,
-    ) -> None:
-        """Append a record. Never raises into the caller.
+    ) -> str | None:
+        """Append a record: a typed ``AuditRecord``, or a kind and a free-form payload.
 
         The payload is converted to JSON-safe values, redacted and truncated now; it is
-        hashed and written by the background writer. With ``durable=True`` this returns only
-        once the record and all records queued before it are committed (or, if the store
-        keeps failing, after 30 seconds, with an error logged and ``last_error`` set).
+        hashed and written by the background writer. Without ``durable`` this never raises
+        and returns ``None``. With ``durable=True`` it blocks until the record and all records
+        queued before it are committed and returns the record's hash: call it from a thread,
+        never on the event loop (``await commit(...)`` there).
+
+        Raises:
+            AuditUnavailableError: (durable only) the record was not committed within
+                ``durable_timeout_s``, the store refused it, or the log is closed.
         """
+        if not durable:
+            self._submit(kind, payload, tool_call_id, tool_name, policy_version, False)
+            return None
+        ticket = self._submit(kind, payload, tool_call_id, tool_name, policy_version, True)
+        return self._writer.outcome(ticket, self.durable_timeout_s)
+
+    def append(self, record: AuditRecord) -> None:
+        """Queue a typed record (not durable, whatever its kind); never raises."""
+        self._submit(record, None, None, None, None, False)
+
+    async def commit(
+        self,
+        record: str | AuditRecord,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        policy_version: str | None = None,
+        sync: bool = True,
+    ) -> str:
+        """Write a record durably without blocking the event loop; returns its hash.
+
+        Resolves once the record and everything queued before it are committed (the writer
+        thread resolves it: no thread per call). ``sync=False`` (for records of what cannot
+        change anything, such as a read's final arguments) lets a PostgreSQL store commit
+        without waiting for its own disk flush: the record is committed and visible before
+        this returns and survives a crash of this process, as on the SQLite store; only a
+        crash of the server's machine in the next fraction of a second could lose it.
+
+        Raises:
+            AuditUnavailableError: not committed within ``durable_timeout_s``, refused by the
+                store, or the log is closed. Whatever the record authorises must not happen.
+        """
+        ticket = self._submit(record, payload, tool_call_id, tool_name, policy_version, True, sync)
+        future = self._writer.future(ticket, asyncio.get_running_loop())
+        try:
+            async with asyncio.timeout(self.durable_timeout_s):
+                return await future
+        except TimeoutError:
+            self._writer.forget(ticket)
+            raise self._writer.late_error(self.durable_timeout_s) from None
+        except asyncio.CancelledError:
+            self._writer.forget(ticket)
+            raise
+
+    def _submit(
+        self,
+        kind: str | AuditRecord,
+        payload: Mapping[str, Any] | None,
+        tool_call_id: str | None,
+        tool_name: str | None,
+        policy_version: str | None,
+        durable: bool,
+        sync: bool = True,
+    ) -> int:
+        """Encode and queue; returns the ticket (0 if a non-durable record was dropped).
+
+        Raises:
+            AuditUnavailableError: (durable only) the record cannot even be queued.
+        """
+        if isinstance(kind, AuditRecord):
+            payload = kind.payload()
+            tool_call_id, tool_name = kind.tool_call_id, kind.tool_name
+            policy_version, kind = kind.policy_version, kind.kind
         try:
             if self._closed:
-                _log.error("audit: record(%r) after close() is dropped", kind)
-                return
-            text = self._payload_text(payload)
-            ticket = self._writer.submit(
-                dt.datetime.now(dt.UTC),
-                str(kind),
-                _opt_str(tool_call_id),
-                _opt_str(tool_name),
-                _opt_str(policy_version),
-                text,
-            )
-            if durable and not self._writer.wait(ticket, _DURABLE_TIMEOUT):
-                _log.error(
-                    "audit: durable record %r of session %s is not committed: %r",
-                    kind,
-                    self.session_id,
-                    self._writer.last_error,
+                raise AuditUnavailableError(
+                    f"the audit store is unavailable: the audit log of session "
+                    f"{self.session_id} is closed"
                 )
-        except Exception:  # the audit must not break the agent run
+            text = self._payload_text(payload)
+            fields, cut = storable_ids(str(kind), tool_call_id, tool_name, policy_version)
+            if cut:
+                noted = json.loads(text)
+                noted["_cut_fields"] = cut
+                text = self._payload_text(noted)
+            return self._writer.submit(
+                dt.datetime.now(dt.UTC), str(fields[0]), fields[1], fields[2], fields[3], text,
+                durable, sync,
+            )  # fmt: skip
+        except AuditUnavailableError as exc:
+            if durable:
+                raise
+            _log.error("audit: record(%r) failed: %s; the record is dropped", kind, exc)
+        except Exception as exc:  # the audit must not break the agent run
+            if durable:
+                raise AuditUnavailableError(
+                    f"the audit store is unavailable for this record: the {kind!r} record "
+                    f"could not be queued ({type(exc).__name__})"
+                ) from exc
             _log.exception("audit: record(%r) failed", kind)
+        return 0
 
     def _payload_text(self, payload: Mapping[str, Any] | None) -> str:
-        value: Any = None
-        text = ""
-        if payload is None:
-            payload = {}
-        if type(payload) is dict:
-            try:
-                # Most payloads are plain JSON already: let the C encoder take them as they
-                # are, and convert only when it refuses.
-                text = STRICT_ENCODER.encode(payload)
-            except (TypeError, ValueError, RecursionError):
-                text = ""
-        if not text:
-            value = to_jsonable(payload)
-            if not isinstance(value, dict):
-                value = {"value": value}
-            text = dumps(value)
-        text, value = self.redactor.redact_json(text, value)
-        if len(text) * 4 > self.max_payload_bytes and len(text.encode()) > self.max_payload_bytes:
-            text = truncate(
-                json.loads(text) if value is None else value, text, self.max_payload_bytes
-            )
-        return text
+        return encode_payload(payload, self.redactor, self.max_payload_bytes)
 
-    def flush(self, timeout: float | None = 60.0) -> None:
-        """Return once everything queued so far is committed (or ``timeout`` seconds passed)."""
-        if not self._writer.wait(None, timeout):
+    def flush(self, timeout: float | None = None) -> bool:
+        """Block until everything queued so far is committed; returns whether it was.
+
+        Gives up (logging why) after ``timeout`` seconds, or, without one, once the writer
+        has made no progress for ``durable_timeout_s``. Blocks: call it from a thread when
+        on the event loop.
+        """
+        if timeout is not None:
+            done = self._writer.wait(None, timeout)
+        else:
+            while True:
+                before = self._writer.pending()
+                done = self._writer.wait(None, self.durable_timeout_s)
+                if done or self._writer.pending() >= before:
+                    break
+        if not done:
             _log.error(
                 "audit: flush incomplete, %d record(s) pending: %r",
                 self._writer.pending(),
                 self._writer.last_error,
             )
+        return done
 
     def close(self) -> None:
         """Flush, stop the writer, and release the engine if this log created it. Idempotent."""
@@ -234,39 +279,7 @@ class AuditLog:
         """
         if not self._closed:
             self.flush()
-        report = VerifyReport()
-        cols = [
-            records.c[n]
-            for n in (
-                "session_id",
-                "seq",
-                "ts",
-                "kind",
-                "tool_call_id",
-                "tool_name",
-                "user",
-                "policy_version",
-                "payload",
-                "prev_hash",
-                "hash",
-            )
-        ]
-        with self.engine.connect() as conn:
-            head_q = sa.select(heads.c.session_id, heads.c.count, heads.c.last_hash)
-            ids_q = sa.select(records.c.session_id).distinct()
-            if session_id is not None:
-                head_q = head_q.where(heads.c.session_id == session_id)
-                ids_q = ids_q.where(records.c.session_id == session_id)
-            head_map = {r[0]: (int(r[1]), str(r[2])) for r in conn.execute(head_q)}
-            sessions = sorted(set(head_map) | {r[0] for r in conn.execute(ids_q)})
-            for sid in sessions:
-                rows = conn.execution_options(yield_per=5000).execute(
-                    sa.select(*cols).where(records.c.session_id == sid).order_by(records.c.seq)
-                )
-                verify_session(sid, rows, head_map.get(sid), report)
-                report.sessions += 1
-        report.ok = not report.problems
-        return report
+        return verify_store(self.engine, session_id)
 
     def to_dataframe(
         self,
@@ -275,6 +288,7 @@ class AuditLog:
         tool_call_id: str | None = None,
         since: Any = None,
         kind: str | Sequence[str] | None = None,
+        decode: bool = True,
     ) -> pd.DataFrame:
         """The records as a DataFrame, one row per record, ordered by session and seq (D9).
 
@@ -285,10 +299,13 @@ class AuditLog:
             since: Only records at or after this time (datetime, pandas Timestamp or ISO
                 string; naive means UTC).
             kind: Only records of this kind (or these kinds).
+            decode: Payloads as dicts (the default); ``False`` keeps them as JSON text,
+                which is several times faster on large stores (``decode_payloads(frame)``
+                decodes later).
 
         Returns:
             Columns id, session_id, seq, timestamp (datetime64, UTC), kind, tool_call_id,
-            tool_name, user, policy_version, payload (dict), prev_hash, hash.
+            tool_name, user, policy_version, payload (dict, or JSON text), prev_hash, hash.
         """
         from .frames import read_records
 
@@ -301,20 +318,50 @@ class AuditLog:
             tool_call_id=tool_call_id,
             since=since,
             kind=kind,
+            decode=decode,
         )
 
+    def last_hashes(self, call_ids: Sequence[str], session: str | None = None) -> dict[str, str]:
+        """The hash of each call's last record in the store (after a flush).
+
+        Args:
+            call_ids: the calls to look up; ids with no record are left out of the result.
+            session: the session they belong to; ``None`` means this log's.
+
+        Blocks on the store: call it from a thread when on the event loop.
+        """
+        if not self._closed:
+            self.flush()
+        wanted = [str(c) for c in call_ids]
+        out: dict[str, str] = {}
+        if not wanted:
+            return out
+        sid = self.session_id if session is None else session
+        c = records.c
+        with self.engine.connect() as conn:
+            for start in range(0, len(wanted), 500):
+                rows = conn.execute(
+                    sa.select(c.tool_call_id, c.hash)
+                    .where(c.session_id == sid, c.tool_call_id.in_(wanted[start : start + 500]))
+                    .order_by(c.seq)
+                )
+                for call_id, digest in rows:
+                    out[call_id] = digest
+        return out
+
     def calls_dataframe(self, session: str | None = None) -> pd.DataFrame:
-        """One row per tool call: tool_call_id, tool_name, args_hash, decision, outcome,
-        is_error, duration_ms, started_at, ended_at (see ``frames.summarise_calls``)."""
-        from .frames import read_records, summarise_calls
+        """One row per (session_id, tool_call_id): session_id, tool_call_id, tool_name, sql,
+        args_hash, decision, outcome, rows, is_error, approval_wait_ms, execution_ms,
+        duration_ms (without the approval wait), started_at, ended_at (see
+        ``calls.summarise_calls``). ``session=None`` means every session in the store."""
+        from .calls import summarise_calls
+        from .frames import read_records
 
         if not self._closed:
             self.flush()
-        return summarise_calls(read_records(self.engine, session=session, calls_only=True))
-
-
-def _opt_str(value: object) -> str | None:
-    return None if value is None else str(value)
+        return summarise_calls(
+            read_records(self.engine, session=session, calls_only=True, decode=False)
+        )
 
 
 _open_logs: weakref.WeakSet[AuditLog] = weakref.WeakSet()

@@ -1,19 +1,35 @@
-"""The audit's view of a notebook file: the digest that stamps a durable run record.
+"""The audit's view of a notebook file: the digest that stamps a run record, and its check.
 
-A settled ``%%pi`` run leaves a display output whose ``metadata["pi_notebook"]`` names the
-run, its calls and their audit hashes. The output's data (its MIME bundle) is digested with
-:func:`output_digest`; the digest is recorded in the audit, so an edited output no longer
-matches its record.
+A settled ``%%pi`` run leaves a display output whose ``metadata["pi_notebook"]`` names the run,
+its calls and their audit hashes; the notebook writes a durable ``notebook_output`` record
+(``records.NotebookOutput``) holding the digest of the output's data and the same calls, and
+stamps the record's hash into the output as ``record_hash``. ``verify_notebook`` checks a
+shared ``.ipynb`` against the store: every stamped output must have its record, unchanged data,
+and calls whose hashes are those of their last records. What does not belong here: rendering
+or writing the outputs (the notebook package does).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
-from typing import Any
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["output_digest"]
+import sqlalchemy as sa
+
+from ..errors import AuditError
+from .schema import records, verify_store
+
+if TYPE_CHECKING:
+    from .log import AuditLog
+
+__all__ = ["CALL_STAMP_FIELDS", "NotebookReport", "output_digest", "verify_notebook"]
+
+CALL_STAMP_FIELDS = ("tool_call_id", "tool_name", "args_hash", "decision", "outcome", "audit_hash")
+"""The fields of each stamped call, in the output's metadata and in its record alike."""
 
 
 def _text(value: Any) -> Any:
@@ -33,3 +49,218 @@ def output_digest(data: Mapping[str, Any]) -> str:
     canonical = {str(mime): _text(value) for mime, value in data.items()}
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(kw_only=True)
+class NotebookReport:
+    """The outcome of ``verify_notebook``.
+
+    Attributes:
+        ok: True only when every stamped output matches the store (and their chains hold).
+        problems: One line per problem, each naming the cell and output index and what is
+            wrong (altered, unknown, or a broken chain).
+        outputs: How many stamped outputs were checked.
+        calls: How many stamped calls were checked.
+    """
+
+    ok: bool = True
+    problems: list[str] = field(default_factory=list[str])
+    outputs: int = 0
+    calls: int = 0
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __str__(self) -> str:
+        """A short text for a person: the verdict first, then one line per problem."""
+        if self.ok:
+            return f"OK: {self.outputs} stamped output(s) and {self.calls} call(s) match the audit."
+        lines = [f"NOT OK: {len(self.problems)} problem(s) in {self.outputs} stamped output(s):"]
+        return "\n".join([*lines, *(f"- {p}" for p in self.problems)])
+
+
+@dataclass
+class _Stamp:
+    where: str
+    meta: dict[str, Any]
+    data: Any
+
+
+def _stamps(path: str | os.PathLike[str]) -> list[_Stamp]:
+    import nbformat
+
+    try:
+        notebook: Any = nbformat.read(os.fspath(path), as_version=4)  # pyright: ignore[reportUnknownMemberType]
+    except FileNotFoundError:
+        raise
+    except Exception as exc:  # invalid JSON or not a notebook: say so plainly
+        raise AuditError(f"{os.fspath(path)} is not a readable notebook ({exc})") from exc
+    found: list[_Stamp] = []
+    for ci, cell in enumerate(notebook.cells):
+        for oi, output in enumerate(cell.get("outputs", []) if cell.cell_type == "code" else []):
+            if output.get("output_type") not in ("display_data", "execute_result"):
+                continue
+            meta = (output.get("metadata") or {}).get("pi_notebook")
+            if meta is not None:
+                found.append(_Stamp(f"cell {ci} output {oi}", meta, output.get("data") or {}))
+    return found
+
+
+def _malformed(meta: Any) -> str | None:
+    if not isinstance(meta, Mapping):
+        return "its pi_notebook stamp is not an object"
+    for key in ("run_id", "session_id", "output_digest", "record_hash"):
+        if not isinstance(meta.get(key), str):  # pyright: ignore[reportUnknownMemberType]
+            return f"its stamp has no {key}"
+    calls = meta.get("calls")  # pyright: ignore[reportUnknownMemberType]
+    if not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls):  # pyright: ignore[reportUnknownVariableType]
+        return "its stamp's calls are not a list of objects"
+    return None
+
+
+def _load(
+    conn: sa.Connection, sessions: Iterable[str]
+) -> tuple[
+    dict[tuple[str, str], dict[str, Any]], dict[tuple[str, str], list[tuple[str, Any, str]]]
+]:
+    """The notebook_output records by (session, hash), and each call's (kind, payload, hash)
+    records in chain order by (session, call id)."""
+    c = records.c
+    outputs: dict[tuple[str, str], dict[str, Any]] = {}
+    calls: dict[tuple[str, str], list[tuple[str, Any, str]]] = {}
+    for sid in sorted(set(sessions)):
+        rows = conn.execute(
+            sa.select(c.kind, c.tool_call_id, c.payload, c.hash)
+            .where(c.session_id == sid)
+            .where(sa.or_(c.kind == "notebook_output", c.tool_call_id.is_not(None)))
+            .order_by(c.seq)
+        )
+        for kind, call_id, payload, digest in rows:
+            try:
+                value = json.loads(payload)
+            except ValueError:
+                value = {}
+            if kind == "notebook_output" and call_id is None:
+                outputs[(sid, digest)] = value if isinstance(value, dict) else {}
+            if call_id is not None:
+                calls.setdefault((sid, call_id), []).append((kind, value, digest))
+    return outputs, calls
+
+
+def _recorded_args_hash(chain: list[tuple[str, Any, str]]) -> str | None:
+    final = [p.get("args_hash") for k, p, _ in chain if k == "final_args" and isinstance(p, dict)]
+    if final and final[-1]:
+        return final[-1]
+    approved = [p.get("args_hash") for k, p, _ in chain if k == "approval" and isinstance(p, dict)]
+    return approved[-1] if approved and approved[-1] else None
+
+
+def _check_call(
+    where: str, call: Mapping[str, Any], chain: list[tuple[str, Any, str]] | None
+) -> list[str]:
+    call_id = call.get("tool_call_id")
+    if not chain:
+        return [f"{where}: unknown call {call_id!r} (no audit record of it in that session)"]
+    problems: list[str] = []
+    if call.get("audit_hash") != chain[-1][2]:
+        problems.append(
+            f"{where}: call {call_id!r} is altered (its audit_hash is not the hash of its last "
+            "audit record)"
+        )
+    recorded = _recorded_args_hash(chain)
+    if recorded is not None and call.get("args_hash") != recorded:
+        problems.append(f"{where}: call {call_id!r} is altered (args_hash differs from the audit)")
+    approvals = [p.get("decision") for k, p, _ in chain if k == "approval" and isinstance(p, dict)]
+    if approvals and call.get("decision") in ("approved", "rejected", "expired", "no_ui"):
+        if call.get("decision") != approvals[-1]:
+            problems.append(
+                f"{where}: call {call_id!r} is altered (decision {call.get('decision')!r}, the "
+                f"audit recorded {approvals[-1]!r})"
+            )
+    return problems
+
+
+def _check(stamp: _Stamp, outputs: dict[Any, Any], calls: dict[Any, Any]) -> list[str]:
+    meta, where = stamp.meta, stamp.where
+    bad = _malformed(meta)
+    if bad is not None:
+        return [f"{where}: unknown output ({bad})"]
+    sid = meta["session_id"]
+    record = outputs.get((sid, meta["record_hash"]))
+    if record is None:
+        return [f"{where}: unknown output (no notebook_output record {meta['record_hash'][:12]}… "
+                f"in session {sid})"]  # fmt: skip
+    problems: list[str] = []
+    if record.get("run_id") != meta["run_id"]:
+        problems.append(f"{where}: altered (its run_id is not the record's)")
+    digest = output_digest(stamp.data) if isinstance(stamp.data, Mapping) else None
+    if digest != record.get("output_digest") or meta["output_digest"] != record.get(
+        "output_digest"
+    ):
+        problems.append(f"{where}: altered (its content does not match its audit record)")
+    recorded_calls = record.get("calls") if isinstance(record.get("calls"), list) else []
+    stamped = [{k: c.get(k) for k in CALL_STAMP_FIELDS} for c in meta["calls"]]
+    on_record = [
+        {k: c.get(k) for k in CALL_STAMP_FIELDS} for c in recorded_calls if isinstance(c, dict)
+    ]
+    if stamped != on_record:
+        problems.append(f"{where}: altered (its calls differ from those its record holds)")
+    for call in meta["calls"]:
+        problems.extend(_check_call(where, call, calls.get((sid, call.get("tool_call_id")))))
+    return problems
+
+
+def verify_notebook(
+    path: str | os.PathLike[str], audit: AuditLog | str | sa.Engine | None = None
+) -> NotebookReport:
+    """Check every stamped output of a notebook file against the audit store.
+
+    An output is stamped when its ``metadata["pi_notebook"]`` is set. For each: its
+    ``notebook_output`` record (by ``record_hash``, in ``session_id``) must exist, hold its
+    run id, and hold the digest of the output's data as it is now; its calls must be those the
+    record holds; each call's ``audit_hash`` must be the hash of that call's last record,
+    and its ``args_hash`` and approval decision those the records hold. The chains of the
+    sessions involved are verified too.
+
+    Args:
+        path: the ``.ipynb`` file.
+        audit: an ``AuditLog``, a SQLAlchemy URL or Engine of the store; ``None`` means the
+            default store (``default_audit_url()``).
+
+    Returns:
+        A ``NotebookReport`` naming each altered or unknown output (cell and output index).
+
+    Raises:
+        FileNotFoundError: no such file.
+        AuditError: the file is not a readable notebook.
+    """
+    stamps = _stamps(path)
+    report = NotebookReport(outputs=len(stamps))
+    engine, owned = _engine_of(audit)
+    try:
+        sessions = {s.meta["session_id"] for s in stamps if _malformed(s.meta) is None}
+        with engine.connect() as conn:
+            outputs, calls = _load(conn, sessions)
+        for stamp in stamps:
+            report.problems.extend(_check(stamp, outputs, calls))
+            if _malformed(stamp.meta) is None:
+                report.calls += len(stamp.meta["calls"])
+        for sid in sorted(sessions):
+            chain = verify_store(engine, sid)
+            report.problems.extend(f"the audit chain is broken: {p}" for p in chain.problems)
+    finally:
+        if owned:
+            engine.dispose()
+    report.ok = not report.problems
+    return report
+
+
+def _engine_of(audit: AuditLog | str | sa.Engine | None) -> tuple[sa.Engine, bool]:
+    if isinstance(audit, sa.Engine):
+        return audit, False
+    if audit is None or isinstance(audit, str):
+        from .log import default_audit_url
+
+        return sa.create_engine(audit or default_audit_url()), True
+    audit.flush()
+    return audit.engine, False

@@ -3,11 +3,13 @@
 ``audit_extension(log)`` returns an extension factory. Its handlers are synchronous, return
 nothing and never raise: the audit observes the run, it never steers it. Records are queued
 (not durable); the gate and the backend write their own durable records (approval, final
-arguments, capability mismatch) through the same log.
+arguments, capability mismatch) through the same log, and the session writes the decision of
+the ``tool_call`` chain (one record per fact: the recorder does not write it again).
 
-Kinds written here are the event types: ``session_start``, ``tool_execution_start``,
-``tool_execution_update``, ``tool_call``, ``tool_result``, ``tool_execution_end``,
-``session_shutdown``, and ``extension_error`` from the error listener.
+Kinds written here (typed in ``records``): ``session_start``, ``tool_execution_start``,
+``tool_execution_update``, ``tool_execution_end``, ``session_shutdown``, ``extension_error``
+from the error listener, and ``tool_result`` only when a ``tool_result`` handler changed the
+result (otherwise the end record already holds it). A result is summarised once.
 """
 
 from __future__ import annotations
@@ -20,6 +22,16 @@ from typing import Any, Protocol
 
 from .encode import to_jsonable
 from .log import AuditLog
+from .records import (
+    AuditRecord,
+    ExtensionError,
+    SessionShutdown,
+    SessionStart,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+    ToolResultRecord,
+)
 
 __all__ = ["UPDATE_INTERVAL", "audit_extension", "summarise_result"]
 
@@ -43,19 +55,27 @@ def summarise_result(result: Any) -> dict[str, Any]:
     """A bounded summary of a tool result: its text (cut to 2,000 chars) and its details.
 
     Accepts a result object or dict with ``content`` (parts with ``text``) and ``details``.
+    The summary holds JSON-safe values only.
     """
+    return _summary(result, convert=True)
+
+
+def _summary(result: Any, *, convert: bool) -> dict[str, Any]:
+    # convert=False leaves ``details`` as it is: the log's encoder converts it in the same
+    # pass that encodes the record (the recorder's records are encoded at once, so later
+    # changes to the details cannot reach them).
     if result is None:
         return {}
     parts = _get(result, "content") or []
     texts: list[str] = []
     other: list[str] = []
     for part in parts if isinstance(parts, list | tuple) else [parts]:
-        text = _get(part, "text")
+        text = getattr(part, "text", None) if not isinstance(part, dict) else part.get("text")  # pyright: ignore[reportUnknownMemberType]
         if isinstance(text, str):
             texts.append(text)
         else:
             other.append(str(_get(part, "type", type(part).__name__)))
-    joined = "\n".join(texts)
+    joined = texts[0] if len(texts) == 1 else "\n".join(texts)
     summary: dict[str, Any] = {"text": joined[:_TEXT_LIMIT], "text_chars": len(joined)}
     if len(joined) > _TEXT_LIMIT:
         summary["text_truncated"] = True
@@ -63,7 +83,7 @@ def summarise_result(result: Any) -> dict[str, Any]:
         summary["other_parts"] = other
     details = _get(result, "details")
     if details is not None:
-        summary["details"] = to_jsonable(details)
+        summary["details"] = to_jsonable(details) if convert else details
     return summary
 
 
@@ -74,6 +94,7 @@ class _CallState:
     updates: int = 0
     skipped: int = 0
     pending: Any = None  # the last update not recorded yet (rate limit)
+    returned: Any = None  # the tool_result event: the result as execute returned it
 
 
 class _Recorder:
@@ -82,13 +103,8 @@ class _Recorder:
         self.source = source
         self.calls: dict[str, _CallState] = {}
 
-    def _record(self, kind: str, event: Any, payload: Mapping[str, Any]) -> None:
-        self.log.record(
-            kind,
-            payload,
-            tool_call_id=_opt(_get(event, "tool_call_id")),
-            tool_name=_opt(_get(event, "tool_name")),
-        )
+    def _append(self, record: AuditRecord) -> None:
+        self.log.append(record)
 
     def session_start(self, event: Any, ctx: Any = None) -> None:
         model = _get(event, "model") or _get(ctx, "model")
@@ -96,14 +112,17 @@ class _Recorder:
         if tools is None:
             getter = getattr(self.source, "get_active_tools", None)
             tools = getter() if callable(getter) else None
-        self._record(
-            "session_start", event, {"model": _describe_model(model), "active_tools": tools}
-        )
+        self._append(SessionStart(model=_describe_model(model), active_tools=tools))
 
     def tool_execution_start(self, event: Any, _ctx: Any = None) -> None:
-        call_id = _opt(_get(event, "tool_call_id")) or ""
-        self.calls[call_id] = _CallState(started=_clock())
-        self._record("tool_execution_start", event, {"args": _get(event, "args")})
+        call_id = _opt(_get(event, "tool_call_id"))
+        self.calls[call_id or ""] = _CallState(started=_clock())
+        self._append(
+            ToolExecutionStart(
+                tool_call_id=call_id, tool_name=_opt(_get(event, "tool_name")),
+                args=_get(event, "args"),
+            )
+        )  # fmt: skip
 
     def tool_execution_update(self, event: Any, _ctx: Any = None) -> None:
         call_id = _opt(_get(event, "tool_call_id")) or ""
@@ -118,70 +137,84 @@ class _Recorder:
         self._update(event, state)
 
     def _update(self, event: Any, state: _CallState) -> None:
-        self._record(
-            "tool_execution_update",
-            event,
-            {
-                "update": state.updates,
-                "skipped_before": state.skipped,
-                "partial_result": summarise_result(_get(event, "partial_result")),
-            },
+        self._append(
+            ToolExecutionUpdate(
+                tool_call_id=_opt(_get(event, "tool_call_id")),
+                tool_name=_opt(_get(event, "tool_name")),
+                update=state.updates,
+                skipped_before=state.skipped,
+                partial_result=_summary(_get(event, "partial_result"), convert=False),
+            )
         )
         state.skipped = 0
 
-    def tool_call(self, event: Any, _ctx: Any = None) -> None:
-        # Observe only: returning anything here could block or alter the call.
-        self._record(
-            "tool_call", event, {"input": to_jsonable(_get(event, "input")), "decision": "seen"}
-        )
-
     def tool_result(self, event: Any, _ctx: Any = None) -> None:
-        result = _get(event, "result")
-        self._record(
-            "tool_result",
-            event,
-            {
-                "input": to_jsonable(_get(event, "input")),
-                "is_error": bool(_get(event, "is_error", _get(result, "is_error", False))),
-                "result": summarise_result(result if result is not None else event),
-            },
-        )
+        # Only keep a reference: if no later handler changes the result, the end record
+        # holds it, and summarising it twice would be wasted work.
+        call_id = _opt(_get(event, "tool_call_id")) or ""
+        state = self.calls.get(call_id)
+        if state is not None:
+            state.returned = (
+                event, list(_get(event, "content") or []), _get(event, "details"),
+                bool(_get(event, "is_error", False)),
+            )  # fmt: skip
 
     def tool_execution_end(self, event: Any, _ctx: Any = None) -> None:
-        call_id = _opt(_get(event, "tool_call_id")) or ""
-        state = self.calls.pop(call_id, None)
+        call_id = _opt(_get(event, "tool_call_id"))
+        tool_name = _opt(_get(event, "tool_name"))
+        state = self.calls.pop(call_id or "", None)
         if state is not None and state.pending is not None:
             # The last update was skipped by the rate limit: keep it after all.
             state.skipped -= 1
             self._update(state.pending, state)
         duration = None if state is None else round((_clock() - state.started) * 1000, 3)
         result = _get(event, "result")
-        self._record(
-            "tool_execution_end",
-            event,
-            {
-                "is_error": bool(_get(event, "is_error", False)),
-                "duration_ms": duration,
-                "result": summarise_result(result),
-            },
-        )
+        is_error = bool(_get(event, "is_error", False))
+        if state is not None and state.returned is not None:
+            returned, content, details, returned_error = state.returned
+            if _changed(result, content, details, returned_error, is_error):
+                self._append(
+                    ToolResultRecord(
+                        tool_call_id=call_id, tool_name=tool_name,
+                        input=to_jsonable(_get(returned, "input")), is_error=returned_error,
+                        result=_summary(returned, convert=False),
+                    )
+                )  # fmt: skip
+        self._append(
+            ToolExecutionEnd(
+                tool_call_id=call_id, tool_name=tool_name, is_error=is_error,
+                duration_ms=duration, result=_summary(result, convert=False),
+            )
+        )  # fmt: skip
 
     def session_shutdown(self, event: Any, _ctx: Any = None) -> None:
-        self._record("session_shutdown", event, {"open_calls": sorted(self.calls)})
-        self.log.flush()
+        # No flush here: this runs on the event loop; the session flushes in a thread.
+        self._append(SessionShutdown(open_calls=sorted(self.calls)))
 
     def error(self, error_event: Any, *_rest: Any) -> None:
         event = _get(error_event, "event")
-        self.log.record(
-            "extension_error",
-            {
-                "extension_path": _get(error_event, "extension_path"),
-                "event": event if isinstance(event, str) else _get(event, "type", event),
-                "error": _get(error_event, "error"),
-            },
-            tool_call_id=_opt(_get(event, "tool_call_id")),
-            tool_name=_opt(_get(event, "tool_name")),
+        self._append(
+            ExtensionError(
+                tool_call_id=_opt(_get(event, "tool_call_id")),
+                tool_name=_opt(_get(event, "tool_name")),
+                extension_path=_get(error_event, "extension_path"),
+                event=event if isinstance(event, str) else _get(event, "type", event),
+                error=_get(error_event, "error"),
+            )
         )
+
+
+def _changed(
+    result: Any, content: list[Any], details: Any, was_error: bool, is_error: bool
+) -> bool:
+    """Whether the final result differs from the one ``execute`` returned (a handler patched
+    it): compared by identity, which is what an unpatched result keeps."""
+    if result is None or was_error != is_error or _get(result, "details") is not details:
+        return True
+    final = list(_get(result, "content") or [])
+    return len(final) != len(content) or any(
+        a is not b for a, b in zip(final, content, strict=True)
+    )
 
 
 def _opt(value: Any) -> str | None:
@@ -214,7 +247,6 @@ _EVENTS = (
     "session_start",
     "tool_execution_start",
     "tool_execution_update",
-    "tool_call",
     "tool_result",
     "tool_execution_end",
     "session_shutdown",
@@ -225,7 +257,7 @@ def audit_extension(log: AuditLog) -> Callable[[Any], None]:
     """An extension factory that records the session's events into ``log`` (D8).
 
     The factory subscribes with ``pi.on(event_type, handler)`` to session_start,
-    tool_execution_start/update/end, tool_call, tool_result and session_shutdown, and with
+    tool_execution_start/update/end, tool_result and session_shutdown, and with
     ``pi.on_error(handler)`` (if the API has it) to extension errors. Handlers are sync,
     return ``None`` and never raise.
     """

@@ -116,6 +116,7 @@ class Redactor:
         self._compiled = [(p.triggers, re.compile(p.regex)) for p in self.patterns]
         self._key_re = re.compile(secret_keys) if secret_keys else None
         self._key_cache: dict[str, bool] = {}
+        self._shape_cache: dict[tuple[str, ...], bool] = {}
         # The JSON-text shortcut in ``redact_json`` is sound only if a match inside a string
         # value is also a match inside the JSON text; anchors and lookbehinds can break that.
         self._text_check_ok = not any(_EDGE_SENSITIVE.search(p.regex) for p in self.patterns)
@@ -173,17 +174,29 @@ class Redactor:
         """Redact a payload given as canonical JSON ``text`` (and, if at hand, its ``value``).
 
         Returns the redacted text and value (``value`` may be ``None`` when nothing needed
-        masking). The common clean payload costs one scan of its text: without backslashes,
-        every string and key of the payload appears verbatim in the text, so no match there
-        means no match anywhere.
+        masking). The common clean payload costs one scan of its text: every string and key
+        of the payload appears verbatim in the text once its escapes are decoded (a payload
+        with no backslash needs no decoding), so no match there means no match anywhere.
         """
-        if "\\" not in text and self._text_check_ok:
-            hit = any(rx.search(text) for rx in self._candidates(text))
+        if self._text_check_ok:
+            escaped = "\\" in text
+            probe = _ESCAPE.sub(_unescape, text) if escaped else text
+            hit = any(rx.search(probe) for rx in self._candidates(probe))
             if not hit and self._key_re is not None:
-                for key in _JSON_KEY.findall(text):
-                    if self.is_secret_key(key):
-                        hit = True
-                        break
+                keys = _JSON_KEY.findall(text)
+                if escaped and any("\\" in k for k in keys):
+                    # Only a key with an escape (or a quote escaped in a value) captures a
+                    # backslash here: then parse the keys escape-aware.
+                    keys = [_decode_key(k) for k in _JSON_KEY_ESCAPED.findall(text)]
+                # Payloads of one kind share their keys: judge each set of keys once.
+                shape = tuple(keys)
+                found = self._shape_cache.get(shape)
+                if found is None:
+                    found = any(self.is_secret_key(key) for key in keys)
+                    if len(self._shape_cache) > 10_000:
+                        self._shape_cache.clear()
+                    self._shape_cache[shape] = found
+                hit = found
             if not hit:
                 return text, value
         redacted = self.redact(json.loads(text) if value is None else value)
@@ -214,6 +227,27 @@ class Redactor:
 
 
 _JSON_KEY = re.compile(r'"([^"]*)":')
+# Keys of JSON text with escapes: a quote inside a key is escaped, so a key ends at the first
+# unescaped quote followed by a colon.
+_JSON_KEY_ESCAPED = re.compile(r'"((?:[^"\\]|\\.)*)":')
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.DOTALL)
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code, char = match.group(1), match.group(2)
+    if code is not None:
+        return chr(int(code, 16))
+    return _SIMPLE_ESCAPES.get(char, char)
+
+
+def _decode_key(key: str) -> str:
+    if "\\" not in key:
+        return key
+    try:
+        return json.loads(f'"{key}"')
+    except ValueError:  # not valid JSON after all: judge the raw text
+        return key
 
 
 # Anchors and lookarounds (but not a negated class "[^"): these may judge a string's edges

@@ -16,7 +16,17 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import mysql
 
-__all__ = ["SCHEMA_VERSION", "ensure_schema", "heads", "metadata", "records", "schema_version"]
+from .chain import VerifyReport, verify_session
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ensure_schema",
+    "heads",
+    "metadata",
+    "records",
+    "schema_version",
+    "verify_store",
+]
 
 SCHEMA_VERSION = 1
 _log = logging.getLogger("pi_notebook.audit")
@@ -114,3 +124,33 @@ def _upgrade(conn: sa.Connection) -> None:
         conn.execute(
             sa.update(schema_version).where(schema_version.c.id == 1).values(version=version)
         )
+
+
+_VERIFY_COLUMNS = ("session_id", "seq", "ts", "kind", "tool_call_id", "tool_name", "user",
+                   "policy_version", "payload", "prev_hash", "hash")  # fmt: skip
+
+
+def verify_store(engine: sa.Engine, session_id: str | None = None) -> VerifyReport:
+    """Check the hash chains in a store: every session, or only ``session_id`` (D11).
+
+    Returns a ``VerifyReport``; ``ok`` is true only if no record was altered, inserted or
+    removed. Raises what the driver raises if the store cannot be read.
+    """
+    report = VerifyReport()
+    cols = [records.c[n] for n in _VERIFY_COLUMNS]
+    with engine.connect() as conn:
+        head_q = sa.select(heads.c.session_id, heads.c.count, heads.c.last_hash)
+        ids_q = sa.select(records.c.session_id).distinct()
+        if session_id is not None:
+            head_q = head_q.where(heads.c.session_id == session_id)
+            ids_q = ids_q.where(records.c.session_id == session_id)
+        head_map = {r[0]: (int(r[1]), str(r[2])) for r in conn.execute(head_q)}
+        sessions = sorted(set(head_map) | {r[0] for r in conn.execute(ids_q)})
+        for sid in sessions:
+            rows = conn.execution_options(yield_per=5000).execute(
+                sa.select(*cols).where(records.c.session_id == sid).order_by(records.c.seq)
+            )
+            verify_session(sid, rows, head_map.get(sid), report)
+            report.sessions += 1
+    report.ok = not report.problems
+    return report

@@ -1,37 +1,44 @@
-"""The background writer: batches queued records into transactions, off the agent's thread.
+"""The background writer: group commits of queued records, off the agent's thread and loop.
 
-Callers only append to an in-memory queue (``submit``) and, for durable records, wait until
-the writer has committed up to theirs (``wait``). The writer chains each batch (seq, prev_hash,
-hash) at write time from the head it last committed, inserts the rows and updates the
-session's head in the same transaction, so a batch is on disk whole or not at all. A failed
-batch stays at the front of the queue and is retried with back-off; nothing is chained twice.
+Callers append to an in-memory queue (``submit``). Ordinary records wait up to ``linger``
+seconds so that several share one transaction; a durable record (or a flush) makes the writer
+commit at once, everything queued before it included. The writer chains each batch (seq,
+prev_hash, hash) from the head it last committed and writes rows and head in one transaction.
+
+Failures: a batch that fails for a reason of the store (locked, read-only, full, unreachable)
+stays queued and is retried with back-off; a durable waiter is not kept waiting for it (its
+deadline is its own, see ``AuditLog``). A batch that fails for a reason of its content is
+bisected until the failing record is alone; that record is replaced in the chain by an
+``audit_record_rejected`` stub, the rest commits, and the rejected record's durable waiter gets
+``AuditUnavailableError`` (fail closed). If even the stub cannot be written, the store is the
+problem after all and the batch is retried.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import datetime as dt
+import itertools
 import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from .chain import GENESIS, record_hash
-from .schema import heads, records
+from ..errors import AuditUnavailableError
+from .chain import GENESIS, format_ts, record_hash
+from .failures import ascii_cut, rejected_payload, short_error, store_problem
+from .store import Row, RowStore
 
 __all__ = ["Pending", "Writer"]
 
 _log = logging.getLogger("pi_notebook.audit")
 _MAX_BATCH = 2000
-_SQLITE_INSERT = (
-    'INSERT INTO pi_audit_records (session_id, seq, ts, kind, tool_call_id, tool_name, "user", '
-    "policy_version, payload, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_MAX_BACKOFF = 5.0
+_MAX_BACKOFF = 2.0
+_BISECT_AFTER = 3  # failures of one batch before even a "store" error is bisected
 
 
 @dataclass(slots=True)
@@ -45,31 +52,50 @@ class Pending:
     tool_name: str | None
     policy_version: str | None
     payload: str
+    durable: bool = False
+    sync: bool = True  # a durable record that must also survive a crash of the server
+
+
+Outcome = str | AuditUnavailableError  # the committed hash, or why the record is not stored
 
 
 class Writer:
     """Owns one session's chain in one store and the thread that writes it."""
 
-    def __init__(self, engine: sa.Engine, session_id: str, user: str) -> None:
-        self._engine = engine
+    def __init__(
+        self,
+        engine: sa.Engine,
+        session_id: str,
+        user: str,
+        *,
+        linger: float = 0.05,
+        stop_grace: float = 10.0,
+    ) -> None:
         self._session_id = session_id
+        self._stop_grace = stop_grace  # seconds close() keeps retrying a failing store
         self._user = user
+        self._linger = linger
+        self._store = RowStore(engine)
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)
         self._done = threading.Condition(self._lock)
         self._queue: collections.deque[Pending] = collections.deque()
         self._issued = 0  # last ticket handed out
-        self._committed = 0  # last ticket on disk
+        self._settled = 0  # every ticket up to this one is committed or rejected
+        self._urgent = 0  # someone waits for every ticket up to this one
+        self._outcomes: dict[int, Outcome] = {}  # settled durable tickets not yet collected
+        self._futures: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[str]]] = {}
+        self._abandoned: set[int] = set()  # durable tickets whose waiter gave up
         self._stopping = False
         self._head: tuple[int, str] | None = None  # (count, last_hash) as committed
         self._head_exists = False
-        self._sqlite = engine.dialect.name == "sqlite"
         self.last_error: BaseException | None = None
         self._thread = threading.Thread(
             target=self._run, name=f"pi-audit-{session_id[:8]}", daemon=True
         )
         self._thread.start()
 
+    # -- callers' side ----------------------------------------------------------------
     def submit(
         self,
         ts: dt.datetime,
@@ -78,28 +104,42 @@ class Writer:
         tool_name: str | None,
         policy_version: str | None,
         payload: str,
+        durable: bool = False,
+        sync: bool = True,
     ) -> int:
-        """Queue a record; returns its ticket for ``wait``.
+        """Queue a record; returns its ticket (``sync``: see ``RowStore.write``).
 
         Raises:
-            RuntimeError: ``close`` has begun, so the record might never be written.
+            AuditUnavailableError: ``close`` has begun, so the record might never be written.
         """
         with self._lock:
             if self._stopping:
-                raise RuntimeError(f"the audit writer of session {self._session_id} is closed")
+                raise AuditUnavailableError(
+                    f"the audit store is unavailable: the audit writer of session "
+                    f"{self._session_id} is closed"
+                )
             self._issued += 1
-            self._queue.append(
-                Pending(self._issued, ts, kind, tool_call_id, tool_name, policy_version, payload)
+            ticket = self._issued
+            pending = Pending(
+                ticket, ts, kind, tool_call_id, tool_name, policy_version, payload, durable, sync
             )
-            self._work.notify()
-            return self._issued
+            self._queue.append(pending)
+            if durable:
+                self._urgent = ticket
+                self._work.notify()
+            elif len(self._queue) == 1 or len(self._queue) >= _MAX_BATCH:
+                self._work.notify()
+            return ticket
 
     def wait(self, ticket: int | None = None, timeout: float | None = None) -> bool:
-        """Block until everything up to ``ticket`` (default: all issued) is committed."""
+        """Block until every ticket up to ``ticket`` (default: all issued) is settled."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             target = self._issued if ticket is None else ticket
-            while self._committed < target:
+            if self._settled < target:
+                self._urgent = max(self._urgent, target)
+                self._work.notify()
+            while self._settled < target:
                 if not self._thread.is_alive():
                     return False
                 remaining = None if deadline is None else deadline - time.monotonic()
@@ -109,15 +149,62 @@ class Writer:
                 self._done.wait(0.5 if remaining is None else min(remaining, 0.5))
             return True
 
+    def outcome(self, ticket: int, timeout: float) -> str:
+        """Wait for a durable ticket; returns its record's hash.
+
+        Raises:
+            AuditUnavailableError: not committed within ``timeout`` seconds, or refused.
+        """
+        settled = self.wait(ticket, timeout)
+        with self._lock:
+            found = self._outcomes.pop(ticket, None)
+        if not settled or found is None:
+            self.forget(ticket)
+            raise AuditUnavailableError(self._late_message(timeout))
+        if isinstance(found, AuditUnavailableError):
+            raise found
+        return found
+
+    def future(self, ticket: int, loop: asyncio.AbstractEventLoop) -> asyncio.Future[str]:
+        """A future of ``loop`` resolved (by the writer thread) with a durable ticket's hash,
+        or failed with ``AuditUnavailableError`` if the record is refused."""
+        fut: asyncio.Future[str] = loop.create_future()
+        with self._lock:
+            found = self._outcomes.pop(ticket, None)
+            if found is None:
+                self._futures[ticket] = (loop, fut)
+                return fut
+        _resolve(fut, found)
+        return fut
+
+    def forget(self, ticket: int) -> None:
+        """Drop what is kept for a durable ticket whose waiter gave up."""
+        with self._lock:
+            self._futures.pop(ticket, None)
+            if self._outcomes.pop(ticket, None) is None and ticket > self._settled:
+                self._abandoned.add(ticket)
+
+    def late_error(self, timeout: float) -> AuditUnavailableError:
+        """The error for a durable record not committed within ``timeout`` seconds."""
+        return AuditUnavailableError(self._late_message(timeout))
+
+    def _late_message(self, timeout: float) -> str:
+        cause = f": {short_error(self.last_error)}" if self.last_error is not None else ""
+        return (
+            f"the audit store is unavailable: it did not commit the record within {timeout:g} s"
+            f"{cause}"
+        )
+
     def pending(self) -> int:
         """How many records are queued and not yet committed."""
         with self._lock:
             return len(self._queue)
 
     def close(self, timeout: float = 30.0) -> None:
-        """Write what is queued (retrying for up to ``timeout`` seconds) and stop the thread."""
+        """Write what is queued (retrying a failing store for a while) and stop the thread."""
         with self._lock:
             self._stopping = True
+            self._urgent = self._issued
             self._work.notify_all()
         if threading.current_thread() is self._thread:
             # Garbage collection can run the log's finalizer on this very thread; it then
@@ -134,120 +221,191 @@ class Writer:
                 self.last_error,
             )
 
+    # -- the writer thread -------------------------------------------------------------
     def _run(self) -> None:
-        backoff = 0.05
+        backoff, failures = 0.05, 0
         stop_deadline: float | None = None
-        while True:
-            with self._lock:
-                while not self._queue and not self._stopping:
-                    self._work.wait()
-                if not self._queue:
-                    return
-                if self._stopping and stop_deadline is None:
-                    stop_deadline = time.monotonic() + 10.0
-                n = min(len(self._queue), _MAX_BATCH)
-                batch = [self._queue[i] for i in range(n)]
-            try:
-                self._write(batch)
-            except Exception as exc:  # keep the batch and retry; never die
-                self.last_error = exc
-                _log.warning("audit: writing %d record(s) failed, will retry: %s", n, exc)
-                if isinstance(exc, sa_exc.IntegrityError):
+        try:
+            while True:
+                with self._lock:
+                    batch = self._next_batch()
+                    if batch is None:
+                        return
+                    if self._stopping and stop_deadline is None:
+                        stop_deadline = time.monotonic() + self._stop_grace
+                done, error = self._commit(batch, bisect=failures >= _BISECT_AFTER)
+                if done:
+                    self._settle(done)
+                if error is None:
+                    backoff, failures = 0.05, 0
+                    continue
+                self.last_error, failures = error, failures + 1
+                _log.warning(
+                    "audit: writing %d record(s) failed, will retry: %s",
+                    len(batch) - len(done),
+                    short_error(error),
+                )
+                if isinstance(error, sa_exc.IntegrityError) or "Integrity" in type(error).__name__:
                     self._head = None  # another writer shares this session: reload its head
                 if stop_deadline is not None and time.monotonic() > stop_deadline:
                     return
-                time.sleep(backoff)
+                with self._lock:
+                    self._work.wait(backoff)
                 backoff = min(backoff * 2, _MAX_BACKOFF)
-                continue
-            backoff = 0.05
-            with self._lock:
-                for _ in range(n):
-                    self._queue.popleft()
-                self._committed = batch[-1].ticket
-                self._done.notify_all()
+        finally:
+            self._store.close()
+            self._fail_waiters()
 
-    def _load_head(self, conn: sa.Connection) -> tuple[int, str]:
-        row = conn.execute(
-            sa.select(heads.c.count, heads.c.last_hash).where(
-                heads.c.session_id == self._session_id
-            )
-        ).first()
-        self._head_exists = row is not None
-        return (int(row[0]), str(row[1])) if row is not None else (0, GENESIS)
+    def _next_batch(self) -> list[Pending] | None:
+        # Called with the lock held.
+        while not self._queue and not self._stopping:
+            self._work.wait()
+        if not self._queue:
+            return None
+        if self._linger > 0:
+            deadline = time.monotonic() + self._linger
+            while (
+                not self._stopping
+                and self._urgent < self._queue[0].ticket
+                and len(self._queue) < _MAX_BATCH
+            ):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._work.wait(remaining)
+        return list(itertools.islice(self._queue, _MAX_BATCH))
 
-    def _write(self, batch: list[Pending]) -> None:
+    def _commit(
+        self, batch: list[Pending], *, bisect: bool
+    ) -> tuple[list[tuple[Pending, Outcome]], BaseException | None]:
+        """Write ``batch``; on a content error, isolate and replace the failing record.
+
+        Returns what was settled (in order, a prefix of ``batch``) and the store error that
+        stopped it, if any.
+        """
+        try:
+            hashes = self._write(batch)
+        except Exception as exc:
+            if not bisect and store_problem(exc):
+                return [], exc
+            if len(batch) == 1:
+                return self._reject(batch[0], exc)
+            mid = len(batch) // 2
+            left, error = self._commit(batch[:mid], bisect=True)
+            if error is not None:
+                return left, error
+            right, error = self._commit(batch[mid:], bisect=True)
+            return left + right, error
+        return list(zip(batch, hashes, strict=True)), None
+
+    def _reject(
+        self, item: Pending, exc: BaseException
+    ) -> tuple[list[tuple[Pending, Outcome]], BaseException | None]:
+        why = short_error(exc)
+        stub_payload = rejected_payload(item.kind, item.payload, why)
+        stub = Pending(
+            item.ticket,
+            item.ts,
+            "audit_record_rejected",
+            None if item.tool_call_id is None else ascii_cut(item.tool_call_id, 64),
+            None if item.tool_name is None else ascii_cut(item.tool_name, 64),
+            None if item.policy_version is None else ascii_cut(item.policy_version, 64),
+            stub_payload,
+            item.durable,
+        )
+        try:
+            self._write([stub])
+        except Exception as stub_exc:  # the store refuses even the stub: it is the store
+            return [], stub_exc
+        _log.error(
+            "audit: the store refused a %r record of session %s (%s); stored a stub instead",
+            item.kind,
+            self._session_id,
+            why,
+        )
+        refused = AuditUnavailableError(
+            f"the audit store is unavailable for this record: the audit store refused the "
+            f"{item.kind!r} record ({why}); it was not stored"
+        )
+        return [(item, refused)], None
+
+    def _write(self, batch: list[Pending]) -> list[str]:
         sid, user = self._session_id, self._user
-        with self._engine.begin() as conn:
-            # Resuming a session (same id, new process) continues its chain from the store.
-            count, prev = self._head if self._head is not None else self._load_head(conn)
-            rows: list[Any] = []
-            sqlite = self._sqlite
-            for item in batch:
-                count += 1
-                iso = (
-                    item.ts.astimezone(dt.UTC)
-                    .replace(tzinfo=None)
-                    .isoformat(timespec="microseconds")
-                )
-                digest = record_hash(
-                    session_id=sid,
-                    seq=count,
-                    ts=iso + "Z",
-                    kind=item.kind,
-                    tool_call_id=item.tool_call_id,
-                    tool_name=item.tool_name,
-                    user=user,
-                    policy_version=item.policy_version,
-                    payload=item.payload,
-                    prev_hash=prev,
-                )
-                if sqlite:
-                    # SQLAlchemy's own text form of a SQLite DATETIME, so reads parse it.
-                    rows.append(
-                        (
-                            sid,
-                            count,
-                            f"{iso[:10]} {iso[11:]}",
-                            item.kind,
-                            item.tool_call_id,
-                            item.tool_name,
-                            user,
-                            item.policy_version,
-                            item.payload,
-                            prev,
-                            digest,
-                        )
-                    )
-                else:
-                    rows.append(
-                        {
-                            "session_id": sid,
-                            "seq": count,
-                            "ts": item.ts,
-                            "kind": item.kind,
-                            "tool_call_id": item.tool_call_id,
-                            "tool_name": item.tool_name,
-                            "user": user,
-                            "policy_version": item.policy_version,
-                            "payload": item.payload,
-                            "prev_hash": prev,
-                            "hash": digest,
-                        }
-                    )
-                prev = digest
-            if sqlite:
-                # The driver's executemany with tuples: SQLAlchemy's per-row parameter
-                # processing is most of the cost of a SQLite insert, and the rows are ready.
-                conn.exec_driver_sql(_SQLITE_INSERT, rows)
-            else:
-                conn.execute(sa.insert(records), rows)
-            if self._head_exists:
-                conn.execute(
-                    sa.update(heads)
-                    .where(heads.c.session_id == sid)
-                    .values(count=count, last_hash=prev)
-                )
-            else:
-                conn.execute(sa.insert(heads).values(session_id=sid, count=count, last_hash=prev))
+        if self._head is None:
+            found = self._store.load_head(sid)
+            self._head_exists = found is not None
+            self._head = found if found is not None else (0, GENESIS)
+        count, prev = self._head
+        rows: list[Row] = []
+        hashes: list[str] = []
+        for item in batch:
+            count += 1
+            digest = record_hash(
+                session_id=sid,
+                seq=count,
+                ts=format_ts(item.ts),
+                kind=item.kind,
+                tool_call_id=item.tool_call_id,
+                tool_name=item.tool_name,
+                user=user,
+                policy_version=item.policy_version,
+                payload=item.payload,
+                prev_hash=prev,
+            )
+            rows.append(
+                (sid, count, item.ts, item.kind, item.tool_call_id, item.tool_name, user,
+                 item.policy_version, item.payload, prev, digest)
+            )  # fmt: skip
+            hashes.append(digest)
+            prev = digest
+        sync = any(item.durable and item.sync for item in batch)
+        self._store.write(sid, rows, self._head_exists, sync=sync)
         self._head = (count, prev)
         self._head_exists = True
+        return hashes
+
+    def _settle(self, done: list[tuple[Pending, Outcome]]) -> None:
+        resolve: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[str], Outcome]] = []
+        with self._lock:
+            for item, outcome in done:
+                self._queue.popleft()
+                if not item.durable:
+                    continue
+                waiter = self._futures.pop(item.ticket, None)
+                if waiter is not None:
+                    resolve.append((waiter[0], waiter[1], outcome))
+                elif item.ticket in self._abandoned:
+                    self._abandoned.discard(item.ticket)
+                else:
+                    self._outcomes[item.ticket] = outcome
+            self._settled = done[-1][0].ticket
+            self._done.notify_all()
+        for loop, fut, outcome in resolve:
+            try:
+                loop.call_soon_threadsafe(_resolve, fut, outcome)
+            except RuntimeError:  # that loop is closed: nobody is waiting any more
+                pass
+
+    def _fail_waiters(self) -> None:
+        error = AuditUnavailableError(
+            f"the audit store is unavailable: the audit writer of session {self._session_id} "
+            "stopped before the record was committed"
+        )
+        with self._lock:
+            futures = list(self._futures.values())
+            self._futures.clear()
+            self._done.notify_all()
+        for loop, fut in futures:
+            try:
+                loop.call_soon_threadsafe(_resolve, fut, error)
+            except RuntimeError:
+                pass
+
+
+def _resolve(fut: asyncio.Future[str], outcome: Outcome) -> None:
+    if fut.done():
+        return
+    if isinstance(outcome, str):
+        fut.set_result(outcome)
+    else:
+        fut.set_exception(outcome)

@@ -1,7 +1,14 @@
-"""Built-in ``inspect_variable``: a short summary of a kernel (or given) variable."""
+"""Built-in ``inspect_variable``: a short summary of a kernel (or given) variable.
+
+Input and output history is never shown: IPython keeps every cell's source and result in
+``In``, ``Out``, ``_ih``, ``_oh``, ``_i``, ``_ii``, ``_iii``, ``_i<N>``, ``_``, ``__``,
+``___`` and ``_<N>``, and a password typed into ``%pi_connect`` would reach the model
+through them. Those names answer as if they did not exist.
+"""
 
 from __future__ import annotations
 
+import re
 import reprlib
 from collections.abc import Mapping
 from typing import Any
@@ -15,7 +22,15 @@ from ..ai.messages import TextContent
 from ..extensions.context import ExtensionContext
 from ..extensions.types import ToolDefinition, define_tool
 
-__all__ = ["HEAD_ROWS", "REPR_MAX_CHARS", "inspect_variable_tool", "summarise"]
+__all__ = ["HEAD_ROWS", "REPR_MAX_CHARS", "inspect_variable_tool", "is_history_name", "summarise"]
+
+_HISTORY = re.compile(r"^(In|Out|_ih|_oh|_dh|_i{1,3}|_i\d+|_{1,3}|_\d+|exit|quit|get_ipython)$")
+
+
+def is_history_name(name: str) -> bool:
+    """Whether ``name`` is one of IPython's history variables (never shown to the model)."""
+    return bool(_HISTORY.match(name))
+
 
 HEAD_ROWS = 5
 REPR_MAX_CHARS = 2000
@@ -61,6 +76,13 @@ def summarise(value: Any) -> tuple[str, dict[str, Any]]:
     return text, details
 
 
+def _is_history(namespace: Mapping[str, Any], name: str) -> bool:
+    if is_history_name(name):
+        return True
+    value = namespace[name]  # another name bound to the history itself (h = In)
+    return any(namespace.get(h) is value for h in ("In", "Out", "_ih", "_oh") if h in namespace)
+
+
 def inspect_variable_tool(namespace: Mapping[str, Any] | None) -> ToolDefinition[InspectParams]:
     """The tool, reading ``namespace`` (a notebook's ``user_ns`` or a dict given to the session)."""
 
@@ -71,7 +93,7 @@ def inspect_variable_tool(namespace: Mapping[str, Any] | None) -> ToolDefinition
         on_update: ToolUpdateCallback,
         ctx: ExtensionContext,
     ) -> ToolResult:
-        if namespace is None or params.name not in namespace:
+        if namespace is None or params.name not in namespace or _is_history(namespace, params.name):
             # Not KeyError: its str() adds quotes, and this text is what the model reads.
             raise NameError(f"No variable named {params.name!r} in the namespace")
         text, details = summarise(namespace[params.name])

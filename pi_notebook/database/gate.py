@@ -30,6 +30,7 @@ from pi_notebook.approvals import (
     ask,
     commit_record,
 )
+from pi_notebook.approvals.tools import unrecorded
 from pi_notebook.database.grants import ActiveGrant
 from pi_notebook.database.scope import StatementScope
 from pi_notebook.errors import AbortError, GrantError, QueryRefused
@@ -155,7 +156,7 @@ class _Call:
             await commit_record(self.audit, kind, entry.payload(), tool_call_id=self.call_id,
                                 tool_name=TOOL_NAME, policy_version=POLICY_VERSION)  # fmt: skip
         except Exception as exc:  # an approval we cannot record is no approval
-            raise _Blocked(f"Not run: the decision could not be recorded ({exc}).") from None
+            raise _Blocked(unrecorded(exc)) from None
 
     async def try_grants(self, scope: StatementScope | None) -> tuple[WritePreview | None, bool]:
         """Run inside a live grant if one covers the statement: (preview taken, granted)."""

@@ -1,17 +1,21 @@
 """The IPython extension (layer 6): ``%load_ext pi_notebook``, magics, the event store,
 the widgets that render it, and the notebook's ``UIContext``.
 
-Flow: a ``%%pi`` cell schedules the run as an asyncio task on the kernel's loop and returns
-at once, so widget clicks (Approve / Reject, Stop) can reach the kernel; session events go
-through the pure reducer in :mod:`.store`; the run view re-renders, throttled.
+Flow: a ``%%pi`` cell awaits its run on the kernel's loop (:mod:`.cell`), so it stays busy
+until the run settles while widget clicks (Approve / Reject, Stop) still reach the kernel and
+an interrupt stops the run; session events go through the pure reducer in :mod:`.store`; the
+live view re-renders only what changed, throttled; when the run settles its durable record
+(:mod:`.record`), stamped with provenance, replaces the live view in the cell's output.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .cell import RunInterrupted
 from .config import PiNotebook
 from .prompts import ApprovalPrompt, ChoicePrompt, Prompt, TextPrompt
+from .record import RunInfo, record_bundle
 from .run import AwaitNotSupportedError, Run, kernel_handles_comms_while_awaiting
 from .state import NotebookState
 from .store import CardState, RunState, reduce
@@ -28,12 +32,15 @@ __all__ = [
     "PiNotebook",
     "Prompt",
     "Run",
+    "RunInfo",
+    "RunInterrupted",
     "RunState",
     "RunView",
     "TextPrompt",
     "current",
     "kernel_handles_comms_while_awaiting",
     "load_ipython_extension",
+    "record_bundle",
     "reduce",
     "unload_ipython_extension",
 ]
@@ -41,7 +48,7 @@ __all__ = [
 _STATE: NotebookState | None = None
 _MAGIC_NAMES = {
     "line": ("pi_tools", "pi_audit", "pi_approvals", "pi_abort", "pi_model", "pi_connect",
-             "pi_extension", "pi_result"),
+             "pi_extension", "pi_result", "pi_usage", "pi_grants"),
     "cell": ("pi",),
 }  # fmt: skip
 
@@ -63,6 +70,7 @@ def load_ipython_extension(ipython: Any) -> None:
     With no configuration: the offline model and the database extension on the bundled
     sample database; one status line says so.
     """
+    from . import cell
     from .magics import PiMagics
 
     global _STATE
@@ -80,6 +88,7 @@ def load_ipython_extension(ipython: Any) -> None:
         raise UsageError(f"{exc} Fix it with %config PiNotebook.model = 'offline'.") from None
     ipython.configurables.append(config)
     ipython.register_magics(PiMagics(ipython, state))
+    cell.install(ipython)
     _STATE = state
     print(state.status_line())
 
@@ -90,6 +99,9 @@ def unload_ipython_extension(ipython: Any) -> None:
     state, _STATE = _STATE, None
     if state is None:
         return
+    from . import cell
+
+    cell.uninstall(ipython)
     state.close()
     if state.config in ipython.configurables:
         ipython.configurables.remove(state.config)

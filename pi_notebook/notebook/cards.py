@@ -1,116 +1,136 @@
-"""``ToolCard``: one tool call rendered from its :class:`~.store.CardState`.
+"""``ToolCard``: one tool call rendered live from its :class:`~.store.CardState`.
 
-``render(card)`` only assigns trait values (traitlets sends a change only when a value
-differs), so re-rendering an unchanged card costs nothing on the wire. The result DataFrame
-is appended to an ``Output`` widget with ``append_display_data`` exactly once, so its HTML
-table is part of the widget's state rather than printed into whichever cell is running.
+The card's pieces are HTML from :mod:`.record` (the same the durable record uses), so the
+live card and the saved record read alike. ``render(card)`` only assigns trait values, and
+traitlets sends a change only when a value differs; the view calls it only for cards whose
+state changed. The result table is appended to an ``Output`` widget with
+``append_display_data`` exactly once, so it is part of the widget's state rather than
+printed into whichever cell is running.
 """
 
 from __future__ import annotations
 
-import html
-import json
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
+from ipywidgets.widgets.widget_string import HTMLStyle
 
+from .record import (
+    args_html,
+    card_head_html,
+    card_tone,
+    error_html,
+    progress_html,
+    reasons_html,
+    result_dataframe,
+    result_html,
+)
 from .store import CardState
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ToolCard", "result_dataframe"]
+__all__ = ["LIVE_PREVIEW_ROWS", "ToolCard", "result_dataframe"]
 
-_STATUS_COLOURS = {
-    "queued": "#777",
-    "awaiting approval": "#d58512",
-    "running": "#337ab7",
-    "done": "#3c763d",
-    "error": "#a94442",
-    "blocked": "#a94442",
-}
+LIVE_PREVIEW_ROWS = 20
+_BASE_CLASSES = ("pi-tool-card", "pi-card")
 
 
-def _args_html(args: Any) -> str:
-    if isinstance(args, dict) and isinstance(args.get("sql"), str):
-        # SQL is the point of most calls: show it as code, the other arguments below it.
-        sql = f"<pre class='pi-sql' style='white-space:pre-wrap;margin:2px 0'>{html.escape(args['sql'])}</pre>"
-        rest = {k: v for k, v in args.items() if k != "sql"}
-        return sql + (f"<code>{html.escape(json.dumps(rest, default=str))}</code>" if rest else "")
-    try:
-        text = json.dumps(args, indent=2, default=str)
-    except (TypeError, ValueError):
-        text = repr(args)
-    return f"<pre style='white-space:pre-wrap;margin:2px 0'>{html.escape(text)}</pre>"
+class _Table:
+    """A result table as display data: formatted HTML, and the frame's text for text/plain."""
+
+    def __init__(self, html: str, plain: str) -> None:
+        self._html, self._plain = html, plain
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/html": self._html, "text/plain": self._plain}
 
 
-def result_dataframe(details: Any) -> pd.DataFrame | None:
-    """The result DataFrame in a tool result's ``details`` (``details["dataframe"]``), if any."""
-    import pandas as pd  # here, not at import time: importing the notebook layer stays light
+_SHARED: dict[str, widgets.Widget] = {}
 
-    frame = details.get("dataframe") if isinstance(details, dict) else None
-    return frame if isinstance(frame, pd.DataFrame) else None
+
+def _shared() -> dict[str, widgets.Widget]:
+    """Layout and style models every card uses unchanged: created once, not per card (a
+    widget model each costs about as much as the rest of a card)."""
+    if not _SHARED:
+        _SHARED.update(layout=widgets.Layout(), box_layout=widgets.Layout(),
+                       style=HTMLStyle())  # fmt: skip
+    return _SHARED
 
 
 class ToolCard(widgets.VBox):
-    """A tool call: label, status, arguments, progress, duration, result, model content, error."""
+    """A tool call: one HTML body (header, arguments, progress, error), and the widgets a call
+    may need, created when it needs them: an approval box, the result ``Output``, the folded
+    model-facing content. Few widgets per card keep a run of a thousand calls light."""
 
     def __init__(self, tool_call_id: str, label: str) -> None:
         self.tool_call_id = tool_call_id
         self.label = label
         self.status = "queued"
-        self.header = widgets.HTML()
-        self.args_view = widgets.HTML()
-        self.progress = widgets.HTML()
-        self.approval_box = widgets.VBox()
-        self.result = widgets.Output()
-        self.content_view = widgets.HTML()
-        self.content_fold = widgets.Accordion(children=[self.content_view], selected_index=None)
-        self.content_fold.set_title(0, "Model-facing content")
-        self.content_fold.layout.display = "none"
-        self.error_view = widgets.HTML()
+        shared = _shared()
+        self.body = widgets.HTML(layout=shared["layout"], style=shared["style"])
+        self.approval_box: widgets.VBox | None = None
+        self.result: widgets.Output | None = None
+        self.content_fold: widgets.Accordion | None = None
         self.dataframe: pd.DataFrame | None = None
-        super().__init__(
-            children=[self.header, self.args_view, self.progress, self.approval_box,
-                      self.result, self.content_fold, self.error_view],
-            layout=widgets.Layout(border="1px solid #ccc", padding="4px", margin="4px 0"),
-        )  # fmt: skip
-        self.add_class("pi-tool-card")
+        self._args: Any = object()
+        self._args_html = ""
+        self._tone = ""
+        self._result_shown = False
+        super().__init__(children=[self.body], _dom_classes=_BASE_CLASSES,
+                         layout=shared["box_layout"])  # fmt: skip
 
     @property
     def prompt(self) -> Any:
         """The approval (or other) prompt shown in this card, if any."""
-        return self.approval_box.children[0] if self.approval_box.children else None
+        box = self.approval_box
+        return box.children[0] if box is not None and box.children else None
 
     def show_prompt(self, prompt: widgets.Widget) -> None:
+        if self.approval_box is None:
+            self.approval_box = widgets.VBox()
+            self.children = (self.body, self.approval_box, *self.children[1:])
         self.approval_box.children = (prompt,)
 
-    def render(self, card: CardState) -> None:
-        """Bring the widgets in line with ``card``."""
+    def render(self, card: CardState, *, elapsed: float | None = None) -> None:
+        """Bring the widgets in line with ``card`` (``elapsed``: seconds it has been running)."""
         self.status = card.status
-        colour = _STATUS_COLOURS.get(card.status, "#777")
-        duration = f" · {card.duration:.2f} s" if card.duration is not None else ""
-        self.header.value = (
-            f"<b>{html.escape(self.label)}</b> <code>{html.escape(card.tool_name)}</code> "
-            f"<span class='pi-status' style='color:{colour};font-weight:bold'>{card.status}</span>"
-            f"<span class='pi-duration'>{duration}</span>"
-            f" <small style='color:#999'>{html.escape(card.tool_call_id)}</small>"
-        )
-        self.args_view.value = _args_html(card.args)
-        if card.progress is not None and card.status not in ("done", "error", "blocked"):
-            self.progress.value = f"<i>{html.escape(card.progress)}</i>"
-        else:
-            self.progress.value = ""
+        tone = card_tone(card)
+        if tone != self._tone:
+            self._dom_classes = (*_BASE_CLASSES, tone)  # one change on the wire, not two
+            self._tone = tone
+        if card.args is not self._args or not self._args_html:
+            self._args = card.args
+            self._args_html = args_html(card.args) + reasons_html(card.reasons)
+        self.body.value = (
+            card_head_html(card, self.label, elapsed=elapsed) + self._args_html
+            + progress_html(card) + error_html(card)
+        )  # fmt: skip
+        if card.status == "done" and not self._result_shown:
+            self._result_shown = True
+            self._show_result(card)
+
+    def _show_result(self, card: CardState) -> None:
         frame = result_dataframe(card.details)
-        if frame is not None and self.dataframe is None:
-            self.dataframe = frame
-            self.result.append_display_data(frame)
-        if card.content and card.status == "done":
-            text = "\n".join(card.content)
-            self.content_view.value = f"<pre style='white-space:pre-wrap'>{html.escape(text)}</pre>"
-            self.content_fold.layout.display = ""
-        if card.error:
-            self.error_view.value = (
-                f"<pre class='pi-error' style='white-space:pre-wrap;color:#a94442'>"
-                f"{html.escape(card.error)}</pre>"
-            )
+        self.dataframe = frame
+        extra: list[widgets.Widget] = []
+        table = result_html(card, preview_rows=LIVE_PREVIEW_ROWS)
+        if table:
+            plain = frame.head(LIVE_PREVIEW_ROWS).to_string() if frame is not None else ""
+            self.result = widgets.Output()
+            self.result.append_display_data(_Table(table, plain or "\n".join(card.content)))
+            extra.append(self.result)
+        if frame is not None and card.content:
+            # The model saw a preview, not the table: keep it one click away.
+            content = widgets.HTML(f"<pre class='pi-content'>{_escape(card.content)}</pre>")
+            self.content_fold = widgets.Accordion(children=[content], selected_index=None)
+            self.content_fold.set_title(0, "Model-facing content")
+            extra.append(self.content_fold)
+        if extra:
+            self.children = (*self.children, *extra)
+
+
+def _escape(lines: tuple[str, ...]) -> str:
+    import html
+
+    return html.escape("\n".join(lines))

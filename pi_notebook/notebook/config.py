@@ -6,7 +6,7 @@ a change applies from the next ``%%pi`` cell. Secrets stay in environment variab
 
 from __future__ import annotations
 
-from traitlets import Float, List, Unicode
+from traitlets import Float, Int, List, Unicode
 from traitlets.config import Configurable
 
 __all__ = ["PiNotebook"]
@@ -26,8 +26,14 @@ class PiNotebook(Configurable):
         "", help="SQLAlchemy URL of the audit log; empty means the default file."
     ).tag(config=True)
     approval_timeout = Float(
-        30.0, help="Seconds an approval prompt waits for a decision before it expires."
+        300.0,
+        help="Seconds an approval prompt waits for a person's decision before it expires "
+        "(no decision counts as a rejection).",
     ).tag(config=True)
+    row_cap = Int(10_000, help="Rows kept in each result DataFrame.").tag(config=True)
+    statement_timeout = Float(30.0, help="Seconds a statement may run before it is cancelled.").tag(
+        config=True
+    )
     extensions = List(Unicode(), help="More extensions: .py paths or module names.").tag(
         config=True
     )

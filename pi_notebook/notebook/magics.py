@@ -13,10 +13,10 @@ from typing import Any, NoReturn
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.display import display
 
+from ..secrets import safe_url
 from .prompts import ApprovalPrompt
-from .state import NotebookState, check_database_url
+from .state import NotebookState, check_database_url, probe_database
 
 __all__ = ["PiMagics"]
 
@@ -52,11 +52,12 @@ class PiMagics(Magics):
                 f"A %%pi run is still going: wait for it, press Stop or run %pi_abort, then {what}."
             )
 
-    def _rebuild(self) -> None:
+    def _rebuild(self, **changes: Any) -> None:
+        """Rebuild the session (with ``changes`` to the settings); on failure nothing changes."""
         from ..ai.resolve import ModelSpecError
 
         try:
-            self.state.build()
+            self.state.reconfigure(**changes)
         except ModelSpecError as exc:
             raise UsageError(
                 f"{exc} Set it with %pi_model offline (or openai:<id>, anthropic:<id>)."
@@ -65,24 +66,13 @@ class PiMagics(Magics):
     # -- prompt -------------------------------------------------------------------
     @cell_magic
     def pi(self, line: str, cell: str) -> None:
-        """Send the cell to the agent; the run view renders below and the cell returns at once."""
-        if line.strip():
-            raise UsageError("%%pi takes no options: write the question in the cell body.")
-        if not cell.strip():
-            raise UsageError("The %%pi cell is empty: write a question below %%pi.")
-        self._idle("run the cell again")
-        import asyncio
+        """Send the cell to the agent.
 
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            raise UsageError(
-                "%%pi needs a running asyncio loop: run it in a Jupyter kernel."
-            ) from None
-        if self.state.stale:
-            self._rebuild()
-        run = self.state.start_run(cell.strip())
-        display(run.view)
+        In a kernel the cell is rewritten to await its run (see :mod:`.cell`), so it stays
+        busy until the run settles; called as a magic (``%%pi --background``, or where
+        awaiting is not possible) it starts the run and returns at once.
+        """
+        self.state.start_cell_run(line, cell, background=True)
 
     @line_magic
     def pi_abort(self, line: str) -> None:
@@ -115,9 +105,7 @@ class PiMagics(Magics):
                     f"No tool named {name!r}: pick one of {', '.join(registry)} (see %pi_tools)."
                 )
         if args.activate or args.deactivate:
-            active = [n for n in session.active_tool_names if n not in args.deactivate]
-            active += [n for n in args.activate if n not in active]
-            session.set_active_tools_by_name(active)
+            self.state.choose_tools(args.activate, args.deactivate)
         active_set = set(session.active_tool_names)
         rows = [{
             "name": name, "label": tool.definition.label, "source": tool.source_info.path,
@@ -133,8 +121,10 @@ class PiMagics(Magics):
     def pi_audit(self, line: str) -> Any:
         """Audit records as a DataFrame (this notebook's session unless ``--all``)."""
         parser = _Parser(
-            "%pi_audit [--tool NAME] [--call ID] [--kind KIND] [--since TIME] [--all] [--calls]"
+            "%pi_audit [--tool NAME] [--call ID] [--kind KIND] [--since TIME] [--all] [--calls] "
+            "[--verify-notebook PATH]"
         )
+        parser.add_argument("--verify-notebook", metavar="PATH")
         for option in ("--tool", "--call", "--kind", "--since"):
             parser.add_argument(option)
         parser.add_argument("--all", action="store_true")
@@ -143,6 +133,8 @@ class PiMagics(Magics):
         audit = self.state.audit
         if audit is None:
             raise UsageError("No audit log: run %load_ext pi_notebook first.")
+        if args.verify_notebook is not None:
+            return self._verify_notebook(args.verify_notebook, audit)
         session = None if args.all else audit.session_id
         if args.calls:
             return audit.calls_dataframe(session=session)
@@ -153,6 +145,20 @@ class PiMagics(Magics):
             raise UsageError(
                 f"{exc}; give --since as an ISO time such as 2024-05-01T12:00"
             ) from None
+
+    def _verify_notebook(self, path_text: str, audit: Any) -> None:
+        from ..audit import verify_notebook
+
+        path = Path(path_text).expanduser()
+        if not path.is_file():
+            raise UsageError(f"No notebook at {path}: give the path of a saved .ipynb file.")
+        try:
+            report = verify_notebook(path, audit)
+        except Exception as exc:
+            raise UsageError(f"{path.name} cannot be verified: {exc}") from None
+        print(report)
+        for problem in getattr(report, "problems", []):
+            print(f"  - {problem}")
 
     @line_magic
     def pi_approvals(self, line: str) -> Any:
@@ -204,6 +210,36 @@ class PiMagics(Magics):
             self.shell.user_ns[args.out] = found
         return found
 
+    @line_magic
+    def pi_grants(self, line: str) -> Any:
+        """The scoped grants in force as a DataFrame; ``--revoke ID`` ends one now."""
+        import pandas as pd
+
+        parser = _Parser("%pi_grants [--revoke ID]")
+        parser.add_argument("--revoke", metavar="ID")
+        args = _parse(parser, line)
+        grants = getattr(self.state.database, "grants", None)
+        if grants is None:
+            raise UsageError("This database extension keeps no grants.")
+        if args.revoke is not None:
+            if not grants.revoke(args.revoke):
+                known = ", ".join(g.grant_id for g in grants.list()) or "none"
+                raise UsageError(f"No grant {args.revoke!r} in force (in force: {known}).")
+            print(f"Revoked grant {args.revoke}: its statements need approval again.")
+        columns = ["grant_id", "operations", "tables", "max_rows", "expires_at", "uses",
+                   "approver", "origin_call_id"]  # fmt: skip
+        rows = [g.describe() for g in grants.list()]
+        frame = pd.DataFrame(rows, columns=columns)
+        frame["expires_at"] = pd.to_datetime(frame["expires_at"], unit="s", utc=True)
+        return frame
+
+    @line_magic
+    def pi_usage(self, line: str) -> Any:
+        """Tokens in and out and cost, per session of this kernel (the current one last)."""
+        _parse(_Parser("%pi_usage"), line)
+        self.state.current_session()
+        return self.state.usage_frame()
+
     # -- configuration -------------------------------------------------------------
     @line_magic
     def pi_model(self, line: str) -> None:
@@ -221,8 +257,12 @@ class PiMagics(Magics):
             resolve_model(args.spec)
         except ModelSpecError as exc:
             raise UsageError(f"{exc} Try %pi_model offline.") from None
-        self.state.config.model = args.spec
-        self._rebuild()
+        override, self.state.model_override = self.state.model_override, None
+        try:
+            self._rebuild(model=args.spec)
+        except BaseException:
+            self.state.model_override = override
+            raise
         print(self.state.status_line())
 
     @line_magic
@@ -232,12 +272,17 @@ class PiMagics(Magics):
         parser.add_argument("url")
         args = _parse(parser, line)
         self._idle("connect")
+        kept = (
+            f"; still connected to {safe_url(self.state.database_url)}"
+            if self.state.database_url
+            else ""
+        )
         try:
             url = check_database_url(args.url)
+            probe_database(url)
         except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        self.state.config.database_url = url
-        self._rebuild()
+            raise UsageError(f"{exc}{kept}.") from None
+        self._rebuild(database_url=url)
         print(self.state.status_line())
 
     @line_magic
@@ -252,17 +297,14 @@ class PiMagics(Magics):
             raise UsageError(
                 f"No file at {path}: give the path of a .py file that defines register(pi)."
             )
-        config = self.state.config
-        before = list(config.extensions)
-        config.extensions = [*before, str(path)]
-        self._rebuild()
+        before = list(self.state.config.extensions)
+        self._rebuild(extensions=[*before, str(path)])
         session = self.state.current_session()
         problems = [
             d for d in session.diagnostics if d.extension_path == str(path) and d.level == "error"
         ]
         if problems:
-            config.extensions = before
-            self._rebuild()
+            self._rebuild(extensions=before)
             raise UsageError(f"{problems[0].message}; fix {path.name} and run %pi_extension again.")
         tools = [n for n, t in session.tool_registry.items() if t.source_info.path == str(path)]
         print(f"Loaded {path.name}: tools {', '.join(tools) or '(none)'}.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import json
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -18,11 +19,13 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..ai.abort import AbortSignal
+from .format import format_count, frame_html
 
-__all__ = ["ApprovalPrompt", "ChoicePrompt", "Prompt", "TextPrompt"]
+__all__ = ["ApprovalPrompt", "ChoicePrompt", "GrantForm", "Prompt", "TextPrompt", "preview_html"]
 
 _DECIDED_TEXT = {
     "approved": "✔ Approved",
+    "granted": "✔ Granted: statements inside the scope run without asking",
     "rejected": "✘ Rejected",
     "expired": "⌛ Expired: no decision in time (counts as a rejection)",
     "aborted": "■ Aborted: the run was stopped",
@@ -35,21 +38,30 @@ class Prompt(widgets.VBox):
     """Base class: a question with an optional deadline, answered exactly once."""
 
     def __init__(self, *, title: str, timeout: float | None, body: Sequence[widgets.Widget],
-                 controls: Sequence[widgets.DOMWidget]) -> None:  # fmt: skip
+                 controls: Sequence[widgets.DOMWidget], self_expire: bool = True,
+                 also_disable: Sequence[widgets.DOMWidget] = (),
+                 after_controls: Sequence[widgets.Widget] = ()) -> None:  # fmt: skip
         self.title = title
         self.timeout = timeout
+        self.self_expire = self_expire
         self.decision: str | None = None
         self.value: Any = None
         self.decided_at: float | None = None
         self.requested_at = time.time()
-        self._controls = list(controls)
+        self._controls = [*controls, *also_disable]
         self._future: asyncio.Future[str] | None = None
         self._listeners: list[Callable[[Prompt], None]] = []
         self.countdown = widgets.HTML(self._countdown_text(timeout))
         heading = widgets.HTML(f"<b>{html.escape(title)}</b>")
         super().__init__(
-            children=[heading, *body, widgets.HBox(list(controls)), self.countdown],
-            layout=widgets.Layout(border="2px solid #f0ad4e", padding="6px", margin="4px 0"),
+            children=[
+                heading,
+                *body,
+                widgets.HBox(list(controls)),
+                *after_controls,
+                self.countdown,
+            ],
+            layout=widgets.Layout(padding="6px", margin="4px 0"),
         )
         self.add_class("pi-prompt")
 
@@ -57,7 +69,10 @@ class Prompt(widgets.VBox):
     def _countdown_text(remaining: float | None) -> str:
         if remaining is None:
             return "<i>Waiting for your decision.</i>"
-        return f"<i>Expires in {max(0, round(remaining))} s.</i>"
+        seconds = max(0, round(remaining))
+        if seconds >= 60:
+            return f"<i>Expires in {seconds // 60} min {seconds % 60:02d} s.</i>"
+        return f"<i>Expires in {seconds} s.</i>"
 
     @property
     def decided(self) -> bool:
@@ -94,6 +109,11 @@ class Prompt(widgets.VBox):
     async def _tick(self, deadline: float) -> None:
         while self.decision is None:
             remaining = deadline - time.monotonic()
+            if remaining <= 0 and not self.self_expire:
+                # The caller owns the deadline (the approval gate): it cancels the wait.
+                self.countdown.value = "<i>Expiring…</i>"
+                await asyncio.sleep(1.0)
+                continue
             if remaining <= 0:
                 self._decide("expired")
                 return
@@ -135,40 +155,171 @@ def _button(description: str, style: str, action: Callable[[], Any]) -> widgets.
 
 
 class ApprovalPrompt(Prompt):
-    """Approve / Reject for a statement that needs the user's consent.
+    """Approve / Reject for a call that needs the user's consent.
+
+    Built from an :class:`~pi_notebook.approvals.ApprovalRequest` (:meth:`for_request`) it
+    also shows the request's reasons and write preview, lets the person edit the SQL when the
+    request is editable, and offers a scope to grant instead of one approval.
 
     Args:
         title: what is asked, e.g. "Database write".
-        sql: the statement, shown as code.
+        sql: the statement (or the arguments as JSON), shown as code.
         reason: why it needs approval.
         timeout: seconds until the prompt expires (``None``: never).
         tool_call_id: the call this approval is for.
     """
 
     def __init__(self, *, title: str, sql: str, reason: str, timeout: float | None,
-                 tool_call_id: str | None = None) -> None:  # fmt: skip
+                 tool_call_id: str | None = None, request: Any = None) -> None:  # fmt: skip
         self.sql = sql
         self.reason = reason
         self.tool_call_id = tool_call_id
+        self.request = request
         self.approve_button = _button("Approve", "success", self.approve)
         self.reject_button = _button("Reject", "danger", self.reject)
-        body = [
-            widgets.HTML(
-                f"<pre style='white-space:pre-wrap;margin:4px 0'>{html.escape(sql)}</pre>"
-            ),
-            widgets.HTML(f"Needs approval because: {html.escape(reason)}"),
-        ]
+        self.editor: widgets.Textarea | None = None
+        self.grant_form: GrantForm | None = None
+        self._edited: str | None = None
+        self._grant: Any = None
+        args = getattr(request, "args", None)
+        if (
+            getattr(request, "editable", False)
+            and isinstance(args, dict)
+            and isinstance(args.get("sql"), str)
+        ):
+            self.editor = widgets.Textarea(value=sql, rows=min(12, sql.count("\n") + 2),
+                                           layout=widgets.Layout(width="100%"))  # fmt: skip
+            self.editor.add_class("pi-sql-editor")
+            statement: widgets.Widget = widgets.VBox([
+                widgets.HTML("<div class='pi-meta'>The statement (you may edit it before "
+                             "approving; an edit is checked again):</div>"),
+                self.editor])  # fmt: skip
+        else:
+            statement = widgets.HTML(f"<pre class='pi-sql'>{html.escape(sql)}</pre>")
+        body: list[widgets.Widget] = [statement,
+                                      widgets.HTML(f"<div class='pi-reasons'>Needs approval because: {html.escape(reason)}</div>")]  # fmt: skip
+        preview = getattr(request, "preview", None)
+        if preview is not None:
+            body.append(widgets.HTML(preview_html(preview)))
+        disable: list[widgets.DOMWidget] = []
+        scope = getattr(request, "grant_scope", None)
+        if scope is not None:
+            self.grant_form = GrantForm(scope, on_grant=self.grant)
+            disable.extend(self.grant_form.controls)
+        if self.editor is not None:
+            disable.append(self.editor)
         super().__init__(title=title, timeout=timeout, body=body,
-                         controls=[self.approve_button, self.reject_button])  # fmt: skip
+                         controls=[self.approve_button, self.reject_button],
+                         self_expire=request is None, also_disable=disable,
+                         after_controls=[self.grant_form] if self.grant_form else [])  # fmt: skip
         self.add_class("pi-approval")
 
+    @classmethod
+    def for_request(cls, request: Any, *, timeout: float | None) -> ApprovalPrompt:
+        """The prompt for an ``ApprovalRequest``: its SQL (or arguments), reasons, preview."""
+        args = request.args if isinstance(request.args, dict) else {}
+        sql = args.get("sql")
+        if not isinstance(sql, str):
+            sql = json.dumps(args, indent=2, default=str, ensure_ascii=False)
+        reason = "; ".join(request.reasons) or f"{request.tool_name} needs your approval"
+        return cls(title=request.title, sql=sql, reason=reason, timeout=timeout,
+                   tool_call_id=request.tool_call_id, request=request)  # fmt: skip
+
     def approve(self) -> bool:
-        """Approve (what the Approve button does). False if already decided."""
+        """Approve (what the Approve button does), with the edited SQL if it was edited.
+
+        False if already decided.
+        """
+        if self.editor is not None and self.editor.value.strip() != self.sql.strip():
+            self._edited = self.editor.value
         return self._decide("approved")
 
     def reject(self) -> bool:
         """Reject (what the Reject button does). False if already decided."""
         return self._decide("rejected")
+
+    def grant(self, scope: Any) -> bool:
+        """Grant ``scope`` (a ``Grant``) instead of one approval (what the Grant button does)."""
+        self._grant = scope
+        return self._decide("granted")
+
+    def outcome(self) -> Any:
+        """The ``ApprovalOutcome`` of the decision (approved with edits or a grant, else the
+        denial as it was decided: rejected, expired or aborted)."""
+        from ..approvals import ApprovalOutcome
+
+        decision = self.decision or "expired"
+        if decision == "granted":
+            return ApprovalOutcome("approved", grant=self._grant)
+        if decision == "approved":
+            args = dict(self.request.args) if self.request is not None else {}
+            edited = {**args, "sql": self._edited} if self._edited is not None else None
+            return ApprovalOutcome("approved", edited_args=edited)
+        return ApprovalOutcome(decision if decision in ("rejected", "expired", "aborted")
+                               else "rejected")  # fmt: skip
+
+
+def preview_html(preview: Any) -> str:
+    """A ``WritePreview`` as HTML: rows it would change, how that was measured, plan, sample."""
+    parts = ["<div class='pi-preview'>"]
+    rows = getattr(preview, "affected_rows", None)
+    how = getattr(preview, "method", None)
+    if isinstance(rows, int):
+        noun = "row" if rows == 1 else "rows"
+        parts.append(f"<b>Would change {format_count(rows)} {noun}</b>")
+    else:
+        parts.append("<b>Rows it would change: unknown</b>")
+    if how:
+        parts.append(f" <span class='pi-meta'>({html.escape(str(how))})</span>")
+    note = getattr(preview, "note", None)
+    if note:
+        parts.append(f"<div class='pi-meta'>{html.escape(str(note))}</div>")
+    sample = getattr(preview, "sample", None)
+    if sample is not None and len(getattr(sample, "columns", ())):
+        parts.append("<div class='pi-meta'>Some of the rows it would touch:</div>")
+        parts.append(frame_html(sample, max_rows=5))
+    plan = getattr(preview, "plan", None)
+    if plan:
+        parts.append(
+            f"<details><summary>Plan</summary><pre class='pi-args'>{html.escape(str(plan))}</pre></details>"
+        )
+    parts.append("</div>")
+    return "".join(parts)
+
+
+class GrantForm(widgets.VBox):
+    """ "Grant a scope instead": operations × table patterns × max rows × minutes.
+
+    Prefilled from the statement's scope; ``Grant`` answers the prompt with the scope as
+    edited (see :meth:`scope`).
+    """
+
+    def __init__(self, scope: Any, *, on_grant: Callable[[Any], Any]) -> None:
+        self._base = scope
+        self.operations = widgets.Text(value=", ".join(scope.operations), description="Operations")
+        self.tables = widgets.Text(value=", ".join(scope.tables), description="Tables")
+        self.max_rows = widgets.IntText(value=scope.max_rows or 0, description="Max rows")
+        self.minutes = widgets.BoundedIntText(value=max(1, round(scope.ttl_s / 60)), min=1,
+                                              max=24 * 60, description="Minutes")  # fmt: skip
+        self.grant_button = _button("Grant", "info", lambda: on_grant(self.scope()))
+        self.controls: list[widgets.DOMWidget] = [self.operations, self.tables, self.max_rows,
+                                                  self.minutes, self.grant_button]  # fmt: skip
+        heading = widgets.HTML("<div class='pi-meta'>Or grant a scope instead: later statements "
+                               "inside it run without asking, each one audited.</div>")  # fmt: skip
+        super().__init__(children=[heading, widgets.HBox([self.operations, self.tables]),
+                                   widgets.HBox([self.max_rows, self.minutes, self.grant_button])])  # fmt: skip
+        self.add_class("pi-grant")
+
+    def scope(self) -> Any:
+        """The ``Grant`` as the form says now (max rows 0 means no limit)."""
+        from dataclasses import replace
+
+        def words(text: str) -> tuple[str, ...]:
+            return tuple(w.strip() for w in text.split(",") if w.strip())
+
+        return replace(self._base, operations=tuple(w.upper() for w in words(self.operations.value)),
+                       tables=words(self.tables.value), max_rows=self.max_rows.value or None,
+                       ttl_s=float(self.minutes.value) * 60)  # fmt: skip
 
 
 class ChoicePrompt(Prompt):

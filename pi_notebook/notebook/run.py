@@ -1,25 +1,46 @@
 """``Run``: one ``%%pi`` prompt running as an asyncio task on the kernel's loop.
 
-The cell that starts a run returns at once, so the kernel stays free to receive widget
-clicks (an approval awaits a future that the Approve / Reject buttons resolve). The task is
-referenced from here and from the notebook state until it ends, and anything it raises is
-shown in the run view, never lost. Executed notebooks (nbclient, "Run All") do not wait
-for background work, so they ``await run.wait()``.
+A ``%%pi`` cell awaits its run (see :mod:`.cell`), so it stays busy until the run settles
+while the kernel keeps taking widget clicks; ``%%pi --background`` returns at once. Either
+way the run is its own task, referenced from here and from the notebook state until it ends,
+and anything it raises is shown in the run view, never lost. While it runs, a tick refreshes
+the elapsed times every :data:`TICK_S` seconds, which also wakes the kernel's loop so an
+interrupt is delivered promptly.
+
+When the run settles, its durable record (:mod:`.record`) replaces the live view in the
+cell's output (through the display id the view was shown with), stamped with provenance
+(:mod:`.provenance`): what a saved, reopened or converted notebook shows.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import datetime as dt
 import inspect
+import logging
 import time
+import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..agent.events import AgentEndEvent
+from ..audit.notebook import output_digest
 from ..errors import AwaitNotSupportedError
-from .cards import result_dataframe
-from .prompts import Prompt
-from .store import ApprovalRequested, ApprovalResolved, RunFailed, RunState, StopRequested, reduce
+from .prompts import ApprovalPrompt, Prompt
+from .provenance import args_hash_of, call_stamps, record_output
+from .record import RunInfo, record_bundle, result_dataframe
+from .store import (
+    DENIED,
+    ApprovalRequested,
+    ApprovalResolved,
+    Decided,
+    RunFailed,
+    RunState,
+    StopRequested,
+    reduce,
+)
 from .view import RunView
 
 if TYPE_CHECKING:
@@ -27,10 +48,16 @@ if TYPE_CHECKING:
 
     from ..session import AgentSession
 
-__all__ = ["AwaitNotSupportedError", "Run", "kernel_handles_comms_while_awaiting"]
+__all__ = ["TICK_S", "AwaitNotSupportedError", "Run", "kernel_handles_comms_while_awaiting"]
 
+log = logging.getLogger(__name__)
+TICK_S = 0.5
 _URGENT = frozenset({"tool_execution_start", "tool_execution_end", "approval_requested",
-                     "approval_resolved", "agent_end", "run_failed", "stop_requested", "notice"})  # fmt: skip
+                     "approval_resolved", "agent_end", "run_failed", "stop_requested", "notice",
+                     "decided"})  # fmt: skip
+_CARD_EVENTS = frozenset({"tool_execution_start", "tool_execution_update", "tool_execution_end",
+                          "tool_call", "tool_result", "approval_requested", "approval_resolved",
+                          "decided"})  # fmt: skip
 
 
 def kernel_handles_comms_while_awaiting() -> bool:
@@ -55,36 +82,61 @@ def kernel_handles_comms_while_awaiting() -> bool:
 
 
 class Run:
-    """One prompt, its event store and its view. Create it with ``%%pi``.
+    """One prompt, its event store, its live view and, once settled, its record.
 
     Attributes:
+        run_id: this run's id (stamped in the record's metadata and the audit).
         state: the store's current :class:`RunState`.
-        view: the :class:`RunView` shown below the cell.
+        view: the :class:`RunView` shown below the cell while the run goes on.
         prompts: every prompt (approvals and other questions) this run showed, in order.
+        record: the record's MIME bundle once the run settled (else ``None``).
+        metadata: the record's ``pi_notebook`` provenance once settled (else ``None``).
     """
 
     def __init__(self, session: AgentSession, prompt: str, *,
                  label_of: Callable[[str], str] = str,
-                 on_finish: Callable[[Run], None] | None = None) -> None:  # fmt: skip
+                 on_finish: Callable[[Run], None] | None = None,
+                 usage_of: Callable[[Run], str | None] | None = None) -> None:  # fmt: skip
+        self.run_id = uuid.uuid4().hex
         self.session = session
         self.prompt = prompt
+        self.label_of = label_of
         self.state = RunState()
         self.view = RunView(lambda: self.state, self.abort, label_of)
         self.prompts: list[Prompt] = []
         self.task: asyncio.Task[None] | None = None
+        self.record: dict[str, str] | None = None
+        self.metadata: dict[str, Any] | None = None
+        self.handle: Any = None
+        self.background = False  # the cell returned at once (%%pi --background)
         self._on_finish = on_finish
+        self._usage_of = usage_of
         self._prompt_waiters: list[asyncio.Future[Prompt]] = []
+        self._since = dt.datetime.now(dt.UTC) - dt.timedelta(milliseconds=1)
+        self._started = time.monotonic()
 
     def __repr__(self) -> str:
-        return f"<Run {self.state.status}: {len(self.state.order)} tool call(s)>"
+        return f"<Run {self.state.status}: {len(self.state.cards)} tool call(s)>"
 
     # -- lifecycle ---------------------------------------------------------------
+    def show(self) -> None:
+        """Display the live view in the current cell, with a display id the record replaces."""
+        from IPython.display import display
+
+        self.handle = display(self.view, display_id=True)
+
     def start(self) -> None:
         """Schedule the run on the running loop (the kernel's)."""
         self.task = asyncio.get_running_loop().create_task(self._drive())
 
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_S)
+            self.view.tick()
+
     async def _drive(self) -> None:
         unsubscribe = self.session.subscribe(self.dispatch)
+        ticker = asyncio.get_running_loop().create_task(self._tick())
         try:
             await self.session.prompt(self.prompt)
         except asyncio.CancelledError:
@@ -94,7 +146,8 @@ class Run:
             self.dispatch(RunFailed(error=f"{type(exc).__name__}: {exc}"))
         finally:
             unsubscribe()
-            if self.state.status in ("idle", "running"):
+            ticker.cancel()
+            if not self.state.settled:
                 self.dispatch(AgentEndEvent())
             self.view.render()
             for waiter in self._prompt_waiters:
@@ -102,31 +155,98 @@ class Run:
                     waiter.set_exception(
                         RuntimeError(f"the run ended ({self.state.status}) without a prompt")
                     )
+            try:
+                await self._finalize()
+            except Exception:
+                log.exception("pi_notebook: the run's record could not be written")
             if self._on_finish is not None:
                 self._on_finish(self)
 
+    async def _finalize(self) -> None:
+        """Stamp the calls from the audit, render the record and replace the live view."""
+        audit = getattr(self.session, "audit", None)
+        session_id = str(getattr(self.session, "session_id", ""))
+        order = list(self.state.order)
+        stamps = await asyncio.to_thread(call_stamps, audit, session_id, order, self._since)
+        for call_id, stamp in stamps.items():
+            card = self.state.cards.get(call_id)
+            if stamp.granted and card is not None and card.decision not in DENIED:
+                self.dispatch(Decided(tool_call_id=call_id, decision="granted"))
+        model = str(getattr(self.session, "model_name", "unknown"))
+        info = RunInfo(run_id=self.run_id, model=model.removesuffix(":offline"), label_of=self.label_of,
+                       usage=self._usage_of(self) if self._usage_of else None,
+                       elapsed=time.monotonic() - self._started)  # fmt: skip
+        data = record_bundle(self.state, info)
+        calls: list[dict[str, Any]] = []
+        for card in self.state.card_list():
+            stamp = stamps.get(card.tool_call_id)
+            details = card.details if isinstance(card.details, dict) else {}
+            args_hash = (stamp.args_hash if stamp else None) or details.get("args_hash")
+            calls.append({
+                "tool_call_id": card.tool_call_id, "tool_name": card.tool_name,
+                "args_hash": args_hash or args_hash_of(card.args),
+                "decision": card.decision or "error", "outcome": card.outcome,
+                "audit_hash": stamp.audit_hash if stamp else None,
+            })  # fmt: skip
+        digest = output_digest(data)
+        payload = {"run_id": self.run_id, "output_digest": digest, "calls": calls}
+        record_hash = await asyncio.to_thread(record_output, audit, session_id, payload,
+                                              self._since)  # fmt: skip
+        self.metadata = {"run_id": self.run_id, "session_id": session_id, "model": model,
+                         "output_digest": digest, "record_hash": record_hash, "calls": calls}  # fmt: skip
+        self.record = data
+        if self.handle is None:
+            return
+        update = partial(
+            self.handle.update, data, raw=True, metadata={"pi_notebook": self.metadata}
+        )
+        if self.background:
+            # The cell that showed the view has ended. In a fresh context the kernel sends the
+            # update as part of the cell running now, so clients that only listen to that
+            # cell (nbclient) still apply it; JupyterLab applies it by display id anyway.
+            contextvars.Context().run(update)
+        else:
+            update()
+
     @property
     def done(self) -> bool:
-        """Whether the run has finished."""
+        """Whether the run has finished (its record written)."""
         return self.task is not None and self.task.done()
 
     def dispatch(self, event: Any) -> None:
         """Feed an event to the store and re-render (throttled unless it matters now)."""
+        kind = getattr(event, "type", None)
         self.state = reduce(self.state, event, now=time.monotonic())
-        self.view.request_render(urgent=getattr(event, "type", None) in _URGENT)
+        if kind in _CARD_EVENTS:
+            call_id = getattr(event, "tool_call_id", None)
+            if call_id is not None:
+                self.view.touch(call_id)
+        elif kind in ("message_start", "message_update", "message_end") and self.state.assistant:
+            self.view.touch(("text", len(self.state.assistant) - 1))
+        self.view.request_render(urgent=kind in _URGENT)
 
-    def abort(self) -> None:
-        """Stop the run: what the Stop button and ``%pi_abort`` do."""
-        if self.done:
+    def abort(self, reason: str = "stopped") -> None:
+        """Stop the run: what the Stop button, ``%pi_abort`` and an interrupt do."""
+        if self.done or self.state.settled:
             return
-        self.dispatch(StopRequested())
+        self.dispatch(StopRequested(reason=reason))
         if self.session.is_running:
-            self.session.abort("stopped by the user")
+            self.session.abort(f"{reason} by the user")
         elif self.task is not None:
             self.task.cancel()
 
+    async def settle(self) -> RunState:
+        """Wait until the run has settled and its record is written; returns the state.
+
+        Cancelling the waiter (an interrupt of the cell) does not cancel the run.
+        """
+        if self.task is None:
+            raise RuntimeError("the run was never started")
+        await asyncio.shield(self.task)
+        return self.state
+
     async def wait(self, timeout: float | None = None) -> RunState:
-        """Wait until the run ends and return its final state.
+        """Wait until the run ends and return its final state (for ``--background`` runs).
 
         Raises:
             AwaitNotSupportedError: the kernel cannot receive widget clicks while a cell
@@ -150,17 +270,21 @@ class Run:
         return self.state
 
     # -- prompts ---------------------------------------------------------------
-    def attach_prompt(self, prompt: Prompt, tool_call_id: str | None) -> None:
+    def attach_prompt(self, prompt: Prompt, tool_call_id: str | None,
+                      reasons: tuple[str, ...] = ()) -> None:  # fmt: skip
         """Show ``prompt`` in the card of ``tool_call_id`` (or below the cards if ``None``)."""
         self.prompts.append(prompt)
         if tool_call_id is not None and tool_call_id in self.state.cards:
-            self.dispatch(ApprovalRequested(tool_call_id=tool_call_id))
+            self.dispatch(ApprovalRequested(tool_call_id=tool_call_id, reasons=reasons))
             self.view.card(tool_call_id).show_prompt(prompt)
-            prompt.on_decided(
-                lambda p: self.dispatch(
-                    ApprovalResolved(tool_call_id=tool_call_id, decision=p.decision or "expired")
+            if isinstance(prompt, ApprovalPrompt):
+                prompt.on_decided(
+                    lambda p: self.dispatch(
+                        ApprovalResolved(
+                            tool_call_id=tool_call_id, decision=p.decision or "expired"
+                        )
+                    )
                 )
-            )
         else:
             self.view.show_dialog(prompt)
         for waiter in self._prompt_waiters:
@@ -168,20 +292,33 @@ class Run:
                 waiter.set_result(prompt)
         self._prompt_waiters.clear()
 
-    async def next_prompt(self, timeout: float | None = 30) -> Prompt:
+    async def next_prompt(self, timeout: float | None = 60) -> Prompt:
         """The first prompt not yet answered, waiting for one if needed.
 
         For executed notebooks and tests: ``(await run.next_prompt()).approve()`` does what
-        a person's click on Approve does.
+        a person's click on Approve does. If a person already answered (or the run ended
+        after asking), the last prompt comes back as it is, so ``approve()`` on it is a
+        harmless ``False`` rather than an error.
+
+        Raises:
+            RuntimeError: the run ended without ever asking anything.
+            TimeoutError: no prompt appeared within ``timeout`` seconds.
         """
         for prompt in self.prompts:
             if not prompt.decided:
                 return prompt
-        if self.done:
-            raise RuntimeError(f"the run ended ({self.state.status}) without a pending prompt")
+        if self.done or self.state.settled:
+            if self.prompts:
+                return self.prompts[-1]
+            raise RuntimeError(f"the run ended ({self.state.status}) without asking anything")
         waiter: asyncio.Future[Prompt] = asyncio.get_running_loop().create_future()
         self._prompt_waiters.append(waiter)
-        return await asyncio.wait_for(waiter, timeout)
+        try:
+            return await asyncio.wait_for(waiter, timeout)
+        except RuntimeError:
+            if self.prompts:
+                return self.prompts[-1]
+            raise
 
     # -- results -----------------------------------------------------------------
     def results(self) -> dict[str, pd.DataFrame]:

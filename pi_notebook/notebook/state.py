@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from IPython.core.error import UsageError
 from sqlalchemy.exc import ArgumentError
 
 from ..database import DatabaseExtension, database_extension
@@ -22,9 +23,14 @@ from ..secrets import safe_url, scrub
 from ..session import AgentSession, create_agent_session
 from .config import PiNotebook
 from .run import Run
-from .ui import NotebookUI
+from .ui import CALL_BEING_GATED, NotebookUI
 
-__all__ = ["NotebookState", "check_database_url", "safe_url"]
+__all__ = ["NotebookState", "check_database_url", "probe_database", "safe_url"]
+
+DATABASE_SOURCE = "pi_notebook.database"
+CONTEXT_SOURCE = "pi_notebook.notebook.context"
+_CONNECT_TIMEOUT_S = 5
+_ENGINE_NAMES = {"sqlite": "SQLite", "duckdb": "DuckDB"}
 
 
 class NotebookState:
@@ -53,6 +59,11 @@ class NotebookState:
         self.session: AgentSession | None = None
         self.stale = False
         self._background: set[asyncio.Task[Any]] = set()
+        # What the user chose with %pi_tools: it survives every rebuild of the session.
+        self.chosen_on: list[str] = []
+        self.chosen_off: set[str] = set()
+        self.past_usage: list[tuple[str, Any]] = []  # (model, UsageTotals) of replaced sessions
+        self.model_override: Any = None  # a model object from set_model(), over config.model
         config.observe(self._on_config_change)
 
     def _on_config_change(self, _change: Any) -> None:
@@ -68,46 +79,171 @@ class NotebookState:
     def build(self) -> AgentSession:
         """Build a session from the configuration and make it current.
 
+        All or nothing: if anything fails, the current session, database and audit log stay
+        in force and the error says what to fix.
+
         Raises:
             pi_notebook.ai.resolve.ModelSpecError: the model string does not resolve.
+            UsageError: the audit log cannot be opened, or the database extension did not
+                load (its diagnostic says why).
             RuntimeError: a run is going.
         """
         from ..ai.resolve import resolve_model
-        from ..audit import AuditLog
         from ..sample_db import sample_database_url
 
         if self.active_run is not None:
             raise RuntimeError("a run is going")
         cfg = self.config
-        model = resolve_model(cfg.model)
+        model = self.model_override if self.model_override is not None else resolve_model(cfg.model)
         url = (
             cfg.database_url or os.environ.get("PI_NOTEBOOK_DATABASE_URL") or sample_database_url()
         )
-        database = database_extension(url=url, approval_timeout_s=cfg.approval_timeout)
+        database = database_extension(url=url, approval_timeout_s=cfg.approval_timeout,
+                                      row_cap=cfg.row_cap,
+                                      statement_timeout_s=cfg.statement_timeout)  # fmt: skip
         audit_url = cfg.audit_url or None
-        if self.audit is None or audit_url != self._audit_url:
-            if self.audit is not None:
-                self.audit.close()
-            self.audit, self._audit_url = AuditLog(audit_url), audit_url
-        session = create_agent_session(
-            model=model,
-            extensions=[
-                self._events_extension,
-                labelled_extension(database, "pi_notebook.database"),
-                *cfg.extensions,
-            ],
-            allowed_tool_names=cfg.allowed_tools,
-            excluded_tool_names=cfg.excluded_tools or None,
-            ui=self.ui,
-            cwd=os.getcwd(),
-            audit=self.audit,
-            namespace=self.namespace,
-        )
+        audit, new_audit = self._audit_for(audit_url)
+        try:
+            session = create_agent_session(
+                model=model,
+                extensions=[
+                    self._events_extension,
+                    labelled_extension(database, DATABASE_SOURCE),
+                    *self._context_extensions(),
+                    *cfg.extensions,
+                ],
+                allowed_tool_names=cfg.allowed_tools,
+                excluded_tool_names=cfg.excluded_tools or None,
+                ui=self.ui,
+                cwd=os.getcwd(),
+                audit=audit,
+                namespace=self.namespace,
+            )
+        except BaseException:
+            if new_audit:
+                audit.close()
+            raise
+        problems = [d for d in session.diagnostics
+                    if d.extension_path == DATABASE_SOURCE and d.level == "error"]  # fmt: skip
+        if problems:
+            self._close_later(session, audit.close if new_audit else None)
+            raise UsageError(
+                f"The database extension did not load: {scrub(problems[0].message, url)}; "
+                "the previous connection stays (fix the URL and run %pi_connect again)."
+            )
+        self._apply_chosen(session)
         old, self.session = self.session, session
-        self.database, self.database_url, self.stale = database, url, False
         if old is not None:
-            self._close_later(old)
+            self.past_usage.append((old.model_name, old.usage))
+        old_audit = self.audit
+        self.audit, self._audit_url = audit, audit_url
+        self.database, self.database_url, self.stale = database, url, False
+        then = old_audit.close if new_audit and old_audit is not None else None
+        if old is not None:
+            self._close_later(old, then)
+        elif then is not None:
+            then()
         return session
+
+    def _context_extensions(self) -> list[Any]:
+        """The notebook-context extension ({name} in prompts, DataFrames mentioned by name)."""
+        if self.namespace is None:
+            return []
+        from .context import notebook_context
+
+        return [labelled_extension(notebook_context(self.namespace), CONTEXT_SOURCE)]
+
+    def usage_frame(self) -> Any:
+        """Tokens and cost per session of this kernel, the current one last (``%pi_usage``)."""
+        import pandas as pd
+
+        rows: list[tuple[str, Any, bool]] = [(m, u, False) for m, u in self.past_usage]
+        if self.session is not None:
+            rows.append((self.session.model_name, self.session.usage, True))
+        columns = ["session", "model", "requests", "input_tokens", "output_tokens",
+                   "cache_read_tokens", "cache_write_tokens", "cost_usd", "current"]  # fmt: skip
+        return pd.DataFrame(
+            [(i + 1, model, u.requests, u.prompt_tokens, u.output_tokens, u.cache_read_tokens,
+              u.cache_write_tokens, u.cost_usd, current)
+             for i, (model, u, current) in enumerate(rows)],
+            columns=columns,
+        )  # fmt: skip
+
+    def set_model(self, model: Any) -> None:
+        """Use ``model`` (a model object, e.g. a ``ScriptedModel``) for the next runs.
+
+        ``%pi_model SPEC`` (a string) replaces it again.
+
+        Raises:
+            UsageError: a run is going, or the session does not build with it.
+        """
+        if self.active_run is not None:
+            raise UsageError("A %%pi run is still going: wait for it, then set the model.")
+        before = self.model_override
+        self.model_override = model
+        try:
+            self.build()
+        except BaseException:
+            self.model_override = before
+            raise
+
+    def _audit_for(self, audit_url: str | None) -> tuple[Any, bool]:
+        """The audit log for ``audit_url``: the current one if unchanged, else a new one."""
+        from ..audit import AuditLog
+
+        if self.audit is not None and audit_url == self._audit_url:
+            return self.audit, False
+        try:
+            return AuditLog(audit_url), True
+        except Exception as exc:
+            kept = "the previous audit log stays in force" if self.audit is not None else ""
+            raise UsageError(
+                f"The audit log at {safe_url(audit_url) if audit_url else 'the default file'} "
+                f"cannot be opened ({type(exc).__name__}){'; ' + kept if kept else ''}. "
+                "Fix it with %config PiNotebook.audit_url = '<SQLAlchemy URL>' (or '' for the "
+                "default file)."
+            ) from None
+
+    def _apply_chosen(self, session: AgentSession) -> None:
+        if not self.chosen_on and not self.chosen_off:
+            return
+        active = [n for n in session.active_tool_names if n not in self.chosen_off]
+        active += [n for n in self.chosen_on if n not in active and n in session.tool_registry]
+        session.set_active_tools_by_name(active)
+
+    def choose_tools(self, activate: list[str], deactivate: list[str]) -> None:
+        """Apply ``%pi_tools --activate/--deactivate`` and remember it for later sessions."""
+        for name in activate:
+            self.chosen_off.discard(name)
+            if name not in self.chosen_on:
+                self.chosen_on.append(name)
+        for name in deactivate:
+            self.chosen_off.add(name)
+            if name in self.chosen_on:
+                self.chosen_on.remove(name)
+        if self.session is not None:
+            session = self.session
+            active = [n for n in session.active_tool_names if n not in deactivate]
+            active += [n for n in activate if n not in active]
+            session.set_active_tools_by_name(active)
+
+    def reconfigure(self, **changes: Any) -> AgentSession:
+        """Change settings and rebuild; if the rebuild fails, the settings are put back.
+
+        Raises:
+            whatever :meth:`build` raises; the previous session stays current.
+        """
+        before = {name: getattr(self.config, name) for name in changes}
+        was_stale = self.stale
+        for name, value in changes.items():
+            setattr(self.config, name, value)
+        try:
+            return self.build()
+        except BaseException:
+            for name, value in before.items():
+                setattr(self.config, name, value)
+            self.stale = was_stale
+            raise
 
     def _explain_approval(self, sql: str) -> str | None:
         explain = getattr(self.database, "explain_approval", None)
@@ -126,7 +262,11 @@ class NotebookState:
             if self.active_run is not None:
                 self.active_run.dispatch(event)
 
-        pi.on("tool_call", forward)
+        def gating(event: Any, ctx: Any) -> None:
+            CALL_BEING_GATED.set(event.tool_call_id)  # for confirm-only extensions (see ui)
+            forward(event, ctx)
+
+        pi.on("tool_call", gating)
         pi.on("tool_result", forward)
 
     def _close_later(self, session: AgentSession, then: Callable[[], None] | None = None) -> None:
@@ -158,10 +298,52 @@ class NotebookState:
             tool = registry.get(name)
             return tool.definition.label if tool is not None else name
 
-        run = Run(session, prompt, label_of=label_of, on_finish=self._finished)
+        run = Run(session, prompt, label_of=label_of, on_finish=self._finished,
+                  usage_of=_run_usage)  # fmt: skip
         self.runs.append(run)
         self.active_run = run
         run.start()
+        return run
+
+    def start_cell_run(self, options: str, body: str, *, background: bool) -> Run:
+        """Check a ``%%pi`` cell, start its run and show its live view below the cell.
+
+        Raises:
+            UsageError: an unknown option, an empty cell, a run still going, no running
+                loop, or a configuration that does not build.
+        """
+        words = options.split()
+        unknown = [w for w in words if w != "--background"]
+        if unknown:
+            raise UsageError(
+                f"%%pi takes no options except --background (got {' '.join(unknown)}): "
+                "write the question in the cell body."
+            )
+        if not body.strip():
+            raise UsageError("The %%pi cell is empty: write a question below %%pi.")
+        if self.active_run is not None:
+            raise UsageError(
+                "A %%pi run is still going: wait for it, press Stop or run %pi_abort, "
+                "then run the cell again."
+            )
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            raise UsageError(
+                "%%pi needs a running asyncio loop: run it in a Jupyter kernel."
+            ) from None
+        if self.stale or self.session is None:
+            from ..ai.resolve import ModelSpecError
+
+            try:
+                self.build()
+            except ModelSpecError as exc:
+                raise UsageError(
+                    f"{exc} Set it with %pi_model offline (or openai:<id>, anthropic:<id>)."
+                ) from None
+        run = self.start_run(body.strip())
+        run.background = background
+        run.show()
         return run
 
     def _finished(self, run: Run) -> None:
@@ -196,6 +378,14 @@ class NotebookState:
             then()
 
 
+def _run_usage(run: Run) -> str | None:
+    """The run's usage line for its record (tokens and cost), when the model reported any."""
+    usage = getattr(run.session, "last_run_usage", None)
+    if usage is None or not usage.total_tokens:
+        return None
+    return str(usage)
+
+
 def check_database_url(url: str) -> str:
     """Validate a SQLAlchemy URL for ``%pi_connect``; returns it stripped.
 
@@ -217,10 +407,53 @@ def check_database_url(url: str) -> str:
             f"no driver for {parsed.drivername!r} ({type(exc).__name__}); "
             "install it or use another URL"
         ) from None
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+    if parsed.get_backend_name() in ("sqlite", "duckdb") and parsed.database not in (
+        None, "", ":memory:"
+    ):  # fmt: skip
         # Connecting would silently create an empty database file.
         if not Path(parsed.database or "").expanduser().is_file():
             raise ValueError(
-                f"no SQLite file at {parsed.database}; give the path of an existing database"
+                f"no {_ENGINE_NAMES[parsed.get_backend_name()]} file at {parsed.database}; "
+                "give the path of an existing database"
             )
     return text
+
+
+def probe_database(url: str) -> None:
+    """Connect once to ``url`` (bounded by a connect timeout) and disconnect.
+
+    Raises:
+        ValueError: with a one-line reason free of credentials.
+    """
+    parsed = sa.make_url(url)
+    backend = parsed.get_backend_name()
+    connect_args: dict[str, Any] = {}
+    if backend in ("postgresql", "mysql", "mariadb"):
+        connect_args["connect_timeout"] = _CONNECT_TIMEOUT_S
+    try:
+        engine = sa.create_engine(parsed, connect_args=connect_args, poolclass=sa.NullPool)
+    except ImportError as exc:
+        raise ValueError(
+            f"no driver for {parsed.drivername!r} ({exc.name or 'its module'} is not installed); "
+            "install it or name an installed driver, e.g. mysql+pymysql:// or postgresql+psycopg://"
+        ) from None
+    except Exception as exc:
+        raise ValueError(
+            f"cannot use {safe_url(url)} ({type(exc).__name__}: {_first_line(exc, url)})"
+        ) from None
+    try:
+        with engine.connect():
+            pass
+    except Exception as exc:
+        raise ValueError(
+            f"cannot connect to {safe_url(url)} ({type(exc).__name__}: {_first_line(exc, url)})"
+        ) from None
+    finally:
+        engine.dispose()
+
+
+def _first_line(exc: BaseException, url: str) -> str:
+    inner = getattr(exc, "orig", None) or exc
+    text = str(inner).strip().splitlines()
+    line = text[0] if text else type(inner).__name__
+    return scrub(line[:200], url)

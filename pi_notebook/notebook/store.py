@@ -5,8 +5,14 @@ has no side effects, so it can be tested on its own. Tool cards are keyed by
 ``tool_call_id`` (S14): a start creates a card, everything later for the same id merges into
 it, and an update or end for an id never seen creates nothing.
 
+The state keeps a *timeline*: the assistant's messages and the tool cards in the order they
+happened, so text written before a call sits above its card and text after it below.
+
+Cost per event does not grow with the number of cards: cards live in a
+:class:`~.cardmap.CardMap` that shares all but one small chunk with the previous state.
+
 Besides the session's events it understands a few of the notebook's own (approval requested
-and resolved, stop requested, run failed, notice), defined here.
+and resolved, stop requested, run failed, notice, decision), defined here.
 """
 
 from __future__ import annotations
@@ -15,15 +21,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
 from ..ai.messages import part_text
+from .cardmap import CardMap
 
 __all__ = [
     "ApprovalRequested",
     "ApprovalResolved",
     "CardState",
     "CardStatus",
+    "Decided",
     "Notice",
     "RunFailed",
     "RunState",
+    "RunStatus",
     "StopRequested",
     "reduce",
 ]
@@ -31,13 +40,17 @@ __all__ = [
 CardStatus: TypeAlias = Literal[
     "queued", "awaiting approval", "running", "done", "error", "blocked"
 ]
-RunStatus: TypeAlias = Literal["idle", "running", "done", "stopped", "error"]
+RunStatus: TypeAlias = Literal["idle", "running", "done", "failed", "stopped", "blocked"]
 TERMINAL: frozenset[str] = frozenset({"done", "error", "blocked"})
+SETTLED: frozenset[str] = frozenset({"done", "failed", "stopped", "blocked"})
+# Decisions that mean "the call did not run because someone or something said no".
+DENIED: frozenset[str] = frozenset({"rejected", "expired", "aborted", "refused"})
 
 
 @dataclass(frozen=True, kw_only=True)
 class ApprovalRequested:
     tool_call_id: str
+    reasons: tuple[str, ...] = ()
     type: Literal["approval_requested"] = "approval_requested"
 
 
@@ -49,7 +62,17 @@ class ApprovalResolved:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Decided:
+    """A call's decision learnt after the fact (e.g. ``granted`` from the audit)."""
+
+    tool_call_id: str
+    decision: str
+    type: Literal["decided"] = "decided"
+
+
+@dataclass(frozen=True, kw_only=True)
 class StopRequested:
+    reason: str = "stopped"  # or "interrupted" (the kernel's interrupt button)
     type: Literal["stop_requested"] = "stop_requested"
 
 
@@ -68,7 +91,12 @@ class Notice:
 
 @dataclass(frozen=True, kw_only=True)
 class CardState:
-    """One tool call as the UI shows it."""
+    """One tool call as the UI shows it.
+
+    ``status`` is the phase (queued, awaiting approval, running, then done / error /
+    blocked); ``decision`` says who let it run or stopped it (allowed, approved, granted,
+    rejected, expired, aborted, refused); :attr:`word` is the one word a card shows.
+    """
 
     tool_call_id: str
     tool_name: str
@@ -85,6 +113,9 @@ class CardState:
     gated: bool = False  # reached the tool_call handlers (so validation passed)
     executed: bool = False  # execute ran (a tool_result event was seen)
     approval: str | None = None  # pending, approved, rejected, expired, aborted
+    decision: str | None = None  # allowed, approved, granted, rejected, expired, aborted, refused
+    aborted: bool = False  # ended while the run was being stopped
+    reasons: tuple[str, ...] = ()  # why it needed approval, when it did
 
     @property
     def duration(self) -> float | None:
@@ -93,32 +124,71 @@ class CardState:
             return None
         return self.ended_at - self.started_at
 
+    @property
+    def outcome(self) -> str:
+        """``ok``, ``error``, ``aborted``, ``blocked`` once ended; ``pending`` before."""
+        if self.status == "done":
+            return "ok"
+        if self.status == "blocked":
+            return "blocked"
+        if self.status == "error":
+            return "aborted" if self.aborted else "error"
+        return "pending"
+
+    @property
+    def word(self) -> str:
+        """The status word a card shows: truthful about who decided and how it ended."""
+        if self.status not in TERMINAL:
+            return self.status
+        if self.status == "error":
+            return "aborted" if self.aborted else "error"
+        if self.status == "blocked":
+            return self.decision if self.decision in DENIED else "refused"
+        return self.decision or "allowed"
+
 
 @dataclass(frozen=True, kw_only=True)
 class RunState:
-    """One ``%%pi`` run: status, assistant text and the tool cards in start order."""
+    """One ``%%pi`` run: status, the timeline of messages and cards, and the cards by id.
+
+    Attributes:
+        timeline: ``("text", i)`` for the i-th assistant message and ``("card", call_id)``
+            for a tool card, in the order they appeared.
+        assistant: the assistant messages' text, one entry each.
+    """
 
     status: RunStatus = "idle"
-    order: tuple[str, ...] = ()
-    cards: dict[str, CardState] = field(default_factory=dict[str, CardState])
+    cards: CardMap = field(default_factory=CardMap)
+    timeline: tuple[tuple[str, Any], ...] = ()
     assistant: tuple[str, ...] = ()
     error: str | None = None
     notices: tuple[str, ...] = ()
     stop_requested: bool = False
+    stop_reason: str | None = None
+
+    @property
+    def order(self) -> tuple[str, ...]:
+        """Call ids in start order."""
+        return self.cards.ids()
 
     @property
     def assistant_text(self) -> str:
         """The assistant's messages so far, one paragraph each."""
         return "\n\n".join(p for p in self.assistant if p)
 
+    @property
+    def settled(self) -> bool:
+        """Whether the run has ended (done, failed, stopped or blocked)."""
+        return self.status in SETTLED
+
     def card_list(self) -> list[CardState]:
-        return [self.cards[i] for i in self.order]
+        return list(self.cards.values())
 
     def pending_card_id(self) -> str | None:
-        """The latest started card that has not ended: the one a gate is asking about."""
-        for call_id in reversed(self.order):
-            if self.cards[call_id].status not in TERMINAL:
-                return call_id
+        """The latest started card that has not ended (for callers that give no call id)."""
+        for card in reversed(self.cards.values()):
+            if card.status not in TERMINAL:
+                return card.tool_call_id
         return None
 
 
@@ -127,10 +197,10 @@ def _text_of(parts: Any) -> tuple[str, ...]:
 
 
 def _with_card(state: RunState, card: CardState) -> RunState:
-    cards = dict(state.cards)
-    cards[card.tool_call_id] = card
-    order = state.order if card.tool_call_id in state.cards else (*state.order, card.tool_call_id)
-    return replace(state, cards=cards, order=order)
+    if card.tool_call_id in state.cards:
+        return replace(state, cards=state.cards.set(card))
+    return replace(state, cards=state.cards.set(card),
+                   timeline=(*state.timeline, ("card", card.tool_call_id)))  # fmt: skip
 
 
 def _end_status(card: CardState, is_error: bool) -> CardStatus:
@@ -138,7 +208,27 @@ def _end_status(card: CardState, is_error: bool) -> CardStatus:
         return "done"
     # A call stopped by a tool_call handler never executes; one that failed validation never
     # reaches the handlers, and one that ran and raised is an error, not a block.
+    if card.approval in DENIED and not card.executed:
+        return "blocked"  # a person (or the deadline) said no
     return "blocked" if card.gated and not card.executed else "error"
+
+
+def _end(state: RunState, card: CardState, event: Any, now: float | None) -> CardState:
+    result = event.result
+    content = _text_of(getattr(result, "content", None))
+    is_error = bool(event.is_error)
+    status = _end_status(card, is_error)
+    decision = card.decision
+    if status == "blocked" and decision not in DENIED:
+        decision = "aborted" if state.stop_requested else "refused"
+    elif status in ("done", "error") and decision is None and card.gated:
+        decision = "allowed"  # it passed every tool_call handler without asking
+    elif status == "done" and decision is None:
+        decision = "allowed"
+    return replace(card, status=status, ended_at=now, content=content, decision=decision,
+                   details=getattr(result, "details", None),
+                   aborted=status == "error" and state.stop_requested,
+                   error=("\n".join(content) or "error") if is_error else None)  # fmt: skip
 
 
 def _reduce_card(state: RunState, event: Any, now: float | None) -> RunState:
@@ -168,56 +258,78 @@ def _reduce_card(state: RunState, event: Any, now: float | None) -> RunState:
     if kind == "tool_result":
         return _with_card(state, replace(card, executed=True))
     if kind == "approval_requested":
-        return _with_card(state, replace(card, status="awaiting approval", approval="pending"))
+        return _with_card(state, replace(card, status="awaiting approval", approval="pending",
+                                         reasons=tuple(event.reasons) or card.reasons))  # fmt: skip
     if kind == "approval_resolved":
-        status: CardStatus = "running" if event.decision == "approved" else "blocked"
-        return _with_card(state, replace(card, approval=event.decision, status=status))
+        status: CardStatus = "running" if event.decision in ("approved", "granted") else "blocked"
+        if card.status in TERMINAL:
+            status = card.status
+        return _with_card(
+            state, replace(card, approval=event.decision, decision=event.decision, status=status)
+        )
+    if kind == "decided":
+        return _with_card(state, replace(card, decision=event.decision))
     if kind == "tool_execution_end":
-        result = event.result
-        content = _text_of(getattr(result, "content", None))
-        is_error = bool(event.is_error)
-        return _with_card(state, replace(
-            card, status=_end_status(card, is_error), ended_at=now, content=content,
-            details=getattr(result, "details", None),
-            error=("\n".join(content) or "error") if is_error else None))  # fmt: skip
+        return _with_card(state, _end(state, card, event, now))
     return state
+
+
+def _settle(state: RunState) -> RunStatus:
+    if state.status == "failed":
+        return "failed"
+    if state.stop_requested:
+        return "stopped"
+    if state.error:
+        return "failed"
+    if any(card.status == "blocked" for card in state.cards.values()):
+        return "blocked"
+    return "done"
 
 
 def reduce(state: RunState, event: Any, *, now: float | None = None) -> RunState:
     """The state after ``event``. Pure: ``now`` (seconds) stamps card start and end times.
 
-    Unknown event types leave the state unchanged.
+    Unknown event types leave the state unchanged. A run settles on ``agent_end`` as
+    ``failed`` (the model or the run raised), ``stopped`` (Stop or an interrupt),
+    ``blocked`` (a call was rejected, expired or refused) or ``done``.
     """
     kind = getattr(event, "type", None)
     if kind in ("tool_execution_start", "tool_execution_update", "tool_execution_end",
-                "tool_call", "tool_result", "approval_requested", "approval_resolved"):  # fmt: skip
+                "tool_call", "tool_result", "approval_requested", "approval_resolved",
+                "decided"):  # fmt: skip
         return _reduce_card(state, event, now)
     if kind == "agent_start":
         return replace(state, status="running")
     if kind == "message_start" and getattr(event.message, "role", None) == "assistant":
-        return replace(state, assistant=(*state.assistant, ""))
+        index = len(state.assistant)
+        return replace(state, assistant=(*state.assistant, ""),
+                       timeline=(*state.timeline, ("text", index)))  # fmt: skip
     if kind == "message_update":
         delta_event = event.assistant_message_event
-        if getattr(delta_event, "type", None) != "text_delta":
+        if getattr(delta_event, "type", None) != "text_delta" or not state.assistant:
             return state
-        paragraphs = state.assistant or ("",)
+        paragraphs = state.assistant
         return replace(state, assistant=(*paragraphs[:-1], paragraphs[-1] + delta_event.delta))
     if kind == "message_end" and getattr(event.message, "role", None) == "assistant":
         message = event.message
-        paragraphs = state.assistant or ("",)
+        if not state.assistant:
+            state = replace(state, assistant=("",), timeline=(*state.timeline, ("text", 0)))
+        paragraphs = state.assistant
         # The final text wins over the deltas (a provider may send none).
         paragraphs = (*paragraphs[:-1], message.text or paragraphs[-1])
-        if message.stop_reason == "error" and message.error_message:
+        if message.stop_reason == "error" and message.error_message and not state.stop_requested:
             return replace(state, assistant=paragraphs, error=message.error_message)
         return replace(state, assistant=paragraphs)
     if kind == "agent_end":
-        if state.status == "error":
+        if state.settled:
             return state
-        return replace(state, status="stopped" if state.stop_requested else "done")
+        return replace(state, status=_settle(state))
     if kind == "stop_requested":
-        return replace(state, stop_requested=True)
+        if state.settled:
+            return state
+        return replace(state, stop_requested=True, stop_reason=event.reason)
     if kind == "run_failed":
-        return replace(state, status="error", error=event.error)
+        return replace(state, status="failed", error=event.error)
     if kind == "notice":
         return replace(state, notices=(*state.notices, f"{event.level}: {event.message}"))
     return state

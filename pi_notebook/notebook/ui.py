@@ -1,16 +1,24 @@
 """The notebook's ``UIContext``: what ``ctx.ui`` does in a notebook.
 
-``confirm`` renders an :class:`~.prompts.ApprovalPrompt` inside the tool card being
-confirmed. A gate runs while its call is being prepared, after that call's
-``tool_execution_start``, so the latest started card that has not ended is the one asking.
-``select`` and ``input`` render in the same place; ``notify`` adds a line to the run view.
-Every answer is False/None on timeout (expired) or abort (C31, C36: timeouts in seconds).
+``request_approval(request)`` renders the :class:`~pi_notebook.approvals.ApprovalRequest` it
+is given on the card of ``request.tool_call_id``: the SQL (editable when the request is), the
+reasons, the write preview, Approve / Reject and a scope to grant; it returns the person's
+:class:`~pi_notebook.approvals.ApprovalOutcome`. Nothing is guessed and nothing is asked back
+of the extension: the request carries all the prompt shows. The gate owns the deadline (it
+cancels the wait, which the prompt shows as expired).
+
+``confirm`` stays for extensions that only call it: the prompt lands on the card of the call
+whose ``tool_call`` handlers are running (the notebook's own handler notes the call id just
+before the others run), else on the latest started card. ``select`` and ``input`` render in
+the same place; ``notify`` adds a line to the run view. Every answer is False/None on timeout
+(expired) or abort (C31, C36: timeouts in seconds).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from ..ai.abort import AbortSignal
@@ -20,7 +28,11 @@ from .store import Notice
 if TYPE_CHECKING:
     from .run import Run
 
-__all__ = ["NotebookUI"]
+__all__ = ["CALL_BEING_GATED", "NotebookUI"]
+
+# The call whose tool_call handlers are running in this task (set by the notebook's handler,
+# which runs first); preparation of a batch is sequential, so it names the asking call.
+CALL_BEING_GATED: ContextVar[str | None] = ContextVar("pi_call_being_gated", default=None)
 
 log = logging.getLogger(__name__)
 _BECAUSE = "needs approval because:"
@@ -81,13 +93,34 @@ class NotebookUI:
                       timeout: float | None = None) -> bool:  # fmt: skip
         """Ask Approve / Reject in the pending tool card; False unless approved in time."""
         run = self._get_run()
-        call_id = run.state.pending_card_id() if run is not None else None
+        call_id = CALL_BEING_GATED.get()
+        if run is not None and (call_id is None or call_id not in run.state.cards):
+            call_id = run.state.pending_card_id()
         args = run.state.cards[call_id].args if run is not None and call_id is not None else None
         sql, reason = _sql_and_reason(title, message, args, self._explain)
         prompt = ApprovalPrompt(title=title, sql=sql, reason=reason,
                                 timeout=self._timeout(timeout), tool_call_id=call_id)  # fmt: skip
         self._show(prompt)
         return await prompt.wait(signal) == "approved"
+
+    async def request_approval(self, request: Any) -> Any:
+        """Show ``request`` on its call's card; the person's ``ApprovalOutcome``.
+
+        Approve (with the SQL as edited, if it was), Reject, or Grant (a scope instead of one
+        approval). If the run stops while asking, the outcome is ``aborted``; if the gate's
+        deadline passes it cancels this call and the prompt shows ``expired``.
+        """
+        run = self._get_run()
+        timeout = request.timeout_s if request.timeout_s is not None else self.default_timeout
+        prompt = ApprovalPrompt.for_request(request, timeout=timeout)
+        self.prompts.append(prompt)
+        signal = None
+        if run is not None:
+            call_id = request.tool_call_id if request.tool_call_id in run.state.cards else None
+            run.attach_prompt(prompt, call_id, reasons=tuple(request.reasons))
+            signal = getattr(run.session, "signal", None)
+        await prompt.wait(signal)
+        return prompt.outcome()
 
     async def select(self, title: str, options: Sequence[str], *,
                      signal: AbortSignal | None = None, timeout: float | None = None) -> str | None:  # fmt: skip

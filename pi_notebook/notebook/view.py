@@ -1,10 +1,13 @@
-"""``RunView``: the widget below a ``%%pi`` cell, rendering a :class:`~.store.RunState`.
+"""``RunView``: the live widget below a ``%%pi`` cell, rendering a :class:`~.store.RunState`.
 
-Rendering is throttled: ``request_render()`` coalesces calls into at most one render per
-``min_interval`` (50 ms, so about 20 updates a second however fast a tool reports);
-``request_render(urgent=True)`` renders now, for the few events a person waits on (a card
-appears or ends, an approval is asked, the run ends). Everything goes through widget state,
-never ``print``/``display``, because the task that drives it runs after the cell returned.
+The assistant's messages and the tool cards appear in the order they happened. Rendering is
+throttled: ``request_render()`` coalesces calls into at most one render per ``min_interval``
+(50 ms, so about 20 updates a second however fast a tool reports); ``request_render(urgent=
+True)`` renders now, for the few events a person waits on (a card appears or ends, an
+approval is asked, the run ends). A render touches only what changed: the caller marks the
+cards and messages an event changed with :meth:`touch`, and the timeline's children are
+re-assigned only when an entry is added. Everything goes through widget state, never
+``print``/``display``, because the task that drives it may run after the cell returned.
 """
 
 from __future__ import annotations
@@ -13,56 +16,66 @@ import asyncio
 import html
 import time
 from collections.abc import Callable
+from typing import Any
 
 import ipywidgets as widgets
 
 from .cards import ToolCard
+from .format import format_seconds
+from .record import RECORD_CSS, markdown_html, run_word
 from .store import RunState
 
 __all__ = ["RunView"]
 
-_RUN_STATUS = {
-    "idle": ("⏳ starting", "#777"),
-    "running": ("● running", "#337ab7"),
-    "done": ("✔ done", "#3c763d"),
-    "stopped": ("■ stopped", "#a94442"),
-    "error": ("✘ failed", "#a94442"),
-}
+_CHUNK = 50
+
+_TONE = {"running": "pi-busy", "done": "pi-ok", "failed": "pi-bad", "blocked": "pi-warn",
+         "stopped": "pi-muted", "idle": "pi-muted"}  # fmt: skip
 
 
 class RunView(widgets.VBox):
-    """Status, a Stop button, the assistant's text and one card per tool call.
+    """Status, a Stop button, then the assistant's text and the tool cards in order.
 
     Args:
         get_state: returns the current store state.
         on_stop: called when Stop is pressed (or ``stop()`` is called).
         label_of: a tool's label from its name.
         min_interval: seconds between throttled renders.
+        clock: the time source for elapsed times (``time.monotonic``).
     """
 
     def __init__(self, get_state: Callable[[], RunState], on_stop: Callable[[], None],
-                 label_of: Callable[[str], str], *, min_interval: float = 0.05) -> None:  # fmt: skip
+                 label_of: Callable[[str], str], *, min_interval: float = 0.05,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
         self._get_state = get_state
         self._on_stop = on_stop
         self._label_of = label_of
+        self._clock = clock
         self.min_interval = min_interval
         self.render_count = 0
+        self.card_renders = 0  # ToolCard.render calls: what a render cost
+        self.started_at = clock()
         self._last_render = 0.0
         self._handle: asyncio.TimerHandle | None = None
+        self._dirty: set[Any] = set()
         self.status = widgets.HTML()
         self.stop_button = widgets.Button(description="Stop", button_style="warning", icon="stop")
         self.stop_button.on_click(lambda _b: self.stop())
-        self.assistant = widgets.HTML()
-        self.card_box = widgets.VBox()
+        self.timeline = widgets.VBox()
         self.notices = widgets.HTML()
         self.dialogs = widgets.VBox()
         self.error = widgets.HTML()
         self._cards: dict[str, ToolCard] = {}
+        self._texts: dict[int, widgets.HTML] = {}
+        self._entries = 0
+        # The timeline's entries sit in boxes of _CHUNK: adding one re-assigns a short list.
+        self._chunks: list[widgets.VBox] = []
         super().__init__(children=[
-            widgets.HBox([self.status, self.stop_button]), self.assistant, self.card_box,
-            self.dialogs, self.notices, self.error,
+            widgets.HTML(RECORD_CSS), widgets.HBox([self.status, self.stop_button]),
+            self.timeline, self.dialogs, self.notices, self.error,
         ])  # fmt: skip
         self.add_class("pi-run")
+        self.add_class("pi-rec")
         self.render()
 
     # -- actions ---------------------------------------------------------------
@@ -76,6 +89,11 @@ class RunView(widgets.VBox):
         """The tool cards, in the order the calls started."""
         return [self._cards[i] for i in self._get_state().order if i in self._cards]
 
+    @property
+    def assistant(self) -> str:
+        """The assistant's text as shown (HTML of every message, in order)."""
+        return "".join(self._texts[i].value for i in sorted(self._texts))
+
     def card(self, tool_call_id: str) -> ToolCard:
         """The card of one call, created if the store knows the call but it is not drawn yet."""
         if tool_call_id not in self._cards:
@@ -87,6 +105,10 @@ class RunView(widgets.VBox):
         self.dialogs.children = (*self.dialogs.children, dialog)
 
     # -- rendering ---------------------------------------------------------------
+    def touch(self, key: Any) -> None:
+        """Mark a card (its call id) or a message (``("text", i)``) as changed."""
+        self._dirty.add(key)
+
     def request_render(self, *, urgent: bool = False) -> None:
         """Render soon (throttled) or, if ``urgent``, now."""
         if urgent:
@@ -102,36 +124,95 @@ class RunView(widgets.VBox):
         delay = max(0.0, self._last_render + self.min_interval - time.monotonic())
         self._handle = loop.call_later(delay, self.render)
 
+    def tick(self) -> None:
+        """Refresh elapsed times (the run's and each running call's)."""
+        state = self._get_state()
+        for card in self._cards.values():
+            if card.status in ("running", "queued", "awaiting approval"):
+                self._dirty.add(card.tool_call_id)
+        if not state.settled:
+            self.request_render()
+
+    def _place(self, state: RunState, first: int) -> None:
+        """Put timeline entries ``first:`` into their boxes (a new box every _CHUNK)."""
+        timeline = state.timeline
+        start_chunk = first // _CHUNK
+        for index in range(start_chunk, (len(timeline) - 1) // _CHUNK + 1):
+            entries = timeline[index * _CHUNK : (index + 1) * _CHUNK]
+            children = tuple(
+                self._texts[key] if kind == "text" else self._cards[key]
+                for kind, key in entries
+                if kind == "card" or key in self._texts
+            )
+            if index < len(self._chunks):
+                self._chunks[index].children = children
+            else:
+                self._chunks.append(widgets.VBox(children=children))
+        if len(self.timeline.children) != len(self._chunks):
+            self.timeline.children = tuple(self._chunks)
+
+    def _status_html(self, state: RunState) -> str:
+        word = run_word(state)
+        if state.stop_requested and not state.settled:
+            word = "■ stopping…"
+        tone = _TONE.get(state.status, "pi-muted")
+        elapsed = "" if state.settled else f" · {format_seconds(self._clock() - self.started_at)}"
+        return f"<b class='pi-word pi-run-status {tone}'>{html.escape(word)}</b>{elapsed}"
+
     def render(self) -> None:
-        """Bring every widget in line with the store's current state."""
+        """Bring the widgets in line with the store's current state (only what changed)."""
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
         self._last_render = time.monotonic()
         self.render_count += 1
         state = self._get_state()
-        text, colour = _RUN_STATUS[state.status]
-        if state.stop_requested and state.status == "running":
-            text = "■ stopping…"
-        self.status.value = f"<b class='pi-run-status' style='color:{colour}'>{text}</b>"
-        if state.status in ("done", "stopped", "error"):
+        self.status.value = self._status_html(state)
+        if state.settled:
             self.stop_button.disabled = True
-        self.assistant.value = (
-            f"<div class='pi-assistant' style='white-space:pre-wrap'>{html.escape(state.assistant_text)}</div>"
-            if state.assistant_text else ""
-        )  # fmt: skip
-        added = False
-        for card_state in state.card_list():
-            widget = self._cards.get(card_state.tool_call_id)
-            if widget is None:
-                widget = ToolCard(card_state.tool_call_id, self._label_of(card_state.tool_name))
-                self._cards[card_state.tool_call_id] = widget
-                added = True
-            widget.render(card_state)
-        if added:
-            self.card_box.children = tuple(self._cards[i] for i in state.order)
-        self.notices.value = "<br>".join(html.escape(n) for n in state.notices)
+        if len(state.timeline) != self._entries:
+            for kind, key in state.timeline[self._entries :]:
+                if kind == "text":
+                    self._dirty.add(("text", key))  # its widget appears with its first text
+                elif key not in self._cards:
+                    card = state.cards.get(key)
+                    label = self._label_of(card.tool_name) if card is not None else key
+                    self._cards[key] = ToolCard(key, label)
+                    self._dirty.add(key)
+            self._place(state, self._entries)
+            self._entries = len(state.timeline)
+        dirty, self._dirty = self._dirty, set()
+        now = self._clock()
+        new_text_at: int | None = None
+        for key in dirty:
+            if isinstance(key, tuple):
+                index = key[1]
+                text = state.assistant[index] if index < len(state.assistant) else ""
+                widget = self._texts.get(index)
+                if widget is None:
+                    if not text.strip():
+                        continue  # a message with only tool calls: no widget at all
+                    widget = self._texts[index] = widgets.HTML()
+                    where = state.timeline.index(("text", index))
+                    new_text_at = where if new_text_at is None else min(new_text_at, where)
+                widget.value = (
+                    f"<div class='pi-text pi-assistant'>{markdown_html(text)}</div>"
+                    if text.strip() else ""
+                )  # fmt: skip
+                continue
+            card_state = state.cards.get(key)
+            card_widget = self._cards.get(key)
+            if card_state is None or card_widget is None:
+                continue
+            self.card_renders += 1
+            started = card_state.started_at
+            card_widget.render(card_state, elapsed=None if started is None else now - started)
+        if new_text_at is not None:
+            self._place(state, new_text_at)
+        self.notices.value = "<br>".join(
+            f"<span class='pi-meta'>{html.escape(n)}</span>" for n in state.notices
+        )
         self.error.value = (
-            f"<pre class='pi-run-error' style='white-space:pre-wrap;color:#a94442'>{html.escape(state.error)}</pre>"
+            f"<pre class='pi-error pi-run-error'>{html.escape(state.error)}</pre>"
             if state.error else ""
         )  # fmt: skip

@@ -335,21 +335,27 @@ class AgentSession:
                 tool.definition, context.tool_call.id, context.args, signal,
                 lambda: self.runner.create_context(path),
             )  # fmt: skip
-        if handled:
-            self._record_decision(context, "blocked" if blocked else "allowed", blocked)
+        # One record of the decision per call, with or without handlers (the audit's recorder
+        # does not listen to tool_call: this is the one place of that fact).
+        self._record_decision(context, "blocked" if blocked else "allowed", blocked)
         return None if blocked is None else BeforeToolCallResult(block=True, reason=blocked)
 
     def _record_decision(
         self, context: BeforeToolCallContext, decision: str, reason: str | None
     ) -> None:
-        """D8: the outcome of the whole tool_call chain, with the arguments execute will get."""
+        """D8: the outcome of the whole tool_call chain, with the arguments execute will get.
+
+        The one record of this fact (kind ``tool_call``); queued, never raises.
+        """
         if self._audit is not None:
-            self._audit.record(
-                "tool_call",
-                {"decision": decision, "reason": reason, "input": context.args},
-                tool_call_id=context.tool_call.id,
-                tool_name=context.tool_call.name,
-            )
+            from ..audit.records import ToolCallDecision
+
+            self._audit.append(
+                ToolCallDecision(
+                    tool_call_id=context.tool_call.id, tool_name=context.tool_call.name,
+                    decision=decision, reason=reason, input=context.args,
+                )
+            )  # fmt: skip
 
     async def _after_tool_call(
         self, context: AfterToolCallContext, signal: AbortSignal

@@ -74,3 +74,76 @@ async def test_offline_does_not_call_an_inactive_tool() -> None:
     assert [m.role for m in session.messages] == ["user", "assistant"]
     assert "not active" in session.messages[-1].text  # type: ignore[union-attr]
     await session.close()
+
+
+ENGLISH = [
+    "Show me the 5 most expensive products.",
+    "Delete nothing",
+    "Update me on sales",
+    "Drop the customers table",
+    "Set the city to Oslo",
+    "Analyze sales",
+    "Create a chart of revenue per month",
+    "Begin",
+]
+
+
+def test_english_is_never_taken_for_sql() -> None:
+    for sentence in ENGLISH:
+        assert extract_sql(sentence, "sqlite") is None, sentence
+    # Statement keywords of other engines are requests on SQLite, not SQL to send.
+    assert extract_sql("show tables", "sqlite") is None
+    assert extract_sql("show tables", "mysql") == "show tables"
+
+
+async def test_english_gets_help_and_no_approval_prompt(tmp_path) -> None:
+    """The first thing a user without a key sees: a sentence gets a short reply saying what
+    the offline model can do, never a 'Database write' prompt."""
+    from pi_notebook.database import database_extension
+
+    class NoPrompts:
+        async def confirm(self, title, message, *, signal=None, timeout=None) -> bool:
+            raise AssertionError(f"asked {title!r} for {message!r}")
+
+    db = tmp_path / "shop.db"
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE products (name TEXT, price REAL)")
+    for sentence in ENGLISH:
+        session = create_agent_session(model=OfflineModel(), ui=NoPrompts(), audit=False,
+                                       extensions=[database_extension(url=f"sqlite:///{db}")])  # fmt: skip
+        await session.prompt(sentence)
+        assert [m.role for m in session.messages] == ["user", "assistant"], sentence
+        reply = session.messages[-1].text  # type: ignore[union-attr]
+        assert "list the tables" in reply and "describe a table" in reply
+        assert "count rows" in reply and "run the SQL you paste" in reply
+        await session.close()
+
+
+async def test_understood_requests_run_as_reads(tmp_path) -> None:
+    import sqlite3
+
+    from pi_notebook.database import database_extension
+
+    db = tmp_path / "shop.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE orders (id INTEGER, status TEXT)")
+        conn.executemany("INSERT INTO orders VALUES (?, ?)", [(1, "new"), (2, "new"), (3, "paid")])
+    cases = {
+        "List the tables.": ["orders"],
+        "describe orders": ["id", "status"],
+        "How many orders are there?": [3],
+        "How many orders per status?": ["new", "paid"],
+    }
+    for prompt, expected in cases.items():
+        session = create_agent_session(model=OfflineModel(), audit=False,
+                                       extensions=[database_extension(url=f"sqlite:///{db}")])  # fmt: skip
+        await session.prompt(prompt)
+        result = next(m for m in session.messages if m.role == "toolResult")
+        assert not result.is_error, (prompt, result.content)  # type: ignore[union-attr]
+        frame = result.details["dataframe"]  # type: ignore[union-attr]
+        values = set(frame.columns) | set(frame.iloc[:, 0])
+        assert set(expected) <= values, (prompt, frame)
+        assert result.details["statement_kind"] == "read"  # type: ignore[union-attr]
+        await session.close()

@@ -45,7 +45,7 @@ async def test_requires_approval_true_asks_with_the_final_args_and_hash(tmp_path
     assert req.reasons and ui.confirms == []
     assert [c for c, _ in ran] == ["a"] and not results(session)["a"].is_error
     order = kinds(session, "a")
-    assert order.index("approval") < order.index("tool_result")  # on record before it ran
+    assert order.index("approval") < order.index("tool_execution_end")  # on record before it ran
     [row] = approvals_dataframe(session.audit).itertuples()
     assert (row.decision, row.args_hash, row.tool_call_id) == ("approved", req.args_hash, "a")
     await session.close()
@@ -211,9 +211,18 @@ async def test_an_approval_that_cannot_be_recorded_is_no_approval(tmp_path: Path
             raise OSError("disk full")
         return real(kind, *args, **kw)
 
+    real_commit = audit.commit
+
+    async def failing_commit(kind: str, *args: Any, **kw: Any) -> Any:  # the async path
+        if kind == "approval":
+            raise OSError("disk full")
+        return await real_commit(kind, *args, **kw)
+
     audit.record = failing  # type: ignore[method-assign]
+    audit.commit = failing_commit  # type: ignore[method-assign]
     await session.prompt("go")
-    assert "approval could not be recorded (OSError: disk full)" in text_of(results(session)["w"])
+    refusal = text_of(results(session)["w"])
+    assert "audit store is unavailable" in refusal and "(OSError: disk full)" in refusal
     assert ran == []
     await session.close()
 

@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from audit_support import fresh_pg
 
 from pi_notebook.audit import AuditLog, default_audit_url
-from pi_notebook.audit import log as log_module
 from pi_notebook.audit.schema import ensure_schema
+from pi_notebook.errors import AuditUnavailableError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,22 +96,26 @@ def test_a_record_racing_close_is_refused_loudly_not_lost_silently(
     log.close()
 
 
-def test_d8_a_failing_store_never_raises_and_keeps_records_for_retry(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+def test_d8_a_failing_store_raises_for_durable_records_and_keeps_records_for_retry(
+    tmp_path: Path,
 ) -> None:
-    monkeypatch.setattr(log_module, "_DURABLE_TIMEOUT", 0.3)
-    with AuditLog(f"sqlite:///{tmp_path / 'a.sqlite'}", session_id="r1") as log:
+    with AuditLog(f"sqlite:///{tmp_path / 'a.sqlite'}", session_id="r1",
+                  durable_timeout_s=0.3) as log:  # fmt: skip
         log.record("before", {}, durable=True)
         with log.engine.begin() as conn:
             conn.exec_driver_sql("DROP TABLE pi_audit_records")
-        log.record("while broken", {"n": 1}, durable=True)  # times out, logs, does not raise
+        log.record("queued while broken", {"n": 0})  # never raises
+        started = time.monotonic()
+        with pytest.raises(AuditUnavailableError, match=r"within 0\.3 s"):
+            log.record("while broken", {"n": 1}, durable=True)
+        assert time.monotonic() - started < 2
         assert log.last_error is not None
-        assert "not committed" in caplog.text
         ensure_schema(log.engine)  # the store comes back
-        log.flush()
+        assert log.flush()
         frame = log.to_dataframe()
-        assert frame["kind"].tolist() == ["while broken"]  # the old rows went with the table
-        assert frame["seq"].tolist() == [2]
+        # The old rows went with the table; the queued ones were written once it returned.
+        assert frame["kind"].tolist() == ["queued while broken", "while broken"]
+        assert frame["seq"].tolist() == [2, 3]
 
 
 CRASH_CHILD = """

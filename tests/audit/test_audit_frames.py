@@ -91,100 +91,128 @@ def test_d9_filters(log: AuditLog, tmp_path: Path) -> None:
 
 
 def test_d9_calls_dataframe(log: AuditLog) -> None:
+    q = "query_database"
     # A read: no approval.
-    log.record("tool_execution_start", {"args": {}}, tool_call_id="r1", tool_name="query_database")
-    log.record("tool_call", {"decision": "seen"}, tool_call_id="r1", tool_name="query_database")
-    log.record("final_args", {"args_hash": "hr"}, tool_call_id="r1", tool_name="query_database")
-    log.record(
-        "tool_execution_end",
-        {"is_error": False, "duration_ms": 12.5},
-        tool_call_id="r1",
-        tool_name="query_database",
-    )
-    # An approved write whose backend hash is the one that counts.
-    log.record("tool_execution_start", {}, tool_call_id="w1", tool_name="query_database")
-    log.record("tool_call", {"decision": "seen"}, tool_call_id="w1", tool_name="query_database")
-    log.record(
-        "approval",
-        {"decision": "approved", "args_hash": "ha"},
-        tool_call_id="w1",
-        tool_name="query_database",
-        policy_version="p1",
-        durable=True,
-    )
-    log.record(
-        "final_args",
-        {"args_hash": "hf"},
-        tool_call_id="w1",
-        tool_name="query_database",
-        durable=True,
-    )
-    log.record(
-        "tool_execution_end",
-        {"is_error": False, "duration_ms": 30},
-        tool_call_id="w1",
-        tool_name="query_database",
-    )
-    # A write blocked without UI, and a call still running.
-    log.record("tool_execution_start", {}, tool_call_id="b1", tool_name="query_database")
-    log.record(
-        "approval",
-        {"decision": "no_ui", "args_hash": "hb"},
-        tool_call_id="b1",
-        tool_name="query_database",
-        durable=True,
-    )
-    log.record(
-        "tool_execution_end",
-        {"is_error": True, "duration_ms": 1},
-        tool_call_id="b1",
-        tool_name="query_database",
-    )
+    log.record("tool_execution_start", {"args": {"sql": "SELECT 1"}}, tool_call_id="r1",
+               tool_name=q)  # fmt: skip
+    log.record("tool_call", {"decision": "allowed"}, tool_call_id="r1", tool_name=q)
+    log.record("final_args", {"args_hash": "hr", "sql": "SELECT 1"}, tool_call_id="r1",
+               tool_name=q)  # fmt: skip
+    log.record("query_result", {"row_count": 1, "duration_ms": 2.5}, tool_call_id="r1",
+               tool_name=q)  # fmt: skip
+    log.record("tool_execution_end", {"is_error": False, "duration_ms": 12.5},
+               tool_call_id="r1", tool_name=q)  # fmt: skip
+    # An approved write whose backend hash is the one that counts; the person took 2 s.
+    log.record("tool_execution_start", {"args": {"sql": "delete  from t"}}, tool_call_id="w1",
+               tool_name=q)  # fmt: skip
+    log.record("approval", {"decision": "approved", "args_hash": "ha", "waited_ms": 2000},
+               tool_call_id="w1", tool_name=q, policy_version="p1", durable=True)  # fmt: skip
+    log.record("tool_call", {"decision": "allowed"}, tool_call_id="w1", tool_name=q)
+    log.record("final_args", {"args_hash": "hf", "sql": "DELETE FROM t"}, tool_call_id="w1",
+               tool_name=q, durable=True)  # fmt: skip
+    log.record("query_result", {"row_count": 3, "duration_ms": 4.0}, tool_call_id="w1",
+               tool_name=q)  # fmt: skip
+    log.record("tool_execution_end", {"is_error": False, "duration_ms": 2030},
+               tool_call_id="w1", tool_name=q)  # fmt: skip
+    # A write blocked without UI, a refused one, and a call still running.
+    log.record("tool_execution_start", {"args": {"sql": "DROP TABLE t"}}, tool_call_id="b1",
+               tool_name=q)  # fmt: skip
+    log.record("approval", {"decision": "no_ui", "args_hash": "hb", "waited_ms": 0}, tool_call_id="b1",
+               tool_name=q, durable=True)  # fmt: skip
+    log.record("tool_call", {"decision": "blocked"}, tool_call_id="b1", tool_name=q)
+    log.record("tool_execution_end", {"is_error": True, "duration_ms": 1}, tool_call_id="b1",
+               tool_name=q)  # fmt: skip
+    log.record("tool_execution_start", {"args": {"sql": "DELETE FROM t"}}, tool_call_id="m1",
+               tool_name=q)  # fmt: skip
+    log.record("capability_mismatch", {"sql": "DELETE FROM t"}, tool_call_id="m1",
+               tool_name=q)  # fmt: skip
+    log.record("tool_execution_end", {"is_error": True, "duration_ms": 1}, tool_call_id="m1",
+               tool_name=q)  # fmt: skip
     log.record("tool_execution_start", {}, tool_call_id="p1", tool_name="slow")
     log.record("session_shutdown", {})
 
     calls = log.calls_dataframe()
-    assert calls.drop(columns=["started_at", "ended_at"]).astype(object).where(
-        calls.notna().drop(columns=["started_at", "ended_at"]), None
-    ).to_dict("records") == [
-        {
-            "tool_call_id": "r1",
-            "tool_name": "query_database",
-            "args_hash": "hr",
-            "decision": "seen",
-            "outcome": "ok",
-            "is_error": False,
-            "duration_ms": 12.5,
-        },
-        {
-            "tool_call_id": "w1",
-            "tool_name": "query_database",
-            "args_hash": "hf",
-            "decision": "approved",
-            "outcome": "ok",
-            "is_error": False,
-            "duration_ms": 30.0,
-        },
-        {
-            "tool_call_id": "b1",
-            "tool_name": "query_database",
-            "args_hash": "hb",
-            "decision": "no_ui",
-            "outcome": "error",
-            "is_error": True,
-            "duration_ms": 1.0,
-        },
-        {
-            "tool_call_id": "p1",
-            "tool_name": "slow",
-            "args_hash": None,
-            "decision": None,
-            "outcome": "incomplete",
-            "is_error": None,
-            "duration_ms": None,
-        },
-    ]
+    shown = calls.drop(columns=["started_at", "ended_at"])
+    assert shown.astype(object).where(shown.notna(), None).to_dict("records") == [
+        {"session_id": "s1", "tool_call_id": "r1", "tool_name": q, "sql": "SELECT 1",
+         "args_hash": "hr", "decision": "allowed", "outcome": "ok", "rows": 1,
+         "is_error": False, "approval_wait_ms": None, "execution_ms": 2.5, "duration_ms": 12.5},
+        {"session_id": "s1", "tool_call_id": "w1", "tool_name": q, "sql": "DELETE FROM t",
+         "args_hash": "hf", "decision": "approved", "outcome": "ok", "rows": 3,
+         "is_error": False, "approval_wait_ms": 2000.0, "execution_ms": 4.0,
+         "duration_ms": 30.0},
+        {"session_id": "s1", "tool_call_id": "b1", "tool_name": q, "sql": "DROP TABLE t",
+         "args_hash": "hb", "decision": "no_ui", "outcome": "blocked", "rows": None,
+         "is_error": True, "approval_wait_ms": 0.0, "execution_ms": 1.0, "duration_ms": 1.0},
+        {"session_id": "s1", "tool_call_id": "m1", "tool_name": q, "sql": "DELETE FROM t",
+         "args_hash": None, "decision": None, "outcome": "refused", "rows": None,
+         "is_error": True, "approval_wait_ms": None, "execution_ms": 1.0, "duration_ms": 1.0},
+        {"session_id": "s1", "tool_call_id": "p1", "tool_name": "slow", "sql": None,
+         "args_hash": None, "decision": None, "outcome": "incomplete", "rows": None,
+         "is_error": None, "approval_wait_ms": None, "execution_ms": None,
+         "duration_ms": None},
+    ]  # fmt: skip
     assert isinstance(calls["started_at"].dtype, pd.DatetimeTZDtype)
-    assert calls["ended_at"].isna().tolist() == [False, False, False, True]
-    assert (calls["ended_at"].iloc[:3] >= calls["started_at"].iloc[:3]).all()
+    assert calls["ended_at"].isna().tolist() == [False, False, False, False, True]
+    assert (calls["ended_at"].iloc[:4] >= calls["started_at"].iloc[:4]).all()
     assert list(log.calls_dataframe(session="other").columns) == list(calls.columns)
+
+
+def test_d9_calls_are_keyed_by_session_and_call_id(log: AuditLog) -> None:
+    # Model-issued ids repeat across sessions (kernels): each (session, id) is its own call.
+    for sid in ("s2", "s3"):
+        with AuditLog(log.engine, session_id=sid) as other:
+            for i in range(16):
+                other.record("tool_execution_start", {"args": {"sql": f"SELECT {i}"}},
+                             tool_call_id=f"call_{i}", tool_name="query_database")  # fmt: skip
+                other.record("tool_execution_end", {"is_error": False, "duration_ms": 1},
+                             tool_call_id=f"call_{i}", tool_name="query_database")  # fmt: skip
+    calls = log.calls_dataframe()
+    assert len(calls) == 32
+    assert calls.groupby("session_id").size().to_dict() == {"s2": 16, "s3": 16}
+    assert calls["sql"].iloc[17] == "SELECT 1" and calls["session_id"].iloc[17] == "s3"
+    assert len(log.calls_dataframe(session="s2")) == 16
+
+
+def test_d9_payloads_can_stay_json_text(log: AuditLog) -> None:
+    from pi_notebook.audit import decode_payloads
+
+    log.record("tool_call", {"decision": "allowed", "n": 1}, tool_call_id="c1")
+    text = log.to_dataframe(decode=False)
+    assert text["payload"].iloc[0] == '{"decision":"allowed","n":1}'
+    assert decode_payloads(text)["payload"].iloc[0] == {"decision": "allowed", "n": 1}
+    assert log.to_dataframe()["payload"].iloc[0] == {"decision": "allowed", "n": 1}
+
+
+@pytest.mark.postgres
+def test_d9_postgres_reads_through_arrow_as_the_driver_path_does(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from audit_support import fresh_pg
+
+    from pi_notebook.audit import frames
+
+    with fresh_pg(pg_url) as url, AuditLog(url, session_id="a1") as log:
+        log.record("tool_execution_start", {"args": {"sql": "SELECT 1"}}, tool_call_id="c1",
+                   tool_name="query_database")  # fmt: skip
+        log.flush()
+        cut = pd.Timestamp.now(tz="UTC")
+        log.record("tool_execution_end", {"is_error": False}, tool_call_id="c1", tool_name="q")
+        log.record("session_shutdown", {})
+        filters: list[dict[str, object]] = [
+            {}, {"since": cut}, {"kind": ["tool_execution_end", "session_shutdown"]},
+            {"session": "a1", "tool_call_id": "c1"}, {"session": "nobody"},
+        ]  # fmt: skip
+        arrow = [log.to_dataframe(**f) for f in filters]  # type: ignore[arg-type]
+        adbc = frames._adbc_connect(log.engine)  # pyright: ignore[reportPrivateUsage]
+        assert adbc is not None  # the frames above came through Arrow
+        adbc.close()
+        monkeypatch.setattr(frames, "_adbc_connect", lambda engine: None)
+        plain = [log.to_dataframe(**f) for f in filters]  # type: ignore[arg-type]
+    assert [len(f) for f in arrow] == [3, 2, 2, 2, 0]
+    for a, b in zip(arrow, plain, strict=True):
+        assert list(a.columns) == COLUMNS
+        assert a["seq"].dtype == "int64" and str(a["timestamp"].dtype) == "datetime64[us, UTC]"
+        assert a.astype(object).where(a.notna(), None).to_dict("records") == b.astype(object).where(
+            b.notna(), None
+        ).to_dict("records")

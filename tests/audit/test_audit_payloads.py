@@ -243,3 +243,18 @@ def test_s29_the_payload_is_a_snapshot_taken_at_record_time(log: AuditLog) -> No
     log.record("tool_call", {"input": args})
     args["sql"] = "DROP TABLE x"
     assert stored(log) == [{"input": {"sql": "SELECT 1"}}]
+
+
+def test_s29_a_dataframe_is_summarised_with_its_dtypes() -> None:
+    import pandas as pd
+
+    from pi_notebook.audit import to_jsonable
+
+    frame = pd.DataFrame({"a": [1, 2], "b": ["x", "y"], "c": [1.5, None],
+                          "d": pd.to_datetime(["2024-01-01", "2024-01-02"], utc=True)})  # fmt: skip
+    assert to_jsonable(frame) == {
+        "_type": "DataFrame",
+        "shape": [2, 4],
+        "columns": ["a", "b", "c", "d"],
+        "dtypes": [str(t) for t in frame.dtypes],
+    }

@@ -63,7 +63,6 @@ def test_d8_registers_every_event_and_the_error_listener(pi: FakePi) -> None:
             "session_start",
             "tool_execution_start",
             "tool_execution_update",
-            "tool_call",
             "tool_result",
             "tool_execution_end",
             "session_shutdown",
@@ -97,23 +96,25 @@ def test_d8_s27_s28_exact_records_of_a_read_call(pi: FakePi, log: AuditLog, cloc
         )
     )
     clock.now += 0.15
+    returned = result("1 row", {"rows": 1})
     pi.emit(
         NS(
             type="tool_result",
             tool_call_id="c1",
             tool_name="query_database",
             input=params,
-            content=[NS(type="text", text="1 row")],
-            details={"rows": 1},
+            content=list(returned.content),
+            details=returned.details,
             is_error=False,
         )
     )
+    # No handler changed the result: the end record holds it, no tool_result record.
     pi.emit(
         NS(
             type="tool_execution_end",
             tool_call_id="c1",
             tool_name="query_database",
-            result=result("1 row", {"rows": 1}),
+            result=returned,
             is_error=False,
         )
     )
@@ -132,12 +133,6 @@ def test_d8_s27_s28_exact_records_of_a_read_call(pi: FakePi, log: AuditLog, cloc
             "query_database",
             {"args": {"sql": "SELECT 1", "limit": "5"}},
         ),
-        (
-            "tool_call",
-            "c1",
-            "query_database",
-            {"input": {"sql": "SELECT 1", "limit": 5}, "decision": "seen"},
-        ),
         ("final_args", "c1", "query_database", {"sql": "SELECT 2", "args_hash": "h2"}),
         (
             "tool_execution_update",
@@ -147,16 +142,6 @@ def test_d8_s27_s28_exact_records_of_a_read_call(pi: FakePi, log: AuditLog, cloc
                 "update": 1,
                 "skipped_before": 0,
                 "partial_result": {"text": "running", "text_chars": 7},
-            },
-        ),
-        (
-            "tool_result",
-            "c1",
-            "query_database",
-            {
-                "input": {"sql": "SELECT 2", "limit": 5},
-                "is_error": False,
-                "result": {"text": "1 row", "text_chars": 5, "details": {"rows": 1}},
             },
         ),
         (
@@ -210,12 +195,6 @@ def test_d8_exact_records_of_an_execute_error(pi: FakePi, log: AuditLog, clock: 
     assert snapshot(log) == [
         ("tool_execution_start", "c2", "query_database", {"args": {"sql": "SELECT * FROM nope"}}),
         (
-            "tool_call",
-            "c2",
-            "query_database",
-            {"input": {"sql": "SELECT * FROM nope", "limit": 100}, "decision": "seen"},
-        ),
-        (
             "tool_execution_end",
             "c2",
             "query_database",
@@ -237,11 +216,17 @@ def test_d8_exact_records_of_an_execute_error(pi: FakePi, log: AuditLog, clock: 
         ),
     ]
     calls = log.calls_dataframe()
-    assert calls.to_dict("records")[0] | {"started_at": None, "ended_at": None} == {
+    row = calls.astype(object).where(calls.notna(), None).to_dict("records")[0]
+    assert row | {"started_at": None, "ended_at": None} == {
+        "session_id": "s1",
+        "sql": "SELECT * FROM nope",
+        "rows": None,
+        "approval_wait_ms": None,
+        "execution_ms": 4.0,
         "tool_call_id": "c2",
         "tool_name": "query_database",
         "args_hash": None,
-        "decision": "seen",
+        "decision": None,
         "outcome": "error",
         "is_error": True,
         "duration_ms": 4.0,
@@ -318,3 +303,22 @@ def test_s29_recorded_events_are_redacted(pi: FakePi, log: AuditLog) -> None:
         "args": {"url": "postgresql://bob:***@db:5432/x", "headers": {"Authorization": "***"}}
     }
     assert "hunter2" not in str(log.to_dataframe().to_dict())
+
+
+def test_d8_a_result_changed_by_a_handler_keeps_what_execute_returned(
+    pi: FakePi, log: AuditLog
+) -> None:
+    pi.emit(start("c6", "query_database", {"sql": "SELECT 1"}))
+    returned = result("raw rows", {"rows": 1})
+    pi.emit(NS(type="tool_result", tool_call_id="c6", tool_name="query_database",
+               input=QueryParams(sql="SELECT 1"), content=list(returned.content),
+               details=returned.details, is_error=False))  # fmt: skip
+    patched = NS(content=[NS(type="text", text="[withheld]")], details=returned.details)
+    pi.emit(NS(type="tool_execution_end", tool_call_id="c6", tool_name="query_database",
+               result=patched, is_error=False))  # fmt: skip
+    kinds = [(kind, payload.get("result", {}).get("text")) for kind, _, _, payload in snapshot(log)]
+    assert kinds == [
+        ("tool_execution_start", None),
+        ("tool_result", "raw rows"),
+        ("tool_execution_end", "[withheld]"),
+    ]

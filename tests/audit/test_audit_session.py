@@ -98,11 +98,9 @@ async def test_d8_records_of_a_read(tmp_path: Path) -> None:
     records, log, _ = await run_call(tmp_path, "SELECT id, name FROM items")
     assert shape(records) == [
         "tool_execution_start",
-        "tool_call:seen",
         "tool_call:allowed",
         "final_args:read",
         "query_result",
-        "tool_result:ok",
         "tool_execution_end:ok",
     ]
     assert records[0][1]["args"] == {"sql": "SELECT id, name FROM items"}  # S28: raw args at start
@@ -115,14 +113,12 @@ async def test_d8_records_of_an_approved_write(tmp_path: Path) -> None:
     )
     assert shape(records) == [
         "tool_execution_start",
-        "tool_call:seen",
         "write_preview",  # the preview starts (durable), then its result
         "write_preview",
         "approval:approved",
         "tool_call:allowed",
         "final_args:write",
         "query_result",
-        "tool_result:ok",
         "tool_execution_end:ok",
     ]
     approval = payload_of(records, "approval")
@@ -135,7 +131,6 @@ async def test_d8_records_of_a_rejected_write(tmp_path: Path) -> None:
     records, _, _ = await run_call(tmp_path, "DELETE FROM items", ui=AnsweringUI(False))
     assert shape(records) == [
         "tool_execution_start",
-        "tool_call:seen",
         "write_preview",  # the preview starts (durable), then its result
         "write_preview",
         "approval:rejected",
@@ -149,7 +144,6 @@ async def test_d8_records_of_a_write_blocked_without_ui(tmp_path: Path) -> None:
     records, _, _ = await run_call(tmp_path, "DELETE FROM items")
     assert shape(records) == [
         "tool_execution_start",
-        "tool_call:seen",
         "approval:no_ui",
         "tool_call:blocked",
         "tool_execution_end:error",
@@ -167,13 +161,11 @@ async def test_d4_d8_records_of_a_mutation_after_approval(tmp_path: Path) -> Non
     )
     assert shape(records) == [
         "tool_execution_start",
-        "tool_call:seen",
         "write_preview",  # the preview starts (durable), then its result
         "write_preview",
         "approval:approved",
         "tool_call:allowed",
         "capability_mismatch",
-        "tool_result:error",
         "tool_execution_end:error",
     ]
     approval = payload_of(records, "approval")
@@ -197,11 +189,9 @@ async def test_d8_records_of_an_execute_error(tmp_path: Path) -> None:
     records, _, _ = await run_call(tmp_path, "SELECT * FROM missing_table")
     assert shape(records) == [
         "tool_execution_start",
-        "tool_call:seen",
         "tool_call:allowed",
         "final_args:read",
         "query_error",
-        "tool_result:error",
         "tool_execution_end:error",
     ]
     assert "missing_table" in payload_of(records, "query_error")["error"]
@@ -211,11 +201,9 @@ async def test_d8_records_of_an_abort(tmp_path: Path) -> None:
     records, log, _ = await run_call(tmp_path, LONG_READ, abort_after_s=0.3)
     assert shape(records) == [
         "tool_execution_start",
-        "tool_call:seen",
         "tool_call:allowed",
         "final_args:read",
         "query_aborted",
-        "tool_result:error",
         "tool_execution_end:error",
     ]
     assert log.verify().ok
@@ -262,3 +250,68 @@ def test_a_session_that_fails_to_build_closes_the_audit_log_it_created(tmp_path:
     assert raised.traceback
     leaked = {t for t in threading.enumerate() if t.name.startswith("pi-audit-")} - before
     assert not leaked
+
+
+class SlowUI:
+    async def confirm(
+        self, title: str, message: str, *, signal: Any = None, timeout: float | None = None
+    ) -> bool:
+        await asyncio.sleep(0.3)  # the person reads the statement
+        return True
+
+
+async def test_calls_dataframe_separates_the_wait_for_a_person(tmp_path: Path) -> None:
+    _, log, _ = await run_call(tmp_path, "INSERT INTO items VALUES (3, 'c')", ui=SlowUI())
+    (call,) = log.calls_dataframe(session=log.session_id).to_dict("records")
+    assert call["sql"] == "INSERT INTO items VALUES (3, 'c')" and call["rows"] == 1
+    assert (call["decision"], call["outcome"]) == ("approved", "ok")
+    assert call["approval_wait_ms"] >= 300
+    assert call["duration_ms"] < call["approval_wait_ms"]  # execution only
+    assert call["execution_ms"] <= call["duration_ms"]
+
+
+async def test_d8_the_decision_is_one_record_even_without_a_gate(tmp_path: Path) -> None:
+    from pydantic import BaseModel
+
+    from pi_notebook import ToolDefinition, ToolResult, define_tool
+    from pi_notebook.ai.messages import TextContent
+
+    class Params(BaseModel):
+        text: str
+
+    async def echo(tool_call_id: str, params: Params, *_rest: Any) -> ToolResult:
+        return ToolResult(content=[TextContent(text=params.text)])
+
+    tool = define_tool(ToolDefinition(name="echo", label="Echo", description="Echo.",
+                                      parameters=Params, execute=echo))  # fmt: skip
+    log = AuditLog(f"sqlite:///{tmp_path}/audit.sqlite")
+    session = create_agent_session(
+        model=ScriptedModel([tool_call("echo", {"text": "hi"}, id="e-1"), text("done")]),
+        custom_tools=[tool], audit=log, builtin_tools=False,
+    )  # fmt: skip
+    await session.prompt("go")
+    await session.close()
+    frame = log.to_dataframe(tool_call_id="e-1")
+    assert frame["kind"].tolist() == ["tool_execution_start", "tool_call", "tool_execution_end"]
+    assert frame["payload"].iloc[1] == {"decision": "allowed", "reason": None,
+                                        "input": {"text": "hi"}}  # fmt: skip
+    log.close()
+
+
+def test_typed_records_carry_their_kind_ids_and_payload(tmp_path: Path) -> None:
+    from pi_notebook.audit.records import FinalArgs, NotebookOutput
+
+    record = FinalArgs(tool_call_id="c1", tool_name="query_database", policy_version="p1",
+                       sql="DELETE FROM t", args_hash="h", verdict="write")  # fmt: skip
+    assert (record.kind, record.durable) == ("final_args", True)
+    assert record.payload() == {"sql": "DELETE FROM t", "args_hash": "h", "verdict": "write",
+                                "reasons": (), "dialect": ""}  # fmt: skip
+    with AuditLog(f"sqlite:///{tmp_path}/a.sqlite") as log:
+        digest = log.record(record, durable=True)
+        log.append(NotebookOutput(run_id="r1", output_digest="d", calls=[{"tool_call_id": "c1"}]))
+        frame = log.to_dataframe()
+    assert frame["hash"].iloc[0] == digest
+    assert frame[["kind", "tool_call_id", "policy_version"]].iloc[0].tolist() == [
+        "final_args", "c1", "p1"]  # fmt: skip
+    assert frame["payload"].iloc[1] == {"run_id": "r1", "output_digest": "d",
+                                        "calls": [{"tool_call_id": "c1"}]}  # fmt: skip

@@ -252,6 +252,8 @@ async def test_a_grant_covers_later_statements_inside_its_scope(db: Scratch, gov
     assert uses["payload"].iloc[0]["grant"]["grant_id"] == active.grant_id
     decisions = {r.tool_call_id: r.decision for r in ext.approvals.records()}
     assert decisions == {"q0": "approved", "q1": "granted", "q2": "approved", "q3": "approved"}
+    calls = session.audit.calls_dataframe()
+    assert dict(zip(calls["tool_call_id"], calls["decision"], strict=True)) == decisions
 
 
 async def test_a_grant_expires_and_can_be_revoked(tmp_path: Path, governed: Any) -> None:
@@ -335,3 +337,119 @@ async def test_15_11_decisions_come_from_the_audit_with_its_redaction(
     same = approvals_dataframe(session.audit, session=session.audit.session_id)
     assert list(same["audit_hash"]) == list(frame["audit_hash"])
     scratch.dispose()
+
+
+# -- write preview bound to the approval (issue 12.3, with the backend's preview) --------------
+
+
+def _three_rows(db: Scratch) -> str:
+    table = db.table()
+    db.execute(f"INSERT INTO {table} (a) VALUES (1), (2), (3)")
+    return table
+
+
+async def test_the_preview_counts_what_the_write_changes_and_leaves_data_untouched(
+    db: Scratch, governed: Any
+) -> None:
+    table = _three_rows(db)
+    seen: list[tuple[int | None, int]] = []
+
+    def look(req: ApprovalRequest) -> ApprovalOutcome:
+        assert req.preview is not None
+        seen.append((req.preview.affected_rows, int(db.scalar(f"SELECT sum(a) FROM {table}"))))
+        return ApprovalOutcome("approved")
+
+    ui = ScriptedApprovalUI(look)
+    session, ext = await governed(db.url, [f"UPDATE {table} SET a = a + 10 WHERE a <= 2"], ui=ui)
+    assert seen == [(2, 6)]  # two rows counted; nothing changed while the person looked
+    [result] = _results(session)
+    assert not result.is_error and result.details["row_count"] == 2
+    assert int(db.scalar(f"SELECT sum(a) FROM {table}")) == 26
+    [record] = ext.approvals.records()
+    assert record.affected_rows == 2 and record.decision == "approved"
+    assert ui.requests[0].grant_scope is not None and ui.requests[0].grant_scope.max_rows == 2
+
+
+async def test_rows_added_between_preview_and_execution_make_the_write_refuse(
+    db: Scratch, governed: Any
+) -> None:
+    table = _three_rows(db)
+
+    def add_a_row_then_approve(req: ApprovalRequest) -> ApprovalOutcome:
+        assert req.preview is not None and req.preview.affected_rows == 3
+        db.execute(f"INSERT INTO {table} (a) VALUES (4)")  # someone else writes meanwhile
+        return ApprovalOutcome("approved")
+
+    session, _ = await governed(db.url, [f"DELETE FROM {table}"],
+                                ui=ScriptedApprovalUI(add_a_row_then_approve))  # fmt: skip
+    [result] = _results(session)
+    assert result.is_error and "nothing was changed" in _text(result)
+    assert db.count(table) == 4  # the DELETE was rolled back
+
+
+async def test_an_edited_write_is_previewed_again_and_bound_to_its_count(
+    db: Scratch, governed: Any
+) -> None:
+    table = _three_rows(db)
+    edited = f"DELETE FROM {table} WHERE a = 3"
+    session, ext = await governed(db.url, [f"DELETE FROM {table}"],
+                                  ui=ScriptedApprovalUI(_edit(edited)))  # fmt: skip
+    [result] = _results(session)
+    assert not result.is_error and result.details["row_count"] == 1 and db.count(table) == 2
+    [record] = ext.approvals.records()
+    assert (record.sql, record.affected_rows) == (edited, 1)
+
+
+async def test_a_grant_misses_by_row_count(db: Scratch, governed: Any) -> None:
+    table = _staging(db)
+    db.execute(f"INSERT INTO {table} (a) VALUES (1), (2), (3)")
+    grant = Grant(operations=("UPDATE",), tables=("staging_*",), max_rows=2, ttl_s=600)
+    ui = ScriptedApprovalUI(_granting(grant))
+    sqls = [
+        f"UPDATE {table} SET a = a WHERE a = 1",  # asked; grants
+        f"UPDATE {table} SET a = a + 10 WHERE a <= 2",  # 2 rows: inside the grant
+        f"UPDATE {table} SET a = a + 100",
+    ]  # 3 rows: outside by row count, asked
+    session, ext = await governed(db.url, sqls, ui=ui)
+    assert [r.tool_call_id for r in ui.requests] == ["q0", "q2"]
+    assert ui.requests[1].preview is not None and ui.requests[1].preview.affected_rows == 3
+    assert not any(m.is_error for m in _results(session))
+    assert int(db.scalar(f"SELECT sum(a) FROM {table}")) == 326
+    [active] = ext.grants.list()
+    assert active.uses == 1
+
+
+async def test_an_approval_the_audit_cannot_record_runs_nothing(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'u.sqlite'}"
+    scratch = Scratch("sqlite", url)
+    table = scratch.table()
+    ext = pi_notebook.database.database_extension(url)
+    model = _script(f"INSERT INTO {table} (a) VALUES (1)")
+    session = create_agent_session(model=model, ui=ScriptedApprovalUI("approved"), extensions=[ext],
+                                   audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip
+    audit = session.audit
+    assert audit is not None
+    real = audit.record
+
+    def failing(kind: Any, *args: Any, **kw: Any) -> Any:
+        if kind == "approval":
+            raise OSError("read-only file system")
+        return real(kind, *args, **kw)
+
+    real_commit = audit.commit
+
+    async def failing_commit(kind: Any, *args: Any, **kw: Any) -> Any:  # the async path
+        if kind == "approval":
+            raise OSError("read-only file system")
+        return await real_commit(kind, *args, **kw)
+
+    audit.record = failing  # type: ignore[method-assign]
+    audit.commit = failing_commit  # type: ignore[method-assign]
+    try:
+        await session.prompt("go")
+        [result] = _results(session)
+        assert result.is_error and "audit store is unavailable" in _text(result)
+        assert scratch.count(table) == 0 and len(ext.backend.capabilities) == 0
+    finally:
+        await session.close()
+        scratch.dispose()

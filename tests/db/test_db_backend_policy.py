@@ -109,3 +109,18 @@ async def test_d10_rejected_sql_refused_by_backend(backend: DatabaseBackend) -> 
     with pytest.raises(QueryRefused, match=r"^Refused: "):
         await backend.run("x1", "SELECT 1; SELECT 2")
     assert _audit(backend).kinds() == ["query_refused"]
+
+
+async def test_one_connection_is_kept_between_runs_and_released_on_dispose(db: Scratch) -> None:
+    backend = DatabaseBackend(db.url)
+    try:
+        await backend.run("r1", "SELECT 1 AS one")
+        await backend.run("r2", "SELECT 2 AS two")
+        assert backend.engine.pool.checkedout() == 1  # kept for the next run, not leaked
+        with pytest.raises(QueryError):
+            await backend.run("r3", "SELECT * FROM no_such_table")
+        assert backend.engine.pool.checkedout() <= 1
+    finally:
+        pool = backend.engine.pool
+        backend.dispose()
+    assert pool.checkedout() == 0

@@ -68,3 +68,9 @@ def test_small_results_and_duplicate_names() -> None:
     assert builder.head == [(1, "x"), (2, "y")]
     empty = FrameBuilder(["n"]).build()
     assert list(empty.columns) == ["n"] and len(empty) == 0
+
+
+def test_many_small_chunks_are_joined_without_changing_the_frame() -> None:
+    """Hundreds of chunks per column (joined every 64), across a change of type mid-way."""
+    rows = [_row(i) for i in range(N)]
+    pd.testing.assert_frame_equal(_build(rows, arrow=True, chunk=7), _build(rows, arrow=False))

@@ -145,3 +145,15 @@ async def test_postgres_read_shapes_through_the_server_cursor(pg_url: str, sql: 
     finally:
         backend.dispose()
     assert out.row_count == 1 and len(out.dataframe) == 1 and out.row_count_exact
+
+
+async def test_d7_a_result_of_exactly_the_cap_is_complete() -> None:
+    """Counting must never stop before a capped read's extra row (cap == count limit)."""
+    backend = DatabaseBackend("sqlite://", row_cap=100, count_limit=100)
+    try:
+        exact = await backend.run("r1", SERIES.format(n=100))
+        more = await backend.run("r2", SERIES.format(n=101))
+    finally:
+        backend.dispose()
+    assert exact.row_count == 100 and exact.row_count_exact and not exact.truncated
+    assert more.row_count == 101 and not more.row_count_exact and more.truncated

@@ -161,7 +161,7 @@ def start_lab(tmp: Path, timeout: float = 90) -> LabServer:
              f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
              f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={config / 'lab' / 'workspaces'}",
              "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-             "--LabApp.extension_manager=readonly", *(["--allow-root"] if os.geteuid() == 0 else [])],
+             "--LabApp.extension_manager=readonly", "--LabApp.expose_app_in_browser=True", *(["--allow-root"] if os.geteuid() == 0 else [])],
             env=env, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
     server = LabServer(process, f"http://127.0.0.1:{port}", token, root, data, log)
     deadline = time.monotonic() + timeout

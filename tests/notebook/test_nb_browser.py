@@ -89,7 +89,7 @@ def _shot(page: Any, name: str) -> None:
 def _run_cell(page: Any, index: int) -> None:
     """Select cell ``index`` by clicking its editor and run it with Ctrl+Enter."""
     editor = (
-        page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+        page.locator(".jp-NotebookPanel .jp-Notebook .jp-CodeCell")
         .nth(index)
         .locator(".jp-InputArea-editor")
     )
@@ -117,9 +117,9 @@ def _open(page: Any, lab: LabServer, name: str, prompt: str) -> Any:
         "pi_notebook: model", timeout=SLOW
     )
     _run_cell(page, 1)
-    run = cells.nth(1).locator(".pi-run")
-    expect(run).to_be_visible(timeout=SLOW)
-    return run
+    cell = cells.nth(1)
+    expect(cell.locator(".pi-run, .pi-record").first).to_be_visible(timeout=SLOW)
+    return cell
 
 
 def _city(lab: LabServer, customer_id: int) -> str:
@@ -142,8 +142,10 @@ def test_browser_approve_write(page: Any, lab: LabServer) -> None:
     approve = prompt.get_by_role("button", name="Approve", exact=True)
     reject = prompt.get_by_role("button", name="Reject", exact=True)
     expect(approve).to_be_enabled(timeout=SLOW)
-    expect(prompt).to_contain_text("UPDATE customers")
+    expect(reject).to_be_enabled()
+    expect(prompt.locator("textarea")).to_have_value(re.compile("UPDATE customers SET city"))
     expect(prompt).to_contain_text("Needs approval because")
+    expect(prompt).to_contain_text("Would change 1 row")
     # Pixels, not only the DOM: the prompt is on screen and its Approve button is painted in
     # JupyterLab's green "success" style.
     prompt.scroll_into_view_if_needed()
@@ -151,10 +153,12 @@ def test_browser_approve_write(page: Any, lab: LabServer) -> None:
     assert green > 200, f"only {green} green pixels in the approval prompt"
     _shot(page, "approval-prompt.png")
     approve.click()
-    expect(run.locator(".pi-tool-card .pi-status")).to_have_text(re.compile("done"), timeout=SLOW)
-    expect(approve).to_be_disabled()
-    expect(reject).to_be_disabled()
-    expect(run.locator(".pi-run-status")).to_contain_text("done")
+    # The cell was busy until the click; then its record replaced the live view.
+    record = page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".pi-record")
+    expect(record).to_be_visible(timeout=SLOW)
+    expect(record.locator(".pi-card .pi-status")).to_contain_text("approved · 1 row changed")
+    expect(record.locator(".pi-run-status")).to_contain_text("done")
+    expect(record.locator("pre.pi-sql")).to_contain_text("Browser-City")
     _shot(page, "approved.png")
     assert _city(lab, 31) == "Browser-City"
 
@@ -168,11 +172,9 @@ def test_browser_reject_write(page: Any, lab: LabServer) -> None:
     reject = run.locator(".pi-approval").get_by_role("button", name="Reject", exact=True)
     expect(reject).to_be_enabled(timeout=SLOW)
     reject.click()
-    expect(run.locator(".pi-tool-card .pi-status")).to_have_text(
-        re.compile("blocked"), timeout=SLOW
-    )
-    expect(run.locator(".pi-error")).to_contain_text("Rejected by user.")
-    expect(reject).to_be_disabled()
+    record = page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".pi-record")
+    expect(record.locator(".pi-card .pi-status")).to_contain_text("rejected", timeout=SLOW)
+    expect(record.locator(".pi-run-status")).to_contain_text("blocked")
     _shot(page, "rejected.png")
     assert _city(lab, 32) != "Never"
 
@@ -180,13 +182,13 @@ def test_browser_reject_write(page: Any, lab: LabServer) -> None:
 def test_browser_dataframe_renders(page: Any, lab: LabServer) -> None:
     from playwright.sync_api import expect
 
-    run = _open(
+    _open(
         page,
         lab,
         "read.ipynb",
         "SELECT customer_id, name, city FROM customers ORDER BY customer_id LIMIT 5",
     )
-    table = run.locator(".pi-tool-card table.dataframe")
+    table = page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".pi-record table.pi-table")
     expect(table).to_be_visible(timeout=SLOW)
     expect(table.locator("tbody tr")).to_have_count(5)
     expect(table.locator("thead")).to_contain_text("customer_id")
@@ -207,10 +209,112 @@ def test_browser_stop_long_query(page: Any, lab: LabServer) -> None:
     stop = run.locator("button.widget-button", has_text="Stop")
     started = time.monotonic()
     stop.click()
-    expect(run.locator(".pi-run-status")).to_contain_text("stopped", timeout=30_000)
-    expect(status).to_have_text(re.compile("error"), timeout=30_000)
+    record = page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".pi-record")
+    expect(record.locator(".pi-run-status")).to_contain_text("stopped", timeout=30_000)
+    expect(record.locator(".pi-card .pi-status")).to_contain_text("aborted")
     elapsed = time.monotonic() - started
     assert elapsed < 20, f"Stop took {elapsed:.1f} s to end the query"
-    expect(run.locator(".pi-error")).to_contain_text("cancelled")
-    expect(stop).to_be_disabled()
+    expect(record.locator(".pi-error")).to_contain_text("cancelled")
     _shot(page, "stopped.png")
+
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb"
+DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+
+
+def _doc_shot(locator: Any, name: str) -> None:
+    """A screenshot the README shows (docs/images/) and a copy in test-artifacts/."""
+    DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+    ARTIFACTS.mkdir(exist_ok=True)
+    locator.screenshot(path=str(DOC_IMAGES / name))
+    (ARTIFACTS / name).write_bytes((DOC_IMAGES / name).read_bytes())
+
+
+def _idle(page: Any) -> None:
+    from playwright.sync_api import expect
+
+    idle = re.compile(rf"{re.escape(KERNEL)} \| Idle")
+    expect(page.locator(".jp-StatusBar-Widget", has_text=idle).first).to_be_visible(timeout=SLOW)
+
+
+def test_browser_quickstart_walked_by_a_person_then_reopened(page: Any, lab: LabServer) -> None:
+    """A person runs the quickstart cell by cell, clicks Approve instead of letting the
+    scripted cell approve, runs the next cell (which must not raise), saves, closes, shuts the
+    kernel down and reopens: every %%pi output is its record, no widget error."""
+    import json
+
+    from playwright.sync_api import expect
+
+    (lab.root / "quickstart.ipynb").write_text(QUICKSTART.read_text())
+    page.goto(lab.url("/lab/workspaces/quickstart/tree/quickstart.ipynb"))
+    panel = page.locator(".jp-NotebookPanel")
+    expect(panel).to_have_count(1, timeout=SLOW)
+    _idle(page)
+    code = panel.locator(".jp-CodeCell")
+    _run_cell(page, 0)  # %load_ext
+    expect(code.nth(0).locator(".jp-OutputArea-output")).to_contain_text("pi_notebook: model")
+    _run_cell(page, 1)  # the read: busy until done, then its record
+    read = code.nth(1).locator(".pi-record")
+    expect(read).to_be_visible(timeout=SLOW)
+    expect(read.locator("table.pi-table")).to_contain_text("status")
+    _run_cell(page, 2)  # %pi_result: nothing to wait for
+    expect(code.nth(2).locator(".jp-OutputArea-output")).to_contain_text("orders")
+    _run_cell(page, 3)  # the write (--background): a person clicks Approve in its card
+    approve = code.nth(3).locator(".pi-approval").get_by_role("button", name="Approve", exact=True)
+    expect(approve).to_be_enabled(timeout=SLOW)
+    expect(code.nth(3).locator(".pi-approval textarea")).to_have_value(
+        re.compile("UPDATE customers")
+    )
+    expect(code.nth(3).locator(".pi-approval")).to_contain_text("Would change 1 row")
+    _doc_shot(code.nth(3), "approval-prompt.png")
+    approve.click()
+    expect(code.nth(3).locator(".pi-record .pi-card .pi-status")).to_contain_text(
+        "approved · 1 row changed", timeout=SLOW)  # fmt: skip
+    _run_cell(page, 4)  # the cell written for unattended runs still works after the click
+    output = code.nth(4).locator(".jp-OutputArea-output")
+    expect(output).to_contain_text("done approved", timeout=SLOW)
+    expect(
+        code.nth(4).locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']")
+    ).to_have_count(0)
+    assert _city(lab, 1) == "Oslo"
+    # Save, close, shut the kernel down, reopen.
+    page.keyboard.press("Control+s")
+    expect(page.locator(".jp-mod-dirty")).to_have_count(0, timeout=SLOW)
+    saved = json.loads((lab.root / "quickstart.ipynb").read_text())
+    stamped = [o for c in saved["cells"] for o in c.get("outputs", [])
+               if "pi_notebook" in o.get("metadata", {})]  # fmt: skip
+    assert len(stamped) == 2 and all("text/html" in o["data"] for o in stamped)
+    lab.shutdown_sessions()
+    page.goto(lab.url("/lab/workspaces/quickstart-reopened/tree/quickstart.ipynb"))
+    panel = page.locator(".jp-NotebookPanel")
+    expect(panel).to_have_count(1, timeout=SLOW)
+    code = panel.locator(".jp-CodeCell")
+    record = code.nth(1).locator(".pi-record")
+    expect(record).to_be_visible(timeout=SLOW)
+    expect(record).to_contain_text("SELECT status, COUNT(*) AS orders")
+    expect(record.locator(".pi-card .pi-status")).to_contain_text("allowed")
+    expect(panel).not_to_contain_text("Error displaying widget")
+    expect(panel).not_to_contain_text("model not found")
+    expect(code.nth(3).locator(".pi-record")).to_contain_text("approved · 1 row changed")
+    _doc_shot(code.nth(1), "record-reopened.png")
+    _doc_shot(code.nth(3), "record-write-reopened.png")
+    # The dark theme: the record takes JupyterLab's colours.
+    page.evaluate(
+        "window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})"
+    )
+    expect(page.locator("body[data-jp-theme-light='false']")).to_have_count(1, timeout=SLOW)
+    background = record.locator(".pi-card").first.evaluate(
+        "e => getComputedStyle(e).backgroundColor"
+    )
+    colour = record.locator(".pi-card").first.evaluate("e => getComputedStyle(e).color")
+    assert _luma(background) < 80 < _luma(colour), (background, colour)
+    _doc_shot(code.nth(1), "record-dark.png")
+    page.evaluate(
+        "window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})"
+    )
+    expect(page.locator("body[data-jp-theme-light='true']")).to_have_count(1, timeout=SLOW)
+
+
+def _luma(css: str) -> float:
+    r, g, b = (float(v) for v in re.findall(r"[\d.]+", css)[:3])
+    return 0.299 * r + 0.587 * g + 0.114 * b

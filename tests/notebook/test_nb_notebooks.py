@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +35,7 @@ def test_quickstart_executes() -> None:
     notebook = _execute("quickstart.ipynb")
     text = _texts(notebook)
     assert "pi_notebook: model offline" in text
-    assert "done done" in text  # the approved write finished
+    assert "done approved" in text  # the approved write finished
     htmls = [
         o for c in notebook.cells for o in c.get("outputs", []) if "text/html" in o.get("data", {})
     ]
@@ -54,3 +55,92 @@ def test_lab_headless_prints_outputs() -> None:
                           timeout=240, check=True)  # fmt: skip
     assert "pi_notebook: model offline" in done.stdout
     assert "delivered" in done.stdout
+
+
+def _stamped(notebook: nbformat.NotebookNode) -> list[dict]:
+    return [o for c in notebook.cells for o in c.get("outputs", [])
+            if "pi_notebook" in o.get("metadata", {})]  # fmt: skip
+
+
+def _check_against_audit(path: Path, audit_url: str) -> list[str]:
+    """Each stamped output against its notebook_output record (digest, run, calls)."""
+    from pi_notebook.audit import AuditLog
+    from pi_notebook.audit.notebook import output_digest
+
+    problems = []
+    notebook = nbformat.read(path, as_version=4)
+    with AuditLog(audit_url) as audit:
+        frame = audit.to_dataframe(kind="notebook_output")
+    records = dict(zip(frame["hash"], frame["payload"], strict=True))
+    for output in _stamped(notebook):
+        meta = output["metadata"]["pi_notebook"]
+        record = records.get(meta["record_hash"])
+        if record is None or record["run_id"] != meta["run_id"]:
+            problems.append(f"unknown output {meta['run_id']}")
+        elif output_digest(output["data"]) != record["output_digest"]:
+            problems.append(f"altered output {meta['run_id']}")
+    return problems
+
+
+def test_executed_quickstart_saved_and_converted_keeps_the_record(tmp_path: Path) -> None:
+    """nbclient runs the quickstart with no explicit wait after the read; the saved file,
+    converted by nbconvert's HTML exporter without widget state, still shows the SQL, a
+    result value and the answer, and every stamped output matches its audit record."""
+    from nbconvert import HTMLExporter
+
+    from pi_notebook.audit import verify_notebook
+
+    notebook = _execute("quickstart.ipynb")
+    stamped = _stamped(notebook)
+    assert len(stamped) == 2
+    for output in stamped:
+        assert {"text/html", "text/markdown", "text/plain"} <= set(output["data"])
+        meta = output["metadata"]["pi_notebook"]
+        assert {"run_id", "session_id", "model", "output_digest", "record_hash", "calls"} <= set(
+            meta
+        )
+        assert all(c["audit_hash"] and c["args_hash"] for c in meta["calls"])
+    assert [c["decision"] for o in stamped for c in o["metadata"]["pi_notebook"]["calls"]] == [
+        "allowed", "approved"]  # fmt: skip
+    path = tmp_path / "quickstart.ipynb"
+    notebook.metadata.pop("widgets", None)  # no widget state: the record must stand alone
+    nbformat.write(notebook, path)
+    html, _ = HTMLExporter().from_filename(str(path))
+    assert "SELECT status, COUNT(*) AS orders" in html
+    assert "delivered" in html  # a value of the result table
+    assert "query_database</code> finished" in html  # the answer, rendered from Markdown
+    assert "Error displaying widget" not in html
+    audit_url = f"sqlite:///{Path(os.environ['PI_NOTEBOOK_DATA_DIR']) / 'audit.sqlite'}"
+    assert _check_against_audit(path, audit_url) == []
+    report = verify_notebook(path, audit_url)
+    assert report.ok and report.outputs == 2, report.problems
+    edited = nbformat.read(path, as_version=4)
+    output = _stamped(edited)[0]
+    output["data"]["text/html"] = output["data"]["text/html"].replace("delivered", "lost")
+    nbformat.write(edited, path)
+    assert _check_against_audit(path, audit_url) == [
+        f"altered output {output['metadata']['pi_notebook']['run_id']}"
+    ]
+    report = verify_notebook(path, audit_url)
+    assert not report.ok and len(report.problems) == 1 and "altered" in report.problems[0]
+
+
+def test_pi_audit_verify_notebook_names_the_altered_output(tmp_path: Path) -> None:
+    """``%pi_audit --verify-notebook PATH`` passes on the executed quickstart and names the
+    output whose record was edited (needs the audit's ``verify_notebook``)."""
+    notebook = _execute("quickstart.ipynb")
+    path = tmp_path / "shared.ipynb"
+    nbformat.write(notebook, path)
+    check = nbformat.v4.new_code_cell(f"%pi_audit --verify-notebook {path}")
+    runner = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("%load_ext pi_notebook"), check]
+    )
+    nbclient.NotebookClient(runner, kernel_name="python3", timeout=120).execute()
+    assert "OK" in runner.cells[1].outputs[0]["text"]
+    output = _stamped(notebook)[0]
+    output["data"]["text/html"] = output["data"]["text/html"].replace("delivered", "lost")
+    nbformat.write(notebook, path)
+    runner.cells[1].outputs = []
+    nbclient.NotebookClient(runner, kernel_name="python3", timeout=120).execute()
+    text = runner.cells[1].outputs[0]["text"]
+    assert "altered" in text and "cell" in text

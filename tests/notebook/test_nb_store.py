@@ -14,6 +14,7 @@ from pi_notebook.extensions.events import ToolCallEvent, ToolResultEvent
 from pi_notebook.notebook.store import (
     ApprovalRequested,
     ApprovalResolved,
+    Decided,
     RunFailed,
     RunState,
     StopRequested,
@@ -152,10 +153,88 @@ def test_run_status_stop_and_failure() -> None:
     assert _fold([AgentStartEvent(), AgentEndEvent()]).status == "done"
     assert _fold([AgentStartEvent(), StopRequested(), AgentEndEvent()]).status == "stopped"
     failed = _fold([AgentStartEvent(), RunFailed(error="RuntimeError: x"), AgentEndEvent()])
-    assert failed.status == "error"
+    assert failed.status == "failed"
     assert failed.error == "RuntimeError: x"
 
 
 def test_unknown_events_leave_state_unchanged() -> None:
     state = _fold([_start("a")])
     assert reduce(state, object()) is state
+
+
+def _assistant(text_: str, *, stop_reason: str = "stop", error: str | None = None) -> list[object]:
+    from pi_notebook.agent.events import MessageEndEvent, MessageStartEvent
+    from pi_notebook.ai.messages import AssistantMessage, TextContent
+
+    message = AssistantMessage(content=[TextContent(text=text_)], stop_reason=stop_reason,
+                               error_message=error)  # fmt: skip
+    return [MessageStartEvent(message=message), MessageEndEvent(message=message)]
+
+
+def test_timeline_keeps_text_and_cards_in_the_order_they_happened() -> None:
+    state = _fold([AgentStartEvent(), *_assistant("Let me look."), _start("a"), _end("a"),
+                   *_assistant("Now the second."), _start("b"), _end("b"),
+                   *_assistant("Both done."), AgentEndEvent()])  # fmt: skip
+    assert state.timeline == (("text", 0), ("card", "a"), ("text", 1), ("card", "b"),
+                              ("text", 2))  # fmt: skip
+    assert state.assistant == ("Let me look.", "Now the second.", "Both done.")
+
+
+def test_truthful_run_words() -> None:
+    call = ToolCallEvent(tool_call_id="a", tool_name="query_database", input=None)
+    rejected = [_start("a"), call, ApprovalRequested(tool_call_id="a"),
+                ApprovalResolved(tool_call_id="a", decision="rejected"),
+                _end("a", "Rejected by user.", is_error=True)]  # fmt: skip
+    assert _fold([AgentStartEvent(), *rejected, AgentEndEvent()]).status == "blocked"
+    provider = _fold([AgentStartEvent(), *_assistant("", stop_reason="error", error="HTTP 500"),
+                      AgentEndEvent()])  # fmt: skip
+    assert provider.status == "failed" and provider.error == "HTTP 500"
+    # A stop is a stop, not a failure, even though the model's message ends with an error.
+    stopped = _fold([AgentStartEvent(), StopRequested(reason="interrupted"),
+                     *_assistant("", stop_reason="error", error="Operation aborted"),
+                     AgentEndEvent()])  # fmt: skip
+    assert (stopped.status, stopped.stop_reason, stopped.error) == ("stopped", "interrupted", None)
+
+
+def test_truthful_call_words() -> None:
+    call = ToolCallEvent(tool_call_id="x", tool_name="query_database", input=None)
+    ran = ToolResultEvent(tool_call_id="x", tool_name="query_database", input=None, content=[],
+                          details=None, is_error=False)  # fmt: skip
+
+    def word(*events: object, stop: bool = False) -> str:
+        prefix: list[object] = [StopRequested()] if stop else []
+        return _fold([*prefix, _start("x"), *events]).cards["x"].word
+
+    assert word(call, ran, _end("x")) == "allowed"
+    approve = [
+        ApprovalRequested(tool_call_id="x"),
+        ApprovalResolved(tool_call_id="x", decision="approved"),
+    ]
+    assert word(call, *approve, ran, _end("x")) == "approved"
+    for decision in ("rejected", "expired", "aborted"):
+        resolved = ApprovalResolved(tool_call_id="x", decision=decision)
+        assert word(call, resolved, _end("x", "no", is_error=True)) == decision
+    assert word(call, _end("x", "Refused: two statements", is_error=True)) == "refused"
+    assert word(call, ran, _end("x", "boom", is_error=True)) == "error"
+    assert word(call, ran, _end("x", "cancelled", is_error=True), stop=True) == "aborted"
+    granted = _fold(
+        [_start("x"), call, Decided(tool_call_id="x", decision="granted"), ran, _end("x")]
+    )
+    assert granted.cards["x"].word == "granted"
+
+
+def test_reducer_shares_all_but_one_chunk_of_cards() -> None:
+    """Issue 16: an event touches one card; the next state must not copy the others."""
+    state = _fold([_start(f"c{i}") for i in range(1000)])
+    after = reduce(state, _update("c500", "half way"))
+    before_chunks = state.cards._chunks  # pyright: ignore[reportPrivateUsage]
+    after_chunks = after.cards._chunks  # pyright: ignore[reportPrivateUsage]
+    shared = sum(a is b for a, b in zip(before_chunks, after_chunks, strict=True))
+    assert shared == len(before_chunks) - 1
+    assert after.cards["c500"].progress == "half way"
+    assert state.cards["c500"].progress is None  # the old state is untouched
+    assert after.order[:3] == ("c0", "c1", "c2") and len(after.order) == 1000
+    # Two states forked from one keep their own cards.
+    left, right = reduce(state, _start("left")), reduce(state, _start("right"))
+    assert "left" in left.cards and "left" not in right.cards
+    assert right.cards["right"].tool_call_id == "right" and left.order[-1] == "left"

@@ -1,8 +1,11 @@
 """The audit interface the backend and the gate write to, and how failures are handled.
 
 Records that must exist before something runs (final arguments, approvals, mismatches) are
-written ``durable=True`` and a failure stops the run (fail closed). Records about what already
-happened are best effort: a broken audit must not turn a committed write into an error.
+committed durably first, and a failure stops the run (fail closed): ``commit_before`` raises
+``AuditUnavailableError`` (its text starts "the audit store is unavailable") and the caller
+refuses ("Refused: not run: the audit store is unavailable", ``backend.AUDIT_UNAVAILABLE``). Records about
+what already happened are best effort: a broken audit must not turn a committed write into an
+error. Records may be typed (``pi_notebook.audit.records``) or a kind with a dict payload.
 """
 
 from __future__ import annotations
@@ -10,7 +13,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from pi_notebook.audit.records import AuditRecord
 
 __all__ = ["AuditSink", "commit_before", "record_after", "record_before"]
 
@@ -18,11 +24,16 @@ log = logging.getLogger("pi_notebook.sql.backend")
 
 
 class AuditSink(Protocol):
-    """What the backend needs from :class:`pi_notebook.audit.AuditLog`."""
+    """What the backend needs from :class:`pi_notebook.audit.AuditLog`.
+
+    ``record(..., durable=True)`` must return only once the record is committed and raise if
+    it cannot be. A sink may also have ``async commit(kind_or_record, payload, **ids)``
+    (``AuditLog`` does): async callers then await it instead of blocking a thread.
+    """
 
     def record(
         self,
-        kind: str,
+        kind: Any,
         payload: Mapping[str, Any] | None = None,
         *,
         tool_call_id: str | None = None,
@@ -32,34 +43,84 @@ class AuditSink(Protocol):
     ) -> Any: ...
 
 
+def _split(
+    record: str | AuditRecord, payload: Mapping[str, Any] | None, ids: dict[str, Any]
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    if isinstance(record, str):
+        return record, dict(payload or {}), ids
+    return (
+        record.kind,
+        record.payload(),
+        {"tool_call_id": record.tool_call_id, "tool_name": record.tool_name,
+         "policy_version": record.policy_version},
+    )  # fmt: skip
+
+
 def record_before(
-    audit: AuditSink | None, kind: str, payload: Mapping[str, Any], **ids: Any
-) -> None:
-    """Write a record that must be committed before the action; raises if it cannot be."""
-    if audit is not None:
-        audit.record(kind, dict(payload), durable=True, **ids)
+    audit: AuditSink | None,
+    record: str | AuditRecord,
+    payload: Mapping[str, Any] | None = None,
+    **ids: Any,
+) -> Any:
+    """Write a record that must be committed before the action (blocks: not on the loop).
+
+    Returns what the sink returned (``AuditLog``: the record's hash).
+
+    Raises:
+        AuditUnavailableError: (``AuditLog``) the record could not be committed; another sink
+            raises what it raises. Either way whatever it would authorise must not happen.
+    """
+    if audit is None:
+        return None
+    kind, body, ids = _split(record, payload, ids)
+    return audit.record(kind, body, durable=True, **ids)
 
 
 async def commit_before(
-    audit: AuditSink | None, kind: str, payload: Mapping[str, Any], **ids: Any
-) -> None:
-    """``record_before`` for async callers: waits for the commit without blocking the loop.
+    audit: AuditSink | None,
+    record: str | AuditRecord,
+    payload: Mapping[str, Any] | None = None,
+    *,
+    sync: bool = True,
+    **ids: Any,
+) -> str | None:
+    """``record_before`` for async callers: awaits the commit without blocking the loop.
+
+    With an ``AuditLog`` this awaits its writer's group commit (no thread per call); other
+    sinks run ``record(..., durable=True)`` in a thread. Returns the record's hash, if known.
+    ``sync=False`` is for records of what cannot change anything (a read's final arguments):
+    see ``AuditLog.commit``.
 
     Raises:
-        pi_notebook.errors.AuditUnavailableError: the record could not be committed in time;
-            whatever it would authorise must not happen.
+        AuditUnavailableError: (``AuditLog``) the record could not be committed in time;
+            another sink raises what it raises. Whatever it would authorise must not happen.
     """
-    if audit is not None:
-        await asyncio.to_thread(record_before, audit, kind, payload, **ids)
+    if audit is None:
+        return None
+    commit = getattr(audit, "commit", None)
+    if commit is None or not asyncio.iscoroutinefunction(commit):
+        result = await asyncio.to_thread(record_before, audit, record, payload, **ids)
+        return result if isinstance(result, str) else None
+    if isinstance(record, str):
+        return await commit(record, dict(payload or {}), sync=sync, **ids)
+    return await commit(record, sync=sync)
 
 
 def record_after(
-    audit: AuditSink | None, kind: str, payload: Mapping[str, Any], **ids: Any
+    audit: AuditSink | None,
+    record: str | AuditRecord,
+    payload: Mapping[str, Any] | None = None,
+    **ids: Any,
 ) -> None:
     """Write a record about something already done; a failure is logged, not raised."""
     if audit is None:
         return
     try:
-        audit.record(kind, dict(payload), **ids)
+        append = getattr(audit, "append", None)
+        if not isinstance(record, str) and callable(append):
+            append(record)
+            return
+        kind, body, ids = _split(record, payload, ids)
+        audit.record(kind, body, **ids)
     except Exception:  # the outcome stands whatever the audit does
-        log.exception("audit record %r failed", kind)
+        log.exception("audit record %r failed", record)

@@ -45,6 +45,7 @@ from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.backend.results import QueryOutcome, shape
 from pi_notebook.sql.backend.worker import (
     Bounds,
+    ConnectionSlot,
     DriftError,
     RunSettings,
     preview_statement,
@@ -108,7 +109,7 @@ class DatabaseBackend:
             self.backend)  # fmt: skip
         self.settings = RunSettings(
             row_cap=row_cap,
-            count_limit=max(count_limit, row_cap),
+            count_limit=max(count_limit, row_cap + 1),  # a capped read stops at the cap + 1
             statement_timeout_s=statement_timeout_s,
             progress_every=progress_every,
             arrow=use_arrow,
@@ -118,11 +119,13 @@ class DatabaseBackend:
         self._adbc = (AdbcPostgres(self.url, connect_timeout_s)
                       if use_arrow and self.backend == "postgresql" else None)  # fmt: skip
         self._execution = Execution(self.url, statement_timeout_s)
+        self._slot = ConnectionSlot()
 
     def dispose(self) -> None:
         """Close every pooled connection and let the worker thread go (the backend reconnects
         if used again)."""
         self._execution.close()
+        self._slot.release()
         if self._adbc is not None:
             self._adbc.close()
         self.engine.dispose()
@@ -206,7 +209,8 @@ class DatabaseBackend:
             bounds = Bounds(expected_rows=check.expected_rows, max_rows=check.max_rows)
         payload = {"sql": sql, "args_hash": final_hash, "verdict": verdict.kind,
                    "reasons": list(reasons), "dialect": self.dialect}  # fmt: skip
-        await self._durable(audit, "final_args", payload, ids)
+        # A read's record need not wait for the server's WAL flush (see commit_before).
+        await self._durable(audit, "final_args", payload, ids, sync=kind == "write")
         try:
             return await self._run_as(kind, sql, tool_call_id=tool_call_id, final_hash=final_hash,
                                       signal=signal, on_progress=on_progress, audit=audit,
@@ -215,11 +219,17 @@ class DatabaseBackend:
             raise self._drift(drift, bounds or Bounds(), sql, final_hash, audit, ids) from None
 
     async def _durable(
-        self, audit: AuditSink | None, kind: str, payload: dict[str, Any], ids: dict[str, Any]
+        self,
+        audit: AuditSink | None,
+        kind: str,
+        payload: dict[str, Any],
+        ids: dict[str, Any],
+        *,
+        sync: bool = True,
     ) -> None:
         """A record that must be committed before anything runs; refuses if it cannot be."""
         try:
-            await commit_before(audit, kind, payload, **ids)
+            await commit_before(audit, kind, payload, sync=sync, **ids)
         except Exception:  # AuditUnavailableError, or any other failure to commit: fail closed
             raise QueryRefused(AUDIT_UNAVAILABLE) from None
 
@@ -289,7 +299,7 @@ class DatabaseBackend:
             measured = await self._execution.call(
                 preview_statement, self.engine, self.backend, sql, plan, self.settings,
                 describe=lambda exc: describe_error(exc, self.url), signal=signal,
-                what="Preview",
+                what="Preview", slot=self._slot,
             )  # fmt: skip
         except QueryError as error:
             record_after(audit, "write_preview", {**base, "phase": "error", "error": str(error)}, **ids)  # fmt: skip
@@ -331,7 +341,7 @@ class DatabaseBackend:
         try:
             fetched = await self._execution.call(
                 run_statement, self.engine, self.backend, kind, sql, settings,
-                bounds=bounds, plan=plan, adbc=self._adbc, signal=signal,
+                bounds=bounds, plan=plan, adbc=self._adbc, slot=self._slot, signal=signal,
                 on_progress=on_progress,
             )  # fmt: skip
         except QueryError as error:

@@ -106,9 +106,9 @@ class Execution:
         progress = _threadsafe(loop, on_progress) if on_progress is not None else None
         job = _Job(fn, args, {**kwargs, "canceller": canceller, "progress": progress}, loop,
                    canceller)  # fmt: skip
-        self._put(job)
         timer = loop.call_later(self.timeout_s, self._on_timer, job)
         remove = signal.add_listener(lambda: self._abort(job)) if signal else None
+        self._put(job)  # last: the loop is free (awaiting) by the time the worker wants the GIL
         try:
             return await job.future
         except asyncio.CancelledError:

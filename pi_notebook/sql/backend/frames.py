@@ -95,9 +95,26 @@ class FrameBuilder:
                 pieces[:] = [_python(pieces, values)]
             else:
                 pieces.append(array)
+                if len(pieces) >= _COMPACT_AT:
+                    _compact(pieces)
 
 
 _HEAD_ROWS = 50
+_COMPACT_AT = 64  # Arrow pieces per column before they are joined into one
+
+
+def _compact(pieces: list[_Piece]) -> None:
+    """Join a column's trailing pieces of one type into one array, so a large result leaves a
+    few hundred long-lived objects instead of thousands (each would count towards the
+    collector's full collections, which stall the event loop)."""
+    import pyarrow as pa
+
+    last = pieces[-1].type
+    start = len(pieces)
+    while start > 0 and not isinstance(pieces[start - 1], list) and pieces[start - 1].type == last:
+        start -= 1
+    if len(pieces) - start > 1:
+        pieces[start:] = [pa.concat_arrays(pieces[start:])]
 
 
 @lru_cache(maxsize=512)

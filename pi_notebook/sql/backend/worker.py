@@ -11,6 +11,7 @@ window exact, and ends every transaction itself:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from pi_notebook.sql.backend.results import render_fetched
 
 __all__ = [
     "Bounds",
+    "ConnectionSlot",
     "DriftError",
     "Fetched",
     "RunSettings",
@@ -79,6 +81,52 @@ class DriftError(Exception):
         self.why = why
 
 
+class ConnectionSlot:
+    """One idle pooled connection kept between runs, so a run skips the pool's checkout and
+    checkin (the backend's worker runs one statement at a time). Thread-safe.
+
+    :meth:`release` (the backend's ``dispose``) returns the kept connection to the pool; a
+    connection taken before a release goes back to the pool instead of into the slot.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._raw: Any = None
+        self._generation = 0
+
+    def take(self, engine: sa.Engine) -> tuple[Any, int]:
+        """The kept connection, else a new one from the pool, and the slot's generation.
+
+        Raises:
+            ConnectFailed: the pool could not open a connection.
+        """
+        with self._lock:
+            raw, self._raw = self._raw, None
+            generation = self._generation
+        if raw is not None:
+            return raw, generation
+        try:
+            return engine.raw_connection(), generation
+        except Exception as exc:
+            raise ConnectFailed(exc) from exc
+
+    def give(self, raw: Any, generation: int) -> None:
+        """Keep ``raw`` for the next run (or return it to the pool if the slot moved on)."""
+        with self._lock:
+            if self._raw is None and generation == self._generation:
+                self._raw = raw
+                return
+        raw.close()
+
+    def release(self) -> None:
+        """Return the kept connection to the pool."""
+        with self._lock:
+            raw, self._raw = self._raw, None
+            self._generation += 1
+        if raw is not None:
+            raw.close()
+
+
 @contextmanager
 def transaction(
     engine: sa.Engine,
@@ -88,21 +136,25 @@ def transaction(
     canceller: Canceller,
     *,
     commit: bool,
+    slot: ConnectionSlot | None = None,
 ) -> Iterator[Any]:
     """A pooled DBAPI connection inside the transaction ``kind`` needs.
 
     The transaction commits only when ``commit`` is true, the body returned normally and no
     cancel was requested; anything else rolls back. A connection that cannot be rolled back
-    is invalidated, never returned to the pool.
+    is invalidated, never returned to the pool (nor kept in ``slot``).
 
     Raises:
         ConnectFailed: the connection could not be opened.
         Cancelled: a cancel was requested before the body ran or after it returned.
     """
-    try:
-        raw = engine.raw_connection()
-    except Exception as exc:
-        raise ConnectFailed(exc) from exc
+    if slot is not None:
+        raw, generation = slot.take(engine)
+    else:
+        try:
+            raw, generation = engine.raw_connection(), 0
+        except Exception as exc:
+            raise ConnectFailed(exc) from exc
     healthy = True
     try:
         begin(raw, backend, kind, timeout_s=settings.statement_timeout_s,
@@ -125,7 +177,12 @@ def transaction(
             healthy = False
         raise
     finally:
-        raw.close() if healthy else raw.invalidate()
+        if not healthy:
+            raw.invalidate()
+        elif slot is not None:
+            slot.give(raw, generation)
+        else:
+            raw.close()
 
 
 def run_statement(
@@ -140,6 +197,7 @@ def run_statement(
     bounds: Bounds | None = None,
     plan: WritePlan | None = None,
     adbc: AdbcPostgres | None = None,
+    slot: ConnectionSlot | None = None,
 ) -> Fetched:
     """Run ``sql`` in the mode of ``kind``; commit only an approved write that fully succeeded.
 
@@ -163,7 +221,7 @@ def run_statement(
         if fetched is not None:
             fetched.preview = render_fetched(fetched)
             return fetched
-    with transaction(engine, backend, kind, settings, canceller, commit=True) as raw:
+    with transaction(engine, backend, kind, settings, canceller, commit=True, slot=slot) as raw:
         fetched = _bounded(raw, backend, kind, sql, settings, canceller, progress, bounds, plan)
     fetched.build()  # the DataFrame, after the connection went back to the pool
     fetched.preview = render_fetched(fetched)  # off the event loop too
@@ -211,6 +269,7 @@ def preview_statement(
     canceller: Canceller,
     describe: Callable[[BaseException], str],
     progress: Callable[[int], None] | None = None,
+    slot: ConnectionSlot | None = None,
 ) -> Measured:
     """Measure the write ``sql`` in a transaction that is always rolled back.
 
@@ -222,7 +281,7 @@ def preview_statement(
         Exception: a cancel (abort, timeout) reached the driver; nothing changed.
     """
     out = Measured(notes=[])
-    with transaction(engine, backend, "write", settings, canceller, commit=False) as raw:
+    with transaction(engine, backend, "write", settings, canceller, commit=False, slot=slot) as raw:
         step = _Steps(raw, backend, canceller, describe, out.notes)
         chosen = step.run("the way to count its rows could not be checked",
                           lambda: choose_method(raw, backend, plan))  # fmt: skip

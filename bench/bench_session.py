@@ -1,0 +1,149 @@
+"""Benchmark of one audited ``query_database`` call through a whole session, as ratios.
+
+Each timing is ``SELECT 1`` through the path a user takes: an ``AgentSession`` with the
+database extension, a scripted model that asks for one call per turn, and the audit recorder
+writing every record (durable final arguments included) to a real store. Baselines in the
+same run, same data store:
+
+- bare: SQLAlchemy ``exec_driver_sql("SELECT 1").fetchall()`` on a reused connection;
+- no audit: the same session built with ``audit=False``.
+
+Targets (issue 16): audited call <= 600 us on SQLite and <= 1.5 ms on PostgreSQL; records per
+call is reported too (one record per fact).
+
+    .venv/bin/python bench/bench_session.py                       # SQLite data and audit
+    .venv/bin/python bench/bench_session.py --url postgresql+psycopg://postgres@127.0.0.1/bench
+    .venv/bin/python bench/bench_session.py --profile            # cProfile of the audited path
+
+``--url`` is used for both the data and the audit store; the audit tables there are dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import gc
+import pstats
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from pi_notebook import create_agent_session
+from pi_notebook.audit import AuditLog
+from pi_notebook.audit.schema import metadata
+from pi_notebook.database import database_extension
+from pi_notebook.testing import ScriptedModel, text, tool_call
+
+
+def _script(calls: int, tag: str) -> ScriptedModel:
+    """One warm-up call and its answer, then ``calls`` calls (one per turn) and an answer."""
+    steps: list[Any] = [[tool_call("query_database", {"sql": "SELECT 1"}, id=f"{tag}-warm")]]
+    steps.append(text("warm"))
+    steps += [
+        [tool_call("query_database", {"sql": "SELECT 1"}, id=f"{tag}-{i}")] for i in range(calls)
+    ]
+    steps.append(text("done"))
+    return ScriptedModel(steps)
+
+
+async def session_per_call(db_url: str, audit: AuditLog | None, calls: int, tag: str) -> float:
+    """Seconds per call of one prompt that makes ``calls`` calls (after one warm-up prompt)."""
+    session = create_agent_session(
+        model=_script(calls, tag),
+        extensions=[database_extension(url=db_url)],
+        audit=audit if audit is not None else False,
+        builtin_tools=False,
+    )
+    # The warm-up connects, starts the workers and fills the caches.
+    await session.prompt("warm up")
+    if audit is not None:
+        audit.flush()
+    session.agent.state.messages = []
+    gc.collect()
+    started = time.perf_counter()
+    await session.prompt("go")
+    elapsed = time.perf_counter() - started
+    for message in session.messages:
+        if getattr(message, "role", None) == "toolResult" and message.is_error:  # type: ignore[attr-defined]
+            raise SystemExit(f"a benchmark call failed: {message.content}")  # type: ignore[attr-defined]
+    await session.close()
+    return elapsed / calls
+
+
+def bare_per_call(db_url: str, calls: int) -> float:
+    engine = sa.create_engine(db_url)
+    with engine.connect() as conn:
+        conn.exec_driver_sql("SELECT 1").fetchall()
+        gc.collect()
+        started = time.perf_counter()
+        for _ in range(calls):
+            conn.exec_driver_sql("SELECT 1").fetchall()
+        elapsed = time.perf_counter() - started
+    engine.dispose()
+    return elapsed / calls
+
+
+def _reset_store(url: str) -> None:
+    engine = sa.create_engine(url)
+    metadata.drop_all(engine)
+    engine.dispose()
+
+
+def _records_per_call(log: AuditLog, tag: str) -> float:
+    frame = log.to_dataframe(session=log.session_id)
+    ids = frame["tool_call_id"].dropna()
+    ours = ids[ids.str.startswith(f"{tag}-")]
+    return len(ours) / max(1, ours.nunique())
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", help="SQLAlchemy URL for data and audit (default: SQLite files)")
+    parser.add_argument("--calls", type=int, default=400, help="calls per timing")
+    parser.add_argument("--repeat", type=int, default=3, help="timings: best of N")
+    parser.add_argument("--profile", action="store_true", help="print a cProfile of one run")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        db_url = args.url or f"sqlite:///{Path(tmp) / 'data.sqlite'}"
+        audit_url = args.url or f"sqlite:///{Path(tmp) / 'audit.sqlite'}"
+        _reset_store(audit_url)
+        print(f"data and audit: {sa.make_url(db_url).get_backend_name()}, {args.calls} calls")
+        if args.profile:
+            log = AuditLog(audit_url)
+            profiler = cProfile.Profile()
+            profiler.enable()
+            await session_per_call(db_url, log, args.calls, "prof")
+            profiler.disable()
+            log.close()
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
+            return
+        bare, plain, audited = float("inf"), float("inf"), float("inf")
+        per_call_records = 0.0
+        for r in range(args.repeat):
+            # Alternate the three so load on the shared machine hits each alike.
+            bare = min(bare, bare_per_call(db_url, args.calls * 10))
+            plain = min(plain, await session_per_call(db_url, None, args.calls, f"p{r}"))
+            log = AuditLog(audit_url)
+            audited = min(audited, await session_per_call(db_url, log, args.calls, f"a{r}"))
+            per_call_records = _records_per_call(log, f"a{r}")
+            log.close()
+        target = 600e-6 if sa.make_url(db_url).get_backend_name() == "sqlite" else 1500e-6
+        print(f"bare SQLAlchemy execute     {bare * 1e6:9.1f} us per call")
+        print(
+            f"session, no audit           {plain * 1e6:9.1f} us per call "
+            f"({plain / bare:.1f}x bare, +{(plain - bare) * 1e6:.0f} us)"
+        )
+        print(
+            f"session with audit          {audited * 1e6:9.1f} us per call "
+            f"({audited / bare:.1f}x bare, {audited / plain:.2f}x no audit; "
+            f"target <= {target * 1e6:.0f} us: {'met' if audited <= target else 'NOT met'})"
+        )
+        print(f"audit records per call      {per_call_records:9.1f}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

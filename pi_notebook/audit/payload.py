@@ -1,0 +1,79 @@
+"""What a record's payload and ids become before they are queued: storable on every engine.
+
+The payload becomes canonical JSON (the C encoder converts models, DataFrames and the like
+through ``to_jsonable`` as it meets them), redacted, truncated to a size, with lone surrogates
+escaped; the ids are cut to their column sizes (with a digest, so distinct ids stay distinct)
+and rid of NUL. So a record the store refuses should not exist; the writer still isolates one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from .encode import safe_field, to_jsonable
+from .redact import Redactor, dumps, truncate
+
+__all__ = ["LIMITS", "encode_payload", "storable_ids"]
+
+LIMITS = {"kind": 64, "tool_call_id": 255, "tool_name": 255, "policy_version": 64}
+"""Column sizes of the schema, in characters."""
+_ASCII_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+_ENCODER_CONVERTING = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+    default=to_jsonable,
+)  # fmt: skip
+
+
+def encode_payload(payload: Mapping[str, Any] | None, redactor: Redactor, max_bytes: int) -> str:
+    """The stored text of a payload: canonical JSON, redacted, truncated, storable anywhere.
+
+    Never raises for an awkward value (see ``to_jsonable``); a payload that is not a mapping
+    is wrapped as ``{"value": ...}``.
+    """
+    value: Any = None
+    text = ""
+    if payload is None:
+        payload = {}
+    if type(payload) is dict:
+        try:
+            # Most payloads are plain JSON already: let the C encoder take them as they
+            # are, converting only the values it does not know (models, DataFrames) on
+            # the way; anything it still refuses (NaN, odd keys, cycles) takes the
+            # slow path below.
+            text = _ENCODER_CONVERTING.encode(payload)
+        except (TypeError, ValueError, RecursionError):
+            text = ""
+    if not text:
+        value = to_jsonable(payload)
+        if not isinstance(value, dict):
+            value = {"value": value}
+        text = dumps(value)
+    text, value = redactor.redact_json(text, value)
+    if len(text) * 4 > max_bytes and (len(text.encode("utf-8", "surrogatepass")) > max_bytes):
+        text = truncate(json.loads(text) if value is None else value, text, max_bytes)
+        value = None
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: no store takes them; escape them
+            text = _ASCII_ENCODER.encode(json.loads(text) if value is None else value)
+    return text
+
+
+def storable_ids(
+    kind: str, tool_call_id: Any, tool_name: Any, policy_version: Any
+) -> tuple[list[Any], dict[str, int]]:
+    """The four id fields fit for their columns, and the original length of each one cut."""
+    fields: list[Any] = [kind, tool_call_id, tool_name, policy_version]
+    cut: dict[str, int] = {}
+    for i, name in enumerate(("kind", "tool_call_id", "tool_name", "policy_version")):
+        value = fields[i]
+        if value is not None and (
+            type(value) is not str or len(value) > 64 or not value.isascii() or "\x00" in value
+        ):
+            fields[i], original = safe_field(value, LIMITS[name])
+            if original is not None:
+                cut[name] = original
+    return fields, cut

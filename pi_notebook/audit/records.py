@@ -1,0 +1,285 @@
+"""Typed audit records: one small frozen dataclass per record kind, one writer per fact.
+
+Write a record with ``log.append(record)`` (queued) or ``await log.commit(record)`` (durable:
+returns the record's hash once it is on disk, raises ``AuditUnavailableError`` otherwise). The
+generic ``AuditLog.record(kind, payload)`` stays for third-party extensions; its payloads are
+free-form. What does not belong here: how records are encoded, chained or stored.
+
+Record kinds, who writes each (the one place per fact), and which are durable (committed
+before what they authorise happens):
+
+- ``session_start``, ``session_shutdown``: the recorder.
+- ``tool_execution_start`` (the raw arguments, S28), ``tool_execution_update`` (rate-limited),
+  ``tool_execution_end`` (outcome, duration, the result the model got): the recorder.
+- ``tool_call``: the session, once per call: the decision of the whole ``tool_call`` chain
+  (``allowed`` or ``blocked``) with the arguments execute gets.
+- ``approval`` (durable), ``grant_use`` (durable): the approval gates; their payload is
+  ``pi_notebook.approvals.records.ApprovalEntry`` (typed there, beside the gates).
+- ``final_args`` (durable), ``capability_mismatch`` (durable), ``query_refused``,
+  ``query_result``, ``query_error``, ``query_aborted``: the backend.
+- ``tool_result``: the recorder, only when a ``tool_result`` handler changed the result (the
+  result as ``execute`` returned it).
+- ``extension_error``: the recorder's error listener.
+- ``notebook_output`` (durable): the notebook, for a settled run's cell output.
+- ``audit_record_rejected``: the audit writer, in place of a record the store refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+__all__ = [
+    "AuditRecord",
+    "CapabilityMismatch",
+    "ExtensionError",
+    "FinalArgs",
+    "NotebookOutput",
+    "QueryAbort",
+    "QueryFailure",
+    "QueryRefusal",
+    "QueryResult",
+    "RecordRejected",
+    "SessionShutdown",
+    "SessionStart",
+    "ToolCallDecision",
+    "ToolExecutionEnd",
+    "ToolExecutionStart",
+    "ToolExecutionUpdate",
+    "ToolResultRecord",
+]
+
+_IDS = frozenset({"tool_call_id", "tool_name", "policy_version"})
+_PAYLOAD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditRecord:
+    """Base of the typed records: the ids every record may carry beside its payload."""
+
+    kind: ClassVar[str] = ""
+    """The record kind stored in the ``kind`` column."""
+    durable: ClassVar[bool] = False
+    """Whether the fact authorises something, so it must be committed before that happens."""
+
+    tool_call_id: str | None = None
+    """The call this record belongs to, if any."""
+    tool_name: str | None = None
+    """The tool of that call."""
+    policy_version: str | None = None
+    """The version of the policy that decided, where one did."""
+
+    def payload(self) -> dict[str, Any]:
+        """The payload: every field but the ids, by name (values as given; encoded later)."""
+        names = _PAYLOAD_FIELDS.get(type(self))
+        if names is None:
+            names = tuple(f.name for f in dataclasses.fields(self) if f.name not in _IDS)
+            _PAYLOAD_FIELDS[type(self)] = names
+        return {name: getattr(self, name) for name in names}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionStart(AuditRecord):
+    """A session started."""
+
+    kind: ClassVar[str] = "session_start"
+    model: Any = None
+    """The model, as ``provider:id``."""
+    active_tools: Any = None
+    """The active tool names at start."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolExecutionStart(AuditRecord):
+    """A call began: its raw arguments, before preparation and validation (S28)."""
+
+    kind: ClassVar[str] = "tool_execution_start"
+    args: Any = None
+    """The arguments as the model sent them."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolExecutionUpdate(AuditRecord):
+    """A partial result (the first of a call, then at most one per interval, and the last)."""
+
+    kind: ClassVar[str] = "tool_execution_update"
+    update: int = 0
+    """The update's number within the call (1-based, counting skipped ones)."""
+    skipped_before: int = 0
+    """Updates left out by the rate limit since the previous recorded one."""
+    partial_result: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    """The bounded summary of the partial result (``summarise_result``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallDecision(AuditRecord):
+    """The outcome of the whole ``tool_call`` chain, with the arguments execute gets (D8)."""
+
+    kind: ClassVar[str] = "tool_call"
+    decision: str = "allowed"
+    """``allowed`` or ``blocked``."""
+    reason: str | None = None
+    """Why it was blocked, as the model is told."""
+    input: Any = None
+    """The arguments after every handler ran."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinalArgs(AuditRecord):
+    """What the backend is about to run, and its own verdict (durable before it runs)."""
+
+    kind: ClassVar[str] = "final_args"
+    durable: ClassVar[bool] = True
+    sql: str
+    """The statement."""
+    args_hash: str
+    """The canonical hash of the final arguments."""
+    verdict: str
+    """The backend's classification: ``read`` or ``write``."""
+    reasons: Sequence[str] = ()
+    """The classifier's reasons."""
+    dialect: str = ""
+    """The sqlglot dialect it was checked with."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapabilityMismatch(AuditRecord):
+    """A write without a live capability for these exact arguments (D4); nothing ran."""
+
+    kind: ClassVar[str] = "capability_mismatch"
+    durable: ClassVar[bool] = True
+    sql: str
+    """The statement the backend was given."""
+    approved_hash: str | None
+    """The hash the approval bound to (``None`` without one)."""
+    final_hash: str
+    """The hash of the final arguments."""
+    reason: str
+    """Why the capability did not match."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueryRefusal(AuditRecord):
+    """The backend refused a statement before it reached the database."""
+
+    kind: ClassVar[str] = "query_refused"
+    sql: str
+    """The statement."""
+    reasons: Sequence[str] = ()
+    """Why."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueryResult(AuditRecord):
+    """A statement ran."""
+
+    kind: ClassVar[str] = "query_result"
+    row_count: int
+    """Rows returned (or affected, for a write)."""
+    truncated: bool
+    """Whether the DataFrame holds fewer rows than the statement returned."""
+    duration_ms: float
+    """The statement's wall time at the backend, fetch included."""
+    statement_kind: str
+    """``read`` or ``write``."""
+    args_hash: str
+    """The canonical hash of the arguments that ran."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueryFailure(AuditRecord):
+    """A statement failed; it was rolled back."""
+
+    kind: ClassVar[str] = "query_error"
+    error: str
+    """The short, credential-free error text."""
+    args_hash: str = ""
+    """The canonical hash of the arguments."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueryAbort(QueryFailure):
+    """A statement was cancelled by an abort; it was rolled back."""
+
+    kind: ClassVar[str] = "query_aborted"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResultRecord(AuditRecord):
+    """The result as ``execute`` returned it, kept only when a handler then changed it."""
+
+    kind: ClassVar[str] = "tool_result"
+    input: Any = None
+    """The arguments that were executed."""
+    is_error: bool = False
+    """Whether ``execute`` returned an error result."""
+    result: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    """Its bounded summary (``summarise_result``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolExecutionEnd(AuditRecord):
+    """A call ended: how, how long it took, and the result the model got."""
+
+    kind: ClassVar[str] = "tool_execution_end"
+    is_error: bool = False
+    """Whether the call ended as an error result."""
+    duration_ms: float | None = None
+    """Wall time from start to end, approval wait included."""
+    result: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    """The bounded summary of the final result (``summarise_result``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionShutdown(AuditRecord):
+    """The session closed."""
+
+    kind: ClassVar[str] = "session_shutdown"
+    open_calls: Sequence[str] = ()
+    """Calls that had started and not ended."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExtensionError(AuditRecord):
+    """An extension handler raised (S31)."""
+
+    kind: ClassVar[str] = "extension_error"
+    extension_path: Any = None
+    """Where the extension came from."""
+    event: Any = None
+    """The event type it was handling."""
+    error: Any = None
+    """The exception (summarised on encoding)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotebookOutput(AuditRecord):
+    """A settled run's durable cell output; its hash stamps the output's metadata."""
+
+    kind: ClassVar[str] = "notebook_output"
+    durable: ClassVar[bool] = True
+    run_id: str
+    """The run's id (also in the output's ``metadata["pi_notebook"]``)."""
+    output_digest: str
+    """``output_digest(output["data"])`` of the display output."""
+    calls: Sequence[Mapping[str, Any]] = ()
+    """The stamped calls: tool_call_id, tool_name, args_hash, decision, outcome, audit_hash."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordRejected(AuditRecord):
+    """Stands in the chain for a record the store refused (so the chain shows the gap)."""
+
+    kind: ClassVar[str] = "audit_record_rejected"
+    rejected_kind: str
+    """The kind of the refused record."""
+    error: str
+    """The store's error, short and credential-free."""
+    payload_sha256: str
+    """SHA-256 of the refused payload's text."""
+    payload_chars: int
+    """Its length in characters."""
+    payload_preview: str = ""
+    """Its first characters, ASCII-escaped."""

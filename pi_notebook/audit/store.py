@@ -1,0 +1,236 @@
+"""How one chained batch reaches the store: one transaction per batch, on a held connection.
+
+SQLite and PostgreSQL are written through the driver (prepared statements, ``executemany``):
+SQLAlchemy's per-transaction and per-row work is most of the cost of a small commit there.
+Other engines go through SQLAlchemy Core. A transaction that fails is rolled back and its
+connection discarded, so the next attempt starts on a fresh one. Only the writer thread uses a
+``RowStore``. What does not belong here: chaining, hashing, queueing and retrying (``writer``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from .schema import heads, records
+
+__all__ = ["Row", "RowStore"]
+
+# Up to this many rows a PostgreSQL batch is one INSERT ... VALUES statement (one round trip,
+# the common case of a call's few records); a huge VALUES list costs the server more to parse
+# and plan than a pipelined executemany.
+_ONE_STATEMENT_ROWS = 64
+
+_log = logging.getLogger("pi_notebook.audit")
+
+# (session_id, seq, ts, kind, tool_call_id, tool_name, user, policy_version, payload,
+#  prev_hash, hash): ts is a datetime, written as text on SQLite (SQLAlchemy's own format).
+Row = tuple[str, int, dt.datetime, str, str | None, str | None, str, str | None, str, str, str]
+
+_COLUMNS = (
+    'session_id, seq, ts, kind, tool_call_id, tool_name, "user", policy_version, payload, '
+    "prev_hash, hash"
+)
+_NAMES = (
+    "session_id",
+    "seq",
+    "ts",
+    "kind",
+    "tool_call_id",
+    "tool_name",
+    "user",
+    "policy_version",
+    "payload",
+    "prev_hash",
+    "hash",
+)
+
+
+def _sqlite_ts(ts: dt.datetime) -> str:
+    iso = ts.astimezone(dt.UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
+    return f"{iso[:10]} {iso[11:]}"
+
+
+class RowStore:
+    """Writes batches of ready rows and the session head, each batch in one transaction."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self._engine = engine
+        name = engine.dialect.name
+        self._raw = name in ("sqlite", "postgresql") and engine.dialect.paramstyle in (
+            "qmark",
+            "format",
+            "pyformat",
+        )
+        self._sqlite = name == "sqlite"
+        mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
+        marks = ", ".join([mark] * len(_NAMES))
+        self._insert = f"INSERT INTO pi_audit_records ({_COLUMNS}) VALUES ({marks})"
+        self._select_head = f"SELECT count, last_hash FROM pi_audit_heads WHERE session_id = {mark}"
+        self._update_head = f"UPDATE pi_audit_heads SET count = {mark}, last_hash = {mark} WHERE session_id = {mark}"
+        self._insert_head = f"INSERT INTO pi_audit_heads (session_id, count, last_hash) VALUES ({mark}, {mark}, {mark})"
+        self._row_marks = f"({marks})"
+        self._upsert_head = (
+            f"INSERT INTO pi_audit_heads (session_id, count, last_hash) VALUES ({mark}, {mark}, "
+            f"{mark}) ON CONFLICT (session_id) DO UPDATE SET count = EXCLUDED.count, "
+            "last_hash = EXCLUDED.last_hash"
+        )
+        self._sync = True  # the connection's synchronous_commit (PostgreSQL)
+        self._conn: Any = None  # the pooled connection held between batches (raw mode)
+        self._shared = isinstance(engine.pool, sa.StaticPool)  # one connection for everyone
+
+    # -- raw DBAPI path ------------------------------------------------------------
+    def _connection(self) -> Any:
+        if self._conn is None:
+            conn = self._engine.raw_connection()
+            if self._sqlite:
+                # Explicit transactions: BEGIN IMMEDIATE takes the write lock up front, under
+                # the busy timeout, instead of failing on a lock upgrade mid-transaction.
+                conn.driver_connection.isolation_level = None  # pyright: ignore[reportOptionalMemberAccess]
+            else:
+                conn.driver_connection.autocommit = True  # pyright: ignore[reportOptionalMemberAccess]
+                self._sync = True
+            self._conn = conn
+        return self._conn
+
+    def _discard(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            self._restore(conn)
+        except Exception:  # a broken connection may refuse; it is dropped anyway
+            _log.debug("audit: resetting the writer's connection failed", exc_info=True)
+        try:
+            if self._shared:
+                conn.close()  # the one connection of an in-memory store must survive
+            else:
+                conn.invalidate()
+        except Exception:
+            _log.debug("audit: discarding the writer's connection failed", exc_info=True)
+
+    def _restore(self, conn: Any) -> None:
+        # Hand the connection back as the pool gave it.
+        driver = conn.driver_connection
+        if self._sqlite:
+            driver.isolation_level = ""
+        else:
+            if not self._sync:
+                driver.execute("SET synchronous_commit TO DEFAULT")
+            driver.autocommit = False
+
+    def close(self) -> None:
+        """Return the held connection to the pool."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            self._restore(conn)
+            conn.close()
+        except Exception:
+            _log.debug("audit: releasing the writer's connection failed", exc_info=True)
+
+    def load_head(self, session_id: str) -> tuple[int, str] | None:
+        """The session's committed (count, last hash), or ``None`` if it has no head yet.
+
+        Raises:
+            Exception: whatever the driver raised.
+        """
+        if not self._raw:
+            with self._engine.connect() as conn:
+                found = conn.execute(
+                    sa.select(heads.c.count, heads.c.last_hash).where(
+                        heads.c.session_id == session_id
+                    )
+                ).first()
+        else:
+            conn = self._connection()
+            cur = conn.driver_connection.cursor()
+            try:
+                cur.execute(self._select_head, (session_id,))
+                found = cur.fetchone()
+            except BaseException:
+                cur.close()
+                self._discard()
+                raise
+            cur.close()
+        return (int(found[0]), str(found[1])) if found is not None else None
+
+    def write(
+        self, session_id: str, rows: Sequence[Row], head_exists: bool, *, sync: bool = True
+    ) -> None:
+        """Insert ``rows`` and set the head to the last row's (seq, hash), atomically.
+
+        Args:
+            sync: PostgreSQL only: wait for the server to flush the commit to its WAL
+                (``synchronous_commit``). Without it the commit is complete and visible at
+                once and survives a crash of this process, but a crash of the server's
+                machine may lose the last fraction of a second (as SQLite's ``synchronous=
+                NORMAL`` in WAL mode, the SQLite store's setting).
+
+        Raises:
+            Exception: whatever the driver raised; nothing of the batch is then committed.
+        """
+        if not self._raw:
+            self._write_core(session_id, rows, head_exists)
+            return
+        count, last = rows[-1][1], rows[-1][10]
+        conn = self._connection()
+        driver = conn.driver_connection
+        cur = driver.cursor()
+        try:
+            if self._sqlite:
+                cur.execute("BEGIN IMMEDIATE")
+                cur.executemany(self._insert, [(*r[:2], _sqlite_ts(r[2]), *r[3:]) for r in rows])
+                if head_exists:
+                    cur.execute(self._update_head, (count, last, session_id))
+                else:
+                    cur.execute(self._insert_head, (session_id, count, last))
+                cur.execute("COMMIT")
+            else:
+                if sync != self._sync:
+                    cur.execute(f"SET synchronous_commit TO {'on' if sync else 'off'}")
+                    self._sync = sync
+                if len(rows) <= _ONE_STATEMENT_ROWS:
+                    # One statement, so one round trip and its own transaction (autocommit):
+                    # the rows and the head commit together or not at all.
+                    values = ", ".join([self._row_marks] * len(rows))
+                    cur.execute(
+                        f"WITH ins AS (INSERT INTO pi_audit_records ({_COLUMNS}) VALUES {values}) "
+                        f"{self._upsert_head}",
+                        [v for r in rows for v in r] + [session_id, count, last],
+                    )
+                else:  # a large batch: the driver's pipelined executemany, in a transaction
+                    with driver.transaction():
+                        cur.executemany(self._insert, rows)
+                        cur.execute(self._upsert_head, (session_id, count, last))
+        except BaseException:
+            try:
+                if self._sqlite and driver.in_transaction:
+                    cur.execute("ROLLBACK")
+            except Exception:  # the connection is discarded next
+                pass
+            cur.close()
+            self._discard()
+            raise
+        cur.close()
+
+    # -- SQLAlchemy Core path (MySQL, MariaDB, ...) -------------------------------
+    def _write_core(self, session_id: str, rows: Sequence[Row], head_exists: bool) -> None:
+        count, last = rows[-1][1], rows[-1][10]
+        with self._engine.begin() as conn:
+            conn.execute(sa.insert(records), [dict(zip(_NAMES, r, strict=True)) for r in rows])
+            if head_exists:
+                conn.execute(
+                    sa.update(heads)
+                    .where(heads.c.session_id == session_id)
+                    .values(count=count, last_hash=last)
+                )
+            else:
+                conn.execute(
+                    sa.insert(heads).values(session_id=session_id, count=count, last_hash=last)
+                )

@@ -1,0 +1,95 @@
+"""Provenance of a run's record: the audit hashes its calls end with, and its own record.
+
+When a run settles, :func:`call_stamps` reads from the audit, for each call of the run, the
+hash of its last record, its arguments hash and whether a grant let it run; the record's
+output is digested (:func:`pi_notebook.audit.notebook.output_digest`) and
+:func:`record_output` writes a durable ``notebook_output`` record ``{"run_id",
+"output_digest", "calls"}`` whose hash stamps the output's metadata. A shared ``.ipynb`` can
+then be checked against the store (``pi_notebook.audit.verify_notebook``).
+
+Both functions block on the store (a flush and a read): call them in a worker thread. They
+never raise: without an audit, or when it cannot be read, the stamps say ``None``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CallStamp", "args_hash_of", "call_stamps", "record_output"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallStamp:
+    """What the audit says about one call of the run."""
+
+    tool_call_id: str
+    audit_hash: str | None = None
+    args_hash: str | None = None
+    granted: bool = False
+    approval: str | None = None
+
+
+def args_hash_of(args: Any) -> str:
+    """SHA-256 of the canonical JSON of ``args`` (for calls the audit kept no hash of)."""
+    text = json.dumps(args, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _records(audit: Any, session_id: str, since: dt.datetime, kind: str | None = None) -> Any:
+    return audit.to_dataframe(session=session_id, since=since, kind=kind)
+
+
+def call_stamps(
+    audit: Any, session_id: str, call_ids: list[str], since: dt.datetime
+) -> dict[str, CallStamp]:
+    """Per call id of this run (records at or after ``since``): last hash, args hash, grant."""
+    if audit is None or not call_ids:
+        return {}
+    try:
+        frame = _records(audit, session_id, since)
+    except Exception:
+        log.exception("pi_notebook: could not read the audit to stamp the run")
+        return {}
+    wanted = set(call_ids)
+    found: dict[str, dict[str, Any]] = {}
+    for call_id, kind, payload, hash_ in zip(
+        frame["tool_call_id"], frame["kind"], frame["payload"], frame["hash"], strict=True
+    ):
+        if call_id not in wanted:
+            continue
+        row = found.setdefault(call_id, {})
+        row["audit_hash"] = hash_  # records come in seq order: the last one wins
+        payload = payload if isinstance(payload, dict) else {}
+        if kind == "final_args" and payload.get("args_hash"):
+            row["args_hash"] = payload["args_hash"]
+        elif kind == "approval":
+            row.setdefault("args_hash", payload.get("args_hash"))
+            row["approval"] = payload.get("decision")
+        elif kind == "grant_use":
+            row["granted"] = True
+    return {call_id: CallStamp(tool_call_id=call_id, **row) for call_id, row in found.items()}
+
+
+def record_output(audit: Any, session_id: str, payload: dict[str, Any],
+                  since: dt.datetime) -> str | None:  # fmt: skip
+    """Write the durable ``notebook_output`` record; returns its hash (``None`` if it failed)."""
+    if audit is None:
+        return None
+    try:
+        audit.record("notebook_output", payload, durable=True)
+        frame = _records(audit, session_id, since, kind="notebook_output")
+    except Exception:
+        log.exception("pi_notebook: could not record the run's output in the audit")
+        return None
+    for stored, hash_ in zip(reversed(list(frame["payload"])), reversed(list(frame["hash"])),
+                             strict=True):  # fmt: skip
+        if isinstance(stored, dict) and stored.get("run_id") == payload["run_id"]:
+            return str(hash_)
+    return None

@@ -1,0 +1,324 @@
+"""The durable record of a settled run: the display output a notebook file keeps.
+
+``record_bundle(state, info)`` returns the MIME bundle that replaces the live view when a run
+settles: ``text/html`` that needs no kernel and no widget state (status, the assistant's text
+rendered from Markdown by markdown-it-py, each call's card with its SQL, decision, outcome,
+rows and a preview of its result), ``text/markdown`` with the assistant's text, and a readable
+``text/plain``. The live cards use the same pieces (:func:`card_html`), so what a person saw
+while the run went on is what the file keeps.
+
+Everything that came from the model, a tool or the database is escaped; the model's Markdown
+is rendered with raw HTML disabled. Colours are JupyterLab's CSS variables (with fallbacks
+for viewers without them), so the record follows the light and dark themes.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from markdown_it import MarkdownIt
+
+from .format import format_count, format_seconds, frame_html
+from .store import CardState, RunState
+
+__all__ = [
+    "RECORD_CSS",
+    "RUN_WORDS",
+    "RunInfo",
+    "args_html",
+    "card_head_html",
+    "card_html",
+    "card_summary",
+    "card_tone",
+    "error_html",
+    "markdown_html",
+    "progress_html",
+    "reasons_html",
+    "record_bundle",
+    "result_dataframe",
+    "result_html",
+    "run_word",
+]
+
+_MD = MarkdownIt("commonmark", {"html": False}).enable("table").enable("strikethrough")
+
+RUN_WORDS = {
+    "idle": "⏳ starting",
+    "running": "● running",
+    "done": "✔ done",
+    "failed": "✘ failed",
+    "stopped": "■ stopped",
+    "blocked": "⊘ blocked",
+}
+_TONE = {
+    "allowed": "ok", "approved": "ok", "granted": "ok", "done": "ok",
+    "rejected": "warn", "expired": "warn", "refused": "warn", "blocked": "warn",
+    "awaiting approval": "warn",
+    "error": "bad", "failed": "bad",
+    "aborted": "muted", "stopped": "muted", "queued": "muted", "idle": "muted",
+    "running": "busy",
+}  # fmt: skip
+
+RECORD_CSS = """<style>
+.pi-rec{font-family:var(--jp-ui-font-family,sans-serif);font-size:var(--jp-ui-font-size1,13px);color:var(--jp-ui-font-color1,#212121)}
+.pi-rec .pi-head{margin:2px 0 6px 0;color:var(--jp-ui-font-color2,#616161)}
+.pi-rec .pi-word{font-weight:bold}
+.pi-rec .pi-ok{color:var(--jp-success-color1,#2e7d32)}
+.pi-rec .pi-warn{color:var(--jp-warn-color1,#e65100)}
+.pi-rec .pi-bad{color:var(--jp-error-color1,#c62828)}
+.pi-rec .pi-busy{color:var(--jp-brand-color1,#1565c0)}
+.pi-rec .pi-muted{color:var(--jp-ui-font-color2,#616161)}
+.pi-rec .pi-text{margin:4px 0;line-height:1.45}
+.pi-rec .pi-text p{margin:4px 0}
+.pi-rec .pi-text table,.pi-rec .pi-table{border-collapse:collapse;margin:4px 0}
+.pi-rec .pi-text th,.pi-rec .pi-text td,.pi-rec .pi-table th,.pi-rec .pi-table td{border:1px solid var(--jp-border-color2,#e0e0e0);padding:2px 8px;text-align:left}
+.pi-rec .pi-table th{background:var(--jp-layout-color2,#eeeeee)}
+.pi-rec .pi-num{text-align:right !important;font-variant-numeric:tabular-nums}
+.pi-rec .pi-card{border:1px solid var(--jp-border-color2,#e0e0e0);border-left:4px solid var(--jp-border-color1,#bdbdbd);border-radius:3px;padding:4px 8px;margin:6px 0;background:var(--jp-layout-color1,#fff)}
+.pi-rec .pi-card.pi-ok{border-left-color:var(--jp-success-color1,#2e7d32)}
+.pi-rec .pi-card.pi-warn{border-left-color:var(--jp-warn-color1,#e65100)}
+.pi-rec .pi-card.pi-bad{border-left-color:var(--jp-error-color1,#c62828)}
+.pi-rec .pi-card.pi-busy{border-left-color:var(--jp-brand-color1,#1565c0)}
+.pi-rec .pi-card{color:var(--jp-ui-font-color1,#212121)}
+.pi-rec .pi-card-head{display:flex;flex-wrap:wrap;gap:0 8px;align-items:baseline}
+.pi-rec .pi-tool{font-family:var(--jp-code-font-family,monospace);color:var(--jp-ui-font-color2,#616161)}
+.pi-rec .pi-meta{color:var(--jp-ui-font-color2,#616161)}
+.pi-rec .pi-id{color:var(--jp-ui-font-color3,#9e9e9e);font-size:smaller;margin-left:auto}
+.pi-rec pre.pi-sql,.pi-rec pre.pi-args,.pi-rec pre.pi-content,.pi-rec pre.pi-error{white-space:pre-wrap;word-break:normal;overflow-wrap:normal;overflow-x:auto;margin:4px 0;padding:4px 6px;font-family:var(--jp-code-font-family,monospace);font-size:var(--jp-code-font-size,12px);background:var(--jp-layout-color2,#f5f5f5);color:var(--jp-content-font-color1,#212121);border-radius:2px}
+.pi-rec pre.pi-error{color:var(--jp-error-color1,#c62828)}
+.pi-rec .pi-reasons{margin:2px 0;color:var(--jp-ui-font-color2,#616161)}
+.pi-rec .pi-table-wrap{max-width:100%;max-height:22em;overflow:auto;margin:4px 0}
+.pi-rec .pi-table{font-size:var(--jp-code-font-size,12px)}
+.pi-rec .pi-table-note{color:var(--jp-ui-font-color2,#616161);font-size:smaller}
+.pi-rec .pi-error-line{color:var(--jp-error-color1,#c62828)}
+.pi-rec .pi-prompt{border:2px solid var(--jp-warn-color1,#e65100);border-radius:3px;background:var(--jp-layout-color1,#fff)}
+.pi-rec .pi-preview{margin:4px 0}
+.pi-rec .pi-sql-editor textarea{font-family:var(--jp-code-font-family,monospace);font-size:var(--jp-code-font-size,12px)}
+</style>"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunInfo:
+    """What a record says about its run besides the store's state.
+
+    Attributes:
+        run_id: the run's id (also in the stamped metadata).
+        model: ``provider:id`` of the model that answered.
+        label_of: a tool's label from its name.
+        usage: a short line of tokens (and cost), when known.
+        elapsed: seconds the run took.
+        preview_rows: rows of each result table the record keeps.
+    """
+
+    run_id: str
+    model: str
+    label_of: Callable[[str], str] = str
+    usage: str | None = None
+    elapsed: float | None = None
+    preview_rows: int = 10
+
+
+def result_dataframe(details: Any) -> Any:
+    """The result DataFrame in a tool result's ``details`` (``details["dataframe"]``), if any."""
+    import pandas as pd  # here, not at import time: importing the notebook layer stays light
+
+    frame = details.get("dataframe") if isinstance(details, dict) else None
+    return frame if isinstance(frame, pd.DataFrame) else None
+
+
+def markdown_html(text: str) -> str:
+    """The model's Markdown as HTML (raw HTML in it is escaped, not rendered)."""
+    return _MD.render(text)
+
+
+def _tone(word: str) -> str:
+    return "pi-" + _TONE.get(word, "muted")
+
+
+def _rows_note(card: CardState) -> str | None:
+    details = card.details if isinstance(card.details, dict) else {}
+    count = details.get("row_count")
+    if not isinstance(count, int):
+        return None
+    frame = result_dataframe(details)
+    if details.get("statement_kind") == "write" and (frame is None or not len(frame.columns)):
+        return f"{format_count(count)} row{'' if count == 1 else 's'} changed"
+    more = "" if details.get("row_count_exact", True) else "more than "
+    return f"{more}{format_count(count)} row{'' if count == 1 else 's'}"
+
+
+def card_summary(card: CardState) -> str:
+    """``approved · 3 rows changed · 0.04 s``: the word, then what it did and how long."""
+    parts = [card.word]
+    note = _rows_note(card) if card.status == "done" else None
+    if note:
+        parts.append(note)
+    if card.duration is not None:
+        parts.append(format_seconds(card.duration))
+    return " · ".join(parts)
+
+
+def args_html(args: Any) -> str:
+    if isinstance(args, dict) and isinstance(args.get("sql"), str):
+        sql = f"<pre class='pi-sql'>{html.escape(args['sql'])}</pre>"
+        rest = {k: v for k, v in args.items() if k != "sql"}
+        if rest:
+            sql += f"<pre class='pi-args'>{html.escape(json.dumps(rest, default=str))}</pre>"
+        return sql
+    if args in (None, {}):
+        return ""
+    try:
+        text = json.dumps(args, indent=2, default=str, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(args)
+    return f"<pre class='pi-args'>{html.escape(text)}</pre>"
+
+
+def card_head_html(card: CardState, label: str, *, elapsed: float | None = None) -> str:
+    """The card's first line: label, tool, the status word with rows and duration, call id.
+
+    ``elapsed`` (seconds) is shown for a call still running.
+    """
+    word = card.word
+    summary = card_summary(card)
+    if elapsed is not None and card.status in ("running", "queued", "awaiting approval"):
+        summary += f" · {format_seconds(elapsed)}"
+    return (
+        "<div class='pi-card-head'>"
+        f"<b>{html.escape(label)}</b><span class='pi-tool'>{html.escape(card.tool_name)}</span>"
+        f"<span class='pi-word pi-status {_tone(word)}'>{html.escape(summary)}</span>"
+        f"<span class='pi-id'>{html.escape(card.tool_call_id)}</span></div>"
+    )
+
+
+def progress_html(card: CardState) -> str:
+    """The latest progress text of a call still going, else nothing."""
+    if card.progress and card.status not in ("done", "error", "blocked"):
+        return f"<div class='pi-meta'><i>{html.escape(card.progress)}</i></div>"
+    return ""
+
+
+def reasons_html(reasons: tuple[str, ...]) -> str:
+    """Why a call needed approval, one reason each."""
+    if not reasons:
+        return ""
+    items = "; ".join(html.escape(r) for r in reasons)
+    return f"<div class='pi-reasons'>Needs approval because: {items}</div>"
+
+
+def result_html(card: CardState, *, preview_rows: int = 10) -> str:
+    """A finished call's result: its table (formatted, scrolling), or its text if no table."""
+    if card.status != "done":
+        return ""
+    frame = result_dataframe(card.details)
+    if frame is not None and len(frame.columns):
+        total = card.details.get("row_count") if isinstance(card.details, dict) else None
+        kept = len(frame)
+        return frame_html(frame, max_rows=preview_rows,
+                          total=max(total, kept) if isinstance(total, int) else kept)  # fmt: skip
+    if frame is None and card.content:
+        # No DataFrame: the tool's text is its result, so show it (not folded away).
+        return f"<pre class='pi-content'>{html.escape(chr(10).join(card.content))}</pre>"
+    return ""
+
+
+def error_html(card: CardState) -> str:
+    """Why the call failed or was stopped, if it was."""
+    return f"<pre class='pi-error'>{html.escape(card.error)}</pre>" if card.error else ""
+
+
+def card_tone(card: CardState) -> str:
+    """The CSS class of the card's colour (``pi-ok``, ``pi-warn``, ``pi-bad``, ...)."""
+    return _tone(card.word)
+
+
+def card_html(card: CardState, label: str, *, preview_rows: int = 10,
+              reasons: tuple[str, ...] = ()) -> str:  # fmt: skip
+    """One call as HTML: header, SQL or arguments, why it needed approval, result, error."""
+    return (
+        f"<div class='pi-card {card_tone(card)}' data-call='{html.escape(card.tool_call_id)}'>"
+        f"{card_head_html(card, label)}{args_html(card.args)}{reasons_html(reasons)}"
+        f"{result_html(card, preview_rows=preview_rows)}{error_html(card)}</div>"
+    )
+
+
+def run_word(state: RunState) -> str:
+    """The run's status as shown: ``✔ done``, ``■ stopped (interrupted)``, ..."""
+    word = RUN_WORDS[state.status]
+    if state.status == "stopped" and state.stop_reason == "interrupted":
+        word += " (interrupted)"
+    return word
+
+
+def _head(state: RunState, info: RunInfo) -> str:
+    word = run_word(state)
+    calls = len(state.cards)
+    bits = [f"<span class='pi-word pi-run-status {_tone(state.status)}'>{word}</span>"]
+    bits.append(f"{calls} call{'' if calls == 1 else 's'}")
+    if info.elapsed is not None:
+        bits.append(format_seconds(info.elapsed))
+    bits.append(f"model {html.escape(info.model)}")
+    if info.usage:
+        bits.append(html.escape(info.usage))
+    return f"<div class='pi-head'>{' · '.join(bits)}</div>"
+
+
+def _timeline_html(state: RunState, info: RunInfo) -> str:
+    out: list[str] = []
+    for kind, key in state.timeline:
+        if kind == "text":
+            text = state.assistant[key] if key < len(state.assistant) else ""
+            if text.strip():
+                out.append(f"<div class='pi-text'>{markdown_html(text)}</div>")
+        else:
+            card = state.cards.get(key)
+            if card is not None:
+                out.append(card_html(card, info.label_of(card.tool_name),
+                                     preview_rows=info.preview_rows, reasons=card.reasons))  # fmt: skip
+    return "".join(out)
+
+
+def _plain(state: RunState, info: RunInfo) -> str:
+    calls = len(state.cards)
+    lines = [f"{run_word(state)} · {calls} call{'' if calls == 1 else 's'} · model {info.model}"]  # fmt: skip
+    for kind, key in state.timeline:
+        if kind == "text":
+            text = state.assistant[key] if key < len(state.assistant) else ""
+            if text.strip():
+                lines += ["", text.strip()]
+            continue
+        card = state.cards.get(key)
+        if card is None:
+            continue
+        lines += ["", f"[{info.label_of(card.tool_name)} · {card.tool_name}] {card_summary(card)}"]
+        sql = card.args.get("sql") if isinstance(card.args, dict) else None
+        if isinstance(sql, str):
+            lines += [f"    {line}" for line in sql.splitlines()]
+        frame = result_dataframe(card.details)
+        if frame is not None and len(frame.columns) and card.status == "done":
+            table = frame.head(info.preview_rows).to_string(index=False, max_colwidth=40)
+            lines += [f"    {line}" for line in table.splitlines()]
+        elif card.content and card.status == "done":
+            lines += [f"    {line}" for line in "\n".join(card.content).splitlines()[:20]]
+        if card.error:
+            lines += [f"    ! {line}" for line in card.error.splitlines()[:5]]
+    if state.error:
+        lines += ["", f"! {state.error}"]
+    return "\n".join(lines)
+
+
+def record_bundle(state: RunState, info: RunInfo) -> dict[str, str]:
+    """The record's MIME bundle: ``text/html``, ``text/markdown`` and ``text/plain``."""
+    error = f"<div class='pi-error-line'>{html.escape(state.error)}</div>" if state.error else ""
+    notices = "".join(f"<div class='pi-meta'>{html.escape(n)}</div>" for n in state.notices)
+    body = (
+        f"<div class='pi-rec pi-record' data-run='{html.escape(info.run_id)}'>{RECORD_CSS}"
+        f"{_head(state, info)}{_timeline_html(state, info)}{notices}{error}</div>"
+    )
+    answer = state.assistant_text.strip()
+    markdown = answer or f"*{run_word(state)}*"
+    return {"text/html": body, "text/markdown": markdown, "text/plain": _plain(state, info)}
