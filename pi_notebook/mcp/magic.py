@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,13 +28,18 @@ from pi_notebook.mcp.extension import McpExtension
 
 __all__ = [
     "CONFIG_FILE",
+    "MCP_SOURCE",
     "config_file",
     "file_servers",
     "initial_servers",
+    "notebook_extension",
     "parse_add",
     "run_mcp_magic",
     "servers_frame",
 ]
+
+MCP_SOURCE = "<mcp>"
+"""The extension path of the notebook's MCP extension (each tool's origin names its server)."""
 
 CONFIG_FILE = "pi_notebook_mcp.json"
 USAGE = (
@@ -70,6 +76,33 @@ def file_servers(path: Path | None = None) -> dict[str, dict[str, Any]]:
 def initial_servers(setting: Mapping[str, Any], path: Path | None = None) -> dict[str, Any]:
     """The file's servers, then the setting's (a name in both takes the setting's)."""
     return {**file_servers(path), **dict(setting)}
+
+
+_file_read: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def notebook_extension(config: Any) -> McpExtension | None:
+    """The MCP extension for the notebook settings' ``mcp_servers``, or ``None`` without servers.
+
+    The first call for a settings object merges in the config file's servers (a name already
+    in the setting keeps the setting's); a file that cannot be used is reported in one line and
+    left out.
+
+    Raises:
+        ConfigurationError: a configured server is unusable (the message names it).
+    """
+    if config not in _file_read:
+        _file_read.add(config)
+        try:
+            merged = initial_servers(config.mcp_servers)
+        except ConfigurationError as exc:
+            print(f"pi_notebook: MCP servers not read: {exc}")
+        else:
+            if merged != dict(config.mcp_servers):
+                config.mcp_servers = merged
+    if not config.mcp_servers:
+        return None
+    return McpExtension(dict(config.mcp_servers), extension_path=MCP_SOURCE)
 
 
 def _pairs(values: list[str], what: str) -> dict[str, str]:
@@ -179,7 +212,10 @@ def run_mcp_magic(
             return f"Added MCP server {name!r}, but it did not start: {ext.failures[name]}"
         tools = sorted(t.name for t in (ext.tools.values() if ext else ()) if t.server == name)
         if not tools:
-            return f"Added MCP server {name!r}; it starts with the session (%pi_mcp list shows its tools)."
+            return (
+                f"Added MCP server {name!r}; it starts with the next run "
+                "(%pi_mcp list shows its tools then)."
+            )
         return f"Added MCP server {name!r}: tools {', '.join(tools)}."
     if verb == "remove":
         name = rest.strip()

@@ -6,7 +6,7 @@ a change applies from the next ``%%pi`` cell. Secrets stay in environment variab
 
 from __future__ import annotations
 
-from traitlets import Float, Int, List, Unicode
+from traitlets import Dict, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
 __all__ = ["PiNotebook"]
@@ -45,4 +45,9 @@ class PiNotebook(Configurable):
     ).tag(config=True)
     excluded_tools = List(
         Unicode(), help="Tool names kept out of the registry (wins over allowed_tools)."
+    ).tag(config=True)
+    mcp_servers = Dict(
+        help="MCP servers whose tools the session offers, {name: {command, args, env} or "
+        "{url, headers}} (docs/mcp.md); also read from pi_notebook_mcp.json in the Jupyter "
+        "config directory. %pi_mcp add/remove change it.",
     ).tag(config=True)

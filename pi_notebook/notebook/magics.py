@@ -40,7 +40,7 @@ def _parse(parser: _Parser, line: str) -> argparse.Namespace:
 @magics_class
 class PiMagics(Magics):
     """``%%pi``, ``%pi_tools``, ``%pi_audit``, ``%pi_approvals``, ``%pi_abort``, ``%pi_model``,
-    ``%pi_connect``, ``%pi_extension`` and ``%pi_result``."""
+    ``%pi_connect``, ``%pi_extension``, ``%pi_result`` and ``%pi_mcp``."""
 
     def __init__(self, shell: Any, state: NotebookState) -> None:
         super().__init__(shell)
@@ -108,7 +108,7 @@ class PiMagics(Magics):
             self.state.choose_tools(args.activate, args.deactivate)
         active_set = set(session.active_tool_names)
         rows = [{
-            "name": name, "label": tool.definition.label, "source": tool.source_info.path,
+            "name": name, "label": tool.definition.label, "source": str(tool.source_info),
             "kind": tool.source_info.kind, "active": name in active_set,
             "description": tool.definition.description,
         } for name, tool in registry.items()]  # fmt: skip
@@ -308,3 +308,29 @@ class PiMagics(Magics):
             raise UsageError(f"{problems[0].message}; fix {path.name} and run %pi_extension again.")
         tools = [n for n, t in session.tool_registry.items() if t.source_info.path == str(path)]
         print(f"Loaded {path.name}: tools {', '.join(tools) or '(none)'}.")
+
+    @line_magic
+    def pi_mcp(self, line: str) -> Any:
+        """MCP servers: ``%pi_mcp add NAME -- COMMAND ARGS...``, ``%pi_mcp list``,
+        ``%pi_mcp remove NAME`` (docs/mcp.md)."""
+        from ..errors import ConfigurationError
+
+        try:
+            from ..mcp.magic import run_mcp_magic
+        except ImportError as exc:
+            raise UsageError(str(exc)) from None
+
+        def apply(servers: dict[str, Any]) -> None:
+            self._idle("change the MCP servers")
+            self._rebuild(mcp_servers=servers)
+
+        self.state.current_session()  # the first build reads the config file's servers
+        try:
+            result = run_mcp_magic(line, dict(self.state.config.mcp_servers), apply=apply,
+                                   extension=lambda: getattr(self.state, "mcp", None))  # fmt: skip
+        except ConfigurationError as exc:
+            raise UsageError(str(exc)) from None
+        if isinstance(result, str):
+            print(result)
+            return None
+        return result

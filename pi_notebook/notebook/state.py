@@ -101,6 +101,7 @@ class NotebookState:
         database = database_extension(url=url, approval_timeout_s=cfg.approval_timeout,
                                       row_cap=cfg.row_cap,
                                       statement_timeout_s=cfg.statement_timeout)  # fmt: skip
+        mcp = self._mcp_extension()
         audit_url = cfg.audit_url or None
         audit, new_audit = self._audit_for(audit_url)
         try:
@@ -110,6 +111,7 @@ class NotebookState:
                     self._events_extension,
                     labelled_extension(database, DATABASE_SOURCE),
                     *self._context_extensions(),
+                    *([mcp] if mcp is not None else []),
                     *cfg.extensions,
                 ],
                 allowed_tool_names=cfg.allowed_tools,
@@ -138,12 +140,30 @@ class NotebookState:
         old_audit = self.audit
         self.audit, self._audit_url = audit, audit_url
         self.database, self.database_url, self.stale = database, url, False
+        self.mcp = mcp
         then = old_audit.close if new_audit and old_audit is not None else None
         if old is not None:
             self._close_later(old, then)
         elif then is not None:
             then()
         return session
+
+    def _mcp_extension(self) -> Any:
+        """The MCP client extension of ``PiNotebook.mcp_servers`` (docs/mcp.md), or ``None``."""
+        from ..errors import ConfigurationError
+
+        try:
+            from ..mcp.magic import notebook_extension
+        except ImportError:  # the mcp extra is not installed
+            if self.config.mcp_servers:
+                raise UsageError(
+                    'MCP servers need the MCP SDK: pip install "pi-notebook[mcp]"'
+                ) from None
+            return None
+        try:
+            return notebook_extension(self.config)
+        except ConfigurationError as exc:
+            raise UsageError(f"PiNotebook.mcp_servers: {exc}; fix it with %pi_mcp") from None
 
     def _context_extensions(self) -> list[Any]:
         """The notebook-context extension ({name} in prompts, DataFrames mentioned by name)."""
