@@ -84,8 +84,16 @@ class Agent:
         if self._controller is not None:
             self._controller.abort(reason)
 
-    async def prompt(self, prompt: str | Message | Sequence[Message]) -> None:
-        """Run the agent on a prompt until the model stops calling tools."""
+    async def prompt(
+        self,
+        prompt: str | Message | Sequence[Message],
+        *,
+        controller: AbortController | None = None,
+    ) -> None:
+        """Run the agent on a prompt until the model stops calling tools.
+
+        ``controller`` lets a host that did work before the run (and could be aborted
+        during it) hand over its abort: an already-aborted controller ends the run at once."""
         if self.state.is_running:
             raise AgentBusyError("The agent is already running; wait for it or abort it first.")
         if isinstance(prompt, str):
@@ -94,7 +102,7 @@ class Agent:
             prompts = list(prompt)
         else:
             prompts = [prompt]
-        controller = self._controller = AbortController()
+        controller = self._controller = controller or AbortController()
         self.state.is_running = True
         config = LoopConfig(
             model=self.state.model,

@@ -274,7 +274,7 @@ def make_describe_tool(
     async def execute(
         tool_call_id: str, params: DescribeDatabaseParams, signal: Any, on_update: Any, ctx: Any
     ) -> ToolResult:
-        schema = await cache.get()
+        schema = await cache.get(signal=signal)
         whole = not params.tables
         if whole:
             tables, unknown = list(schema.tables), []
@@ -329,7 +329,7 @@ def register_schema_context(
         if budget <= 0:
             return None
         # Raises when the database cannot be read: reported, and the prompt goes on without.
-        schema = await cache.get()
+        schema = await cache.get(signal=getattr(ctx, "signal", None))
         summary = schema_summary(schema, semantic=semantic, budget=budget)
         return {"system_prompt": f"{event.system_prompt}\n\n{summary}"}
 

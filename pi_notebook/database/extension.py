@@ -115,7 +115,9 @@ class DatabaseExtension:
         pi.on("tool_call", make_gate(self, backend, pi))
         pi.on("tool_result", self._tell_model_of_edit)
         pi.on("tool_execution_end", lambda event, _ctx: self._call_ended(backend, event))
-        self.schema = SchemaCache(backend.engine, backend.dialect, ttl_s=self.schema_ttl_s)
+        self.schema = SchemaCache(
+            backend.engine, backend.dialect, ttl_s=self.schema_ttl_s, offload=backend.offload
+        )
         register_schema_context(pi, self.schema, query_tool=TOOL_NAME, semantic=self.semantic,
                                 budget=self.schema_budget_chars, policy=self.data_policy)  # fmt: skip
         if self.data_policy is not None:

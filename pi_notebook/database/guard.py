@@ -70,7 +70,7 @@ def register_data_policy(
 
     async def fresh_schema(event: Any, ctx: Any) -> None:
         if event.tool_name == query_tool:
-            problems = policy.problems(await cache.get())
+            problems = policy.problems(await cache.get(signal=getattr(ctx, "signal", None)))
             if problems:  # a rule that matches nothing protects nothing: refuse to guess
                 raise ValueError(
                     f"the data policy names what the database does not have ({'; '.join(problems)}); "

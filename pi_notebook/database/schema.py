@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine.reflection import Inspector
 
-from pi_notebook.errors import QueryError
+from pi_notebook.ai.abort import AbortSignal
+from pi_notebook.errors import QueryAborted, QueryError
 from pi_notebook.sql.backend import describe_error
 
 __all__ = [
@@ -224,6 +225,14 @@ def _inspect_duckdb(engine: sa.Engine) -> SchemaInfo:
     )
 
 
+class Offload(Protocol):
+    """Runs a blocking read off the loop, released by ``signal`` (``DatabaseBackend.offload``)."""
+
+    def __call__(
+        self, fn: Callable[..., Any], *args: Any, signal: AbortSignal | None = None
+    ) -> Awaitable[Any]: ...
+
+
 def inspect_schema(engine: sa.Engine, dialect: str) -> SchemaInfo:
     """Read the schema behind ``engine`` (blocking: call it in a worker thread).
 
@@ -245,8 +254,16 @@ class SchemaCache:
             session show up); ``None`` keeps it until :meth:`invalidate`.
     """
 
-    def __init__(self, engine: sa.Engine, dialect: str, *, ttl_s: float | None = 600) -> None:
+    def __init__(
+        self,
+        engine: sa.Engine,
+        dialect: str,
+        *,
+        ttl_s: float | None = 600,
+        offload: Offload | None = None,
+    ) -> None:
         self._engine = engine
+        self._offload = offload
         self.dialect = dialect
         self.ttl_s = ttl_s
         self._schema: SchemaInfo | None = None
@@ -272,12 +289,15 @@ class SchemaCache:
         """The schema last read, even if older than ``ttl_s`` (``None`` once invalidated)."""
         return self._schema
 
-    async def get(self) -> SchemaInfo:
-        """The schema, read in a worker thread when not cached (concurrent callers share one
-        read).
+    async def get(self, *, signal: AbortSignal | None = None) -> SchemaInfo:
+        """The schema, read off the event loop when not cached (concurrent callers share one
+        read). With an ``offload`` (the backend's), the read runs on the backend's worker,
+        bounded by its statement timeout, and ``signal`` releases the caller at once even
+        while a connect hangs.
 
         Raises:
-            QueryError: the database could not be read (a short text without credentials).
+            QueryError: the database could not be read (a short text without credentials);
+                ``QueryAborted`` when ``signal`` aborted.
         """
         schema = self.cached
         if schema is not None:
@@ -286,9 +306,20 @@ class SchemaCache:
             schema = self.cached
             if schema is None:
                 try:
-                    schema = await asyncio.to_thread(inspect_schema, self._engine, self.dialect)
+                    if self._offload is not None:
+                        schema = await self._offload(
+                            inspect_schema, self._engine, self.dialect, signal=signal
+                        )
+                    else:
+                        schema = await asyncio.to_thread(inspect_schema, self._engine, self.dialect)
+                except QueryAborted:
+                    raise
                 except Exception as exc:  # short and credential-free: it may reach the model
-                    detail = describe_error(exc, self._engine.url)
+                    detail = (
+                        str(exc)  # already short and scrubbed by the backend
+                        if isinstance(exc, QueryError)
+                        else describe_error(exc, self._engine.url)
+                    )
                     raise QueryError(f"The database schema could not be read. {detail}") from None
                 self._schema, self._read_at = schema, time.monotonic()
                 self.reads += 1

@@ -32,7 +32,7 @@ from ..agent.types import (
     BeforeToolCallResult,
     ExecutionMode,
 )
-from ..ai.abort import AbortSignal
+from ..ai.abort import AbortController, AbortSignal
 from ..ai.messages import Message, TextContent, ToolResultMessage, to_text_parts
 from ..ai.model import Model
 from ..ai.usage import UsageMeter, UsageTotals
@@ -119,7 +119,7 @@ class AgentSession:
         self._subscribers: list[SessionListener] = []
         self._closed = False
         self._started = False
-        self._preparing = False
+        self._preparing: AbortController | None = None  # set while input/before_agent_start run
         self._usage = UsageMeter()
         self.runner = ExtensionRunner()
         self.tool_approvals = ToolApprovals(lambda: self._audit)
@@ -233,11 +233,16 @@ class AgentSession:
 
     @property
     def signal(self) -> AbortSignal | None:
-        return direct_call_signal() or self.agent.signal
+        direct = direct_call_signal()
+        if direct is not None:
+            return direct
+        if self._preparing is not None:
+            return self._preparing.signal
+        return self.agent.signal
 
     @property
     def is_running(self) -> bool:
-        return self.agent.state.is_running
+        return self._preparing is not None or self.agent.state.is_running
 
     @property
     def closed(self) -> bool:
@@ -411,20 +416,22 @@ class AgentSession:
         stops calling tools."""
         if self._closed:
             raise SessionClosedError("This session is closed; create a new one to prompt again.")
-        if self.is_running or self._preparing:
+        if self.is_running or self._preparing is not None:
             raise AgentBusyError("A prompt is already running; wait for it or call abort().")
-        self._preparing = True
+        # One abort for the whole prompt: Stop during input/before_agent_start (a schema read
+        # stuck on a silent server, say) reaches their ctx.signal, then the run ends at once.
+        controller = self._preparing = AbortController()
         try:
             await self.start()
             prepared = await prepare_prompt(self.runner, text, self._prompts.base)
         finally:
-            self._preparing = False
+            self._preparing = None
         if prepared is None:
             return  # an input handler handled it
         self._prompts.begin(prepared.system_prompt)
         self._hooks.install(self.agent)  # for this prompt's requests
         try:
-            await self.agent.prompt(prepared.messages)
+            await self.agent.prompt(prepared.messages, controller=controller)
         finally:
             self._prompts.end()
 
@@ -444,7 +451,9 @@ class AgentSession:
         )
 
     def abort(self, reason: str | None = None) -> None:
-        """Abort the running prompt, if any."""
+        """Abort the running prompt, if any (also while its pre-model handlers run)."""
+        if self._preparing is not None:
+            self._preparing.abort(reason)
         self.agent.abort(reason)
 
     async def close(self) -> None:
