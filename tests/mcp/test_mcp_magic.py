@@ -77,7 +77,7 @@ def test_add_and_remove_change_the_setting() -> None:
     )
     assert (
         message
-        == "Added MCP server 'toy'; it starts with the session (%pi_mcp list shows its tools)."
+        == "Added MCP server 'toy'; it starts with the next run (%pi_mcp list shows its tools then)."
     )
     assert settings == {"old": {"command": "x"}, "toy": {"command": "python", "args": ["toy.py"]}}
     with pytest.raises(
@@ -110,7 +110,7 @@ async def test_list_shows_each_server_with_its_status_and_tools(tmp_path: Path) 
             "failed: MCP server 'broken' could not be started"
         )
         added = run_mcp_magic("add more -- x", servers, apply=lambda s: None, extension=lambda: ext)
-        assert "starts with the session" in added
+        assert "starts with the next run" in added
     finally:
         await session.close()
     assert (
