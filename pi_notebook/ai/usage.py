@@ -12,14 +12,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .messages import AssistantMessage, Message
+from .messages import AssistantMessage, Message, Usage
 from .pricing import cost_usd, price_for
 
 __all__ = ["UsageMeter", "UsageTotals", "usage_of"]
 
 
 @dataclass(kw_only=True)
-class UsageTotals:
+class UsageTotals(Usage):
     """Tokens in and out, cost and request count of some model requests.
 
     Attributes:
@@ -32,21 +32,8 @@ class UsageTotals:
             are not counted).
     """
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
     cost_usd: float | None = 0.0
     requests: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return (
-            self.input_tokens
-            + self.output_tokens
-            + self.cache_read_tokens
-            + self.cache_write_tokens
-        )
 
     @property
     def prompt_tokens(self) -> int:

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 import pandas as pd
-import yaml
 
 from pi_notebook.database.tool import ModelContent
 from pi_notebook.errors import ConfigurationError
 from pi_notebook.sql.backend import QueryOutcome, render_preview
 
+from .files import load_document
 from .lineage import Source, referenced_tables, trace
 from .protected_values import ProtectedValues
 from .schema import SchemaCache, SchemaInfo
@@ -132,16 +132,7 @@ def load_policy(source: DataPolicy | Mapping[str, Any] | str | Path) -> DataPoli
     """
     if isinstance(source, DataPolicy):
         return source
-    where = "data_policy"
-    if isinstance(source, str | Path):
-        path = Path(source).expanduser()
-        where = f"data policy file {path}"
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigurationError(f"Cannot read the {where}: {exc}") from None
-    else:
-        data = source
+    data, where = load_document(source, "data policy", inline="data_policy")
     rules, version = _rules_from(data, where)
     if version is None:
         canonical = json.dumps(

@@ -25,11 +25,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pi_notebook.errors import ConfigurationError
 
+from .files import load_document
 from .schema import SchemaInfo
 
 __all__ = ["Example", "SemanticLayer", "TableSemantics", "load_semantic", "sample_semantic_path"]
@@ -105,16 +105,7 @@ def load_semantic(source: str | Path | SemanticLayer | dict[str, Any]) -> Semant
     """
     if isinstance(source, SemanticLayer):
         return source
-    where = "semantic layer"
-    if isinstance(source, str | Path):
-        path = Path(source).expanduser()
-        where = f"semantic file {path}"
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigurationError(f"Cannot read the {where}: {exc}") from None
-    else:
-        data = source
+    data, where = load_document(source, "semantic", inline="semantic layer")
     if data is None:
         data = {}
     try:

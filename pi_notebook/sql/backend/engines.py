@@ -7,6 +7,7 @@ per statement (see :mod:`.readonly`). Nothing here decides what may run.
 from __future__ import annotations
 
 import math
+import os
 import sqlite3
 from typing import Any
 
@@ -86,9 +87,15 @@ def create_backend_engine(
             kwargs["poolclass"] = StaticPool
     elif backend == "duckdb":
         # No host files, and no Python replacement scans: without this, `FROM df` would read
-        # any pandas variable of the kernel by name.
+        # any pandas variable of the kernel by name. DuckDB runs inside the kernel: a memory
+        # limit stops aggregates over huge inputs (string_agg, list) with an error instead of
+        # taking the kernel's RAM (the classifier bounds repeat/lpad/printf/range itself).
         connect_args = {
-            "config": {"enable_external_access": False, "python_enable_replacements": False}
+            "config": {
+                "enable_external_access": False,
+                "python_enable_replacements": False,
+                "memory_limit": os.environ.get(DUCKDB_MEMORY_ENV, DUCKDB_MEMORY_LIMIT),
+            }
         }
     elif backend == "postgresql":
         connect_args = {"connect_timeout": max(2, math.ceil(connect_timeout_s))}
@@ -111,6 +118,11 @@ def create_backend_engine(
         event.listen(engine, "connect", _on_postgres_connect)
     return engine
 
+
+DUCKDB_MEMORY_LIMIT = "1GB"
+"""DuckDB's memory limit for the tool's connections (``PI_NOTEBOOK_DUCKDB_MEMORY_LIMIT``
+overrides it, e.g. ``4GB``)."""
+DUCKDB_MEMORY_ENV = "PI_NOTEBOOK_DUCKDB_MEMORY_LIMIT"
 
 # SQLite runs in the kernel's own process: cap the size of any one value (a string or blob
 # built by randomblob/printf/replace/a recursive CTE) so a read cannot exhaust its memory.
