@@ -223,11 +223,13 @@ DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 def _doc_shot(locator: Any, name: str) -> None:
-    """A screenshot the README shows (docs/images/) and a copy in test-artifacts/."""
-    DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+    """A screenshot the README shows, in test-artifacts/; with PI_NOTEBOOK_UPDATE_DOC_IMAGES=1
+    it also replaces the copy in docs/images/ (a test run never dirties the checkout)."""
     ARTIFACTS.mkdir(exist_ok=True)
-    locator.screenshot(path=str(DOC_IMAGES / name))
-    (ARTIFACTS / name).write_bytes((DOC_IMAGES / name).read_bytes())
+    locator.screenshot(path=str(ARTIFACTS / name))
+    if os.environ.get("PI_NOTEBOOK_UPDATE_DOC_IMAGES") == "1":
+        DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+        (DOC_IMAGES / name).write_bytes((ARTIFACTS / name).read_bytes())
 
 
 def _idle(page: Any) -> None:
