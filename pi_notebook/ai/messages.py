@@ -56,7 +56,7 @@ class ToolCall:
 
     id: str
     name: str
-    arguments: Any = field(default_factory=dict)
+    arguments: Any = field(default_factory=dict[str, Any])
     parse_error: str | None = None
     type: Literal["toolCall"] = "toolCall"
 
@@ -99,7 +99,7 @@ class UserMessage:
 
 @dataclass(kw_only=True)
 class AssistantMessage:
-    content: list[AssistantContent] = field(default_factory=list)
+    content: list[AssistantContent] = field(default_factory=list[AssistantContent])
     stop_reason: StopReason = "stop"
     usage: Usage = field(default_factory=Usage)
     model: str = ""
@@ -121,7 +121,7 @@ class AssistantMessage:
 class ToolResultMessage:
     tool_call_id: str
     tool_name: str
-    content: list[TextContent] = field(default_factory=list)
+    content: list[TextContent] = field(default_factory=list[TextContent])
     details: Any = None
     is_error: bool = False
     usage: Usage | None = None

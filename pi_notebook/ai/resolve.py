@@ -30,7 +30,7 @@ def resolve_model(spec: str | Model) -> Model:
             first answer reports it, so a notebook can set the key afterwards.
     """
     if not isinstance(spec, str):
-        if isinstance(spec, Model):
+        if isinstance(spec, Model):  # pyright: ignore[reportUnnecessaryIsInstance] - untyped callers
             return spec
         raise ModelSpecError(f"model must be {ACCEPTED}; got a {type(spec).__name__}.")
     text = spec.strip()

@@ -87,9 +87,9 @@ def approval_method(ui: Any) -> Callable[[ApprovalRequest], Awaitable[Any]] | No
     """
     if ui is None:
         return None
-    found = inspect.getattr_static(ui, "request_approval", None)
+    found: Any = inspect.getattr_static(ui, "request_approval", None)
     if isinstance(found, staticmethod | classmethod):
-        found = found.__func__
+        found = cast(Any, found).__func__
     if not inspect.iscoroutinefunction(found):
         return None
     return cast(Callable[[ApprovalRequest], Awaitable[Any]], ui.request_approval)
@@ -203,8 +203,10 @@ def _validated(value: Any, via: str) -> tuple[ApprovalOutcome | None, str]:
     if value.decision not in ("approved", "rejected"):
         return None, f"the approval UI answered {value.decision!r}; only approved or rejected count"
     edited = value.edited_args
-    if edited is not None and not (
-        isinstance(edited, dict) and all(isinstance(k, str) for k in edited)  # pyright: ignore[reportUnknownVariableType]
+    raw_edit: Any = edited  # a UI may answer with anything: check its shape at run time
+    if raw_edit is not None and not (
+        isinstance(raw_edit, dict)
+        and all(isinstance(k, str) for k in cast(dict[Any, Any], raw_edit))
     ):
         return None, "the edited arguments are not a dict with string keys"
     if value.grant is not None and not isinstance(value.grant, Grant):  # pyright: ignore[reportUnnecessaryIsInstance]

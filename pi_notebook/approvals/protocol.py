@@ -15,7 +15,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pandas as pd  # pyright: ignore[reportMissingTypeStubs]
 
 __all__ = [
     "ApprovalOutcome",

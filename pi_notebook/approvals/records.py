@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, cast, get_args
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pandas as pd  # pyright: ignore[reportMissingTypeStubs]
 
 __all__ = [
     "APPROVAL_COLUMNS",
@@ -149,11 +149,11 @@ def approvals_dataframe(
     its redaction applies (a password literal in an approved statement is masked here too).
     ``audit=None`` gives the empty frame with these columns.
     """
-    import pandas as pd
+    import pandas as pd  # pyright: ignore[reportMissingTypeStubs]
 
     records = approval_records(audit, session=session, tool_call_id=tool_call_id)
-    frame = pd.DataFrame([asdict(r) for r in records], columns=APPROVAL_COLUMNS)
-    frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True)
+    frame: Any = pd.DataFrame([asdict(r) for r in records], columns=APPROVAL_COLUMNS)
+    frame["timestamp"] = cast(Any, pd).to_datetime(frame["timestamp"], utc=True)
     frame["affected_rows"] = frame["affected_rows"].astype("Int64")
     return frame
 
@@ -164,14 +164,21 @@ def approval_records(
     """The decisions of :func:`approvals_dataframe`, as :class:`ApprovalRecord` objects."""
     if audit is None:
         return []
-    frame = audit.to_dataframe(session=session, tool_call_id=tool_call_id,
-                               kind=list(APPROVAL_KINDS))  # fmt: skip
+    frame: Any = audit.to_dataframe(session=session, tool_call_id=tool_call_id,
+                                    kind=list(APPROVAL_KINDS))  # fmt: skip
     out: list[ApprovalRecord] = []
-    for row in frame.to_dict("records"):
-        raw = row.get("payload")
-        payload: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        args, preview, grant = payload.get("args"), payload.get("preview"), payload.get("grant")
-        rows = preview.get("affected_rows") if isinstance(preview, dict) else None
+    rows_of_frame: list[dict[str, Any]] = frame.to_dict("records")
+    for row in rows_of_frame:
+        raw: Any = row.get("payload")
+        payload: dict[str, Any] = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
+        args: Any = payload.get("args")
+        preview: Any = payload.get("preview")
+        grant: Any = payload.get("grant")
+        rows: Any = (
+            cast(dict[str, Any], preview).get("affected_rows")
+            if isinstance(preview, dict)
+            else None
+        )
         kind = str(row.get("kind"))
         out.append(
             ApprovalRecord(
@@ -180,14 +187,18 @@ def approval_records(
                 args_hash=str(payload.get("args_hash", "")),
                 decision=str(payload.get("decision", "granted" if kind == "grant_use" else "")),
                 policy_version=_opt(row.get("policy_version")),
-                sql=_opt(args.get("sql")) if isinstance(args, dict) else None,
+                sql=_opt(cast(dict[str, Any], args).get("sql")) if isinstance(args, dict) else None,
                 user=_opt(payload.get("user", row.get("user"))),
                 approver=_opt(payload.get("approver")),
                 session_id=_opt(row.get("session_id")),
                 reason=_opt(payload.get("reason")),
                 affected_rows=rows if isinstance(rows, int) else None,
                 original_args_hash=_opt(payload.get("original_args_hash")),
-                grant_id=_opt(grant.get("grant_id")) if isinstance(grant, dict) else None,
+                grant_id=(
+                    _opt(cast(dict[str, Any], grant).get("grant_id"))
+                    if isinstance(grant, dict)
+                    else None
+                ),
                 kind=kind,
                 audit_hash=_opt(row.get("hash")),
                 timestamp=_datetime(row.get("timestamp")),

@@ -13,7 +13,7 @@ import reprlib
 from collections.abc import Mapping
 from typing import Any
 
-import pandas as pd
+import pandas as pd  # pyright: ignore[reportMissingTypeStubs]
 from pydantic import BaseModel, Field
 
 from ..agent.types import ToolResult, ToolUpdateCallback
@@ -52,8 +52,9 @@ def summarise(value: Any) -> tuple[str, dict[str, Any]]:
     """Text for the model and details for the app; bounded whatever the value."""
     kind = f"{type(value).__module__}.{type(value).__qualname__}".removeprefix("builtins.")
     if isinstance(value, pd.DataFrame):
-        dtypes = ", ".join(f"{c}: {t}" for c, t in value.dtypes.astype(str).items())
-        head = value.head(HEAD_ROWS).to_string(max_colwidth=40)
+        frame: Any = value  # pandas ships no complete stubs
+        dtypes = ", ".join(f"{c}: {t}" for c, t in frame.dtypes.astype(str).items())
+        head = str(frame.head(HEAD_ROWS).to_string(max_colwidth=40))
         text = f"type: {kind}\nshape: {value.shape[0]} rows x {value.shape[1]} columns\ncolumns: {dtypes}\nhead:\n{head}"
         details: dict[str, Any] = {
             "type": kind,

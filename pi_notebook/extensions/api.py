@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
@@ -29,10 +29,11 @@ def check_tool_definition(definition: ToolDefinition[Any], owner: str) -> None:
     name = getattr(definition, "name", None)
     if not isinstance(name, str) or not name:
         raise ToolRegistrationError(f"{owner}: a tool needs a non-empty name")
-    parameters = getattr(definition, "parameters", None)
+    # Checked at run time: a definition may come from untyped code.
+    parameters: Any = getattr(definition, "parameters", None)
     if not (isinstance(parameters, type) and issubclass(parameters, BaseModel)):
         raise ToolRegistrationError(
-            f'{owner}: tool "{name}" has parameters of type {type(parameters).__name__}; '
+            f'{owner}: tool "{name}" has parameters of type {type(cast(object, parameters)).__name__}; '
             "it needs a pydantic model class (an object schema)"
         )
     try:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast
 
 from .api import ExtensionAPI
 from .runner import Extension, ExtensionRunner
@@ -108,7 +108,7 @@ def _resolve(source: ExtensionSource, inline_index: int) -> tuple[SourceInfo, Fa
     if isinstance(source, EntryPoint):
         return SourceInfo(kind="extension", path=source.value), source.load()
     if isinstance(source, str | os.PathLike):
-        text = os.fspath(source)
+        text = os.fspath(cast("str | os.PathLike[str]", source))
         path = Path(text).expanduser()
         if text.endswith(".py") or os.sep in text or path.exists():
             resolved = path.resolve()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..agent.common import maybe_await
 from ..ai.messages import AssistantMessage, Message, ToolResultMessage, UserMessage, to_text_parts
@@ -83,7 +83,7 @@ def _input_result(raw: Any) -> InputEventResult | None:
         )
     else:
         raise _shape_error("input", raw, 'a dict {"text": ...} or {"handled": True}')
-    if result is not None and result.text is not None and not isinstance(result.text, str):
+    if result is not None and result.text is not None and not isinstance(result.text, str):  # pyright: ignore[reportUnnecessaryIsInstance] - checked at run time: callers may be untyped
         raise _Garbled(f"input handler returned text of type {type(result.text).__name__}")
     return result
 
@@ -130,7 +130,7 @@ def _agent_start_result(raw: Any) -> BeforeAgentStartEventResult | None:
             "before_agent_start", raw, 'a dict {"system_prompt": ...} and/or {"message": ...}'
         )
     if result is not None and result.system_prompt is not None:
-        if not isinstance(result.system_prompt, str):
+        if not isinstance(result.system_prompt, str):  # pyright: ignore[reportUnnecessaryIsInstance] - checked at run time: callers may be untyped
             raise _Garbled(
                 "before_agent_start handler returned a system_prompt of type "
                 f"{type(result.system_prompt).__name__}"
@@ -149,16 +149,17 @@ def _injected(result: BeforeAgentStartEventResult, path: str) -> UserMessage | N
         values = _keys(message, {"content", "custom_type"}, "before_agent_start message")  # pyright: ignore[reportUnknownArgumentType]
         custom_type = values.get("custom_type") or custom_type
         message = values.get("content")
+    items: list[Any] = list(cast(Any, message)) if isinstance(message, list | tuple) else []
     if isinstance(message, str) or (
         isinstance(message, list | tuple)
-        and all(isinstance(p, Mapping) or hasattr(p, "text") for p in message)  # pyright: ignore[reportUnknownVariableType]
+        and all(isinstance(p, Mapping) or hasattr(p, "text") for p in items)
     ):
-        parts = to_text_parts(message)
+        parts = to_text_parts(message if isinstance(message, str) else items)
         if not any(p.text for p in parts):
             return None
         return UserMessage(content=parts, custom_type=str(custom_type))
     raise _Garbled(
-        f"before_agent_start handler returned a message of type {type(message).__name__} "
+        f"before_agent_start handler returned a message of type {type(cast(object, message)).__name__} "
         "(expected text, content parts or a UserMessage)"
     )
 

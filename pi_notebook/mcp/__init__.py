@@ -14,7 +14,7 @@ Needs the ``mcp`` extra (``pip install "pi-notebook[mcp]"``).
 from __future__ import annotations
 
 try:
-    import mcp as _mcp  # noqa: F401
+    import mcp as _mcp  # noqa: F401  # pyright: ignore[reportUnusedImport] - fails early without the extra
 except ImportError as exc:  # pragma: no cover - the extra is installed in development
     raise ImportError('pi_notebook.mcp needs the MCP SDK: pip install "pi-notebook[mcp]"') from exc
 

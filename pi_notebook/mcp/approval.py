@@ -30,7 +30,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -127,7 +127,7 @@ _current: ContextVar[RequestApproval | None] = ContextVar("pi_notebook_mcp_reque
 
 
 @contextmanager
-def serving(approval: RequestApproval) -> Iterator[RequestApproval]:
+def serving(approval: RequestApproval) -> Generator[RequestApproval]:
     """Make ``approval`` the state questions of this task (and tasks it starts) go to."""
     token = _current.set(approval)
     try:

@@ -143,12 +143,12 @@ def parse_server(name: str, spec: Mapping[str, Any]) -> McpServerConfig:
     Raises:
         ConfigurationError: the name or a setting is unusable; the message says which.
     """
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.match(name):  # pyright: ignore[reportUnnecessaryIsInstance] - run-time check of untyped settings
         raise ConfigurationError(
             f"MCP server name {name!r} must be 1-40 letters, digits, '_' or '-' "
             "(it becomes part of tool names: mcp__<server>__<tool>)"
         )
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance] - run-time check of untyped settings
         raise ConfigurationError(
             f"MCP server {name!r}: expected a mapping, got {type(spec).__name__}"
         )
@@ -207,7 +207,7 @@ def parse_servers(servers: Mapping[str, Any]) -> list[McpServerConfig]:
     Raises:
         ConfigurationError: naming the first unusable server and setting.
     """
-    if not isinstance(servers, Mapping):
+    if not isinstance(servers, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance] - run-time check of untyped settings
         raise ConfigurationError("MCP servers must be a mapping of name to settings")
     inner = servers.get("mcpServers")
     if isinstance(inner, Mapping) and len(servers) == 1:

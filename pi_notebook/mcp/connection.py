@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import httpx2
 from mcp import Client, StdioServerParameters
@@ -62,8 +62,9 @@ def _describe(exc: BaseException) -> str:
         inner: list[BaseException] = list(exc.exceptions)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
         if inner:
             return _describe(inner[0])
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    return scrub(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+    error = cast(BaseException, exc)  # an empty group is described as itself
+    text = str(error).splitlines()[0] if str(error) else ""
+    return scrub(f"{type(error).__name__}: {text}" if text else type(error).__name__)
 
 
 class McpConnection:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+import pandas as pd  # pyright: ignore[reportMissingTypeStubs]
 
 from pi_notebook.errors import ConfigurationError
 from pi_notebook.mcp.config import parse_server, parse_servers

@@ -61,7 +61,7 @@ def _block(block: Any, details: dict[str, Any]) -> str:
         resource = block.resource
         if isinstance(resource, TextResourceContents):
             return f"[resource {resource.uri}]\n{resource.text}"
-        if isinstance(resource, BlobResourceContents):
+        if isinstance(resource, BlobResourceContents):  # pyright: ignore[reportUnnecessaryIsInstance] - newer SDKs add kinds
             details.setdefault("resources", []).append(
                 {"uri": str(resource.uri), "mime_type": resource.mime_type, "blob": resource.blob}
             )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode
@@ -119,7 +119,7 @@ def parameters_model(tool_name: str, schema: Any) -> type[McpParameters]:
         raise ConfigurationError(
             f"MCP tool {tool_name!r} has an input schema that is not an object"
         )
-    schema = copy.deepcopy(schema)
+    schema = copy.deepcopy(cast(dict[str, Any], schema))
     schema.setdefault("type", "object")
     if schema.get("type") != "object":
         raise ConfigurationError(

@@ -23,7 +23,7 @@ import os
 import secrets
 import socket
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -121,7 +121,7 @@ def _database_extension(options: ServeOptions) -> DatabaseExtension:
 @asynccontextmanager
 async def served_session(
     options: ServeOptions,
-) -> AsyncIterator[tuple[AgentSession, GovernedToolServer]]:
+) -> AsyncGenerator[tuple[AgentSession, GovernedToolServer]]:
     """The governed session and its MCP server, closed (audit flushed) on exit."""
     database = _database_extension(options)
 

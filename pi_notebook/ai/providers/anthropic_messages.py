@@ -182,14 +182,15 @@ def _convert(messages: list[Message]) -> list[dict[str, Any]]:
                 cast(list[dict[str, Any]], previous["content"]).append(block)
             else:
                 out.append({"role": "user", "content": [block]})
-        elif isinstance(message, AssistantMessage):
+        elif isinstance(message, AssistantMessage):  # pyright: ignore[reportUnnecessaryIsInstance] - unknown roles are dropped
             blocks: list[dict[str, Any]] = []
             for part in message.content:
                 if part.type == "text":
                     if part.text:
                         blocks.append({"type": "text", "text": part.text})
                 else:
-                    args = part.arguments if isinstance(part.arguments, dict) else {}
+                    raw: Any = part.arguments
+                    args = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
                     blocks.append(
                         {"type": "tool_use", "id": part.id, "name": part.name, "input": args}
                     )

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 __all__ = [
@@ -102,9 +102,10 @@ def missing_key_failure(vendor: str, key_env: str, base_env: str | None = None) 
 def _server_detail(body: Any, fallback: str) -> str:
     """The server's own one-line explanation, if its error body has one."""
     if isinstance(body, Mapping):
-        error: Any = body.get("error", body)  # pyright: ignore[reportUnknownMemberType]
+        fields = cast(Mapping[str, Any], body)
+        error: Any = fields.get("error", body)
         if isinstance(error, Mapping):
-            message: Any = error.get("message")  # pyright: ignore[reportUnknownMemberType]
+            message: Any = cast(Mapping[str, Any], error).get("message")
             if isinstance(message, str) and message:
                 return message
         elif isinstance(error, str) and error:
@@ -116,9 +117,9 @@ def _server_detail(body: Any, fallback: str) -> str:
 
 def _error_type(body: Any) -> str | None:
     if isinstance(body, Mapping):
-        error: Any = body.get("error", body)  # pyright: ignore[reportUnknownMemberType]
+        error: Any = cast(Mapping[str, Any], body).get("error", body)
         if isinstance(error, Mapping):
-            kind: Any = error.get("type")  # pyright: ignore[reportUnknownMemberType]
+            kind: Any = cast(Mapping[str, Any], error).get("type")
             return kind if isinstance(kind, str) else None
     return None
 

@@ -55,7 +55,7 @@ def replayable(messages: Sequence[Message]) -> list[Message]:
                 continue
             pending.pop(message.tool_call_id, None)
             out.append(message)
-        elif isinstance(message, UserMessage):
+        elif isinstance(message, UserMessage):  # pyright: ignore[reportUnnecessaryIsInstance] - unknown roles are dropped
             close_pending()
             out.append(message)
     close_pending()

@@ -229,7 +229,8 @@ class _ChunkTranslator:
         events: list[AssistantMessageEvent] = []
         if (usage := getattr(chunk, "usage", None)) is not None:
             self._b.set_usage(_usage(usage))
-        for choice in getattr(chunk, "choices", None) or []:
+        choices: list[Any] = getattr(chunk, "choices", None) or []
+        for choice in choices:
             if getattr(choice, "index", 0) not in (0, None):
                 continue  # we ask for one choice; ignore any others
             delta = getattr(choice, "delta", None)
@@ -238,7 +239,8 @@ class _ChunkTranslator:
                 if not self._b.text_open:
                     events.append(self._b.text_start())
                 events.append(self._b.text_delta(text))
-            for call in getattr(delta, "tool_calls", None) or []:
+            calls: list[Any] = getattr(delta, "tool_calls", None) or []
+            for call in calls:
                 events.extend(self._tool_delta(call))
             if reason := getattr(choice, "finish_reason", None):
                 self._finish_reason = reason
