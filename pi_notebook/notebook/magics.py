@@ -15,8 +15,9 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from ..secrets import safe_url
+from .connect import check_database_url, probe_database
 from .prompts import ApprovalPrompt
-from .state import NotebookState, check_database_url, probe_database
+from .state import NotebookState
 
 __all__ = ["PiMagics"]
 
