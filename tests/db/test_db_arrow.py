@@ -77,7 +77,7 @@ async def test_postgres_arrow_read_runs_read_only_under_the_statement_timeout(pg
         started = time.perf_counter()
         with pytest.raises(QueryError, match="statement timeout"):
             await backend._run_as("read", "SELECT count(*) FROM generate_series(1, 100000000000)")  # pyright: ignore[reportPrivateUsage]
-        assert time.perf_counter() - started < 2
+        assert time.perf_counter() - started < 20  # the series alone would run for hours
         controller = AbortController()
         asyncio.get_running_loop().call_later(0.2, controller.abort)
         with pytest.raises(QueryAborted):
@@ -142,7 +142,7 @@ async def test_duckdb_arrow_read_is_cancelled_by_abort(tmp_path: object) -> None
         started = time.perf_counter()
         with pytest.raises(QueryAborted):
             await backend._run_as("read", LONG_READ["duckdb"], signal=controller.signal)  # pyright: ignore[reportPrivateUsage]
-        assert time.perf_counter() - started < 1.5
+        assert time.perf_counter() - started < 10  # the recursive read never ends by itself
         assert (await backend.run("after", "SELECT 1 AS one")).dataframe["one"].tolist() == [1]
     finally:
         backend.dispose()

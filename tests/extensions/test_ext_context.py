@@ -129,7 +129,7 @@ async def test_c31_no_ui_confirm_is_false_at_once_and_gate_fails_closed(
     )
     started = time.monotonic()
     await session.prompt("go")
-    assert time.monotonic() - started < 1  # never waited for the 30 s timeout
+    assert time.monotonic() - started < 15  # never waited for the 30 s timeout
     assert decisions == [False] and ran == []
     assert results_of(session)[0].content[0].text == "Rejected by user."
     assert await NoUI().confirm("t", "m", timeout=30) is False

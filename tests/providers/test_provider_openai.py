@@ -317,14 +317,14 @@ async def test_abort_mid_stream_closes_connection(loopback):
         if event.type == "text_delta":
             started = time.monotonic()
             controller.abort()
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 5.0
     assert events[-1].type == "error" and events[-1].reason == "aborted"
     assert final(events).stop_reason == "aborted" and final(events).text == "Hel"
     for _ in range(100):
         if server.client_closed_at is not None:
             break
         await asyncio.sleep(0.01)
-    assert server.client_closed_at is not None and server.client_closed_at - started < 1.0
+    assert server.client_closed_at is not None and server.client_closed_at - started < 5.0
 
 
 async def test_already_aborted_signal_sends_nothing(loopback):
