@@ -55,15 +55,20 @@ class WritePreview:
 class Grant:
     """A scope of later calls that run without asking.
 
-    Scoped over what the SQL does: statements whose operation is one of ``operations``, whose
-    every table matches one of ``tables`` (``fnmatch`` patterns), that change at most
-    ``max_rows`` rows, within ``ttl_s`` seconds of the grant.
+    Scoped over what the SQL does: statements whose operations are among ``operations``, whose
+    every *written* table matches one of ``tables``, whose every table it only *reads*
+    matches one of ``tables`` or ``reads``, that change at most ``max_rows`` rows, within
+    ``ttl_s`` seconds of the grant. The operations apply to ``tables`` only: a table named in
+    ``reads`` may be read by a statement inside the scope, never written.
 
     Attributes:
         operations: statement kinds, e.g. ``("INSERT",)``.
-        tables: table name patterns, e.g. ``("staging_*",)``.
+        tables: patterns of the tables the statements may write, e.g. ``("staging_*",)``
+            (``*`` and ``?`` are wildcards that never cross a dot).
         max_rows: most rows one statement in the scope may change (``None``: no limit).
         ttl_s: seconds the grant lives.
+        reads: patterns of tables the statements may read but never write, e.g.
+            ``("orders",)`` for ``INSERT INTO staging_x SELECT … FROM orders``.
         tool_name: the tool the grant is for.
     """
 
@@ -71,6 +76,7 @@ class Grant:
     tables: tuple[str, ...]
     max_rows: int | None = None
     ttl_s: float = 1800.0
+    reads: tuple[str, ...] = ()
     tool_name: str = "query_database"
 
 

@@ -55,6 +55,8 @@ TOOL_NAME = "query_database"
 TITLE = "Database write"
 NO_UI_REASON = "Write query requires interactive approval."
 GRANT_SUGGESTION_TTL_S = 1800.0
+GRANT_SUGGESTION_ROWS_IF_NONE = 100
+"""The row bound offered when the preview counted no rows."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -268,11 +270,16 @@ def _within(grant: ActiveGrant, rows: int | None, *, measured: bool) -> bool:
 
 
 def _suggest(scope: StatementScope | None, preview: WritePreview | None) -> Grant | None:
-    if scope is None:
-        return None
+    """The scope offered in the prompt: the statement's operations on the tables it writes,
+    the tables it only reads as read-only patterns, bounded by the previewed row count
+    (:data:`GRANT_SUGGESTION_ROWS_IF_NONE` when it counted 0). None when the preview could not
+    count: a grant is never offered without a row bound."""
     rows = preview.affected_rows if preview is not None else None
-    return Grant(operations=tuple(sorted(scope.operations)), tables=tuple(sorted(scope.tables)),
-                 max_rows=rows if rows is not None and rows > 0 else None,
+    if scope is None or rows is None:
+        return None
+    return Grant(operations=tuple(sorted(scope.operations)), tables=tuple(sorted(scope.written)),
+                 reads=tuple(sorted(scope.read)),
+                 max_rows=rows if rows > 0 else GRANT_SUGGESTION_ROWS_IF_NONE,
                  ttl_s=GRANT_SUGGESTION_TTL_S)  # fmt: skip
 
 

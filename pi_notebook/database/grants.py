@@ -1,7 +1,10 @@
 """Scoped grants: later statements inside a scope a person granted run without asking.
 
 A :class:`~pi_notebook.approvals.Grant` is a scope over what the SQL does: operations ×
-table patterns × at most ``max_rows`` affected rows × ``ttl_s`` seconds. :class:`GrantStore`
+patterns of the tables written × patterns of tables only read × at most ``max_rows`` affected
+rows × ``ttl_s`` seconds. The operations apply to the written tables only: a statement's
+written tables must match ``tables``; a table it only reads must match ``tables`` or
+``reads`` (so a table read by the statement that earned the grant is never writable under it). :class:`GrantStore`
 creates them (refusing any that would cover DDL, privileges, settings, or file and network
 access), finds the live grant that covers a statement (its scope comes from the parsed
 statement, see :mod:`.scope`), and lists, expires and revokes them. Each use is audited by the
@@ -61,7 +64,8 @@ class ActiveGrant:
     def describe(self) -> dict[str, Any]:
         """A plain JSON description (for the audit and for listings)."""
         return {"grant_id": self.grant_id, "operations": list(self.grant.operations),
-                "tables": list(self.grant.tables), "max_rows": self.grant.max_rows,
+                "tables": list(self.grant.tables), "reads": list(self.grant.reads),
+                "max_rows": self.grant.max_rows,
                 "ttl_s": self.grant.ttl_s, "expires_at": self.expires_at,
                 "approver": self.approver, "origin_call_id": self.origin_call_id,
                 "uses": self.uses}  # fmt: skip
@@ -90,7 +94,10 @@ def check_grant(grant: Grant, *, tool_name: str = "query_database") -> Grant:
     if isinstance(grant.tables, str) or not grant.tables:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise GrantError("a grant names its tables, e.g. ('staging_*',)")
     tables = tuple(dict.fromkeys(str(t).strip() for t in grant.tables))
-    for pattern in tables:
+    if isinstance(grant.reads, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise GrantError("a grant's reads are a tuple of table patterns, e.g. ('orders',)")
+    reads = tuple(dict.fromkeys(str(t).strip() for t in grant.reads or () if str(t).strip()))
+    for pattern in (*tables, *reads):
         if not _PATTERN.fullmatch(pattern) or not pattern.strip("*?."):
             raise GrantError(
                 f"table pattern {pattern!r} must name tables (letters, digits, _, $, '.', "
@@ -102,7 +109,7 @@ def check_grant(grant: Grant, *, tool_name: str = "query_database") -> Grant:
     ttl = grant.ttl_s
     if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl <= MAX_GRANT_TTL_S:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise GrantError(f"ttl_s must be more than 0 and at most {MAX_GRANT_TTL_S:g} seconds")
-    return replace(grant, operations=ops, tables=tables, ttl_s=float(ttl))
+    return replace(grant, operations=ops, tables=tables, reads=reads, ttl_s=float(ttl))
 
 
 class GrantStore:
@@ -187,11 +194,17 @@ class GrantStore:
         return sorted(found, key=lambda g: -(g.grant.max_rows or float("inf")))
 
     def _covers(self, grant: Grant, scope: StatementScope) -> bool:
-        if not scope.operations <= set(grant.operations):
+        if not scope.operations <= set(grant.operations) or not scope.written:
             return False
         dialect = self.dialect or ""
-        return all(any(pattern_matches(p, table, dialect) for p in grant.tables)
-                   for table in scope.tables)  # fmt: skip
+
+        def matched(table: str, patterns: tuple[str, ...]) -> bool:
+            return any(pattern_matches(p, table, dialect) for p in patterns)
+
+        # The operations apply to the written tables only; a read table may match either.
+        return all(matched(t, grant.tables) for t in scope.written) and all(
+            matched(t, (*grant.tables, *grant.reads)) for t in scope.read
+        )
 
     def used(self, grant_id: str) -> ActiveGrant | None:
         """Count one use of a grant still in force; the updated grant, or ``None``."""

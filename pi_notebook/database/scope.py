@@ -1,5 +1,10 @@
 """What a write does, in the terms a scoped grant is written in: operations × tables.
 
+The tables a statement *writes* (the target of the ``INSERT``, ``UPDATE`` or ``DELETE``, and
+every table joined into that target, as MySQL's multi-table forms may write them) are kept
+apart from the tables it only *reads* (a ``SELECT`` source, ``FROM`` / ``USING`` lists,
+subqueries): a grant's operations apply to written tables only.
+
 :func:`statement_scope` answers only for one plain data change: an ``INSERT``, ``UPDATE`` or
 ``DELETE`` (upserts count as both of their operations) whose every table is named plainly and
 whose every other part is a pure read by the classifier's own rules. Anything else is outside
@@ -35,10 +40,17 @@ _DIALECTS = {"postgresql": "postgres", "mariadb": "mysql"}
 
 @dataclass(frozen=True)
 class StatementScope:
-    """The operations a statement performs and the tables it touches (normalised names)."""
+    """The operations a statement performs, the tables it writes and the tables it only reads
+    (normalised names; a table both written and read is in ``written`` only)."""
 
     operations: frozenset[str]
-    tables: frozenset[str]
+    written: frozenset[str]
+    read: frozenset[str] = frozenset()
+
+    @property
+    def tables(self) -> frozenset[str]:
+        """Every table the statement touches."""
+        return self.written | self.read
 
 
 def statement_scope(sql: str, dialect: str) -> StatementScope | None:
@@ -67,7 +79,10 @@ def _scope_cached(sql: str, dialect: str) -> StatementScope | None:
     tables = _tables(root, dialect)
     if tables is None or not _rest_is_pure(root, dialect):
         return None
-    return StatementScope(operations=operations, tables=tables)
+    written = _written(root, dialect)
+    if not written:
+        return None
+    return StatementScope(operations=operations, written=written, read=tables - written)
 
 
 def _operations(root: exp.Expr) -> frozenset[str] | None:
@@ -90,19 +105,65 @@ def _operations(root: exp.Expr) -> frozenset[str] | None:
     return frozenset(ops)
 
 
+def _name(table: exp.Table, dialect: str) -> str | None:
+    """The normalised name of a plainly named table, else ``None``."""
+    parts = [table.args.get(k) for k in ("catalog", "db", "this")]
+    if not isinstance(parts[2], exp.Identifier):
+        return None
+    if any(p is not None and not isinstance(p, exp.Identifier) for p in parts):
+        return None
+    return ".".join(_normal(p, dialect) for p in parts if isinstance(p, exp.Identifier))
+
+
+def _delete_aliases(root: exp.Expr) -> set[int]:
+    """The ``Table`` nodes of MySQL's ``DELETE s, a FROM …`` list (aliases, not tables)."""
+    listed = root.args.get("tables") if isinstance(root, exp.Delete) else None
+    return {id(t) for t in listed or () if isinstance(t, exp.Table)}
+
+
+def _written(root: exp.Expr, dialect: str) -> frozenset[str] | None:
+    """The tables the statement writes: every table in its target clause (for MySQL's
+    multi-table ``UPDATE`` and ``DELETE`` that is each joined table too: counted as written,
+    never as only read), plus names in a ``DELETE t1, t2 FROM`` list that are no alias."""
+    target = root.args.get("this")
+    if isinstance(target, exp.Schema):
+        target = target.this
+    names: set[str] = set()
+    aliases: set[str] = set()
+    if isinstance(target, exp.Expr):
+        for table in [target, *target.find_all(exp.Table)]:
+            if not isinstance(table, exp.Table):
+                continue
+            name = _name(table, dialect)
+            if name is not None:
+                names.add(name)
+            if table.alias:
+                aliases.add(table.alias.lower())
+    listed = root.args.get("tables") if isinstance(root, exp.Delete) else None
+    for table in listed or ():
+        if not isinstance(table, exp.Table):
+            continue
+        name = _name(table, dialect)
+        if name is None:
+            return None
+        if name.lower() not in aliases:
+            names.add(name)
+    return frozenset(names)
+
+
 def _tables(root: exp.Expr, dialect: str) -> frozenset[str] | None:
     ctes = {cte.alias_or_name.lower() for cte in root.find_all(exp.CTE)}
+    aliases = _delete_aliases(root)
     names: set[str] = set()
     for table in root.find_all(exp.Table):
-        parts = [table.args.get(k) for k in ("catalog", "db", "this")]
-        if not isinstance(parts[2], exp.Identifier):
+        if id(table) in aliases:
+            continue  # checked by _written (an alias, or a table named there too)
+        name = _name(table, dialect)
+        if name is None:
             return None  # a table function, a file path literal: not a named table
-        if any(p is not None and not isinstance(p, exp.Identifier) for p in parts):
-            return None
-        idents = [p for p in parts if isinstance(p, exp.Identifier)]
-        if len(idents) == 1 and idents[0].name.lower() in ctes:
+        if "." not in name and name.lower() in ctes:
             continue  # a CTE's name, not a table (its own tables are walked too)
-        names.add(".".join(_normal(p, dialect) for p in idents))
+        names.add(name)
     return frozenset(names) if names else None
 
 

@@ -36,6 +36,60 @@ def test_the_scope_comes_from_the_parsed_statement(
 
 
 @pytest.mark.parametrize(
+    ("dialect", "sql", "written", "read"),
+    [
+        ("sqlite", "INSERT INTO staging_x SELECT a FROM accounts", {"staging_x"}, {"accounts"}),
+        ("postgres", "INSERT INTO staging_x (a) SELECT a FROM staging_x", {"staging_x"}, set()),
+        ("postgres", "UPDATE staging_x SET a = (SELECT max(a) FROM accounts)",
+         {"staging_x"}, {"accounts"}),
+        ("postgres", "UPDATE t SET a = 1 FROM u WHERE t.id = u.id", {"t"}, {"u"}),
+        ("postgres", "DELETE FROM t USING u WHERE t.id = u.id", {"t"}, {"u"}),
+        ("mysql", "INSERT INTO t (a) VALUES (1) ON DUPLICATE KEY UPDATE a = (SELECT x FROM u)",
+         {"t"}, {"u"}),
+        # MySQL's multi-table forms may write every joined table: all count as written
+        ("mysql", "UPDATE staging_x, accounts SET accounts.b = 0", {"staging_x", "accounts"},
+         set()),
+        ("mysql", "DELETE s FROM staging_x s JOIN accounts a ON s.id = a.id",
+         {"staging_x", "accounts"}, set()),
+    ],
+)  # fmt: skip
+def test_written_tables_are_kept_apart_from_tables_only_read(
+    dialect: str, sql: str, written: set[str], read: set[str]
+) -> None:
+    scope = statement_scope(sql, dialect)
+    assert scope is not None and (set(scope.written), set(scope.read)) == (written, read)
+
+
+def test_a_table_only_read_under_a_grant_is_never_writable_under_it() -> None:
+    """Audit 12.1: approving INSERT INTO staging_x SELECT … FROM accounts must not let
+    INSERT INTO accounts run unasked."""
+    store = GrantStore("sqlite")
+    store.create(Grant(operations=("INSERT", "UPDATE"), tables=("staging_x",),
+                       reads=("accounts",), ttl_s=60))  # fmt: skip
+    assert store.candidates(store.scope_of("INSERT INTO staging_x SELECT a FROM accounts"))
+    assert store.candidates(
+        store.scope_of("UPDATE staging_x SET a = (SELECT max(a) FROM accounts)")
+    )
+    assert store.candidates(store.scope_of("INSERT INTO staging_x VALUES (1)"))
+    for sql in [
+        "INSERT INTO accounts VALUES (666)",
+        "INSERT INTO accounts SELECT a FROM staging_x",
+        "UPDATE accounts SET a = 0",
+        "INSERT INTO staging_x SELECT a FROM orders",
+    ]:
+        assert store.candidates(store.scope_of(sql)) == [], sql
+    # a written table may also be read; a pattern in ``tables`` covers reading it
+    store2 = GrantStore("sqlite")
+    store2.create(Grant(operations=("INSERT",), tables=("staging_*",), ttl_s=60))
+    assert store2.candidates(store2.scope_of("INSERT INTO staging_a SELECT a FROM staging_b"))
+    assert check_grant(Grant(operations=("INSERT",), tables=("t",), reads=("u", "u"))).reads == (
+        "u",
+    )
+    with pytest.raises(GrantError, match="not only wildcards"):
+        check_grant(Grant(operations=("INSERT",), tables=("t",), reads=("*",)))
+
+
+@pytest.mark.parametrize(
     ("dialect", "sql"),
     [
         ("sqlite", "CREATE TABLE staging_a (x INTEGER)"),  # DDL

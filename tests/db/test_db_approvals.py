@@ -453,3 +453,46 @@ async def test_an_approval_the_audit_cannot_record_runs_nothing(tmp_path: Path) 
     finally:
         await session.close()
         scratch.dispose()
+
+
+# -- audit of issue 12: grants keep written tables apart from tables only read ---------------
+
+
+async def test_the_suggested_grant_never_lets_a_table_it_only_reads_be_written(
+    db: Scratch, governed: Any
+) -> None:
+    staging, accounts = _staging(db), _three_rows(db)
+    asked: list[ApprovalRequest] = []
+
+    def answer(req: ApprovalRequest) -> ApprovalOutcome:
+        asked.append(req)  # the first: what the prefilled Grant button does; later: rejected
+        if len(asked) == 1:
+            return ApprovalOutcome("approved", grant=req.grant_scope)
+        return ApprovalOutcome("rejected")
+
+    sqls = [f"INSERT INTO {staging} (a) SELECT a FROM {accounts}",
+            f"INSERT INTO {accounts} (a) VALUES (666)",
+            f"UPDATE {accounts} SET a = 0",
+            f"INSERT INTO {staging} (a) SELECT a FROM {accounts} WHERE a = 1"]  # fmt: skip
+    session, _ = await governed(db.url, sqls, ui=ScriptedApprovalUI(answer))
+    scope = asked[0].grant_scope
+    assert scope is not None and (scope.operations, scope.tables, scope.reads, scope.max_rows) == (
+        ("INSERT",), (staging,), (accounts,), 3)  # fmt: skip
+    assert [r.tool_call_id for r in asked] == ["q0", "q1", "q2"]  # q3 ran inside the grant
+    assert db.count(accounts) == 3 and int(db.scalar(f"SELECT sum(a) FROM {accounts}")) == 6
+    assert db.count(staging) == 4
+    assert [m.is_error for m in _results(session)] == [False, True, True, False]
+
+
+async def test_a_grant_is_suggested_with_a_row_bound_even_when_the_preview_counted_none(
+    tmp_path: Path, governed: Any
+) -> None:
+    url = f"sqlite:///{tmp_path / 'z.sqlite'}"
+    scratch = Scratch("sqlite", url)
+    staging, accounts = _staging(scratch), _three_rows(scratch)
+    ui = ScriptedApprovalUI("rejected")
+    await governed(url, [f"INSERT INTO {staging} (a) SELECT a FROM {accounts} WHERE a > 9"], ui=ui)
+    [req] = ui.requests
+    assert req.preview is not None and req.preview.affected_rows == 0
+    assert req.grant_scope is not None and req.grant_scope.max_rows == 100
+    scratch.dispose()
