@@ -230,17 +230,30 @@ class ApprovalPrompt(Prompt):
 
         False if already decided.
         """
-        if self.editor is not None and self.editor.value.strip() != self.sql.strip():
-            self._edited = self.editor.value
+        if self.decided:
+            return False
+        self._edited = self._edit()
         return self._decide("approved")
+
+    def _edit(self) -> str | None:
+        """The SQL as the person edited it, or ``None`` when it is unchanged."""
+        if self.editor is not None and self.editor.value.strip() != self.sql.strip():
+            return self.editor.value
+        return None
 
     def reject(self) -> bool:
         """Reject (what the Reject button does). False if already decided."""
         return self._decide("rejected")
 
     def grant(self, scope: Any) -> bool:
-        """Grant ``scope`` (a ``Grant``) instead of one approval (what the Grant button does)."""
-        self._grant = scope
+        """Grant ``scope`` (a ``Grant``) instead of one approval (what the Grant button does).
+
+        An edit of the SQL goes with it: this call runs as edited (checked again), the grant
+        covers later calls. False if already decided.
+        """
+        if self.decided:
+            return False
+        self._grant, self._edited = scope, self._edit()
         return self._decide("granted")
 
     def outcome(self) -> Any:
@@ -249,12 +262,11 @@ class ApprovalPrompt(Prompt):
         from ..approvals import ApprovalOutcome
 
         decision = self.decision or "expired"
-        if decision == "granted":
-            return ApprovalOutcome("approved", grant=self._grant)
-        if decision == "approved":
+        if decision in ("approved", "granted"):
             args = dict(self.request.args) if self.request is not None else {}
             edited = {**args, "sql": self._edited} if self._edited is not None else None
-            return ApprovalOutcome("approved", edited_args=edited)
+            grant = self._grant if decision == "granted" else None
+            return ApprovalOutcome("approved", edited_args=edited, grant=grant)
         return ApprovalOutcome(decision if decision in ("rejected", "expired", "aborted")
                                else "rejected")  # fmt: skip
 
@@ -288,7 +300,8 @@ def preview_html(preview: Any) -> str:
 
 
 class GrantForm(widgets.VBox):
-    """ "Grant a scope instead": operations × table patterns × max rows × minutes.
+    """ "Grant a scope instead": operations × tables written × tables only read × max rows ×
+    minutes.
 
     Prefilled from the statement's scope; ``Grant`` answers the prompt with the scope as
     edited (see :meth:`scope`).
@@ -297,16 +310,22 @@ class GrantForm(widgets.VBox):
     def __init__(self, scope: Any, *, on_grant: Callable[[Any], Any]) -> None:
         self._base = scope
         self.operations = widgets.Text(value=", ".join(scope.operations), description="Operations")
-        self.tables = widgets.Text(value=", ".join(scope.tables), description="Tables")
+        self.tables = widgets.Text(value=", ".join(scope.tables), description="Writes")
+        self.reads = widgets.Text(value=", ".join(getattr(scope, "reads", ())),
+                                  description="Only reads")  # fmt: skip
         self.max_rows = widgets.IntText(value=scope.max_rows or 0, description="Max rows")
         self.minutes = widgets.BoundedIntText(value=max(1, round(scope.ttl_s / 60)), min=1,
                                               max=24 * 60, description="Minutes")  # fmt: skip
         self.grant_button = _button("Grant", "info", lambda: on_grant(self.scope()))
-        self.controls: list[widgets.DOMWidget] = [self.operations, self.tables, self.max_rows,
-                                                  self.minutes, self.grant_button]  # fmt: skip
+        self.controls: list[widgets.DOMWidget] = [self.operations, self.tables, self.reads,
+                                                  self.max_rows, self.minutes,
+                                                  self.grant_button]  # fmt: skip
         heading = widgets.HTML("<div class='pi-meta'>Or grant a scope instead: later statements "
-                               "inside it run without asking, each one audited.</div>")  # fmt: skip
-        super().__init__(children=[heading, widgets.HBox([self.operations, self.tables]),
+                               "inside it run without asking, each one audited. The operations "
+                               "apply to the tables it writes; tables it only reads stay "
+                               "read-only.</div>")  # fmt: skip
+        super().__init__(children=[heading, widgets.HBox([self.operations, self.tables,
+                                                          self.reads]),
                                    widgets.HBox([self.max_rows, self.minutes, self.grant_button])])  # fmt: skip
         self.add_class("pi-grant")
 
@@ -317,9 +336,12 @@ class GrantForm(widgets.VBox):
         def words(text: str) -> tuple[str, ...]:
             return tuple(w.strip() for w in text.split(",") if w.strip())
 
+        more: dict[str, Any] = {}
+        if hasattr(self._base, "reads"):
+            more["reads"] = words(self.reads.value)
         return replace(self._base, operations=tuple(w.upper() for w in words(self.operations.value)),
                        tables=words(self.tables.value), max_rows=self.max_rows.value or None,
-                       ttl_s=float(self.minutes.value) * 60)  # fmt: skip
+                       ttl_s=float(self.minutes.value) * 60, **more)  # fmt: skip
 
 
 class ChoicePrompt(Prompt):

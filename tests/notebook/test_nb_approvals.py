@@ -138,6 +138,39 @@ async def test_granting_a_scope_returns_the_grant_as_edited() -> None:
     assert form.grant_button.disabled and prompt.approve_button.disabled
 
 
+async def test_an_edit_goes_with_the_grant_click() -> None:
+    """Audit 12.2: editing the SQL and then clicking Grant runs the edit, not the original."""
+    ui, outcomes = NotebookUI(lambda: None), {}
+    run = _run(ui, outcomes, [("g2", "DELETE FROM customers")])
+    prompt = await run.next_prompt(timeout=10)
+    assert isinstance(prompt, ApprovalPrompt) and prompt.editor is not None
+    assert prompt.grant_form is not None
+    prompt.editor.value = "DELETE FROM customers WHERE customer_id = 7"
+    prompt.grant_form.grant_button.click()
+    state = await run.wait(timeout=10)
+    outcome = outcomes["g2"]
+    assert outcome.decision == "approved" and outcome.grant is not None
+    assert outcome.edited_args == {"sql": "DELETE FROM customers WHERE customer_id = 7"}
+    assert state.cards["g2"].content == ("ran DELETE FROM customers WHERE customer_id = 7",)
+    assert prompt.editor.disabled and not prompt.approve()  # decided once
+
+
+def test_the_grant_form_keeps_tables_only_read_apart() -> None:
+    request = ApprovalRequest(
+        tool_call_id="r", tool_name="query_database", title="Database write",
+        args={"sql": "INSERT INTO staging_x SELECT a FROM accounts"}, args_hash="h",
+        editable=True, grant_scope=Grant(operations=("INSERT",), tables=("staging_x",),
+                                         reads=("accounts",), max_rows=3))  # fmt: skip
+    prompt = ApprovalPrompt.for_request(request, timeout=None)
+    form = prompt.grant_form
+    assert form is not None and (form.tables.value, form.reads.value) == ("staging_x", "accounts")
+    form.reads.value = "accounts, orders"
+    form.grant_button.click()
+    assert prompt.outcome().grant == Grant(operations=("INSERT",), tables=("staging_x",),
+                                           reads=("accounts", "orders"), max_rows=3)  # fmt: skip
+    assert prompt.outcome().edited_args is None  # nothing edited
+
+
 async def test_the_gate_owns_the_deadline_and_the_prompt_shows_expired() -> None:
     ui, outcomes = NotebookUI(lambda: None), {}
     run = _run(ui, outcomes, [("x1", "DELETE FROM t")], timeout=0.3)
