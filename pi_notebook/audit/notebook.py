@@ -3,10 +3,14 @@
 A settled ``%%pi`` run leaves a display output whose ``metadata["pi_notebook"]`` names the run,
 its calls and their audit hashes; the notebook writes a durable ``notebook_output`` record
 (``records.NotebookOutput``) holding the digest of the output's data and the same calls, and
-stamps the record's hash into the output as ``record_hash``. ``verify_notebook`` checks a
-shared ``.ipynb`` against the store: every stamped output must have its record, unchanged data,
-and calls whose hashes are those of their last records. What does not belong here: rendering
-or writing the outputs (the notebook package does).
+stamps the record's hash into the output as ``record_hash``. The record also holds the
+digest of the cell's prompt (``prompt_digest``), so an edited prompt is detected.
+``verify_notebook`` checks a shared ``.ipynb`` against the store: every stamped output must
+have its record, unchanged data, its own prompt, a run id no other output claims, and calls
+whose hashes are those of their last records; an output that looks like a record (its HTML
+carries :data:`RECORD_CLASS`, or its text starts as a record's does) but has no stamp is
+named too. What does not belong here: rendering or writing the outputs (the notebook package
+does).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -26,10 +31,39 @@ from .schema import records, verify_store
 if TYPE_CHECKING:
     from .log import AuditLog
 
-__all__ = ["CALL_STAMP_FIELDS", "NotebookReport", "output_digest", "verify_notebook"]
+__all__ = [
+    "CALL_STAMP_FIELDS",
+    "RECORD_CLASS",
+    "NotebookReport",
+    "output_digest",
+    "prompt_body",
+    "prompt_digest",
+    "verify_notebook",
+]
 
 CALL_STAMP_FIELDS = ("tool_call_id", "tool_name", "args_hash", "decision", "outcome", "audit_hash")
 """The fields of each stamped call, in the output's metadata and in its record alike."""
+
+
+RECORD_CLASS = "pi-record"
+"""The CSS class of a record's outer ``<div>`` (``pi_notebook.notebook.record`` writes it)."""
+
+_RECORD_HTML = re.compile(r"""class\s*=\s*["'][^"']*\bpi-record\b""")
+_RECORD_PLAIN = re.compile(
+    r"^\s*\S+ (?:done|failed|stopped|blocked|starting|running)\b[^\n]*· \d+ calls? · model "
+)
+_PI_CELL = re.compile(r"^\s*%%pi\b[^\n]*(?:\n|$)")
+
+
+def prompt_body(source: str) -> str | None:
+    """The prompt of a ``%%pi`` cell's source (the body below ``%%pi``), stripped; else None."""
+    match = _PI_CELL.match(source)
+    return source[match.end() :].strip() if match else None
+
+
+def prompt_digest(prompt: str) -> str:
+    """SHA-256 (hex) of a run's prompt, stripped (as ``%%pi`` runs it)."""
+    return hashlib.sha256(prompt.strip().encode("utf-8")).hexdigest()
 
 
 def _text(value: Any) -> Any:
@@ -84,9 +118,21 @@ class _Stamp:
     where: str
     meta: dict[str, Any]
     data: Any
+    source: str = ""
 
 
-def _stamps(path: str | os.PathLike[str]) -> list[_Stamp]:
+def _looks_like_record(data: Any) -> bool:
+    if not isinstance(data, Mapping):
+        return False
+    page = _text(data.get("text/html"))  # pyright: ignore[reportUnknownMemberType]
+    plain = _text(data.get("text/plain"))  # pyright: ignore[reportUnknownMemberType]
+    return (isinstance(page, str) and _RECORD_HTML.search(page) is not None) or (
+        isinstance(plain, str) and _RECORD_PLAIN.match(plain) is not None
+    )
+
+
+def _read(path: str | os.PathLike[str]) -> tuple[list[_Stamp], list[str]]:
+    """The stamped outputs, and where an output looks like a record but has no stamp."""
     import nbformat
 
     try:
@@ -96,14 +142,20 @@ def _stamps(path: str | os.PathLike[str]) -> list[_Stamp]:
     except Exception as exc:  # invalid JSON or not a notebook: say so plainly
         raise AuditError(f"{os.fspath(path)} is not a readable notebook ({exc})") from exc
     found: list[_Stamp] = []
+    unstamped: list[str] = []
     for ci, cell in enumerate(notebook.cells):
+        source = _text(cell.get("source", ""))
         for oi, output in enumerate(cell.get("outputs", []) if cell.cell_type == "code" else []):
             if output.get("output_type") not in ("display_data", "execute_result"):
                 continue
+            where = f"cell {ci} output {oi}"
             meta = (output.get("metadata") or {}).get("pi_notebook")
+            data = output.get("data") or {}
             if meta is not None:
-                found.append(_Stamp(f"cell {ci} output {oi}", meta, output.get("data") or {}))
-    return found
+                found.append(_Stamp(where, meta, data, source if isinstance(source, str) else ""))
+            elif _looks_like_record(data):
+                unstamped.append(where)
+    return found, unstamped
 
 
 def _malformed(meta: Any) -> str | None:
@@ -205,6 +257,11 @@ def _check(stamp: _Stamp, outputs: dict[Any, Any], calls: dict[Any, Any]) -> lis
     ]
     if stamped != on_record:
         problems.append(f"{where}: altered (its calls differ from those its record holds)")
+    recorded_prompt = record.get("prompt_digest")
+    if isinstance(recorded_prompt, str):
+        body = prompt_body(stamp.source)
+        if body is None or prompt_digest(body) != recorded_prompt:
+            problems.append(f"{where}: altered (its cell's prompt is not the prompt that ran)")
     for call in meta["calls"]:
         problems.extend(_check_call(where, call, calls.get((sid, call.get("tool_call_id")))))
     return problems
@@ -217,10 +274,13 @@ def verify_notebook(
 
     An output is stamped when its ``metadata["pi_notebook"]`` is set. For each: its
     ``notebook_output`` record (by ``record_hash``, in ``session_id``) must exist, hold its
-    run id, and hold the digest of the output's data as it is now; its calls must be those the
-    record holds; each call's ``audit_hash`` must be the hash of that call's last record,
+    run id, and hold the digest of the output's data as it is now; no other output may carry
+    the same run id; when the record holds a prompt digest, the cell's prompt must match it;
+    its calls must be those the record holds; each call's ``audit_hash`` must be the hash of that call's last record,
     and its ``args_hash`` and approval decision those the records hold. The chains of the
-    sessions involved are verified too.
+    sessions involved are verified too. An output with no stamp whose HTML carries the
+    record's class (:data:`RECORD_CLASS`) or whose text starts as a record's does is named as
+    unstamped: a record with its stamp removed, or one pasted by hand.
 
     Args:
         path: the ``.ipynb`` file.
@@ -234,17 +294,31 @@ def verify_notebook(
         FileNotFoundError: no such file.
         AuditError: the file is not a readable notebook.
     """
-    stamps = _stamps(path)
+    stamps, unstamped = _read(path)
     report = NotebookReport(outputs=len(stamps))
     engine, owned = _engine_of(audit)
     try:
         sessions = {s.meta["session_id"] for s in stamps if _malformed(s.meta) is None}
         with engine.connect() as conn:
             outputs, calls = _load(conn, sessions)
+        first_of_run: dict[str, str] = {}
         for stamp in stamps:
             report.problems.extend(_check(stamp, outputs, calls))
             if _malformed(stamp.meta) is None:
                 report.calls += len(stamp.meta["calls"])
+                run_id = stamp.meta["run_id"]
+                if run_id in first_of_run:
+                    report.problems.append(
+                        f"{stamp.where}: duplicated (run {run_id[:12]}… is already recorded at "
+                        f"{first_of_run[run_id]})"
+                    )
+                else:
+                    first_of_run[run_id] = stamp.where
+        report.problems.extend(
+            f"{where}: unstamped (it looks like a pi_notebook record but has no provenance "
+            "stamp; removed or forged)"
+            for where in unstamped
+        )
         for sid in sorted(sessions):
             chain = verify_store(engine, sid)
             report.problems.extend(f"the audit chain is broken: {p}" for p in chain.problems)

@@ -22,6 +22,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
+from ..audit.notebook import RECORD_CLASS
 from .format import format_count, format_seconds, frame_html
 from .store import CardState, RunState
 
@@ -316,7 +317,7 @@ def record_bundle(state: RunState, info: RunInfo) -> dict[str, str]:
     error = f"<div class='pi-error-line'>{html.escape(state.error)}</div>" if state.error else ""
     notices = "".join(f"<div class='pi-meta'>{html.escape(n)}</div>" for n in state.notices)
     body = (
-        f"<div class='pi-rec pi-record' data-run='{html.escape(info.run_id)}'>{RECORD_CSS}"
+        f"<div class='pi-rec {RECORD_CLASS}' data-run='{html.escape(info.run_id)}'>{RECORD_CSS}"
         f"{_head(state, info)}{_timeline_html(state, info)}{notices}{error}</div>"
     )
     answer = state.assistant_text.strip()

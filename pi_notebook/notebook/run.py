@@ -26,7 +26,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..agent.events import AgentEndEvent
-from ..audit.notebook import output_digest
+from ..audit.notebook import output_digest, prompt_digest
 from ..errors import AwaitNotSupportedError
 from .prompts import ApprovalPrompt, Prompt
 from .provenance import args_hash_of, call_stamps, record_output
@@ -189,7 +189,8 @@ class Run:
                 "audit_hash": stamp.audit_hash if stamp else None,
             })  # fmt: skip
         digest = output_digest(data)
-        payload = {"run_id": self.run_id, "output_digest": digest, "calls": calls}
+        payload = {"run_id": self.run_id, "output_digest": digest, "calls": calls,
+                   "prompt_digest": prompt_digest(self.prompt)}  # fmt: skip
         record_hash = await asyncio.to_thread(record_output, audit, session_id, payload,
                                               self._since)  # fmt: skip
         self.metadata = {"run_id": self.run_id, "session_id": session_id, "model": model,

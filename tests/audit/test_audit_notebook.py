@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from pi_notebook import create_agent_session
 from pi_notebook.audit import AuditLog, output_digest, verify_notebook
+from pi_notebook.audit.notebook import prompt_body, prompt_digest
 from pi_notebook.audit.records import NotebookOutput
 from pi_notebook.database import database_extension
 from pi_notebook.errors import AuditError
@@ -61,27 +62,31 @@ async def stamped_output(tmp_path: Path, log: AuditLog) -> dict[str, Any]:
         for cid in ("c-read", "c-write")
     ]  # fmt: skip
     data = {
-        "text/html": "<div><p>Added one item.</p><pre>INSERT INTO items VALUES (1, 'a')</pre></div>",
+        "text/html": "<div class='pi-rec pi-record' data-run='run-1'><p>Added one item.</p>"
+        "<pre>INSERT INTO items VALUES (1, 'a')</pre></div>",
         "text/markdown": "Added one item.",
         "text/plain": "Added one item.",
     }
     digest = output_digest(data)
-    record_hash = await log.commit(
-        NotebookOutput(run_id="run-1", output_digest=digest, calls=stamped_calls)
-    )
-    assert len(record_hash) == 64
+    # As the notebook writes it: the record also binds the cell's prompt.
+    record_hash = await log.commit("notebook_output", {
+        "run_id": "run-1", "output_digest": digest, "calls": stamped_calls,
+        "prompt_digest": prompt_digest("add an item")})  # fmt: skip
+    assert record_hash is not None and len(record_hash) == 64
     meta = {"run_id": "run-1", "session_id": log.session_id, "model": "scripted",
             "output_digest": digest, "record_hash": record_hash, "calls": stamped_calls}  # fmt: skip
     return {"output_type": "display_data", "data": data, "metadata": {"pi_notebook": meta}}
 
 
-def write_notebook(path: Path, output: dict[str, Any]) -> Path:
+def write_notebook(path: Path, output: dict[str, Any], *extra: nbformat.NotebookNode,
+                   source: str = "%%pi\nadd an item\n") -> Path:  # fmt: skip
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_markdown_cell("# Report"),
         nbformat.v4.new_code_cell("print('hi')", outputs=[
             nbformat.v4.new_output("stream", name="stdout", text="hi\n")]),
-        nbformat.v4.new_code_cell("%%pi\nadd an item", outputs=[nbformat.from_dict(output)]),
+        nbformat.v4.new_code_cell(source, outputs=[nbformat.from_dict(output)]),
+        *extra,
     ]  # fmt: skip
     nbformat.write(nb, str(path))
     return path
@@ -191,3 +196,87 @@ def test_a_file_that_is_not_a_notebook_is_refused(tmp_path: Path) -> None:
         verify_notebook(bad, f"sqlite:///{tmp_path}/audit.sqlite")
     with pytest.raises(FileNotFoundError):
         verify_notebook(tmp_path / "missing.ipynb", f"sqlite:///{tmp_path}/audit.sqlite")
+
+
+UNSTAMPED = "unstamped (it looks like a pi_notebook record but has no provenance stamp"
+
+
+async def test_a_record_whose_stamp_was_removed_is_named(tmp_path: Path, case: Any) -> None:
+    log, output = case
+    stripped = copy.deepcopy(output)
+    stripped["metadata"] = {}
+    stripped["data"]["text/html"] = stripped["data"]["text/html"].replace("one", "ten")
+    report = verify_notebook(write_notebook(tmp_path / "run.ipynb", stripped), log)
+    assert not report.ok
+    assert report.outputs == 0
+    assert [p.split(";")[0] for p in report.problems] == [f"cell 2 output 0: {UNSTAMPED}"]
+
+
+async def test_a_record_pasted_into_a_new_cell_is_named(tmp_path: Path, case: Any) -> None:
+    """A forged record: copied HTML with no stamp, or only a record-like text form."""
+    log, output = case
+    fake_html = copy.deepcopy(output)
+    fake_html["metadata"] = {}
+    fake_html["data"]["text/html"] = fake_html["data"]["text/html"].replace("one", "FORGED")
+    fake_text = nbformat.v4.new_output("display_data", data={
+        "text/plain": "✔ done · 1 call · model offline\n\nAll good."})  # fmt: skip
+    extra = [
+        nbformat.v4.new_code_cell("%%pi\nx", outputs=[nbformat.from_dict(fake_html)]),
+        nbformat.v4.new_code_cell("%%pi\ny", outputs=[fake_text]),
+    ]
+    report = verify_notebook(write_notebook(tmp_path / "run.ipynb", output, *extra), log)
+    assert not report.ok
+    assert report.outputs == 1
+    assert [p.split(";")[0] for p in report.problems] == [
+        f"cell 3 output 0: {UNSTAMPED}", f"cell 4 output 0: {UNSTAMPED}"]  # fmt: skip
+
+
+async def test_ordinary_outputs_are_not_taken_for_records(tmp_path: Path, case: Any) -> None:
+    log, output = case
+    table = nbformat.v4.new_output("execute_result", execution_count=1, data={
+        "text/html": "<table class='dataframe'><tr><td>done</td></tr></table>",
+        "text/plain": "done · 3 calls · model of the week"})  # fmt: skip
+    extra = [nbformat.v4.new_code_cell("df", outputs=[table])]
+    report = verify_notebook(write_notebook(tmp_path / "run.ipynb", output, *extra), log)
+    assert report.ok, report.problems
+
+
+async def test_a_record_duplicated_into_a_second_cell_is_named(tmp_path: Path, case: Any) -> None:
+    log, output = case
+    copied = nbformat.v4.new_code_cell("%%pi\nadd an item", outputs=[
+        nbformat.from_dict(copy.deepcopy(output))])  # fmt: skip
+    report = verify_notebook(write_notebook(tmp_path / "run.ipynb", output, copied), log)
+    assert not report.ok
+    assert report.problems == [
+        "cell 3 output 0: duplicated (run run-1… is already recorded at cell 2 output 0)"
+    ]
+
+
+async def test_an_edited_prompt_is_named(tmp_path: Path, case: Any) -> None:
+    log, output = case
+    path = write_notebook(tmp_path / "run.ipynb", output, source="%%pi\ndelete every item")
+    report = verify_notebook(path, log)
+    assert report.problems == [
+        "cell 2 output 0: altered (its cell's prompt is not the prompt that ran)"
+    ]
+    # Whitespace around the prompt and the --background option are not edits.
+    source = "%%pi --background\n\n  add an item  \n"
+    assert verify_notebook(write_notebook(tmp_path / "bg.ipynb", output, source=source), log).ok
+
+
+async def test_a_record_without_a_prompt_digest_still_verifies(tmp_path: Path, case: Any) -> None:
+    """Records written before the prompt was bound: the prompt is not checked."""
+    log, output = case
+    meta = copy.deepcopy(output["metadata"]["pi_notebook"])
+    meta["record_hash"] = await log.commit(NotebookOutput(
+        run_id="run-1", output_digest=meta["output_digest"], calls=meta["calls"]))  # fmt: skip
+    older = {**output, "metadata": {"pi_notebook": meta}}
+    path = write_notebook(tmp_path / "run.ipynb", older, source="%%pi\nsomething else")
+    assert verify_notebook(path, log).ok
+
+
+def test_prompt_body_is_the_cell_below_the_magic() -> None:
+    assert prompt_body("%%pi\n  count the orders \n") == "count the orders"
+    assert prompt_body("%%pi --background\nhi") == "hi"
+    assert prompt_body("print(1)") is None
+    assert prompt_body("%%pip install x") is None
