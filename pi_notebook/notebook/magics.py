@@ -157,9 +157,7 @@ class PiMagics(Magics):
             report = verify_notebook(path, audit)
         except Exception as exc:
             raise UsageError(f"{path.name} cannot be verified: {exc}") from None
-        print(report)
-        for problem in getattr(report, "problems", []):
-            print(f"  - {problem}")
+        print(report)  # the verdict, then each problem once
 
     @line_magic
     def pi_approvals(self, line: str) -> Any:

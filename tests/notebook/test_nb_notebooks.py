@@ -31,15 +31,27 @@ def _texts(notebook: nbformat.NotebookNode) -> str:
     return "\n".join(out)
 
 
+def _cell_with(notebook: nbformat.NotebookNode, source_start: str) -> nbformat.NotebookNode:
+    return next(c for c in notebook.cells if c.source.startswith(source_start))
+
+
 def test_quickstart_executes() -> None:
     notebook = _execute("quickstart.ipynb")
     text = _texts(notebook)
     assert "pi_notebook: model offline" in text
     assert "done approved" in text  # the approved write finished
-    htmls = [
-        o for c in notebook.cells for o in c.get("outputs", []) if "text/html" in o.get("data", {})
-    ]
-    assert htmls  # DataFrames rendered
+    # The read's record: its SQL, a value of its result, and the answer.
+    read = _cell_with(notebook, "%%pi\nHow many orders").outputs[0]["data"]
+    assert "SELECT status, COUNT(*) AS orders" in read["text/html"]
+    assert "delivered" in read["text/html"] and "delivered" in read["text/plain"]
+    assert read["text/markdown"].startswith("Running this SQL with `query_database`.")
+    # %pi_result gave the same rows as a DataFrame (an HTML table with the status column).
+    frame = _cell_with(notebook, "%pi_result").outputs[0]["data"]
+    assert "<table" in frame["text/html"] and "delivered" in frame["text/html"]
+    # The write's record says it was approved and changed one row.
+    write = _cell_with(notebook, "%%pi --background").outputs[0]["data"]["text/plain"]
+    assert "approved · 1 row changed" in write
+    assert "UPDATE customers SET city = 'Oslo' WHERE customer_id = 1" in write
 
 
 def test_s36_lesson_answers_the_ten_questions() -> None:
@@ -123,6 +135,22 @@ def test_executed_quickstart_saved_and_converted_keeps_the_record(tmp_path: Path
     ]
     report = verify_notebook(path, audit_url)
     assert not report.ok and len(report.problems) == 1 and "altered" in report.problems[0]
+    # The record binds its cell's prompt; a stripped stamp is named too.
+    edited = nbformat.read(path, as_version=4)
+    output = _stamped(edited)[0]
+    output["data"]["text/html"] = output["data"]["text/html"].replace("lost", "delivered")
+    cells = [c for c in edited.cells if c.get("outputs") and _stamped_in(c)]
+    cells[1].source = cells[1].source.replace("Oslo", "Paris")
+    cells[0].outputs[0]["metadata"] = {}
+    nbformat.write(edited, path)
+    problems = verify_notebook(path, audit_url).problems
+    assert [p.split(" (")[0] for p in problems] == [
+        "cell 7 output 0: altered", "cell 3 output 0: unstamped"]  # fmt: skip
+    assert "prompt is not the prompt that ran" in problems[0]
+
+
+def _stamped_in(cell: nbformat.NotebookNode) -> bool:
+    return any("pi_notebook" in o.get("metadata", {}) for o in cell.get("outputs", []))
 
 
 def test_pi_audit_verify_notebook_names_the_altered_output(tmp_path: Path) -> None:
@@ -136,11 +164,15 @@ def test_pi_audit_verify_notebook_names_the_altered_output(tmp_path: Path) -> No
         cells=[nbformat.v4.new_code_cell("%load_ext pi_notebook"), check]
     )
     nbclient.NotebookClient(runner, kernel_name="python3", timeout=120).execute()
-    assert "OK" in runner.cells[1].outputs[0]["text"]
+    text = runner.cells[1].outputs[0]["text"]
+    assert text.startswith("OK: 2 stamped output(s) and 2 call(s) match the audit."), text
     output = _stamped(notebook)[0]
     output["data"]["text/html"] = output["data"]["text/html"].replace("delivered", "lost")
     nbformat.write(notebook, path)
     runner.cells[1].outputs = []
     nbclient.NotebookClient(runner, kernel_name="python3", timeout=120).execute()
     text = runner.cells[1].outputs[0]["text"]
-    assert "altered" in text and "cell" in text
+    problem = "cell 3 output 0: altered (its content does not match its audit record)"
+    assert text.splitlines() == [
+        "NOT OK: 1 problem(s) in 2 stamped output(s):", f"- {problem}"]  # fmt: skip
+    assert text.count(problem) == 1  # named once, not twice
