@@ -2,15 +2,28 @@
 
 It is not a language model and says so. It follows four rules:
 
-1. If the user's message holds SQL (a fenced block, or a paragraph that starts with a SQL
-   keyword *and* has the shape of that statement and parses), and ``query_database`` is
-   offered, it calls ``query_database`` with that SQL. English is never taken for SQL:
-   "Show me the 5 most expensive products." has no SQL shape, so it is not sent.
+1. If the user's message holds SQL, and ``query_database`` is offered, it calls
+   ``query_database`` with that SQL. SQL is either a fenced block (```` ```sql ````: the
+   user said it is SQL), or a paragraph on its own that
+
+   - starts with a SQL keyword, has the shape of that statement and parses, and
+   - names only tables of the database and columns of those tables (or aliases the
+     statement defines), checked against the schema summary the database extension puts in
+     the system prompt (the only view of the database the model has). Where that summary
+     lists a table without all its columns, its columns are not checked; where it does not
+     list every table, a table it does not list is not accepted.
+
+   With no schema summary at all, a bare read is accepted if it names no English word such
+   as "the" as a table or column, and a bare write is not: put it in a ```` ```sql ```` block.
+   So English is never taken for SQL: "Show me the 5 most expensive products." has no SQL
+   shape, "select 5 products from the shop" names a table ``the``, and "Update products set
+   price = cheaper" a column ``cheaper``; none is sent, and none can raise an approval prompt.
 2. Else, if the message is one of the few requests it understands (list the tables,
-   describe a table, count the rows of a table, optionally per column), it runs the
-   matching read.
+   describe a table, count the rows of a table, optionally per column), and the table (and
+   column) it names are in the schema summary, it runs the matching read.
 3. If the last messages are tool results, it sums them up in a sentence each.
-4. Otherwise it answers in a few lines what it can do.
+4. Otherwise it answers in a few lines what it can do (saying why, when the message looked
+   like SQL but named something the database does not have).
 """
 
 from __future__ import annotations
@@ -19,7 +32,9 @@ import itertools
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from .abort import AbortSignal
 from .events import AssistantMessageEvent
@@ -27,7 +42,7 @@ from .messages import Message, ToolResultMessage, UserMessage, content_text
 from .model import Context, ToolSchema
 from .stream import AssistantStream
 
-__all__ = ["OfflineModel", "extract_sql", "understood_request"]
+__all__ = ["OfflineModel", "SchemaView", "extract_sql", "schema_view", "understood_request"]
 
 SQL_TOOL = "query_database"
 _FENCE = re.compile(r"```(?:sql)?[ \t]*\n(.*?)```", re.IGNORECASE | re.DOTALL)
@@ -73,6 +88,60 @@ _COUNT = re.compile(
 )
 _ids = itertools.count(1)
 _sqlglot_log = logging.getLogger("sqlglot")
+# Words that are English, never a table or column of a pasted statement.
+_ENGLISH = frozenset({"the", "an", "my", "our", "your", "their", "me", "it", "its", "this",
+                      "that", "these", "those", "please", "them", "some", "every"})  # fmt: skip
+_READS = ("select", "with", "values", "explain", "show", "describe", "pragma")
+_SYSTEM_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master",
+                            "sqlite_sequence", "dual"})  # fmt: skip
+_SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "mysql", "sys",
+                             "performance_schema"})  # fmt: skip
+_SUMMARY_HEAD = re.compile(
+    r"^Database \((?P<dialect>[\w ]+)\): (?P<tables>\d+) tables, (?P<views>\d+) views\."
+)
+_SUMMARY_TABLE = re.compile(r"^- (?P<name>[^(\n]+?)(?: \(view\))?\((?P<columns>[^)\n]*)\)")
+_SUMMARY_NAMES = re.compile(r"^Tables: (?P<names>.*?)(?:, and \d+ more)?$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SchemaView:
+    """What the offline model knows of the database: the schema summary in its system prompt.
+
+    Attributes:
+        tables: each listed table (lower case) and its columns (lower case), or ``None``
+            where the summary did not list all of them.
+        complete: whether every table of the database is listed.
+    """
+
+    tables: Mapping[str, frozenset[str] | None] = field(
+        default_factory=dict[str, frozenset[str] | None]
+    )
+    complete: bool = False
+
+
+def schema_view(system_prompt: str) -> SchemaView | None:
+    """The schema summary in a system prompt (``database`` extension), or ``None`` if none."""
+    lines = system_prompt.splitlines()
+    start = next((i for i, line in enumerate(lines) if _SUMMARY_HEAD.match(line)), None)
+    if start is None:
+        return None
+    head = _SUMMARY_HEAD.match(lines[start])
+    assert head is not None
+    total = int(head.group("tables")) + int(head.group("views"))
+    tables: dict[str, frozenset[str] | None] = {}
+    for line in lines[start + 1 :]:
+        listed = _SUMMARY_TABLE.match(line)
+        if listed:
+            columns = [c.strip() for c in listed.group("columns").split(",") if c.strip()]
+            names = {re.split(r" PK$| -> ", c)[0].strip().lower() for c in columns}
+            partial = any(re.fullmatch(r"\+\d+ more", c) for c in columns)
+            tables[listed.group("name").strip().lower()] = None if partial else frozenset(names)
+            continue
+        names_only = _SUMMARY_NAMES.match(line)
+        if names_only:
+            for name in names_only.group("names").split(", "):
+                tables.setdefault(name.strip().lower(), None)
+    return SchemaView(tables=tables, complete=len(tables) >= total)
 
 
 def _parses(sql: str, dialect: str | None) -> bool:
@@ -105,15 +174,77 @@ def _looks_like_sql(text: str, dialect: str | None) -> bool:
     return _parses(stripped, dialect)
 
 
-def extract_sql(prompt: str, dialect: str | None = None) -> str | None:
-    """The SQL in a prompt: the first fenced block, else the first paragraph that is SQL.
+def _trees(sql: str, dialect: str | None) -> list[Any]:
+    import sqlglot
 
-    A paragraph is SQL when it starts with a statement keyword, has that statement's shape
-    and parses; English that happens to start with such a word is not SQL.
+    level = _sqlglot_log.level
+    _sqlglot_log.setLevel(logging.ERROR)
+    try:
+        return [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
+    except Exception:
+        return []
+    finally:
+        _sqlglot_log.setLevel(level)
+
+
+def unknown_name(sql: str, dialect: str | None, schema: SchemaView | None) -> str | None:
+    """Why a bare statement is not taken for SQL: the first name the database does not have
+    (as ``table `x` `` or ``column `y` ``), or an English word used as a name; else None.
+
+    With no ``schema``, only English words are caught, and a write is refused (it needs a
+    fence).
     """
-    fenced = _FENCE.search(prompt)
-    if fenced and fenced.group(1).strip():
-        return fenced.group(1).strip()
+    from sqlglot import exp
+
+    trees = _trees(sql, dialect)
+    if not trees:
+        return "a statement that does not parse"
+    if schema is None and not sql.lstrip().lower().startswith(_READS):
+        return "a write, and I cannot see the database's tables to check it"
+    for tree in trees:
+        ctes = {str(c.alias_or_name).lower() for c in tree.find_all(exp.CTE)}
+        aliases = {str(a.alias).lower() for a in tree.find_all(exp.Alias)}
+        columns: set[str] = set()
+        unchecked = schema is None
+        for alias in tree.find_all(exp.TableAlias):
+            aliases.add(str(alias.name).lower())
+            aliases.update(str(c.name).lower() for c in alias.columns)
+        for table in tree.find_all(exp.Table):
+            if not isinstance(table.this, exp.Identifier):
+                continue  # a table-valued function such as json_each(...)
+            name = str(table.name).lower()
+            if name in ctes:
+                continue
+            if str(table.db).lower() in _SYSTEM_SCHEMAS or name in _SYSTEM_TABLES:
+                unchecked = True
+                continue
+            if name in _ENGLISH:
+                return f"table `{table.name}`"
+            if schema is None:
+                continue
+            if name not in schema.tables:
+                return f"table `{table.name}`"
+            known = schema.tables[name]
+            if known is None:
+                unchecked = True
+            else:
+                columns |= known
+        named = [c.this for c in tree.find_all(exp.Column)]
+        named += [i for s in tree.find_all(exp.Schema) if isinstance(s.this, exp.Table)
+                  for i in s.expressions if isinstance(i, exp.Identifier)]  # fmt: skip
+        for ident in named:
+            if not isinstance(ident, exp.Identifier) or ident.quoted:
+                continue  # a star, or a quoted name (the user meant it)
+            name = str(ident.name).lower()
+            if name in _ENGLISH:
+                return f"column `{ident.name}`"
+            if not unchecked and name not in columns and name not in aliases:
+                return f"column `{ident.name}`"
+    return None
+
+
+def _bare_statement(prompt: str, dialect: str | None) -> str | None:
+    """The first paragraph that starts with a statement keyword, has its shape and parses."""
     lines = prompt.splitlines()
     for index, line in enumerate(lines):
         if not _START.match(line):
@@ -127,6 +258,32 @@ def extract_sql(prompt: str, dialect: str | None = None) -> str | None:
         if _looks_like_sql(candidate, dialect):
             return candidate
     return None
+
+
+def _find_sql(
+    prompt: str, dialect: str | None, schema: SchemaView | None
+) -> tuple[str | None, str | None]:
+    """(the SQL to run, or None; why a statement-like paragraph was not taken, or None)."""
+    fenced = _FENCE.search(prompt)
+    if fenced and fenced.group(1).strip():
+        return fenced.group(1).strip(), None
+    candidate = _bare_statement(prompt, dialect)
+    if candidate is None:
+        return None, None
+    why = unknown_name(candidate, dialect, schema)
+    return (None, why) if why else (candidate, None)
+
+
+def extract_sql(
+    prompt: str, dialect: str | None = None, schema: SchemaView | None = None
+) -> str | None:
+    """The SQL in a prompt: the first fenced block, else the first paragraph that is SQL.
+
+    A paragraph is SQL when it starts with a statement keyword, has that statement's shape,
+    parses, and names only what ``schema`` has (see :func:`unknown_name`); English that
+    happens to start with such a word is not SQL.
+    """
+    return _find_sql(prompt, dialect, schema)[0]
 
 
 def _table(name: str | None) -> str | None:
@@ -186,15 +343,23 @@ def _summary(result: ToolResultMessage) -> str:
     return f"`{result.tool_name}` finished: {first or 'no output'}"
 
 
-def _help(tool_names: list[str]) -> str:
+def _help(tool_names: list[str], why: str | None = None) -> str:
     tools = ", ".join(tool_names) if tool_names else "none"
+    lead = "I am the offline demo model: a few rules, not an LLM, so I did not understand that."
+    if why:
+        lead += (
+            f" It reads like SQL, but it names {why} that this database does not have, so I "
+            "did not run it; if it is SQL, put it in a ```sql block."
+            if why.startswith(("table", "column"))
+            else f" It reads like SQL, but it is {why}; if it is SQL, put it in a ```sql block."
+        )
     return (
-        "I am the offline demo model: a few rules, not an LLM, so I did not understand that. "
-        "I can:\n\n"
+        f"{lead} I can:\n\n"
         '- **list the tables** ("list the tables")\n'
         '- **describe a table** ("describe customers")\n'
         '- **count rows** ("how many orders are there?", "how many orders per status?")\n'
-        f"- **run the SQL you paste** (a ```sql block, or a statement on its own line) with `{SQL_TOOL}`\n\n"
+        f"- **run the SQL you paste** with `{SQL_TOOL}`: in a ```sql block, or a statement on "
+        "its own line that names tables and columns of the database\n\n"
         f"Active tools: {tools}. For real answers, choose a model with "
         "`%pi_model openai:<model>` or `%pi_model anthropic:<model>`."
     )
@@ -220,12 +385,16 @@ class OfflineModel:
             return " ".join(_summary(r) for r in reversed(results)), None
         prompt = content_text(last.content) if isinstance(last, UserMessage) else ""
         dialect = _dialect(context.tools)
-        sql = extract_sql(prompt, dialect)
+        schema = schema_view(context.system_prompt)
+        sql, why = _find_sql(prompt, dialect, schema)
         what = "Running this SQL with `query_database`."
-        if sql is None:
+        if sql is None and why is None:
             understood = understood_request(prompt, dialect)
             if understood is not None:
-                what, sql = understood
+                # The table (and column) it names must be the database's, when it is known.
+                why = unknown_name(understood[1], dialect, schema) if schema else None
+                if why is None:
+                    what, sql = understood
         if sql and SQL_TOOL in tool_names:
             return what, sql
         if sql:
@@ -234,7 +403,7 @@ class OfflineModel:
                 "session, so I cannot run it.",
                 None,
             )
-        return _help(tool_names), None
+        return _help(tool_names, why), None
 
     def _events(
         self, context: Context, signal: AbortSignal | None

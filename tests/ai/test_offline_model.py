@@ -147,3 +147,84 @@ async def test_understood_requests_run_as_reads(tmp_path) -> None:
         assert set(expected) <= values, (prompt, frame)
         assert result.details["statement_kind"] == "read"  # type: ignore[union-attr]
         await session.close()
+
+
+SUMMARY = """You are pi_notebook.
+
+Database (sqlite): 3 tables, 0 views.
+- customers(customer_id PK, name, city)
+- orders(order_id PK, customer_id -> customers, status)
+- products(product_id PK, name, price)
+Call describe_database for column types, comments, examples and anything not listed here."""
+
+# English that parses as SQL: only the schema tells it apart.
+ENGLISH_THAT_PARSES = {
+    "delete from orders where it is cancelled": "column `it`",
+    "Update products set price = cheaper": "column `cheaper`",
+    "select 5 products from the shop": "table `the`",
+    "select name from my customers": "table `my`",
+    "delete from orders where status is cancelled": "column `cancelled`",
+}
+
+
+def test_schema_view_reads_every_level_of_the_summary() -> None:
+    from pi_notebook.ai.offline import schema_view
+
+    view = schema_view(SUMMARY)
+    assert view is not None and view.complete
+    assert view.tables["orders"] == {"order_id", "customer_id", "status"}
+    keys_only = schema_view(
+        "Database (duckdb): 2 tables, 1 views.\n- a(id PK, +3 more)\n- b (view)(x)\n- c(id PK)"
+    )
+    assert keys_only is not None and keys_only.complete
+    assert keys_only.tables == {"a": None, "b": {"x"}, "c": {"id"}}
+    names = schema_view("Database (sqlite): 9 tables, 0 views.\nTables: a, b, and 7 more")
+    assert names is not None and not names.complete and names.tables == {"a": None, "b": None}
+    assert schema_view("You are pi_notebook.") is None
+
+
+def test_english_that_parses_is_not_sql_when_it_names_what_the_database_lacks() -> None:
+    from pi_notebook.ai.offline import schema_view, unknown_name
+
+    view = schema_view(SUMMARY)
+    for sentence, name in ENGLISH_THAT_PARSES.items():
+        assert extract_sql(sentence, "sqlite", view) is None, sentence
+        assert unknown_name(sentence, "sqlite", view) == name, sentence
+    # Real statements still run: columns of the tables, aliases, CTEs, quoted names.
+    for sql in [
+        "SELECT status, COUNT(*) AS n FROM orders GROUP BY status ORDER BY n DESC",
+        "UPDATE customers SET city = 'Oslo' WHERE customer_id = 1",
+        "select o.status from orders o join customers c on c.customer_id = o.customer_id",
+        "with t(k) as (select 1) select k from t",
+        'SELECT name FROM sqlite_master WHERE name = "orders"',
+        "INSERT INTO products (product_id, name, price) VALUES (9, 'x', 1.5)",
+        "SELECT 1",
+    ]:
+        assert extract_sql(sql, "sqlite", view) == sql, sql
+    # A write names a table the summary does not list: not taken (put it in a fence).
+    assert extract_sql("DELETE FROM invoices WHERE id = 1", "sqlite", view) is None
+    assert extract_sql("```sql\nDELETE FROM invoices WHERE id = 1\n```", "sqlite", view) == (
+        "DELETE FROM invoices WHERE id = 1"
+    )
+    # With no summary at all: bare reads run, bare writes need the fence.
+    assert extract_sql("SELECT name FROM customers", "sqlite") == "SELECT name FROM customers"
+    assert extract_sql("UPDATE customers SET city = 'X'", "sqlite") is None
+    assert extract_sql("select 5 products from the shop", "sqlite") is None
+
+
+async def test_english_that_parses_gets_help_not_a_call_or_prompt() -> None:
+    """Through the model's stream: English that parses gets the help reply saying why, and
+    no tool call (so no approval prompt can follow)."""
+    from pi_notebook.ai.messages import UserMessage
+    from pi_notebook.ai.model import Context, ToolSchema
+
+    tool = ToolSchema(name="query_database", parameters={},
+                      description="Run one SQL statement (sqlite dialect) on the database.")  # fmt: skip
+    for sentence, name in [*ENGLISH_THAT_PARSES.items(), ("count the weather", "table `weather`")]:
+        context = Context(system_prompt=SUMMARY, tools=[tool],
+                          messages=[UserMessage(content=sentence)])  # fmt: skip
+        events = [e async for e in OfflineModel().stream(context)]
+        assert not any(e.type.startswith("toolcall") for e in events), sentence
+        text = "".join(getattr(e, "delta", "") for e in events if e.type == "text_delta")
+        assert f"names {name} that this database does not have" in text, sentence
+        assert "```sql block" in text and "list the tables" in text

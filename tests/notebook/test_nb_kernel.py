@@ -256,3 +256,25 @@ def test_kernel_pi_cell_interpolates_names_and_pi_usage(kernel: tuple[Kernel, Pa
     assert "WHERE customer_id = 5" in html and "{wanted}" not in html
     out = k.execute("u = %pi_usage\nprint(list(u.columns)[:3], bool(u.current.iloc[-1]))")
     assert out.split() == ["['session',", "'model',", "'requests']", "True"]
+
+
+def test_kernel_offline_model_given_english_replies_with_help(kernel: tuple[Kernel, Path]) -> None:
+    """English in a ``%%pi`` cell (the first thing a user without a key types): even where
+    it parses as SQL, no approval prompt appears, no call is made, and the record is the help
+    reply."""
+    k, data = kernel
+    for sentence in ("Show me the 5 most expensive products.",
+                     "delete from orders where it is cancelled",
+                     "Update products set price = cheaper",
+                     "select 5 products from the shop"):  # fmt: skip
+        before = len(k.buttons("Approve"))
+        msg_id = k.kc.execute(f"%%pi\n{sentence}")
+        k.finish(msg_id)
+        assert len(k.buttons("Approve")) == before, sentence
+        record = k.record(msg_id)
+        plain = record["data"]["text/plain"]
+        assert plain.startswith("✔ done · 0 calls"), plain
+        assert "not an LLM" in plain and "list the tables" in plain, plain
+        assert record["metadata"]["pi_notebook"]["calls"] == []
+    with sqlite3.connect(data / "sample.sqlite") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM orders WHERE status = 'cancelled'").fetchone()[0]
