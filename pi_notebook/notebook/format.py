@@ -1,30 +1,28 @@
-"""Numbers and tables for people: thousands separators, sensible precision, escaped HTML.
+"""Tables and durations for people; numbers follow :mod:`pi_notebook.formatting`.
 
-pandas' defaults show six decimals and ``1.23e+10``; a card shows ``12,300,000,000`` and as
-many decimals as the column needs (at most :data:`MAX_DECIMALS`). Every value that came from
-a database or a model is escaped before it becomes HTML.
+A card's table writes each value as the preview the model reads does
+(:func:`pi_notebook.formatting.format_value`, with the column's name, so ``2024`` and
+``customer_id`` 10001 get no separators and ``1234567`` gets them), shows a missing value
+(``None``, NaN, ``NA``, ``NaT``) as ``NULL``, and right-aligns a column whose values are all
+numbers (Decimal and nullable ``Int64`` included). Every value that came from a database or a
+model is escaped before it becomes HTML.
 """
 
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from ..formatting import format_count, format_value, is_missing, is_number
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["MAX_DECIMALS", "format_count", "format_seconds", "format_value", "frame_html"]
+__all__ = ["cell_text", "format_count", "format_seconds", "format_value", "frame_html",
+           "frame_text"]  # fmt: skip
 
-MAX_DECIMALS = 4
-_SIGNIFICANT = 6
 _CELL_CHARS = 200
-
-
-def format_count(n: int) -> str:
-    """``1234567`` → ``1,234,567``."""
-    return f"{n:,}"
 
 
 def format_seconds(seconds: float) -> str:
@@ -37,56 +35,18 @@ def format_seconds(seconds: float) -> str:
     return f"{minutes} min {rest:02d} s"
 
 
-def _decimals(value: float) -> int:
-    """Decimals needed to show ``value`` with about six significant digits, trailing zeros
-    dropped (``19.99`` → 2, ``12345678.9`` → 0)."""
-    if value == 0 or not math.isfinite(value):
-        return 0
-    wanted = max(0, min(MAX_DECIMALS, _SIGNIFICANT - 1 - math.floor(math.log10(abs(value)))))
-    text = f"{value:.{wanted}f}".rstrip("0")
-    return len(text) - text.index(".") - 1 if "." in text else 0
-
-
-def _is_float(value: Any) -> bool:
-    return isinstance(value, float) or type(value).__name__.startswith("float")
-
-
-def _is_int(value: Any) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or type(
-        value
-    ).__name__.startswith(("int", "uint"))
-
-
-def format_value(value: Any, decimals: int | None = None) -> str:
-    """One value as text for a person; ``decimals`` fixes a float's decimals (a column's)."""
-    if value is None or type(value).__name__ in ("NAType", "NaTType"):
+def cell_text(value: Any, column: str = "") -> str:
+    """One table cell as text: ``NULL`` if missing, else the shared format, at most 200
+    characters."""
+    if is_missing(value):
         return "NULL"
-    if _is_int(value):
-        return f"{int(value):,}"
-    if _is_float(value):
-        number = float(value)
-        if math.isnan(number):
-            return "NULL"
-        if math.isinf(number):
-            return "∞" if number > 0 else "-∞"
-        if number != 0 and abs(number) < 10**-MAX_DECIMALS:
-            return f"{number:.3g}"
-        places = _decimals(number) if decimals is None else decimals
-        return f"{number:,.{places}f}"
-    text = str(value)
+    text = format_value(value, column)
     return text if len(text) <= _CELL_CHARS else text[: _CELL_CHARS - 1] + "…"
 
 
-def _column_decimals(values: Sequence[Any]) -> int | None:
-    floats = [float(v) for v in values if _is_float(v) and math.isfinite(float(v))]
-    if not floats:
-        return None
-    return max(_decimals(v) for v in floats)
-
-
 def _numeric(values: Sequence[Any]) -> bool:
-    present = [v for v in values if v is not None and not (_is_float(v) and math.isnan(float(v)))]
-    return bool(present) and all(_is_int(v) or _is_float(v) for v in present)
+    present = [v for v in values if not is_missing(v)]
+    return bool(present) and all(is_number(v) for v in present)
 
 
 def frame_html(frame: pd.DataFrame, *, max_rows: int = 10, total: int | None = None) -> str:
@@ -98,7 +58,6 @@ def frame_html(frame: pd.DataFrame, *, max_rows: int = 10, total: int | None = N
     head = frame.head(max_rows)
     columns = [str(c) for c in head.columns]
     cols = [list(head.iloc[:, i]) for i in range(len(columns))]
-    decimals = [_column_decimals(c) for c in cols]
     numeric = [_numeric(c) for c in cols]
     out = ["<div class='pi-table-wrap'><table class='dataframe pi-table'><thead><tr>"]
     for name, is_num in zip(columns, numeric, strict=True):
@@ -107,7 +66,7 @@ def frame_html(frame: pd.DataFrame, *, max_rows: int = 10, total: int | None = N
     for r in range(len(head)):
         out.append("<tr>")
         for c in range(len(columns)):
-            text = format_value(cols[c][r], decimals[c])
+            text = cell_text(cols[c][r], columns[c])
             out.append(f"<td class='{'pi-num' if numeric[c] else ''}'>{html.escape(text)}</td>")
         out.append("</tr>")
     out.append("</tbody></table></div>")
@@ -118,3 +77,28 @@ def frame_html(frame: pd.DataFrame, *, max_rows: int = 10, total: int | None = N
             f"{format_count(rows)} rows</div>"
         )
     return "".join(out)
+
+
+def frame_text(frame: pd.DataFrame, *, max_rows: int = 10, max_width: int = 40) -> str:
+    """The first ``max_rows`` rows as aligned plain text, formatted as :func:`frame_html`."""
+    head = frame.head(max_rows)
+    columns = [str(c) for c in head.columns]
+    cols = [list(head.iloc[:, i]) for i in range(len(columns))]
+    numeric = [_numeric(c) for c in cols]
+    cells = [[_clip(cell_text(v, name), max_width) for v in col]
+             for col, name in zip(cols, columns, strict=True)]  # fmt: skip
+    widths = [
+        max([len(_clip(n, max_width)), *map(len, c)]) for n, c in zip(columns, cells, strict=True)
+    ]
+
+    def line(texts: list[str]) -> str:
+        return "  ".join(t.rjust(w) if num else t.ljust(w)
+                         for t, w, num in zip(texts, widths, numeric, strict=True)).rstrip()  # fmt: skip
+
+    rows = [line([_clip(n, max_width) for n in columns])]
+    rows += [line([c[r] for c in cells]) for r in range(len(head))]
+    return "\n".join(rows)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

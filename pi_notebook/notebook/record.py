@@ -23,7 +23,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from ..audit.notebook import RECORD_CLASS
-from .format import format_count, format_seconds, frame_html
+from .format import format_count, format_seconds, frame_html, frame_text
 from .store import CardState, RunState
 
 __all__ = [
@@ -301,7 +301,7 @@ def _plain(state: RunState, info: RunInfo) -> str:
             lines += [f"    {line}" for line in sql.splitlines()]
         frame = result_dataframe(card.details)
         if frame is not None and len(frame.columns) and card.status == "done":
-            table = frame.head(info.preview_rows).to_string(index=False, max_colwidth=40)
+            table = frame_text(frame, max_rows=info.preview_rows)
             lines += [f"    {line}" for line in table.splitlines()]
         elif card.content and card.status == "done":
             lines += [f"    {line}" for line in "\n".join(card.content).splitlines()[:20]]

@@ -15,7 +15,7 @@ from pi_notebook.agent.events import (
 )
 from pi_notebook.ai.messages import AssistantMessage
 from pi_notebook.notebook import RunInfo, RunState, record_bundle, reduce
-from pi_notebook.notebook.format import format_value, frame_html
+from pi_notebook.notebook.format import cell_text, format_value, frame_html
 from pi_notebook.notebook.record import RECORD_CSS
 
 
@@ -73,14 +73,78 @@ def test_numbers_for_people() -> None:
     assert format_value(1234567) == "1,234,567"
     assert format_value(19.99) == "19.99"
     assert format_value(0.000012) == "1.2e-05"
-    assert format_value(float("nan")) == "NULL" and format_value(None) == "NULL"
+    assert cell_text(float("nan")) == "NULL" and cell_text(None) == "NULL"
+    assert cell_text(pd.NA) == "NULL" and cell_text(pd.NaT) == "NULL"
     frame = pd.DataFrame(
-        {"price": [19.99, 5.5, 100.0], "qty": [1, 20, 3000], "name": ["a", "b", "c"]}
+        {"price": [19.99, 5.5, 100.0], "qty": [1, 20, 30000], "name": ["a", "b", "c"]}
     )
     html = frame_html(frame)
-    assert ">19.99<" in html and ">5.50<" in html and ">100.00<" in html  # one precision per column
-    assert ">3,000<" in html and "pi-num" in html
+    assert ">19.99<" in html and ">5.5<" in html and ">100<" in html  # as the model reads them
+    assert ">30,000<" in html and "pi-num" in html
     assert "e+" not in frame_html(pd.DataFrame({"big": [1.23e10, 4.5e12]}))
+
+
+def _cells(html: str) -> list[tuple[str, str]]:
+    """(class, text) of each body cell."""
+    import re
+
+    return re.findall(r"<td class='([^']*)'[^>]*>([^<]*)</td>", html)
+
+
+def test_card_numbers_follow_the_model_preview_rules() -> None:
+    """Years and ids get no separators, quantities do from 10,000 on; Decimal and nullable
+    Int64 columns are numbers (right-aligned, separators); the card and the model's preview
+    write each value alike."""
+    from decimal import Decimal
+
+    from pi_notebook.sql.backend.results import format_value as preview_value
+
+    frame = pd.DataFrame({
+        "customer_id": [10001, 10002], "year": [2024, 1999], "orders": [1033, 25000],
+        "total": [Decimal("1234.50"), Decimal("98765.4321")],
+        "stock": pd.array([12000, None], dtype="Int64"), "name": ["a", "b"],
+    })  # fmt: skip
+    cells = _cells(frame_html(frame))
+    assert cells[:6] == [("pi-num", "10001"), ("pi-num", "2024"), ("pi-num", "1033"),
+                         ("pi-num", "1,234.50"), ("pi-num", "12,000"), ("", "a")]  # fmt: skip
+    assert cells[6:] == [("pi-num", "10002"), ("pi-num", "1999"), ("pi-num", "25,000"),
+                         ("pi-num", "98,765.4321"), ("pi-num", "NULL"), ("", "b")]  # fmt: skip
+    # The same values, as the model's preview writes them from the database's rows.
+    for column in frame.columns:
+        for value, (_, shown) in zip(frame[column], cells[list(frame.columns).index(column)::6],
+                                     strict=True):  # fmt: skip
+            if value is pd.NA:
+                continue
+            native = value.item() if hasattr(value, "item") else value
+            assert preview_value(native, column) == shown, (column, value)
+    # The record's text form follows the same rules (not pandas' defaults).
+    state = _state(*_call("c", "SELECT 1", {"dataframe": frame, "row_count": 2}))
+    plain = record_bundle(state, INFO)["text/plain"]
+    assert "1,234.50" in plain and "2024" in plain and "2,024" not in plain
+    assert "10,001" not in plain and "10001" in plain
+
+
+def test_one_formatter_for_the_card_and_the_preview() -> None:
+    """``pi_notebook.formatting.format_value`` writes what the backend's preview writes."""
+    import datetime as dt
+    from decimal import Decimal
+
+    import numpy as np
+
+    from pi_notebook.formatting import format_value as shared
+    from pi_notebook.sql.backend.results import format_value as preview_value
+
+    cases = [(1234567, "amount"), (9999, "amount"), (2024, "year"), (1234567, "customer_id"),
+             (12300000000.0, "revenue"), (1234.5678, "price"), (0.37, "ratio"),
+             (0.000123456, "p"), (2.0, "x"), (-45678.9, "delta"), (float("nan"), "x"),
+             (1e20, "x"), (Decimal("1234.50"), "total"), (Decimal("0.12345678901"), "rate"),
+             (None, "x"), (True, "flag"), (b"\x00", "blob"), (10001, "zip"), (77777, "order_no"),
+             (dt.datetime(2024, 5, 1, 12), "at"), ("text", "name")]  # fmt: skip
+    for value, column in cases:
+        assert shared(value, column) == preview_value(value, column), (value, column)
+    # NumPy scalars (a DataFrame's cells) are written as Python's.
+    assert shared(np.int64(123456), "n") == "123,456" and shared(np.int64(2024), "n") == "2024"
+    assert shared(np.float32(0.5), "x") == "0.5" and shared(np.bool_(True), "x") == "true"
 
 
 def test_a_write_says_how_many_rows_it_changed_and_a_text_result_is_shown() -> None:
