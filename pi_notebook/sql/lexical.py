@@ -228,9 +228,18 @@ def quoting_findings(sql: str, dialect: str) -> list[Finding]:
 
     MySQL ends ``'a\\'`` at the second quote only without ``NO_BACKSLASH_ESCAPES``;
     PostgreSQL only with ``standard_conforming_strings`` off. Either way the statement
-    may not be the one we parsed, so it is not a read.
+    may not be the one we parsed, so it is not a read; with a semicolon anywhere in
+    the text it may be two statements, so it is a ``reject``.
     """
     if dialect in ("mysql", "postgres") and _BACKSLASH_QUOTE.search(sql):
+        if ";" in sql:
+            # Where the string ends decides whether the semicolon separates statements.
+            return [
+                rejects(
+                    "backslash before a quote and a semicolon: whether this is more than one "
+                    "statement depends on server settings"
+                )
+            ]
         return [writes("backslash before a quote: the meaning depends on server settings")]
     return []
 

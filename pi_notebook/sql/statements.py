@@ -2,19 +2,30 @@
 
 A semicolon between two statements is always a ``reject`` (stacked statements are never
 run, whatever they are). The only semicolons a single statement may hold are those inside
-the body of a routine or trigger, and they are recognised by the body's structure, never
-by the words near the start (a column named ``event`` or ``function`` must not turn
-``CREATE TABLE x (event int); DELETE FROM t`` into one statement):
+the body of a routine or trigger, and they are accepted only when the statement's
+structure proves that the body ends where the text ends. Words near the start never
+decide it (``begin``, ``end``, ``atomic``, ``event`` and ``function`` can all be column
+names or aliases), and when the structure is not one of the forms below, or any word is
+ambiguous, the text is treated as more than one statement (fail closed):
 
-* SQLite ``CREATE TRIGGER ... BEGIN stmt; ... END`` and MySQL/MariaDB ``CREATE
-  PROCEDURE/FUNCTION/TRIGGER/EVENT ... BEGIN ...; ... END``: semicolons inside
-  ``BEGIN ... END`` blocks (``CASE ... END`` nests inside them; a MySQL ``BEGIN`` opens a
-  block only when a statement or a label follows it, so ``SELECT begin FROM t`` does not);
-* PostgreSQL ``CREATE FUNCTION/PROCEDURE ... BEGIN ATOMIC ...; END`` and ``CREATE RULE ...
-  DO (stmt; stmt)``: semicolons inside the atomic block or the parentheses.
-
-Any semicolon outside such a block, or a block that does not close where the text ends,
-makes the text more than one statement.
+* PostgreSQL ``CREATE [OR REPLACE] FUNCTION/PROCEDURE ... BEGIN ATOMIC ...; END`` and
+  SQLite ``CREATE [TEMP] TRIGGER ... BEGIN ...; END``: in both grammars the body is a list
+  of ``statement ;`` that no statement inside may start with ``END``, so the body ends at
+  the first ``; END`` (or ``ATOMIC END``) after it opens; that pair must be the end of the
+  text. The body opens at the first ``BEGIN`` (``BEGIN ATOMIC``) outside parentheses, and
+  it must come before the first semicolon. A second ``ATOMIC`` (a nested routine) is
+  refused.
+* PostgreSQL ``CREATE [OR REPLACE] RULE ... DO (stmt; stmt)``: every semicolon inside
+  parentheses (the grammar balances parentheses within one statement, so a semicolon
+  inside them cannot separate two).
+* MySQL/MariaDB ``CREATE ... PROCEDURE/FUNCTION/TRIGGER/EVENT`` whose body is a
+  ``[label:] BEGIN ... END [label]`` block, matched block by block: an opener (``BEGIN``,
+  ``IF``, ``CASE``, ``LOOP``, ``WHILE``, ``REPEAT``, ``FOR``) counts only where a
+  statement starts (after ``;``, ``THEN``, ``ELSE``, ``DO``, a label, another opener, or a
+  handler's conditions), every ``END`` must close something, and a ``BEGIN`` or ``END``
+  anywhere else (a column or alias named so) makes the text a ``reject``. Every way this
+  can be wrong closes a block early (then the text goes on past it, a ``reject``) or is a
+  syntax error on the server, never a second statement after an approved first.
 """
 
 from __future__ import annotations
@@ -30,15 +41,19 @@ __all__ = ["STACKED", "one_statement"]
 STACKED = "more than one statement (stacked statements are never run)"
 
 _BLOCK_DIALECTS = frozenset({"sqlite", "mysql", "postgres"})
-_MYSQL_BLOCK_STARTS = frozenset(
-    """ALTER ANALYZE BEGIN CALL CASE CLOSE CREATE DECLARE DELETE DO DROP END EXECUTE FETCH
-    FLUSH FOR GET IF INSERT ITERATE LEAVE LOCK LOOP NOT OPEN PREPARE REPEAT REPLACE RESIGNAL
-    RETURN ROLLBACK SAVEPOINT SELECT SET SHOW SIGNAL START TRUNCATE UNLOCK UPDATE VALUES
-    WHILE WITH COMMIT DEALLOCATE""".split()
+_MYSQL_ROUTINES = frozenset({"PROCEDURE", "FUNCTION", "TRIGGER", "EVENT"})
+_MYSQL_OPENERS = frozenset({"BEGIN", "IF", "CASE", "LOOP", "WHILE", "REPEAT", "FOR"})
+"""Words that open a construct closed by ``END`` when they start a statement."""
+_MYSQL_CLOSED_BY_NAME = frozenset({"IF", "CASE", "LOOP", "WHILE", "REPEAT", "FOR"})
+"""``END IF``, ``END CASE``...: the word after ``END`` that closes them."""
+_MYSQL_BODY_AFTER = frozenset(
+    """DETERMINISTIC SQL DATA DEFINER INVOKER INT INTEGER BIGINT SMALLINT TINYINT MEDIUMINT
+    UNSIGNED SIGNED ZEROFILL TEXT TINYTEXT MEDIUMTEXT LONGTEXT BLOB DATE DATETIME TIMESTAMP
+    TIME YEAR DOUBLE FLOAT REAL DECIMAL NUMERIC BOOLEAN BOOL JSON""".split()
 )
-"""Words that may follow a MySQL ``BEGIN`` that opens a block."""
-_END_OF = frozenset({"IF", "LOOP", "WHILE", "REPEAT", "FOR"})
-"""``END IF``, ``END LOOP``...: ends a construct whose start is not counted."""
+"""Words a procedure's or function's header may end with, right before its body."""
+_HANDLER_CONDITIONS_END = frozenset({"SQLEXCEPTION", "SQLWARNING", "FOUND"})
+_HANDLER_CONDITION_WORDS = _HANDLER_CONDITIONS_END | {"SQLSTATE", "VALUE", "NOT"}
 
 
 def one_statement(tokens: Sequence[Token], dialect: str) -> tuple[list[Token], str | None, bool]:
@@ -57,51 +72,234 @@ def one_statement(tokens: Sequence[Token], dialect: str) -> tuple[list[Token], s
         return body, None, False
     if dialect not in _BLOCK_DIALECTS or word(body[0]) != "CREATE":
         return body, STACKED, False
-    if _semicolons_inside_blocks(body, dialect):
-        return body, None, True
-    return body, STACKED, False
+    words = [word(token) for token in body]
+    if dialect == "mysql":
+        single = _mysql_routine(body, words)
+    else:
+        single = _listed_body(body, words, dialect)
+    return (body, None, True) if single else (body, STACKED, False)
 
 
-def _opens_block(tokens: Sequence[Token], index: int, dialect: str) -> bool:
-    following = word(tokens[index + 1]) if index + 1 < len(tokens) else ""
-    if dialect == "postgres":
-        return following == "ATOMIC"
-    if dialect == "sqlite":
-        return following in _MYSQL_BLOCK_STARTS
-    labelled = index + 2 < len(tokens) and tokens[index + 2].token_type == TokenType.COLON
-    return following in _MYSQL_BLOCK_STARTS or (bool(following) and labelled)
+def _kind_index(words: Sequence[str]) -> int:
+    """Index of the word after ``CREATE [OR REPLACE] [TEMP|TEMPORARY]``."""
+    index = 1
+    if words[index : index + 2] == ["OR", "REPLACE"]:
+        index += 2
+    if index < len(words) and words[index] in ("TEMP", "TEMPORARY"):
+        index += 1
+    return index
 
 
-def _semicolons_inside_blocks(tokens: Sequence[Token], dialect: str) -> bool:
-    """Every semicolon lies inside a block that closes at the last token (or before)."""
-    blocks = parens = 0
-    rule = dialect == "postgres" and "RULE" in [word(token) for token in tokens[1:4]]
-    index = 0
-    while index < len(tokens):
+def _listed_body(tokens: Sequence[Token], words: Sequence[str], dialect: str) -> bool:
+    """PostgreSQL routines and rules, SQLite triggers: see the module docstring."""
+    at = _kind_index(words)
+    kind = words[at] if at < len(words) else ""
+    if dialect == "postgres" and kind == "RULE":
+        return _semicolons_in_parentheses(tokens)
+    wanted = ("FUNCTION", "PROCEDURE") if dialect == "postgres" else ("TRIGGER",)
+    if kind not in wanted:
+        return False
+    atomic = dialect == "postgres"
+    opened = _first_opener(tokens, words, atomic)
+    if opened is None:
+        return False
+    inside = opened + (2 if atomic else 1)
+    if atomic and "ATOMIC" in words[inside:]:
+        return False
+    for index in range(inside, len(tokens)):
+        after_statement = tokens[index - 1].token_type == TokenType.SEMICOLON
+        if words[index] == "END" and (index == inside or after_statement):
+            return index == len(tokens) - 1
+    return False
+
+
+def _first_opener(tokens: Sequence[Token], words: Sequence[str], atomic: bool) -> int | None:
+    """The first ``BEGIN`` (``BEGIN ATOMIC``) outside parentheses, if no semicolon and no
+    other ``BEGIN`` comes before it."""
+    depth = 0
+    for index, token in enumerate(tokens):
+        kind = token.token_type
+        if kind == TokenType.SEMICOLON:
+            return None
+        depth += (kind == TokenType.L_PAREN) - (kind == TokenType.R_PAREN)
+        if words[index] != "BEGIN" or depth:
+            continue
+        following = words[index + 1] if index + 1 < len(words) else ""
+        if atomic and following != "ATOMIC":
+            continue
+        return index
+    return None
+
+
+def _semicolons_in_parentheses(tokens: Sequence[Token]) -> bool:
+    depth = 0
+    for token in tokens:
+        kind = token.token_type
+        if kind == TokenType.L_PAREN:
+            depth += 1
+        elif kind == TokenType.R_PAREN:
+            depth -= 1
+            if depth < 0:
+                return False
+        elif kind == TokenType.SEMICOLON and depth == 0:
+            return False
+    return depth == 0
+
+
+def _mysql_routine(tokens: Sequence[Token], words: Sequence[str]) -> bool:
+    """A MySQL/MariaDB routine, trigger or event whose body is one ``BEGIN ... END``."""
+    kind_at = next(
+        (index for index, name in enumerate(words[:12]) if name in _MYSQL_ROUTINES), None
+    )
+    if kind_at is None or "BEGIN" not in words:
+        return False
+    begin = words.index("BEGIN")
+    types = token_types(tokens[:begin])
+    if begin <= kind_at + 1 or TokenType.SEMICOLON in types or "END" in words[:begin]:
+        return False
+    if types.count(TokenType.L_PAREN) != types.count(TokenType.R_PAREN):
+        return False
+    start = begin
+    if tokens[begin - 1].token_type == TokenType.COLON:
+        start = begin - 2  # a labelled body: ``label: BEGIN``
+    if start <= kind_at or not _body_may_follow(tokens, words, start, words[kind_at]):
+        return False
+    return _mysql_blocks(tokens, words, start)
+
+
+def _body_may_follow(tokens: Sequence[Token], words: Sequence[str], at: int, kind: str) -> bool:
+    """Whether the header can end right before ``tokens[at]`` (so the body starts there)."""
+    before = tokens[at - 1]
+    previous = words[at - 1]
+    if kind == "TRIGGER":
+        return previous == "ROW" or words[at - 2] in ("FOLLOWS", "PRECEDES")
+    if kind == "EVENT":
+        return previous == "DO"
+    return (
+        before.token_type in (TokenType.R_PAREN, TokenType.STRING) or previous in _MYSQL_BODY_AFTER
+    )
+
+
+def _mysql_blocks(tokens: Sequence[Token], words: Sequence[str], start: int) -> bool:
+    """Whether the block opening at ``tokens[start]`` closes exactly at the last token."""
+    stack: list[str] = []
+    at_start = True
+    depth = 0
+    declare = conditions = False  # in ``DECLARE``; in a handler's ``FOR <conditions>``
+    index, count = start, len(tokens)
+    while index < count:
         token = tokens[index]
         kind = token.token_type
-        name = word(token)
-        if kind == TokenType.L_PAREN:
-            parens += 1
-        elif kind == TokenType.R_PAREN:
-            parens -= 1
-            if parens < 0:
+        name = words[index]
+        if kind == TokenType.SEMICOLON:
+            if depth or not stack or stack[-1] == "CASE_EXPR":
                 return False
-        elif name == "BEGIN" and _opens_block(tokens, index, dialect):
-            blocks += 1
-        elif name == "CASE" and blocks:
-            blocks += 1
-        elif name == "END" and blocks:
-            following = word(tokens[index + 1]) if index + 1 < len(tokens) else ""
-            if following in _END_OF and dialect == "mysql":
-                index += 2
+            at_start, declare, conditions = True, False, False
+            index += 1
+            continue
+        if kind in (TokenType.L_PAREN, TokenType.R_PAREN):
+            depth += 1 if kind == TokenType.L_PAREN else -1
+            if depth < 0:
+                return False
+            at_start = conditions = False
+            index += 1
+            continue
+        if name == "BEGIN" and not at_start:
+            if not (conditions and _ends_condition(tokens[index - 1], words[index - 1])):
+                return False  # a column or alias named begin: ambiguous
+            at_start = True
+        if at_start and depth == 0:
+            if index + 1 < count and tokens[index + 1].token_type == TokenType.COLON:
+                if name in ("BEGIN", "END") or (not stack and index != start):
+                    return False
+                index += 2  # a label; a statement still starts after it
                 continue
-            blocks -= 1
-            if following == "CASE" and dialect == "mysql":
+            if name in _MYSQL_OPENERS:
+                stack.append(name)
                 index += 1
-        elif kind == TokenType.SEMICOLON:
-            inside = blocks > 0 or (rule and parens > 0)
-            if not inside:
+                if name == "BEGIN" and words[index : index + 2] == ["NOT", "ATOMIC"]:
+                    index += 2
+                at_start = name in ("BEGIN", "LOOP", "REPEAT")
+                declare = conditions = False
+                continue
+            if name == "END":
+                index = _close(tokens, words, stack, index)
+                if index < 0:
+                    return False
+                if not stack:
+                    return index == count
+                at_start = False
+                continue
+            if not stack:
                 return False
+            declare = name == "DECLARE"
+            at_start = name == "ELSE"  # ELSEIF, WHEN and UNTIL are followed by a condition
+            index += 1
+            continue
+        if name == "CASE":
+            stack.append("CASE_EXPR")
+        elif name == "END":
+            if stack and stack[-1] == "CASE_EXPR":
+                stack.pop()
+            elif stack and stack[-1] == "REPEAT" and words[index + 1 : index + 2] == ["REPEAT"]:
+                index = _close(tokens, words, stack, index)
+                if index < 0 or not stack:
+                    return False
+                at_start = conditions = False
+                continue
+            else:
+                return False  # a column or alias named end: ambiguous
+        elif name in ("THEN", "ELSE") and depth == 0 and stack and stack[-1] in ("IF", "CASE"):
+            at_start = True
+            index += 1
+            continue
+        elif name == "DO" and depth == 0 and stack and stack[-1] in ("WHILE", "FOR"):
+            at_start = True
+            index += 1
+            continue
+        if declare and name == "FOR" and words[index - 1] == "HANDLER":
+            conditions = True
+        elif conditions:
+            conditions = kind == TokenType.COMMA or _is_condition(token, name)
+        at_start = False
         index += 1
-    return blocks == 0 and parens == 0
+    return False
+
+
+def _is_condition(token: Token, name: str) -> bool:
+    """A token of a handler's condition list (named conditions are not accepted)."""
+    return name in _HANDLER_CONDITION_WORDS or token.token_type in (
+        TokenType.STRING,
+        TokenType.NUMBER,
+    )
+
+
+def _ends_condition(token: Token, name: str) -> bool:
+    return name in _HANDLER_CONDITIONS_END or token.token_type in (
+        TokenType.STRING,
+        TokenType.NUMBER,
+    )
+
+
+def _close(tokens: Sequence[Token], words: Sequence[str], stack: list[str], index: int) -> int:
+    """Pop the construct the ``END`` at ``index`` closes; the index after ``END [kind]
+    [label]``, or -1 when it closes nothing it can."""
+    if not stack:
+        return -1
+    opened = stack.pop()
+    following = words[index + 1] if index + 1 < len(words) else ""
+    index += 1
+    if opened == "CASE_EXPR":
+        return -1
+    if opened in _MYSQL_CLOSED_BY_NAME:
+        if following != opened:
+            return -1
+        index += 1
+    elif following in _MYSQL_CLOSED_BY_NAME:
+        return -1
+    if index >= len(tokens) or tokens[index].token_type == TokenType.SEMICOLON:
+        return index
+    label_ends = index + 1 == len(tokens) or tokens[index + 1].token_type == TokenType.SEMICOLON
+    if not label_ends or words[index] in ("BEGIN", "END"):
+        return -1
+    return index + 1  # ``END label``

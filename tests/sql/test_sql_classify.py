@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-import time
+import sys
 
 import pytest
 
 from pi_notebook.sql import POLICY_VERSION, Verdict, classify
 from pi_notebook.sql.classify import classify_uncached
+
+MAX_CALLS_FOR_BAD_INPUT = 200_000
+"""Python-level calls one bad input may cost (today: under 100 once the dialect is loaded,
+about 22,000 when the first call loads it): deep nesting and huge text stop early."""
 
 
 def test_d1_verdict_is_frozen_with_reasons() -> None:
@@ -42,12 +46,22 @@ def test_policy_version_is_exported() -> None:
     ],
 )
 def test_d10_bad_input_is_rejected_quickly_with_a_reason(sql: str, reason_part: str) -> None:
-    started = time.perf_counter()
-    verdict = classify_uncached(sql, "postgres")
-    elapsed = time.perf_counter() - started
+    # "Quickly" is checked as a bound on the work done (function calls), never on wall time,
+    # which depends on the machine's load (issue 15 item 7).
+    calls = 0
+
+    def count(frame: object, event: str, arg: object) -> None:
+        nonlocal calls
+        calls += event in ("call", "c_call")
+
+    sys.setprofile(count)
+    try:
+        verdict = classify_uncached(sql, "postgres")
+    finally:
+        sys.setprofile(None)
     assert verdict.kind == "reject"
     assert any(reason_part in reason for reason in verdict.reasons), verdict.reasons
-    assert elapsed < 1.0
+    assert calls < MAX_CALLS_FOR_BAD_INPUT, calls
 
 
 def test_d10_non_text_and_unknown_dialect_are_rejected() -> None:

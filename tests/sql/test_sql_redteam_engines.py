@@ -283,3 +283,59 @@ def test_d1_duckdb_quoted_cte_name_with_a_dot_is_the_cte(
         assert classify("SELECT add(1, 2)", "duckdb").kind == "read"
     finally:
         conn.close()
+
+
+@pytest.mark.postgres
+def test_15_1_postgres_runs_three_statements_around_begin_atomic_aliases(pg: Any) -> None:
+    v1, v2, data = _name(), _name(), _name()
+    pg.execute(f"CREATE TABLE {data} (a int)")
+    pg.execute(f"INSERT INTO {data} VALUES (1)")
+    sql = (
+        f"CREATE VIEW {v1} AS SELECT begin atomic FROM (SELECT 1 AS begin) s; "
+        f"DELETE FROM {data}; CREATE VIEW {v2} AS SELECT 1 AS end"
+    )
+    function = (
+        f"CREATE FUNCTION {v2}() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1 AS end; "
+        "SELECT CASE WHEN true THEN 2 END; END"
+    )
+    try:
+        assert classify(sql, "postgres").kind == "reject"
+        pg.execute(sql)
+        assert pg.execute(f"SELECT count(*) FROM {data}").fetchone()[0] == 0
+        pg.execute(f"DROP VIEW {v2}")
+        assert classify(function, "postgres").kind == "write"
+        pg.execute(function)  # one statement: the semicolons are the body's
+        assert pg.execute(f"SELECT {v2}()").fetchone()[0] == 2
+    finally:
+        pg.execute(f"DROP VIEW IF EXISTS {v1}, {v2}")
+        pg.execute(f"DROP FUNCTION IF EXISTS {v2}()")
+        pg.execute(f"DROP TABLE IF EXISTS {data}")
+
+
+@pytest.mark.mysql
+def test_15_1_mariadb_runs_three_statements_around_begin_end_names(mysql_url: str) -> None:
+    pymysql = pytest.importorskip("pymysql")
+    from pymysql.constants import CLIENT
+
+    url = make_url(mysql_url)
+    conn = pymysql.connect(host=url.host or "127.0.0.1", port=url.port or 3306,
+                           user=url.username or "root", password=url.password or "",
+                           database=url.database, autocommit=True,
+                           client_flag=CLIENT.MULTI_STATEMENTS)  # fmt: skip
+    x, y, data = _name(), _name(), _name()
+    sql = (
+        f"CREATE TABLE {x} (a int, begin SET('a','b')); DELETE FROM {data}; "
+        f"CREATE TABLE {y} (end int)"
+    )
+    try:
+        _maria(conn, f"CREATE TABLE {data} (a int)")
+        _maria(conn, f"INSERT INTO {data} VALUES (1)")
+        assert classify(sql, "mysql").kind == "reject"
+        with conn.cursor() as cursor:
+            cursor.execute(sql)
+            while cursor.nextset():
+                pass
+        assert _maria(conn, f"SELECT count(*) FROM {data}") == [(0,)]
+    finally:
+        _maria(conn, f"DROP TABLE IF EXISTS {x}, {y}, {data}")
+        conn.close()
