@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 from ipywidgets.widgets.widget_string import HTMLStyle
 
+from .format import frame_text
 from .record import (
     args_html,
     card_head_html,
@@ -72,13 +73,19 @@ class ToolCard(widgets.VBox):
         self.approval_box: widgets.VBox | None = None
         self.result: widgets.Output | None = None
         self.content_fold: widgets.Accordion | None = None
-        self.dataframe: pd.DataFrame | None = None
+        self._details: Any = None
         self._args: Any = object()
         self._args_html = ""
         self._tone = ""
         self._result_shown = False
         super().__init__(children=[self.body], _dom_classes=_BASE_CLASSES,
                          layout=shared["box_layout"])  # fmt: skip
+
+    @property
+    def dataframe(self) -> pd.DataFrame | None:
+        """The call's result DataFrame while it is kept (``None`` once the notebook dropped it
+        to bound memory: the card keeps its preview)."""
+        return result_dataframe(self._details)
 
     @property
     def prompt(self) -> Any:
@@ -112,11 +119,11 @@ class ToolCard(widgets.VBox):
 
     def _show_result(self, card: CardState) -> None:
         frame = result_dataframe(card.details)
-        self.dataframe = frame
+        self._details = card.details  # the frame is read from here, never held on its own
         extra: list[widgets.Widget] = []
         table = result_html(card, preview_rows=LIVE_PREVIEW_ROWS)
         if table:
-            plain = frame.head(LIVE_PREVIEW_ROWS).to_string() if frame is not None else ""
+            plain = frame_text(frame, max_rows=LIVE_PREVIEW_ROWS) if frame is not None else ""
             self.result = widgets.Output()
             self.result.append_display_data(_Table(table, plain or "\n".join(card.content)))
             extra.append(self.result)

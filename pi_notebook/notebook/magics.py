@@ -189,6 +189,7 @@ class PiMagics(Magics):
         if args.out is not None and not args.out.isidentifier():
             raise UsageError(f"{args.out!r} is not a variable name: use e.g. -o df.")
         found: Any = None
+        dropped: str | None = None  # the newest wanted call whose frame was dropped
         for run in reversed(self.state.runs):
             results = run.results()
             if args.call_id is None:
@@ -200,6 +201,20 @@ class PiMagics(Magics):
             if args.call_id in results:
                 found = results[args.call_id]
                 break
+            for call_id in reversed(run.state.order):
+                card = run.state.cards.get(call_id)
+                details = card.details if card is not None else None
+                if (isinstance(details, dict) and details.get("dataframe_dropped")
+                        and args.call_id in (None, call_id) and dropped is None):  # fmt: skip
+                    dropped = call_id
+        if found is None and dropped is not None:
+            keep = self.state.keep_results
+            raise UsageError(
+                f"The result DataFrame of call {dropped!r} was dropped to bound memory: the "
+                f"notebook keeps those of the latest {keep} calls. Its record still shows a "
+                "preview; re-run its %%pi cell for the rows (or keep more with the environment "
+                "variable PI_NOTEBOOK_KEEP_RESULTS, or current().session.result_retention.keep)."
+            )
         if found is None:
             what = f"call {args.call_id!r}" if args.call_id else "any call"
             raise UsageError(

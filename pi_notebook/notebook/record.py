@@ -35,6 +35,7 @@ __all__ = [
     "card_html",
     "card_summary",
     "card_tone",
+    "drop_result_frames",
     "error_html",
     "markdown_html",
     "progress_html",
@@ -129,6 +130,21 @@ def result_dataframe(details: Any) -> Any:
 
     frame = details.get("dataframe") if isinstance(details, dict) else None
     return frame if isinstance(frame, pd.DataFrame) else None
+
+
+def drop_result_frames(details: Any) -> None:
+    """Release the DataFrames in a result's ``details`` (in place), as the session's retention
+    does: each becomes its note and ``details["dataframe_dropped"]`` is set."""
+    import pandas as pd
+
+    from ..session.retention import DROPPED_NOTE
+
+    if not isinstance(details, dict):
+        return
+    for key, value in list(details.items()):  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(value, pd.DataFrame):
+            details[key] = DROPPED_NOTE
+    details["dataframe_dropped"] = True
 
 
 def markdown_html(text: str) -> str:

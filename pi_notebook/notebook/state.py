@@ -19,6 +19,7 @@ from ..extensions.loader import labelled_extension
 from ..secrets import safe_url, scrub
 from ..session import AgentSession, create_agent_session
 from .config import PiNotebook
+from .record import drop_result_frames, result_dataframe
 from .run import Run
 from .ui import CALL_BEING_GATED, NotebookUI
 
@@ -364,6 +365,39 @@ class NotebookState:
     def _finished(self, run: Run) -> None:
         if self.active_run is run:
             self.active_run = None
+        self.bound_results()
+
+    @property
+    def keep_results(self) -> int | None:
+        """How many result DataFrames the notebook keeps: the session's bound
+        (``session.result_retention.keep``; ``PI_NOTEBOOK_KEEP_RESULTS``, default 20)."""
+        from ..session.retention import DEFAULT_KEEP
+
+        retention = getattr(self.session, "result_retention", None)
+        return retention.keep if retention is not None else DEFAULT_KEEP
+
+    def bound_results(self) -> int:
+        """Drop the DataFrames of all but the latest :attr:`keep_results` calls of every run
+        (issue 15.7), across rebuilt sessions too; returns how many were dropped.
+
+        A dropped result's ``details["dataframe"]`` becomes the retention's note and
+        ``details["dataframe_dropped"]`` is set, as the session does: its card and record keep
+        the preview they show, and ``%pi_result`` for it says how to get the rows again.
+        """
+        keep = self.keep_results
+        if keep is None:
+            return 0
+        kept = dropped = 0
+        for run in reversed(self.runs):
+            for card in reversed(run.state.card_list()):
+                if result_dataframe(card.details) is None:
+                    continue
+                if kept < keep:
+                    kept += 1
+                else:
+                    drop_result_frames(card.details)
+                    dropped += 1
+        return dropped
 
     def status_line(self) -> str:
         """One line: model, database (no password), how to ask."""
