@@ -110,9 +110,13 @@ class DatabaseExtension:
         self.backend = backend
         # Decisions are on record in the session's audit; this is the view of them.
         self.approvals = AuditApprovals(pi.audit)
-        self.grants = GrantStore(backend.dialect)  # grants never outlive their connection
+        # Grants never outlive their session: this session's gate uses this store, and closing
+        # the session revokes this store's grants only (not those of a newer session that
+        # uses the same extension object).
+        grants = GrantStore(backend.dialect, audit=lambda: pi.audit)
+        self.grants = grants
         pi.register_tool(make_query_tool(self, backend, pi))
-        pi.on("tool_call", make_gate(self, backend, pi))
+        pi.on("tool_call", make_gate(self, backend, pi, grants))
         pi.on("tool_result", self._tell_model_of_edit)
         pi.on("tool_execution_end", lambda event, _ctx: self._call_ended(backend, event))
         self.schema = SchemaCache(
@@ -122,7 +126,7 @@ class DatabaseExtension:
                                 budget=self.schema_budget_chars, policy=self.data_policy)  # fmt: skip
         if self.data_policy is not None:
             self.content_policy = install_data_policy(pi, self.data_policy, self.schema)
-        pi.on("session_shutdown", lambda _event, _ctx: self._shutdown(backend))
+        pi.on("session_shutdown", lambda _event, _ctx: self._shutdown(backend, grants))
 
     def _tell_model_of_edit(self, event: Any, _ctx: Any) -> dict[str, Any] | None:
         """The model is told the person edited the statement, and sees the one that ran."""
@@ -145,8 +149,8 @@ class DatabaseExtension:
         backend.capabilities.revoke(event.tool_call_id)
         self.edits.pop(event.tool_call_id, None)
 
-    def _shutdown(self, backend: DatabaseBackend) -> None:
-        self.grants.revoke_all()
+    def _shutdown(self, backend: DatabaseBackend, grants: GrantStore) -> None:
+        grants.revoke_all(reason="session closed")
         backend.dispose()
 
 

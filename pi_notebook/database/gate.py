@@ -31,7 +31,7 @@ from pi_notebook.approvals import (
     commit_record,
 )
 from pi_notebook.approvals.tools import unrecorded
-from pi_notebook.database.grants import ActiveGrant
+from pi_notebook.database.grants import ActiveGrant, GrantStore
 from pi_notebook.database.scope import StatementScope
 from pi_notebook.errors import AbortError, GrantError, QueryRefused
 from pi_notebook.sql import POLICY_VERSION, classify
@@ -55,6 +55,8 @@ TOOL_NAME = "query_database"
 TITLE = "Database write"
 NO_UI_REASON = "Write query requires interactive approval."
 GRANT_SUGGESTION_TTL_S = 1800.0
+MAX_ASK_ROUNDS = 4
+"""How often one call asks again about edits whose preview differs, before refusing."""
 GRANT_SUGGESTION_ROWS_IF_NONE = 100
 """The row bound offered when the preview counted no rows."""
 
@@ -78,10 +80,14 @@ class _Final:
     args_hash: str
     kind: str  # "read" or "write"
     preview: WritePreview | None
+    reasons: tuple[str, ...] = ()
 
 
-def make_gate(ext: DatabaseExtension, backend: DatabaseBackend, pi: ExtensionAPI) -> Any:
-    """The ``tool_call`` handler guarding ``query_database`` on ``backend``."""
+def make_gate(ext: DatabaseExtension, backend: DatabaseBackend, pi: ExtensionAPI,
+              grants: GrantStore | None = None) -> Any:  # fmt: skip
+    """The ``tool_call`` handler guarding ``query_database`` on ``backend``, with the grants
+    of this session (``grants``, default ``ext.grants`` as it is now)."""
+    store = grants if grants is not None else ext.grants
 
     async def gate(event: Any, ctx: Any) -> dict[str, Any] | None:
         if event.tool_name != TOOL_NAME:
@@ -93,11 +99,11 @@ def make_gate(ext: DatabaseExtension, backend: DatabaseBackend, pi: ExtensionAPI
             return None
         if verdict.kind != "write":  # reject, or anything unknown: refuse without asking
             return _block("Refused: " + "; ".join(verdict.reasons))
-        call = _Call(ext, backend, pi, event, ctx, sql)
+        call = _Call(ext, backend, pi, event, ctx, sql, store)
         if backend.capabilities.used(call.call_id):
             return _block(f"Refused: the call id {call.call_id!r} was already used in this "
                           "session; each call needs a new id. Nothing was run.")  # fmt: skip
-        scope = ext.grants.scope_of(sql)
+        scope = store.scope_of(sql)
         try:
             preview, granted = await call.try_grants(scope)
             if granted:
@@ -126,8 +132,9 @@ class _Call:
     """One write call going through the gate."""
 
     def __init__(self, ext: DatabaseExtension, backend: DatabaseBackend, pi: ExtensionAPI,
-                 event: Any, ctx: Any, sql: str) -> None:  # fmt: skip
+                 event: Any, ctx: Any, sql: str, grants: GrantStore) -> None:  # fmt: skip
         self.ext, self.backend, self.event, self.ctx, self.sql = ext, backend, event, ctx, sql
+        self.grants = grants
         self.call_id: str = event.tool_call_id
         self.audit = audit_of(pi, ctx)
         self.signal = getattr(ctx, "signal", None)
@@ -162,7 +169,7 @@ class _Call:
 
     async def try_grants(self, scope: StatementScope | None) -> tuple[WritePreview | None, bool]:
         """Run inside a live grant if one covers the statement: (preview taken, granted)."""
-        candidates = self.ext.grants.candidates(scope)
+        candidates = self.grants.candidates(scope)
         if not candidates:
             return None, False
         preview = None
@@ -173,15 +180,18 @@ class _Call:
                       None)  # fmt: skip
         if chosen is None:  # outside every grant by row count: ask, with the preview taken
             return preview, False
+        # Re-checked (still in force, not revoked or expired meanwhile) and counted before the
+        # use is written: a grant_use record always stands for a use that happened.
+        current = self.grants.used(chosen.grant_id)
+        if current is None:
+            return preview, False
         entry = ApprovalEntry(decision="granted", args_hash=self.args_hash,
                               args={"sql": self.sql}, via="grant",
                               preview=_preview_record(preview),
-                              grant=chosen.describe())  # fmt: skip
+                              grant=current.describe())  # fmt: skip
         await self.commit("grant_use", entry)
-        if self.ext.grants.used(chosen.grant_id) is None:  # revoked or expired meanwhile
-            return preview, False
         self.backend.capabilities.grant(self.call_id, self.args_hash, self.ext.capability_ttl_s,
-                                        expected_rows=rows, max_rows=chosen.grant.max_rows)  # fmt: skip
+                                        expected_rows=rows, max_rows=current.grant.max_rows)  # fmt: skip
         return preview, True
 
     async def ask_person(
@@ -190,33 +200,54 @@ class _Call:
     ) -> dict[str, Any] | None:  # fmt: skip
         if getattr(self.ctx, "has_ui", False) and preview is None:
             preview = await self.preview(self.sql)
-        request = ApprovalRequest(tool_call_id=self.call_id, tool_name=TOOL_NAME, title=TITLE,
-                                  args={"sql": self.sql}, args_hash=self.args_hash,
-                                  reasons=reasons, preview=preview, editable=True,
-                                  timeout_s=self.ext.approval_timeout_s,
-                                  grant_scope=_suggest(scope, preview))  # fmt: skip
-        # As in the chapter, a confirm-only UI is asked confirm("Database write", sql).
-        answer = await ask(request, self.ctx, message=self.sql, no_ui_reason=NO_UI_REASON)
-        entry = _entry(answer, request)
-        final: _Final | None = None
-        active: ActiveGrant | None = None
-        if answer.approved and answer.outcome is not None:
-            try:
-                final = await self._final(answer.outcome.edited_args, preview)
-                if answer.outcome.grant is not None:
-                    active = self.ext.grants.prepare(answer.outcome.grant,
+        shown = _Final(sql=self.sql, args_hash=self.args_hash, kind="write", preview=preview)
+        for round_ in range(1, MAX_ASK_ROUNDS + 1):
+            request = ApprovalRequest(tool_call_id=self.call_id, tool_name=TOOL_NAME,
+                                      title=TITLE, args={"sql": shown.sql},
+                                      args_hash=shown.args_hash, reasons=reasons,
+                                      preview=shown.preview, editable=True,
+                                      timeout_s=self.ext.approval_timeout_s,
+                                      grant_scope=await self.suggest(scope, shown.preview))  # fmt: skip
+            # As in the chapter, a confirm-only UI is asked confirm("Database write", sql).
+            answer = await ask(request, self.ctx, message=shown.sql, no_ui_reason=NO_UI_REASON)
+            entry = _entry(answer, request)
+            if shown.sql != self.sql:  # asked again about an edit: the record keeps both
+                entry = replace(entry, original_args={"sql": self.sql},
+                                original_args_hash=self.args_hash)  # fmt: skip
+            final: _Final | None = None
+            active: ActiveGrant | None = None
+            if answer.approved and answer.outcome is not None:
+                try:
+                    final = await self._final(answer.outcome.edited_args, shown)
+                    if _unseen(final, shown):
+                        if round_ == MAX_ASK_ROUNDS:
+                            raise _Blocked("Not run: the statement was edited again and again; "
+                                           "approve it as it stands.")  # fmt: skip
+                        # The person approved the text, not its unseen effect: ask again with
+                        # the edit's own preview (the reasons say why).
+                        reasons = _again_reasons(final, shown)
+                        shown, scope = final, self.grants.scope_of(final.sql)
+                        continue
+                    if answer.outcome.grant is not None:
+                        active = self.grants.prepare(answer.outcome.grant,
                                                      approver=answer.outcome.approver,
                                                      origin_call_id=self.call_id)  # fmt: skip
-            except (_Blocked, GrantError) as exc:
-                reason = str(exc) if isinstance(exc, _Blocked) else f"Not run: {exc}."
-                await self.commit("approval", replace(entry, decision="refused", reason=reason))
-                raise _Blocked(reason) from None
-            entry = _approved_entry(entry, self, final, active)
+                except (_Blocked, GrantError) as exc:
+                    reason = str(exc) if isinstance(exc, _Blocked) else f"Not run: {exc}."
+                    await self.commit("approval", replace(entry, decision="refused",
+                                                          reason=reason))  # fmt: skip
+                    raise _Blocked(reason) from None
+                entry = _approved_entry(entry, self, final, active)
+            return await self._settle(entry, answer, final, active)
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    async def _settle(self, entry: ApprovalEntry, answer: GateAnswer, final: _Final | None,
+                      active: ActiveGrant | None) -> dict[str, Any] | None:  # fmt: skip
         await self.commit("approval", entry)
         if final is None:
             return _block(answer.reason)
         if active is not None:
-            self.ext.grants.activate(active)
+            self.grants.activate(active)
         for name, value in self.edited_others.items():  # the tool's other arguments, as edited
             setattr(self.event.input, name, value)
         if final.sql != self.sql:
@@ -231,11 +262,10 @@ class _Call:
                                             self.ext.capability_ttl_s, expected_rows=rows)  # fmt: skip
         return None
 
-    async def _final(self, edited: dict[str, Any] | None,
-                     preview: WritePreview | None) -> _Final:  # fmt: skip
+    async def _final(self, edited: dict[str, Any] | None, shown: _Final) -> _Final:
         """What runs after an approval: the statement shown, or the person's edit of it."""
         if edited is None:
-            return _Final(sql=self.sql, args_hash=self.args_hash, kind="write", preview=preview)
+            return shown
         new_sql = edited.get("sql")
         unknown = sorted(set(edited) - set(type(self.event.input).model_fields))
         if unknown or not isinstance(new_sql, str) or not new_sql.strip():
@@ -248,8 +278,8 @@ class _Call:
         except ValidationError as exc:
             raise _Blocked(f"Not run: the edited arguments are not valid ({exc.error_count()} "
                            f"problem(s): {exc.errors()[0]['msg']}).") from None  # fmt: skip
-        if new_sql == self.sql:
-            return _Final(sql=self.sql, args_hash=self.args_hash, kind="write", preview=preview)
+        if new_sql == shown.sql:
+            return shown
         verdict = classify(new_sql, self.backend.dialect)
         new_hash = query_args_hash(new_sql, self.backend.dialect)
         if verdict.kind == "read":
@@ -259,7 +289,32 @@ class _Call:
                 "Refused: the edited statement may not run: " + "; ".join(verdict.reasons)
             )
         return _Final(sql=new_sql, args_hash=new_hash, kind="write",
-                      preview=await self.preview(new_sql))  # fmt: skip
+                      preview=await self.preview(new_sql), reasons=tuple(verdict.reasons))  # fmt: skip
+
+    async def suggest(self, scope: StatementScope | None,
+                      preview: WritePreview | None) -> Grant | None:  # fmt: skip
+        """The grant offered in the prompt (see :func:`_suggest`)."""
+        return _suggest(scope, preview)
+
+
+def _rows(preview: WritePreview | None) -> int | None:
+    return preview.affected_rows if preview is not None else None
+
+
+def _unseen(final: _Final, shown: _Final) -> bool:
+    """Whether an approved edit is a write whose measured effect the person has not seen: a
+    different statement whose previewed row count differs from the count shown."""
+    return (final.kind == "write" and final.sql != shown.sql
+            and _rows(final.preview) != _rows(shown.preview))  # fmt: skip
+
+
+def _again_reasons(final: _Final, shown: _Final) -> tuple[str, ...]:
+    def count(rows: int | None) -> str:
+        return "an unknown number of rows" if rows is None else f"{rows} row(s)"
+
+    why = (f"you edited the statement: it would change {count(_rows(final.preview))}, "
+           f"not {count(_rows(shown.preview))} as shown before; approve it as edited")  # fmt: skip
+    return (why, *final.reasons)
 
 
 def _within(grant: ActiveGrant, rows: int | None, *, measured: bool) -> bool:

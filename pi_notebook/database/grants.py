@@ -15,15 +15,17 @@ What does not belong here: asking the person, and the capability the backend con
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from pi_notebook.approvals import Grant
+from pi_notebook.audit.records import AuditRecord
 from pi_notebook.database.scope import (
     GRANTABLE_OPERATIONS,
     StatementScope,
@@ -32,7 +34,9 @@ from pi_notebook.database.scope import (
 )
 from pi_notebook.errors import GrantError
 
-__all__ = ["MAX_GRANT_TTL_S", "ActiveGrant", "GrantStore", "check_grant"]
+__all__ = ["MAX_GRANT_TTL_S", "ActiveGrant", "GrantRevoke", "GrantStore", "check_grant"]
+
+log = logging.getLogger(__name__)
 
 MAX_GRANT_TTL_S = 8 * 3600.0
 """The longest a grant may live (a working day)."""
@@ -69,6 +73,18 @@ class ActiveGrant:
                 "ttl_s": self.grant.ttl_s, "expires_at": self.expires_at,
                 "approver": self.approver, "origin_call_id": self.origin_call_id,
                 "uses": self.uses}  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class GrantRevoke(AuditRecord):
+    """A grant ended before its time: revoked by the person (``%pi_grants --revoke``,
+    ``ext.grants.revoke``) or with its session. Not durable: it takes authority away."""
+
+    kind: ClassVar[str] = "grant_revoke"
+    grant: dict[str, Any]
+    """The grant as :meth:`ActiveGrant.describe` gives it (its id, scope and uses)."""
+    reason: str
+    """Why it ended ("revoked", "session closed")."""
 
 
 def check_grant(grant: Grant, *, tool_name: str = "query_database") -> Grant:
@@ -119,11 +135,15 @@ class GrantStore:
         dialect: the database's sqlglot dialect (how table names are compared); ``None``
             before the extension is connected, when no statement is inside any grant.
         clock: wall-clock seconds (the ``clock`` attribute; tests replace it to expire grants).
+        audit: the session's audit log, or a function returning it (each revoke is recorded
+            there as a :class:`GrantRevoke`); ``None``: not recorded.
     """
 
-    def __init__(self, dialect: str | None, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, dialect: str | None, *, clock: Callable[[], float] = time.time,
+                 audit: Any = None) -> None:  # fmt: skip
         self.dialect = dialect
         self.clock = clock
+        self.audit = audit
         self._lock = threading.Lock()
         self._grants: dict[str, ActiveGrant] = {}
 
@@ -169,17 +189,37 @@ class GrantStore:
             self._expire_locked()
             return self._grants.get(grant_id)
 
-    def revoke(self, grant_id: str) -> bool:
-        """End a grant now; False if no grant in force has this id."""
+    def revoke(self, grant_id: str, *, reason: str = "revoked") -> bool:
+        """End a grant now (audited as ``grant_revoke``); False if no grant in force has this
+        id."""
         with self._lock:
-            return self._grants.pop(grant_id, None) is not None
+            self._expire_locked()
+            ended = self._grants.pop(grant_id, None)
+        if ended is not None:
+            self._record(ended, reason)
+        return ended is not None
 
-    def revoke_all(self) -> int:
-        """End every grant; returns how many were in force."""
+    def revoke_all(self, *, reason: str = "revoked") -> int:
+        """End every grant (each audited as ``grant_revoke``); returns how many were in force."""
         with self._lock:
-            count = len(self._grants)
+            self._expire_locked()
+            ended = list(self._grants.values())
             self._grants.clear()
-            return count
+        for active in ended:
+            self._record(active, reason)
+        return len(ended)
+
+    def _record(self, active: ActiveGrant, reason: str) -> None:
+        audit = self.audit() if callable(self.audit) else self.audit
+        append = getattr(audit, "append", None)
+        if append is None:
+            return
+        try:
+            # No tool_call_id: the record belongs to no call (a call's record is its own).
+            append(GrantRevoke(grant=active.describe(), reason=reason,
+                               tool_name=active.grant.tool_name))  # fmt: skip
+        except Exception:  # the grant is gone either way
+            log.exception("audit: grant_revoke of %s could not be recorded", active.grant_id)
 
     def scope_of(self, sql: str) -> StatementScope | None:
         """The statement's scope (``None``: outside every grant)."""

@@ -257,22 +257,91 @@ async def test_a_grant_covers_later_statements_inside_its_scope(db: Scratch, gov
 
 
 async def test_a_grant_expires_and_can_be_revoked(tmp_path: Path, governed: Any) -> None:
+    """Within one session: q0 grants, q1 runs inside it, then its time is up: q2 is asked
+    (and grants again), q3 runs inside the new grant, which is then revoked: q4 is asked."""
     url = f"sqlite:///{tmp_path / 'g.sqlite'}"
     scratch = Scratch("sqlite", url)
     table = _staging(scratch)
+    ext = pi_notebook.database.database_extension(url)
     grant = Grant(operations=("INSERT",), tables=(table,), ttl_s=60)
-    ui = ScriptedApprovalUI(_granting(grant))
+    ui = ScriptedApprovalUI(lambda _r: ApprovalOutcome("approved", grant=grant))
+    revoked: list[str] = []
+
+    def between_calls(pi: ExtensionAPI) -> None:
+        store = ext.grants  # this session's store (the database extension ran first)
+
+        def ended(event: Any, _ctx: Any) -> None:
+            if event.tool_call_id == "q1":  # its time is up
+                [active] = store.list()
+                store.clock = lambda: active.expires_at
+            elif event.tool_call_id == "q3":
+                [active] = store.list()
+                revoked.append(active.grant_id)
+                assert store.revoke(active.grant_id) and not store.revoke(active.grant_id)
+
+        pi.on("tool_execution_end", ended)
+
     insert = f"INSERT INTO {table} (a) VALUES (1)"
-    _, ext = await governed(url, [insert, insert], ui=ui)
-    assert len(ui.requests) == 1  # the second ran inside the grant
+    session, _ = await governed(url, [insert] * 5, ui=ui, ext=ext, extra=between_calls)
+    assert [r.tool_call_id for r in ui.requests] == ["q0", "q2", "q4"]
+    assert scratch.count(table) == 5 and not any(m.is_error for m in _results(session))
+    assert list(session.audit.to_dataframe(kind="grant_use")["tool_call_id"]) == ["q1", "q3"]
+    [revoke] = session.audit.to_dataframe(kind="grant_revoke")["payload"]
+    assert revoke["grant"]["grant_id"] == revoked[0] and revoke["reason"] == "revoked"
+    assert revoke["grant"]["uses"] == 1 and revoke["grant"]["tables"] == [table]
+    assert len(ext.grants.list()) == 1  # q4's grant, in force until the session closes
+    await session.close()
+    assert ext.grants.list() == []
+    ended = session.audit.to_dataframe(kind="grant_revoke")["payload"]
+    assert list(ended.map(lambda p: p["reason"])) == ["revoked", "session closed"]
+    scratch.dispose()
+
+
+async def test_closing_an_old_session_keeps_the_grants_of_a_newer_one(
+    tmp_path: Path, governed: Any
+) -> None:
+    url = f"sqlite:///{tmp_path / 'n.sqlite'}"
+    scratch = Scratch("sqlite", url)
+    table = _staging(scratch)
+    ext = pi_notebook.database.database_extension(url)
+    grant = Grant(operations=("INSERT",), tables=(table,), ttl_s=600)
+    ui = ScriptedApprovalUI(lambda _r: ApprovalOutcome("approved", grant=grant))
+    insert = f"INSERT INTO {table} (a) VALUES (1)"
+    old, _ = await governed(url, [insert], ui=ui, ext=ext, prefix="old")
+    await governed(url, [insert], ui=ui, ext=ext, prefix="new")
+    assert [r.tool_call_id for r in ui.requests] == ["old0", "new0"]  # a grant is per session
     [active] = ext.grants.list()
-    now = active.expires_at
-    ext.grants.clock = lambda: now  # the grant's time is up
-    ext.approval_timeout_s = 5
-    await governed(url, [insert], ui=ui, ext=ext, prefix="later")  # a new session, same ext
-    assert len(ui.requests) == 2
-    fresh = ext.grants.create(Grant(operations=("INSERT",), tables=(table,), ttl_s=60))
-    assert ext.grants.revoke(fresh.grant_id) and ext.grants.list() == []
+    assert active.origin_call_id == "new0"
+    await old.close()
+    assert ext.grants.list() == [active]  # the newer session's grant is still in force
+    scratch.dispose()
+
+
+async def test_grant_use_is_written_only_for_a_grant_still_in_force(
+    tmp_path: Path, governed: Any
+) -> None:
+    url = f"sqlite:///{tmp_path / 'r.sqlite'}"
+    scratch = Scratch("sqlite", url)
+    table = _staging(scratch)
+    ext = pi_notebook.database.database_extension(url)
+
+    def revoked_meanwhile(_pi: ExtensionAPI) -> None:
+        store = ext.grants
+        active = store.create(Grant(operations=("INSERT",), tables=(table,), ttl_s=600))
+        real_used = store.used
+
+        def used(grant_id: str) -> Any:  # revoked between the match and its use
+            store.revoke(active.grant_id)
+            return real_used(grant_id)
+
+        store.used = used  # type: ignore[method-assign]
+
+    ui = ScriptedApprovalUI("rejected")
+    session, _ = await governed(url, [f"INSERT INTO {table} (a) VALUES (1)"], ui=ui, ext=ext,
+                                extra=revoked_meanwhile)  # fmt: skip
+    assert len(ui.requests) == 1 and scratch.count(table) == 0  # asked, and rejected
+    assert session.audit.to_dataframe(kind="grant_use").empty
+    assert [r.decision for r in ext.approvals.records()] == ["rejected"]
     scratch.dispose()
 
 
@@ -398,6 +467,47 @@ async def test_an_edited_write_is_previewed_again_and_bound_to_its_count(
     assert not result.is_error and result.details["row_count"] == 1 and db.count(table) == 2
     [record] = ext.approvals.records()
     assert (record.sql, record.affected_rows) == (edited, 1)
+
+
+async def test_an_edit_that_changes_the_count_is_asked_again_with_its_own_preview(
+    db: Scratch, governed: Any
+) -> None:
+    """Audit 12.3: the person approved the text of an edit, not its unseen count."""
+    table = _three_rows(db)
+    narrow, wide = f"DELETE FROM {table} WHERE a = 1", f"DELETE FROM {table}"
+
+    def widen_then(decision: str) -> Callable[[ApprovalRequest], ApprovalOutcome]:
+        def answer(req: ApprovalRequest) -> ApprovalOutcome:
+            if req.args["sql"] == narrow:
+                return ApprovalOutcome("approved", edited_args={"sql": wide})
+            return ApprovalOutcome(decision)  # type: ignore[arg-type]
+
+        return answer
+
+    ui = ScriptedApprovalUI(widen_then("rejected"))
+    session, ext = await governed(db.url, [narrow], ui=ui)
+    first, again = ui.requests
+    assert first.preview is not None and first.preview.affected_rows == 1
+    assert again.args == {"sql": wide} and again.preview is not None
+    assert again.preview.affected_rows == 3 and "you edited the statement" in again.reasons[0]
+    assert again.args_hash == query_args_hash(wide, sqlglot_dialect(sa.make_url(db.url)))
+    assert db.count(table) == 3 and _results(session)[0].is_error
+    [record] = ext.approvals.records()
+    assert (record.decision, record.sql, record.original_args_hash) == (
+        "rejected", wide, first.args_hash)  # fmt: skip
+    ui = ScriptedApprovalUI(widen_then("approved"))
+    session, ext = await governed(db.url, [narrow], ui=ui, prefix="w")
+    assert len(ui.requests) == 2 and db.count(table) == 0
+    record = ext.approvals.records()[-1]  # the audit store is shared with the first session
+    assert (record.decision, record.sql, record.affected_rows) == ("approved", wide, 3)
+
+
+async def test_an_edit_with_the_count_shown_is_not_asked_again(db: Scratch, governed: Any) -> None:
+    table = _three_rows(db)
+    ui = ScriptedApprovalUI(_edit(f"DELETE FROM {table} WHERE a = 2"))
+    session, _ = await governed(db.url, [f"DELETE FROM {table} WHERE a = 1"], ui=ui)
+    assert len(ui.requests) == 1 and not _results(session)[0].is_error
+    assert db.count(table) == 2 and int(db.scalar(f"SELECT sum(a) FROM {table}")) == 4
 
 
 async def test_a_grant_misses_by_row_count(db: Scratch, governed: Any) -> None:

@@ -232,6 +232,15 @@ async def test_database_prompt_shows_the_preview_and_runs_the_edited_sql(
     assert prompt.editor is not None
     prompt.editor.value = "UPDATE customers SET city = 'Edited' WHERE customer_id = 40"
     prompt.approve_button.click()
+    # The edit changes 1 row, not the 2 shown: the person is asked again, with its preview.
+    again = await run.next_prompt(timeout=30)
+    assert isinstance(again, ApprovalPrompt) and again is not prompt
+    assert run.view.card(run.state.order[0]).prompt is again
+    shown = " ".join(getattr(w, "value", "") for w in again.children)
+    assert "Would change 1 row" in shown and "you edited the statement" in shown
+    assert again.editor is not None and again.editor.value.endswith("customer_id = 40")
+    assert _cities([40, 41]) == before  # nothing ran yet
+    again.approve_button.click()
     state = await run.wait(timeout=30)
     assert _cities([40, 41]) == ["Edited", before[1]]  # the statement as edited, not as asked
     card = state.card_list()[0]
