@@ -31,6 +31,7 @@ __all__ = [
     "RUN_WORDS",
     "RunInfo",
     "args_html",
+    "call_errors",
     "card_head_html",
     "card_html",
     "card_summary",
@@ -43,6 +44,7 @@ __all__ = [
     "record_bundle",
     "result_dataframe",
     "result_html",
+    "run_tone",
     "run_word",
 ]
 
@@ -263,18 +265,38 @@ def card_html(card: CardState, label: str, *, preview_rows: int = 10,
     )
 
 
+def call_errors(state: RunState) -> int:
+    """How many calls of the run ended in an error (not stopped, refused or rejected)."""
+    return sum(card.word == "error" for card in state.cards.values())
+
+
 def run_word(state: RunState) -> str:
-    """The run's status as shown: ``✔ done``, ``■ stopped (interrupted)``, ..."""
+    """The run's status as shown: ``✔ done``, ``○ done · 1 error``, ``■ stopped
+    (interrupted)``, ...
+
+    A run is done when the model ended normally (Pi's meaning), whatever its calls did; but
+    when a call errored it is not shown as a plain success: ``○ done · N error(s)``.
+    """
     word = RUN_WORDS[state.status]
     if state.status == "stopped" and state.stop_reason == "interrupted":
         word += " (interrupted)"
+    errors = call_errors(state) if state.status == "done" else 0
+    if errors:
+        word = f"○ done · {errors} error{'' if errors == 1 else 's'}"
     return word
+
+
+def run_tone(state: RunState) -> str:
+    """The CSS class of the run's colour: green only for a done run whose calls all worked."""
+    if state.status == "done" and call_errors(state):
+        return "pi-muted"
+    return _tone(state.status)
 
 
 def _head(state: RunState, info: RunInfo) -> str:
     word = run_word(state)
     calls = len(state.cards)
-    bits = [f"<span class='pi-word pi-run-status {_tone(state.status)}'>{word}</span>"]
+    bits = [f"<span class='pi-word pi-run-status {run_tone(state)}'>{word}</span>"]
     bits.append(f"{calls} call{'' if calls == 1 else 's'}")
     if info.elapsed is not None:
         bits.append(format_seconds(info.elapsed))

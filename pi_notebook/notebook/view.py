@@ -22,7 +22,7 @@ import ipywidgets as widgets
 
 from .cards import ToolCard
 from .format import format_seconds
-from .record import RECORD_CSS, markdown_html, run_word
+from .record import RECORD_CSS, markdown_html, run_tone, run_word
 from .store import RunState
 
 __all__ = ["RunView"]
@@ -155,7 +155,7 @@ class RunView(widgets.VBox):
         word = run_word(state)
         if state.stop_requested and not state.settled:
             word = "■ stopping…"
-        tone = _TONE.get(state.status, "pi-muted")
+        tone = run_tone(state) if state.settled else _TONE.get(state.status, "pi-muted")
         elapsed = "" if state.settled else f" · {format_seconds(self._clock() - self.started_at)}"
         return f"<b class='pi-word pi-run-status {tone}'>{html.escape(word)}</b>{elapsed}"
 

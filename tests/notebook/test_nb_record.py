@@ -163,3 +163,36 @@ def test_colours_come_from_jupyterlab_variables_and_tables_scroll() -> None:
     assert ".pi-table-wrap{max-width:100%;max-height:22em;overflow:auto" in RECORD_CSS
     wide = pd.DataFrame({f"column_{i}": [i] for i in range(60)})
     assert frame_html(wide).startswith("<div class='pi-table-wrap'>")
+
+
+def test_a_done_run_whose_call_errored_is_not_shown_as_a_plain_success() -> None:
+    """Pi's meaning: the run is done when the model ended normally, so an answer after a
+    failed call is ``done``; but it says how many calls errored and is not coloured green."""
+    from pi_notebook.notebook.view import RunView
+
+    failed = [
+        ToolExecutionStartEvent(tool_call_id="e", tool_name="query_database",
+                                args={"sql": "SELECT nope FROM nowhere"}),
+        ToolExecutionEndEvent(tool_call_id="e", tool_name="query_database", is_error=True,
+                              result=ToolResult(content=[TextContent(text="no such table")])),
+    ]  # fmt: skip
+    state = _state(*failed, *_said("The query failed: there is no table `nowhere`."))
+    assert state.status == "done"
+    bundle = record_bundle(state, INFO)
+    assert bundle["text/plain"].startswith("○ done · 1 error · 1 call · model")
+    assert "pi-run-status pi-muted'>○ done · 1 error</span>" in bundle["text/html"]
+    assert "pi-run-status pi-ok" not in bundle["text/html"]
+    view = RunView(lambda: state, lambda reason="stopped": None, str)
+    view.render()
+    assert "pi-muted'>○ done · 1 error</b>" in view.status.value
+    # Two failed calls; and a run whose calls all worked is still a green ✔ done.
+    twice = _state(*failed, *[replace_id(e, "f") for e in failed])
+    assert record_bundle(twice, INFO)["text/plain"].startswith("○ done · 2 errors · 2 calls")
+    fine = _state(*_call("c", "SELECT 1", {"n": 1}))
+    assert "pi-run-status pi-ok'>✔ done</span>" in record_bundle(fine, INFO)["text/html"]
+
+
+def replace_id(event: object, call_id: str) -> object:
+    from dataclasses import replace
+
+    return replace(event, tool_call_id=call_id)  # type: ignore[type-var]
