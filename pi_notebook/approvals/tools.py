@@ -135,7 +135,8 @@ class ToolApprovals:
         On approval the decision is committed to the audit first, then the call gets a
         one-shot capability for the hash of its final arguments. Edited arguments are
         validated against the tool's parameter model and written into ``params`` (which is
-        what ``execute`` receives); the approval binds to them.
+        what ``execute`` receives: its whole state, extra arguments included, becomes the
+        validated edit); the approval binds to them.
         """
         try:
             reason = await self.requirement(tool_name, rule, params)
@@ -190,8 +191,7 @@ class ToolApprovals:
             return ApprovalEntry(decision="approved", **base), None
         try:
             edited = type(params).model_validate(outcome.edited_args)
-            for name in type(params).model_fields:
-                setattr(params, name, getattr(edited, name))
+            _replace_state(params, edited)
             args = canonical_args(params)
             new_hash = args_hash(args)
         except (ValidationError, TypeError, ValueError) as exc:
@@ -270,6 +270,13 @@ class ToolApprovals:
             self._approved.discard(tool_call_id)
             self.capabilities.revoke(tool_call_id)
         self._edits.pop(tool_call_id, None)
+
+
+def _replace_state(params: BaseModel, edited: BaseModel) -> None:
+    """Make ``params`` (the object ``execute`` gets) the validated ``edited`` model: its
+    fields, and its extra arguments too (a model with ``extra="allow"``, such as an MCP tool's,
+    keeps every argument there), private attributes and which fields were set."""
+    params.__setstate__(edited.__getstate__())
 
 
 def _describe(exc: BaseException) -> str:

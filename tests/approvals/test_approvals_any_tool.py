@@ -14,8 +14,9 @@ from approvals_support import (
     session_with,
     text_of,
 )
+from pydantic import BaseModel, ConfigDict
 
-from pi_notebook import ExtensionAPI
+from pi_notebook import ExtensionAPI, TextContent, ToolDefinition, ToolResult, define_tool
 from pi_notebook.approvals import (
     ApprovalOutcome,
     ApprovalRequest,
@@ -175,6 +176,38 @@ async def test_edited_args_run_as_edited_and_the_model_is_told(tmp_path: Path) -
     [row] = approvals_dataframe(session.audit).itertuples()
     assert row.original_args_hash == ui.requests[0].args_hash
     assert row.args_hash == args_hash({"text": "kind", "rows": 1})
+    await session.close()
+
+
+class _OpenParams(BaseModel):
+    """A tool whose model keeps arguments it does not declare (as an MCP tool's does)."""
+
+    model_config = ConfigDict(extra="allow")
+    text: str
+    rows: int = 1
+
+
+async def test_an_edit_replaces_every_argument_extras_included(tmp_path: Path) -> None:
+    """Issue 14: an edit replaces the whole parameter object execute gets, not only its
+    declared fields: extra arguments are edited too, and arguments the edit drops are gone."""
+    ran: list[dict[str, Any]] = []
+
+    async def execute(call_id: str, params: _OpenParams, signal: Any, on_update: Any,
+                      ctx: Any) -> ToolResult:  # fmt: skip
+        ran.append(params.model_dump())
+        return ToolResult(content=[TextContent(text="ok")], details={})
+
+    tool = define_tool(ToolDefinition(name="open_note", label="Note", description="Write.",
+                                      parameters=_OpenParams, execute=execute,
+                                      requires_approval=True))  # fmt: skip
+    edit = {"text": "kind", "target": "b.txt"}
+    ui = ScriptedApprovalUI(lambda _r: ApprovalOutcome("approved", edited_args=edit))
+    model = calls([("open_note", {"text": "rude", "rows": 5, "target": "a.txt", "mode": "w"}, "x")])
+    session = session_with(tmp_path, model, ui=ui, tools=[tool])
+    await session.prompt("go")
+    assert ran == [{"text": "kind", "rows": 1, "target": "b.txt"}]
+    [row] = approvals_dataframe(session.audit).itertuples()
+    assert row.args_hash == args_hash({"text": "kind", "rows": 1, "target": "b.txt"})
     await session.close()
 
 

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 from mcp.types import ElicitResult
 
-from pi_notebook.approvals import ApprovalRequest, WritePreview
+from pi_notebook import create_agent_session
+from pi_notebook.approvals import (
+    ApprovalOutcome,
+    ApprovalRequest,
+    WritePreview,
+    approvals_dataframe,
+    args_hash,
+)
+from pi_notebook.mcp import mcp_extension
 from pi_notebook.mcp.approval import (
     APPROVAL_SCHEMA,
     McpApprovalUI,
@@ -21,6 +30,7 @@ from pi_notebook.mcp.approval import (
     decision_of,
     serving,
 )
+from tests.mcp.mcp_support import Relay, toy_stdio
 
 PREVIEW = WritePreview(affected_rows=3, method="counted in a rolled-back transaction",
                        sample=pd.DataFrame({"id": [1, 2, 3]}))  # fmt: skip
@@ -134,3 +144,36 @@ def test_pending_questions_are_consumed_once_and_expire() -> None:
     late = pending.add(question, "k")
     now[0] = 11.0
     assert pending.consume(late, yes) is None and len(pending) == 0
+
+
+# -- issue 14: an edit made before approving an MCP tool call is what runs -----------------------
+
+
+class _EditingUI:
+    def __init__(self, new_args: dict[str, Any]) -> None:
+        self.new_args = new_args
+        self.asked: list[ApprovalRequest] = []
+
+    async def request_approval(self, request: ApprovalRequest) -> ApprovalOutcome:
+        self.asked.append(request)
+        return ApprovalOutcome("approved", edited_args=self.new_args, approver="t")
+
+
+async def test_an_edited_mcp_call_runs_as_edited(tmp_path: Path) -> None:
+    """The MCP parameter model keeps every argument as an extra: the edit replaces them all."""
+    original, edited = tmp_path / "orig.txt", tmp_path / "edited.txt"
+    ui = _EditingUI({"path": str(edited), "text": "edited"})
+    ext = mcp_extension({"toy": toy_stdio()}, log_dir=tmp_path)
+    session = create_agent_session(model=Relay(), extensions=[ext], ui=ui, audit="sqlite://",
+                                   builtin_tools=False)  # fmt: skip
+    await session.start()
+    try:
+        result = await session.call_tool("mcp__toy__write_marker", {"path": str(original)})
+        assert not result.is_error, result.content
+        assert edited.exists() and not original.exists()
+        assert [r.args for r in ui.asked] == [{"path": str(original)}]
+        [row] = approvals_dataframe(session.audit).itertuples()
+        assert row.original_args_hash == ui.asked[0].args_hash
+        assert row.args_hash == args_hash({"path": str(edited), "text": "edited"})
+    finally:
+        await session.close()
