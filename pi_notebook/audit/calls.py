@@ -103,6 +103,13 @@ def _apply(row: dict[str, Any], kind: str, ts: Any, p: dict[str, Any]) -> None:
         row["rows"] = p.get("row_count")
         row["execution_ms"] = p.get("duration_ms")
     elif kind == "tool_execution_end":
+        # In a session the end record holds the outcome (no query_result): its details.
+        details = p.get("result", {}).get("details") if isinstance(p.get("result"), dict) else None
+        if isinstance(details, dict):
+            if row["rows"] is None:
+                row["rows"] = details.get("row_count")
+            if row["execution_ms"] is None:
+                row["execution_ms"] = details.get("duration_ms")
         row["is_error"] = bool(p.get("is_error"))
         row["total_ms"] = p.get("duration_ms")
         row["ended_at"] = ts

@@ -17,7 +17,7 @@ import json
 import logging
 import uuid
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -184,6 +184,27 @@ class AuditLog:
         except asyncio.CancelledError:
             self._writer.forget(ticket)
             raise
+
+    def queue_durable(
+        self,
+        record: str | AuditRecord,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        policy_version: str | None = None,
+        sync: bool = True,
+    ) -> Callable[[], str]:
+        """Queue a durable record now (its place in the chain is taken) and return a blocking
+        wait for its commit, for a worker thread: it returns the record's hash, or raises
+        ``AuditUnavailableError`` as ``commit`` does. Never call the wait on the event loop.
+
+        Raises:
+            AuditUnavailableError: the record cannot even be queued (closed log, bad payload).
+        """
+        ticket = self._submit(record, payload, tool_call_id, tool_name, policy_version, True, sync)
+        writer, timeout = self._writer, self.durable_timeout_s
+        return lambda: writer.outcome(ticket, timeout)
 
     def _submit(
         self,

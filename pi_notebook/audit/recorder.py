@@ -9,7 +9,9 @@ the ``tool_call`` chain (one record per fact: the recorder does not write it aga
 Kinds written here (typed in ``records``): ``session_start``, ``tool_execution_start``,
 ``tool_execution_update``, ``tool_execution_end``, ``session_shutdown``, ``extension_error``
 from the error listener, and ``tool_result`` only when a ``tool_result`` handler changed the
-result (otherwise the end record already holds it). A result is summarised once.
+result (otherwise the end record already holds it). A result is summarised once. An update is
+recorded only while its call runs past the update interval: a call that ends sooner keeps the
+number of its updates and the last one in its end record (one record per fact).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from .records import (
 __all__ = ["UPDATE_INTERVAL", "audit_extension", "summarise_result"]
 
 _log = logging.getLogger("pi_notebook.audit")
-UPDATE_INTERVAL = 1.0  # seconds between recorded updates of one call (the first is always kept)
+UPDATE_INTERVAL = 1.0  # seconds between recorded updates of one call, counted from its start
 _clock = time.monotonic  # tests replace it to drive the update rate limit
 _TEXT_LIMIT = 2000
 
@@ -129,8 +131,10 @@ class _Recorder:
         state = self.calls.setdefault(call_id, _CallState(started=_clock()))
         state.updates += 1
         now = _clock()
-        if state.last_update is not None and now - state.last_update < UPDATE_INTERVAL:
-            # Keep a reference only; it is summarised if it turns out to be the last one.
+        since = state.last_update if state.last_update is not None else state.started
+        if now - since < UPDATE_INTERVAL:
+            # Keep a reference only: a call that ends within the interval (most do) keeps
+            # it in its end record; a call still running when the next one comes records it.
             state.pending, state.skipped = event, state.skipped + 1
             return
         state.last_update, state.pending = now, None
@@ -163,10 +167,11 @@ class _Recorder:
         call_id = _opt(_get(event, "tool_call_id"))
         tool_name = _opt(_get(event, "tool_name"))
         state = self.calls.pop(call_id or "", None)
+        last_update = None
         if state is not None and state.pending is not None:
-            # The last update was skipped by the rate limit: keep it after all.
-            state.skipped -= 1
-            self._update(state.pending, state)
+            # The last update was held back by the rate limit: the end record keeps it (one
+            # record per fact: a progress note superseded by the outcome is not its own).
+            last_update = _summary(_get(state.pending, "partial_result"), convert=False)
         duration = None if state is None else round((_clock() - state.started) * 1000, 3)
         result = _get(event, "result")
         is_error = bool(_get(event, "is_error", False))
@@ -184,6 +189,7 @@ class _Recorder:
             ToolExecutionEnd(
                 tool_call_id=call_id, tool_name=tool_name, is_error=is_error,
                 duration_ms=duration, result=_summary(result, convert=False),
+                updates=0 if state is None else state.updates, last_update=last_update,
             )
         )  # fmt: skip
 

@@ -9,14 +9,17 @@ Record kinds, who writes each (the one place per fact), and which are durable (c
 before what they authorise happens):
 
 - ``session_start``, ``session_shutdown``: the recorder.
-- ``tool_execution_start`` (the raw arguments, S28), ``tool_execution_update`` (rate-limited),
-  ``tool_execution_end`` (outcome, duration, the result the model got): the recorder.
+- ``tool_execution_start`` (the raw arguments, S28), ``tool_execution_update`` (at most one
+  per interval while a call runs: a call that ends within the interval keeps its updates in
+  the end record), ``tool_execution_end`` (outcome, duration, the result the model got, the
+  number of updates): the recorder.
 - ``tool_call``: the session, once per call: the decision of the whole ``tool_call`` chain
   (``allowed`` or ``blocked``) with the arguments execute gets.
 - ``approval`` (durable), ``grant_use`` (durable): the approval gates; their payload is
   ``pi_notebook.approvals.records.ApprovalEntry`` (typed there, beside the gates).
 - ``final_args`` (durable), ``capability_mismatch`` (durable), ``query_refused``,
-  ``query_result``, ``query_error``, ``query_aborted``: the backend.
+  ``query_result`` (only without the recorder: in a session the end record holds the outcome),
+  ``query_error``, ``query_aborted``: the backend.
 - ``tool_result``: the recorder, only when a ``tool_result`` handler changed the result (the
   result as ``execute`` returned it).
 - ``extension_error``: the recorder's error listener.
@@ -102,7 +105,8 @@ class ToolExecutionStart(AuditRecord):
 
 @dataclass(frozen=True, kw_only=True)
 class ToolExecutionUpdate(AuditRecord):
-    """A partial result (the first of a call, then at most one per interval, and the last)."""
+    """A partial result of a call still running: at most one per interval (counted from the
+    start); the last one not recorded goes into the end record."""
 
     kind: ClassVar[str] = "tool_execution_update"
     update: int = 0
@@ -230,6 +234,19 @@ class ToolExecutionEnd(AuditRecord):
     """Wall time from start to end, approval wait included."""
     result: Mapping[str, Any] = field(default_factory=dict[str, Any])
     """The bounded summary of the final result (``summarise_result``)."""
+    updates: int = 0
+    """How many updates the call sent (in the payload only when there were any)."""
+    last_update: Mapping[str, Any] | None = None
+    """The summary of the last update when no ``tool_execution_update`` record holds it (a
+    call that ended within the update interval of its last record); omitted otherwise."""
+
+    def payload(self) -> dict[str, Any]:
+        out = super().payload()
+        if not self.updates:
+            del out["updates"]
+        if self.last_update is None:
+            del out["last_update"]
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -80,8 +80,12 @@ def make_query_tool(
                 )
             )
 
+        # A session's audit (ctx.audit) comes with its recorder, whose end record holds the
+        # outcome (details): the backend then leaves out its query_result (one record per fact).
+        in_session = getattr(ctx, "audit", None) is not None
         outcome = await backend.run(tool_call_id, params.sql, signal=signal, on_progress=progress,
-                                    audit=audit_of(pi, ctx), count_rows=params.count_rows)  # fmt: skip
+                                    audit=audit_of(pi, ctx), count_rows=params.count_rows,
+                                    record_result=not in_session)  # fmt: skip
         if outcome.has_rows:
             ext.keep_result(tool_call_id, outcome.dataframe)
         details = outcome.details()

@@ -276,7 +276,57 @@ async def test_a_postgres_store_that_drops_its_connections_recovers(
         admin.dispose()
         assert rows(db_url) == 1  # a fresh connection committed the records, then the write
         kinds = log.to_dataframe(tool_call_id="w-2")["kind"].tolist()
-        assert {"approval", "final_args", "query_result"} <= set(kinds)
+        assert {"approval", "final_args", "tool_execution_end"} <= set(
+            kinds
+        )  # no query_result in a session
         assert kinds[-1] == "tool_execution_end"
         assert log.verify().ok
         log.close()
+
+
+class _BrokenSink:
+    """An audit sink whose durable records never commit (queued: the wait raises later)."""
+
+    def __init__(self, queued: bool) -> None:
+        self.kinds: list[str] = []
+        if queued:
+            self.queue_durable = self._queue
+
+    def _queue(self, kind: str, payload: Any = None, **_ids: Any) -> Callable[[], str]:
+        self.kinds.append(kind)
+
+        def wait() -> str:
+            raise RuntimeError("the audit store is unavailable: it did not commit")
+
+        return wait
+
+    def record(self, kind: str, payload: Any = None, *, durable: bool = False, **_ids: Any) -> None:
+        self.kinds.append(kind)
+        if durable:
+            raise RuntimeError("the audit store is unavailable: it did not commit")
+
+
+@pytest.mark.parametrize("queued", [True, False], ids=["queued", "blocking-sink"])
+async def test_a_read_whose_final_args_do_not_commit_returns_nothing(
+    tmp_path: Path, queued: bool
+) -> None:
+    """A read runs while its final_args commit (it changes nothing), but neither its rows nor
+    its error leave the worker until the record is committed: here it never is."""
+    from pi_notebook.sql.backend import DatabaseBackend, QueryRefused
+    from pi_notebook.sql.backend.backend import AUDIT_UNAVAILABLE
+
+    db_url = data_db(tmp_path)
+    backend = DatabaseBackend(db_url)
+    sink = _BrokenSink(queued)
+    try:
+        for sql in ("SELECT count(*) FROM items", "SELECT * FROM missing_table"):
+            with pytest.raises(QueryRefused) as refused:
+                await backend.run("r-1", sql, audit=sink)
+            assert str(refused.value) == AUDIT_UNAVAILABLE
+        sink.kinds.clear()
+        with pytest.raises(QueryRefused):  # a write: the statement never runs
+            await backend.run("w-1", "INSERT INTO items VALUES (1, 'a')", audit=sink)
+    finally:
+        backend.dispose()
+    assert rows(db_url) == 0
+    assert "query_result" not in sink.kinds

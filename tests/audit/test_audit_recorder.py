@@ -134,16 +134,8 @@ def test_d8_s27_s28_exact_records_of_a_read_call(pi: FakePi, log: AuditLog, cloc
             {"args": {"sql": "SELECT 1", "limit": "5"}},
         ),
         ("final_args", "c1", "query_database", {"sql": "SELECT 2", "args_hash": "h2"}),
-        (
-            "tool_execution_update",
-            "c1",
-            "query_database",
-            {
-                "update": 1,
-                "skipped_before": 0,
-                "partial_result": {"text": "running", "text_chars": 7},
-            },
-        ),
+        # The update came 0.1 s after the start and the call ended 0.15 s later, within the
+        # update interval: it is kept in the end record, not as a record of its own.
         (
             "tool_execution_end",
             "c1",
@@ -152,6 +144,8 @@ def test_d8_s27_s28_exact_records_of_a_read_call(pi: FakePi, log: AuditLog, cloc
                 "is_error": False,
                 "duration_ms": "<ms>",
                 "result": {"text": "1 row", "text_chars": 5, "details": {"rows": 1}},
+                "updates": 1,
+                "last_update": {"text": "running", "text_chars": 7},
             },
         ),
         ("session_shutdown", None, None, {"open_calls": []}),
@@ -235,7 +229,7 @@ def test_d8_exact_records_of_an_execute_error(pi: FakePi, log: AuditLog, clock: 
     }
 
 
-def test_d8_updates_are_rate_limited_first_then_one_per_second_and_the_last(
+def test_d8_updates_are_recorded_once_per_second_while_the_call_runs_and_the_last_at_its_end(
     pi: FakePi, log: AuditLog, clock: Clock
 ) -> None:
     pi.emit(start("c3", "slow", {}))
@@ -259,14 +253,16 @@ def test_d8_updates_are_rate_limited_first_then_one_per_second_and_the_last(
         )
     )
     updates = [p for kind, _, _, p in snapshot(log) if kind == "tool_execution_update"]
+    # None in the first second (a call that ends sooner has no update record), then one per
+    # second; the last one, held back by the interval, is in the end record.
     assert [(u["partial_result"]["text"], u["update"], u["skipped_before"]) for u in updates] == [
-        ("step 0", 1, 0),
-        ("step 10", 11, 9),
+        ("step 10", 11, 10),
         ("step 20", 21, 9),
-        ("step 24", 25, 3),
     ]
     kinds = [kind for kind, *_ in snapshot(log)]
     assert kinds[-2:] == ["tool_execution_update", "tool_execution_end"]
+    end = snapshot(log)[-1][3]
+    assert (end["updates"], end["last_update"]["text"]) == (25, "step 24")
 
 
 def test_d8_a_broken_event_never_raises_into_the_runner(pi: FakePi, log: AuditLog) -> None:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
     from pi_notebook.audit.records import AuditRecord
 
-__all__ = ["AuditSink", "commit_before", "record_after", "record_before"]
+__all__ = ["AuditSink", "commit_before", "queue_before", "record_after", "record_before"]
 
 log = logging.getLogger("pi_notebook.sql.backend")
 
@@ -104,6 +104,36 @@ async def commit_before(
     if isinstance(record, str):
         return await commit(record, dict(payload or {}), sync=sync, **ids)
     return await commit(record, sync=sync)
+
+
+def queue_before(
+    audit: AuditSink | None,
+    record: str | AuditRecord,
+    payload: Mapping[str, Any] | None = None,
+    *,
+    sync: bool = True,
+    **ids: Any,
+) -> Callable[[], object] | None:
+    """Queue a record that must be committed before the action; returns a blocking wait for
+    its commit, to call in the worker thread before the action (no loop hop in between).
+
+    With an ``AuditLog`` the record takes its place in the chain now (``queue_durable``);
+    another sink writes it, blocking, when the wait is called. Either way the wait raises when
+    the record is not committed, and whatever it authorises must then not happen.
+
+    Raises:
+        AuditUnavailableError: (``AuditLog``) the record cannot even be queued.
+    """
+    if audit is None:
+        return None
+    queue = getattr(audit, "queue_durable", None)
+    if not callable(queue):
+        return lambda: record_before(audit, record, payload, **ids)
+    if isinstance(record, str):
+        wait = queue(record, dict(payload or {}), sync=sync, **ids)
+    else:
+        wait = queue(record, sync=sync)
+    return cast("Callable[[], object]", wait)
 
 
 def record_after(

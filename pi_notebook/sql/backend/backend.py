@@ -24,7 +24,7 @@ from pi_notebook.approvals.capabilities import CapabilityStore
 from pi_notebook.approvals.protocol import WritePreview
 from pi_notebook.sql import POLICY_VERSION, Verdict, args_hash, classify
 from pi_notebook.sql.backend.arrow import ARROW_MIN_CAP, AdbcPostgres, arrow_available
-from pi_notebook.sql.backend.auditing import AuditSink, commit_before, record_after
+from pi_notebook.sql.backend.auditing import AuditSink, commit_before, queue_before, record_after
 from pi_notebook.sql.backend.derive import plan_write
 from pi_notebook.sql.backend.engines import (
     CONNECT_TIMEOUT_S,
@@ -44,6 +44,7 @@ from pi_notebook.sql.backend.measure import METHOD_TEXT
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.backend.results import QueryOutcome, shape
 from pi_notebook.sql.backend.worker import (
+    AuditBlocked,
     Bounds,
     ConnectionSlot,
     DriftError,
@@ -173,8 +174,13 @@ class DatabaseBackend:
         on_progress: ProgressCallback | None = None,
         audit: AuditSink | None = None,
         count_rows: bool = False,
+        record_result: bool = True,
     ) -> QueryOutcome:
         """Decide on ``sql`` and run it.
+
+        ``record_result=False`` leaves out the ``query_result`` record, for a caller whose
+        audit records the outcome anyway (a session's recorder: the end record holds the
+        result's details); errors, aborts and refusals are recorded here whatever it says.
 
         A read stops one row past the row cap (``row_count`` is then a lower bound, "more
         than the cap"); ``count_rows`` counts every row instead, up to ``count_limit``.
@@ -209,14 +215,23 @@ class DatabaseBackend:
             bounds = Bounds(expected_rows=check.expected_rows, max_rows=check.max_rows)
         payload = {"sql": sql, "args_hash": final_hash, "verdict": verdict.kind,
                    "reasons": list(reasons), "dialect": self.dialect}  # fmt: skip
-        # A read's record need not wait for the server's WAL flush (see commit_before).
-        await self._durable(audit, "final_args", payload, ids, sync=kind == "write")
+        # Queued now (its place in the chain), committed before the statement runs (a write)
+        # or before its result leaves the worker (a read): the worker waits for the commit,
+        # so the loop makes one hop, not two. A read's record need not wait for the server's
+        # WAL flush (see commit_before).
+        try:
+            audited = queue_before(audit, "final_args", payload, sync=kind == "write", **ids)
+        except Exception:  # AuditUnavailableError, or any other failure to queue: fail closed
+            raise QueryRefused(AUDIT_UNAVAILABLE) from None
         try:
             return await self._run_as(kind, sql, tool_call_id=tool_call_id, final_hash=final_hash,
                                       signal=signal, on_progress=on_progress, audit=audit,
-                                      bounds=bounds, count_rows=count_rows)  # fmt: skip
+                                      bounds=bounds, count_rows=count_rows, audited=audited,
+                                      record_result=record_result)  # fmt: skip
         except DriftError as drift:
             raise self._drift(drift, bounds or Bounds(), sql, final_hash, audit, ids) from None
+        except AuditBlocked:
+            raise QueryRefused(AUDIT_UNAVAILABLE) from None
 
     async def _durable(
         self,
@@ -327,6 +342,8 @@ class DatabaseBackend:
         audit: AuditSink | None = None,
         bounds: Bounds | None = None,
         count_rows: bool = False,
+        audited: Callable[[], object] | None = None,
+        record_result: bool = True,
     ) -> QueryOutcome:
         """Run ``sql`` as ``kind`` WITHOUT the policy check. Internal and for tests only: it is
         how the tests prove the engine's read-only mode stops what slipped past the classifier.
@@ -342,7 +359,7 @@ class DatabaseBackend:
             fetched = await self._execution.call(
                 run_statement, self.engine, self.backend, kind, sql, settings,
                 bounds=bounds, plan=plan, adbc=self._adbc, slot=self._slot, signal=signal,
-                on_progress=on_progress,
+                on_progress=on_progress, audited=audited,
             )  # fmt: skip
         except QueryError as error:
             kind_ = "query_aborted" if isinstance(error, QueryAborted) else "query_error"
@@ -350,8 +367,9 @@ class DatabaseBackend:
             raise
         outcome = shape(fetched, kind=kind, dialect=self.dialect, args_hash=final_hash,
                         seconds=time.perf_counter() - started)  # fmt: skip
-        record_after(audit, "query_result", {
-            "row_count": outcome.row_count, "truncated": outcome.truncated,
-            "duration_ms": outcome.duration_ms, "statement_kind": kind,
-            "args_hash": final_hash}, **ids)  # fmt: skip
+        if record_result:
+            record_after(audit, "query_result", {
+                "row_count": outcome.row_count, "truncated": outcome.truncated,
+                "duration_ms": outcome.duration_ms, "statement_kind": kind,
+                "args_hash": final_hash}, **ids)  # fmt: skip
         return outcome

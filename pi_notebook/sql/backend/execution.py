@@ -38,7 +38,7 @@ from pi_notebook.sql.backend.errors import (
     QueryTimeout,
     describe_error,
 )
-from pi_notebook.sql.backend.worker import DriftError
+from pi_notebook.sql.backend.worker import AuditBlocked, DriftError
 
 __all__ = ["Execution"]
 
@@ -100,6 +100,7 @@ class Execution:
             QueryTimeout: the statement timeout passed; the statement was cancelled.
             QueryError: connecting failed, or the driver's error, as short safe text.
             DriftError: passed through from the worker (rolled back).
+            AuditBlocked: passed through from the worker (nothing ran, or nothing returned).
         """
         loop = asyncio.get_running_loop()
         canceller = Canceller()
@@ -118,7 +119,7 @@ class Execution:
             raise
         except _Abandoned as exc:
             raise self._abandoned(exc, what) from None
-        except DriftError:
+        except (DriftError, AuditBlocked):
             raise
         except Exception as exc:
             raise self._error(exc, canceller, what) from None

@@ -36,6 +36,7 @@ from pi_notebook.sql.backend.readonly import RunKind, begin, finish
 from pi_notebook.sql.backend.results import render_fetched
 
 __all__ = [
+    "AuditBlocked",
     "Bounds",
     "ConnectionSlot",
     "DriftError",
@@ -79,6 +80,18 @@ class DriftError(Exception):
         super().__init__(f"actual rows: {actual}")
         self.actual = actual
         self.why = why
+
+
+class AuditBlocked(Exception):
+    """The record that must precede the statement (its final arguments) was not committed:
+    a write did not run; a read's rows (or its error) are withheld. Fail closed."""
+
+
+def _audited(wait: Callable[[], object]) -> None:
+    try:
+        wait()
+    except BaseException as exc:
+        raise AuditBlocked(str(exc)) from exc
 
 
 class ConnectionSlot:
@@ -198,8 +211,15 @@ def run_statement(
     plan: WritePlan | None = None,
     adbc: AdbcPostgres | None = None,
     slot: ConnectionSlot | None = None,
+    audited: Callable[[], object] | None = None,
 ) -> Fetched:
     """Run ``sql`` in the mode of ``kind``; commit only an approved write that fully succeeded.
+
+    ``audited`` waits for the commit of the record that must precede the statement (queued
+    by the caller, so its place in the chain is taken): a write waits for it before it
+    connects; a read runs meanwhile and waits for it before anything of the read (its rows or
+    its error) is handed back, since a read changes nothing and only its result must not
+    leave unaudited. Either way a record not committed raises ``AuditBlocked``.
 
     With active ``bounds`` (a write only), the rows it changes are counted inside the same
     transaction (running it, or with the derived count before running it where a rollback
@@ -211,9 +231,41 @@ def run_statement(
     Raises:
         ConnectFailed: the connection could not be opened.
         DriftError: the count is outside ``bounds`` or could not be taken; nothing changed.
+        AuditBlocked: ``audited`` raised (a write did not run; a read's result is dropped).
         Exception: the driver's error (cancelled statements included); the transaction is
             rolled back before it propagates.
     """
+    if audited is None:
+        return _run_statement(engine, backend, kind, sql, settings, canceller=canceller,
+                              progress=progress, bounds=bounds, plan=plan, adbc=adbc, slot=slot)  # fmt: skip
+    if kind == "write":
+        _audited(audited)
+        return _run_statement(engine, backend, kind, sql, settings, canceller=canceller,
+                              progress=progress, bounds=bounds, plan=plan, adbc=adbc, slot=slot)  # fmt: skip
+    try:
+        fetched = _run_statement(engine, backend, kind, sql, settings, canceller=canceller,
+                                 progress=progress, adbc=adbc, slot=slot)  # fmt: skip
+    except BaseException:
+        _audited(audited)  # the record first, even for the read's error text
+        raise
+    _audited(audited)
+    return fetched
+
+
+def _run_statement(
+    engine: sa.Engine,
+    backend: str,
+    kind: RunKind,
+    sql: str,
+    settings: RunSettings,
+    *,
+    canceller: Canceller,
+    progress: Callable[[int], None] | None = None,
+    bounds: Bounds | None = None,
+    plan: WritePlan | None = None,
+    adbc: AdbcPostgres | None = None,
+    slot: ConnectionSlot | None = None,
+) -> Fetched:
     if kind == "read" and settings.arrow and adbc is not None and adbc.accepts(sql):
         if canceller.reason is not None:
             raise Cancelled
