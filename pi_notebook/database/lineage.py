@@ -94,9 +94,19 @@ class _Tracer:
     def _output(self, scope: Scope, name: str | None, index: int | None) -> set[Source]:
         node = scope.expression
         if isinstance(node, exp.SetOperation):
+            if node.args.get("by_name"):  # DuckDB's UNION [ALL] BY NAME: branches match by name
+                if name is None:
+                    names = _names(node)
+                    if index is None or index >= len(names):
+                        raise _Unknown("a set operation BY NAME could not be followed")
+                    name = names[index]
+                found: set[Source] = set()
+                for branch in scope.set_operation_scopes:
+                    found |= self.output(branch, name=name)
+                return found
             if index is None and name is not None:
                 index = self._position(node, name)
-            found: set[Source] = set()
+            found = set()
             for branch in scope.set_operation_scopes:
                 found |= self.output(branch, name=None if index is not None else name, index=index)
             return found
@@ -158,6 +168,9 @@ class _Tracer:
             if isinstance(node, exp.Column):
                 found |= self.column(scope, node)
                 continue
+            if isinstance(node, exp.PositionalColumn):  # DuckDB: SELECT #3 FROM t
+                found |= self.positional(scope, node)
+                continue
             if isinstance(node, exp.TableColumn):  # DuckDB: SELECT c FROM t c (the whole row)
                 found |= self.whole_row(scope, node.name)
                 continue
@@ -174,10 +187,42 @@ class _Tracer:
         owner, source = self._find(scope, column.table)
         if source is None:
             raise _Unknown(f"column {column.sql(self.dialect)} could not be resolved")
+        renamed = _alias_columns(owner, column.table)
         if isinstance(source, Scope):
             canonical = self._canonical(source)
-            return set() if canonical is None else self.output(canonical, name=column.name)
-        return self.base_column(owner, source, column.name)
+            if canonical is None:
+                return set()
+            if renamed:  # FROM x AS y(a, b, c): y's columns are x's outputs by position
+                return self.output(
+                    canonical,
+                    index=_renamed_index(_names(canonical.expression), renamed, column.name),
+                )
+            return self.output(canonical, name=column.name)
+        return self.base_column(owner, source, column.name, renamed=renamed)
+
+    def positional(self, scope: Scope, node: exp.PositionalColumn) -> set[Source]:
+        """``#n``: the n-th column of the FROM clause, resolved when it has a single source."""
+        position = node.this
+        if not (isinstance(position, exp.Literal) and position.is_int):
+            raise _Unknown("a positional column could not be resolved")
+        index = int(position.name) - 1
+        if len(scope.selected_sources) != 1 or index < 0:
+            raise _Unknown("a positional column over several sources could not be resolved")
+        [(_, source)] = scope.selected_sources.values()
+        if isinstance(source, Scope):
+            canonical = self._canonical(source)
+            if canonical is None:
+                raise _Unknown("a positional column could not be resolved")
+            if index >= len(_names(canonical.expression)):
+                raise _Unknown(f"column #{index + 1} is not in the source")
+            return self.output(canonical, index=index)
+        if not isinstance(source.this, exp.Identifier):
+            raise _Unknown("a positional column over a table function could not be resolved")
+        self._check_table(source)
+        info = self.schema.table(source.name)
+        if info is None or index >= len(info.columns):
+            raise _Unknown(f"column #{index + 1} of {source.name} could not be resolved")
+        return self.base_column(scope, source, info.columns[index].name)
 
     def _canonical(self, source: Scope) -> Scope | None:
         """The scope of the tree that ``source`` stands for. A recursive CTE's reference to
@@ -211,7 +256,9 @@ class _Tracer:
         return scope, None
 
     # -- base tables and views ---------------------------------------------------------------
-    def base_column(self, scope: Scope, table: exp.Table, column: str) -> set[Source]:
+    def base_column(
+        self, scope: Scope, table: exp.Table, column: str, *, renamed: list[str] | None = None
+    ) -> set[Source]:
         if not isinstance(table.this, exp.Identifier):  # a table function: what its args read
             return self.expression(scope, table.this)
         self._check_table(table)
@@ -219,6 +266,9 @@ class _Tracer:
         info = self.schema.table(name)
         if info is None:  # a catalog table: no row data of the user's tables
             return set()
+        if renamed and column != "*":  # FROM t AS x(a, b, c): t's columns by position
+            original = [c.name for c in info.columns]
+            column = original[_renamed_index(original, renamed, column)]
         if info.kind == "view":
             return self.view_column(info, column)
         if column == "*":
@@ -298,9 +348,53 @@ class _Tracer:
         if not isinstance(left, exp.Select):
             raise _Unknown("the statement could not be analysed")
         return [
-            ColumnLineage(name=select.alias_or_name, sources=frozenset(self.output(root, index=i)))
-            for i, select in enumerate(left.selects)
+            ColumnLineage(name=name, sources=frozenset(self.output(root, index=i)))
+            for i, name in enumerate(_names(qualified))
         ]
+
+
+def _names(node: exp.Expr) -> list[str]:
+    """The output column names of a query, in order (a set operation BY NAME adds the names
+    only its right side has, as DuckDB does)."""
+    while isinstance(node, exp.Subquery | exp.Paren):
+        node = node.this
+    if isinstance(node, exp.SetOperation):
+        left = _names(node.left)
+        if not node.args.get("by_name"):
+            return left
+        folded = {n.casefold() for n in left}
+        return left + [n for n in _names(node.right) if n.casefold() not in folded]
+    if isinstance(node, exp.Select):
+        if any(isinstance(s, exp.Star) or isinstance(s.unalias(), exp.Star) for s in node.selects):
+            raise _Unknown("a * could not be expanded")
+        return [s.alias_or_name for s in node.selects]
+    raise _Unknown("the columns of a source could not be listed")
+
+
+def _alias_columns(scope: Scope, alias: str) -> list[str]:
+    """The column list of ``FROM src AS alias(a, b, ...)`` where ``alias`` is defined, if any."""
+    current: Scope | None = scope
+    while current is not None:
+        selected = current.selected_sources.get(alias)
+        if selected is not None:
+            node = selected[0]
+            table_alias = node.args.get("alias") if isinstance(node, exp.Expr) else None
+            if isinstance(table_alias, exp.TableAlias):
+                return [c.name for c in table_alias.columns]
+            return []
+        current = current.parent
+    return []
+
+
+def _renamed_index(original: list[str], renamed: list[str], column: str) -> int:
+    """The position of ``column`` among ``original`` names after the first ones were renamed
+    to ``renamed`` (PostgreSQL and DuckDB: the columns past the list keep their names)."""
+    effective = [*renamed[: len(original)], *original[len(renamed) :]]
+    folded = column.casefold()
+    matches = [i for i, n in enumerate(effective) if n.casefold() == folded]
+    if len(matches) != 1:
+        raise _Unknown(f"column {column} of a renamed source could not be resolved")
+    return matches[0]
 
 
 def _leftmost(node: exp.Expr) -> exp.Expr:
