@@ -5,29 +5,31 @@ Registered by the database extension when it has a ``data_policy``:
 * ``tool_call`` (``query_database``): read the schema (cached) before the statement runs, so
   the content policy traces lineage against a fresh one.
 * ``tool_result`` (``query_database``): audit which columns were protected and under which
-  policy version (kind ``data_policy``); when a failed statement reads protected tables, keep
-  only the part of the database's error message that carries no value (``invalid input
-  syntax for type integer: "ada@example.org"`` must not reach the model).
+  policy version (kind ``data_policy``); when a failed statement may read protected data (or
+  anything outside the inspected schema), the model gets only the error's class and a hint,
+  never the database's message (``error(email)``, a failed cast, a key quote values).
 * ``tool_result`` (every other tool): replace protected values the session has seen (an
   ``inspect_variable`` of a query result, a file the user saved) before the model reads them.
 * ``before_agent_start``: tell the model which columns are protected.
 * ``before_provider_request``: the last check. A payload that carries a protected value seen
   in this session is refused (nothing is sent); from the next prompt on, protected values are
-  masked in the messages of every request (a ``context`` handler added then), so the session
-  can go on.
+  masked in the messages of every request, text and tool-call arguments (a ``context``
+  handler added then), so the session can go on. A request that passes is remembered: what
+  the model had before a protected result showed it is not protected (see
+  :mod:`.protected_values`).
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from pi_notebook.extensions import ExtensionAPI
 
 from .describe import DESCRIBE_TOOL
 from .gate import TOOL_NAME
-from .policy import DataPolicy, LineagePolicy
+from .policy import DataPolicy, LineagePolicy, generic_error
+from .protected_values import scrub_messages
 from .schema import SchemaCache
 
 __all__ = ["POLICY_AUDIT_KIND", "install_data_policy", "register_data_policy", "sanitize_error"]
@@ -35,19 +37,12 @@ __all__ = ["POLICY_AUDIT_KIND", "install_data_policy", "register_data_policy", "
 log = logging.getLogger(__name__)
 
 POLICY_AUDIT_KIND = "data_policy"
-_QUOTED = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|«[^»]*»")
-_KEY_DETAIL = re.compile(r"(\bKey\s*\([^)]*\)\s*=\s*)\([^)]*\)", re.I)
 
 
 def sanitize_error(text: str) -> str:
-    """The first line of a database error with every quoted or keyed value removed."""
-    first = (text.strip().splitlines() or [""])[0]
-    first = _KEY_DETAIL.sub(r"\1(…)", first)
-    first = _QUOTED.sub("<withheld>", first)
-    return (
-        f"{first} [The database's full message was withheld: the statement reads columns "
-        "protected by the data policy, and error messages can quote their values.]"
-    )
+    """The class of a database error and a hint, without its message (which can quote a
+    value unquoted: DuckDB's ``error(email)``, or with quotes doubled inside quotes)."""
+    return generic_error(text)
 
 
 def _text_of(content: Any) -> str:
@@ -90,9 +85,8 @@ def register_data_policy(
         sql = getattr(event.input, "sql", "")
         dialect = cache.dialect
         if event.is_error:
-            if guard.touches_protected(sql, dialect):
-                return {"content": sanitize_error(_text_of(event.content))}
-            return None
+            shown = guard.model_error(sql, dialect, _text_of(event.content))
+            return None if shown is None else {"content": shown}
         details = event.details if isinstance(event.details, dict) else {}
         protected = details.get("protected_columns")
         if protected:
@@ -119,16 +113,12 @@ def register_data_policy(
         return {"system_prompt": f"{event.system_prompt}\n\n{note}"}
 
     def mask_refused(event: Any, ctx: Any) -> dict[str, Any] | None:
-        for message in event.messages:  # a copy: safe to change
-            for part in getattr(message, "content", None) or []:
-                text = getattr(part, "text", None)
-                if isinstance(text, str):
-                    part.text = guard.seen.scrub(text)
-        return {"messages": event.messages}
+        return {"messages": scrub_messages(event.messages, guard.seen)}  # a copy: safe to change
 
     def last_check(event: Any, ctx: Any) -> dict[str, Any] | None:
         columns = guard.seen.find(event.payload_text)
         if not columns:
+            guard.seen.sent(event.payload_text)
             return None
         if not refused:  # from the next prompt on (a copy of the history per request costs)
             pi.on("context", mask_refused)

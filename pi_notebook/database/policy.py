@@ -8,7 +8,10 @@ else a digest of the rules). :class:`LineagePolicy` is the database extension's
 column derived from a protected one; the analyst's DataFrame in ``details`` is untouched.
 Where lineage cannot be established the model gets only the result's shape and the reason.
 The values it protected are remembered (:mod:`.protected_values`) for the last check on
-outgoing payloads.
+outgoing payloads (not the ones the model had before: literals of its own statement, the
+schema's names and types, what it was already sent). When a statement that may read protected
+data fails, :meth:`LineagePolicy.model_error` gives the model the error's class and a hint,
+never the database's message (which can quote a value: ``error(email)``, a failed cast).
 
 Actions, from the weakest: ``hash`` (a stable, per-session salted digest: equal values look
 equal), ``mask`` (nothing of the value), ``drop`` (not even the column). A column derived from
@@ -20,13 +23,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, cast
 
 import pandas as pd
+import sqlglot
+from sqlglot import exp
 
 from pi_notebook.database.tool import ModelContent
 from pi_notebook.errors import ConfigurationError
@@ -156,6 +163,8 @@ class LineagePolicy:
     salt: bytes = field(default_factory=lambda: secrets.token_bytes(16))
     _views: dict[str, dict[str, frozenset[Source]]] = field(default_factory=dict)
     _views_of: int = 0
+    _metadata: frozenset[str] = frozenset()
+    _metadata_of: int = 0
 
     def _hash(self, value: Any) -> str:
         digest = hmac.new(self.salt, str(value).encode("utf-8"), hashlib.sha256).hexdigest()
@@ -175,6 +184,7 @@ class LineagePolicy:
             return self._withhold(outcome, "the database schema could not be read", sql, dialect)
         if id(schema) != self._views_of:  # view lineage is per schema
             self._views, self._views_of = {}, id(schema)
+        known = self._schema_words(schema)
         lineage = trace(sql, dialect, schema, views=self._views)
         frame = outcome.dataframe
         if lineage.columns is None or len(lineage.columns) != frame.shape[1]:
@@ -197,7 +207,7 @@ class LineagePolicy:
                 continue
             protected[name] = action
             notes.append(f"{name} {_PAST[action]} (from {', '.join(sources)})")
-            self.seen.add(frame.iloc[:, i].tolist(), sources[0])
+            self.seen.add(frame.iloc[:, i].tolist(), sources[0], known_text=sql, known=known)
             if action != "drop":
                 keep.append(i)
                 cells.append([self._shown(v, action) for v in values])
@@ -227,14 +237,32 @@ class LineagePolicy:
                               row_count_exact=outcome.row_count_exact,
                               truncated=outcome.truncated, has_rows=True)  # fmt: skip
 
+    def _schema_words(self, schema: SchemaInfo | None) -> frozenset[str]:
+        """Names and types of the schema (folded): what ``DESCRIBE`` or ``SUMMARIZE`` print
+        besides values, and what the schema summary already told the model."""
+        if schema is None:
+            return frozenset()
+        if id(schema) != self._metadata_of:
+            words: set[str] = set()
+            for table in schema.tables:
+                words.add(table.name.casefold())
+                for column in table.columns:
+                    kind = column.type.casefold()
+                    words.update((column.name.casefold(), kind, kind.split("(")[0].strip()))
+            self._metadata, self._metadata_of = frozenset(words), id(schema)
+        return self._metadata
+
     def touches_protected(self, sql: str, dialect: str) -> bool:
         """Whether ``sql`` may read a protected table: it names one, or a view whose definition
-        names one, or it cannot be parsed."""
+        names one, or a string in it does (DuckDB's ``query('SELECT email FROM customers')``,
+        ``query_table('customers')``, PostgreSQL's ``query_to_xml``), or it cannot be parsed."""
         tables = referenced_tables(sql, dialect)
         if tables is None:
             return True
         protected = self.policy.tables
         if tables & protected:
+            return True
+        if _strings_name(sql, dialect, protected):
             return True
         schema = self.schema.cached or self.schema.last
         for name in tables:
@@ -250,8 +278,14 @@ class LineagePolicy:
         values)."""
         frame = outcome.dataframe
         if self.touches_protected(sql, dialect):  # any column may hold protected values
+            schema = self.schema.cached or self.schema.last
+            known = self._schema_words(schema)
+            numbers = self._protects_numbers(schema)
             for i in range(frame.shape[1]):
-                self.seen.add(frame.iloc[:, i].tolist(), "a result without lineage")
+                values = frame.iloc[:, i].tolist()
+                if not numbers:  # counts, sizes and percentages (SUMMARIZE) are no such value
+                    values = [v for v in values if not _numeric(v)]
+                self.seen.add(values, "a result without lineage", known_text=sql, known=known)
         total = (
             f"{outcome.row_count}" if outcome.row_count_exact else f"at least {outcome.row_count}"
         )
@@ -261,6 +295,101 @@ class LineagePolicy:
                 "cannot describe, no PIVOT); counts are always shown.")  # fmt: skip
         # "*": the result's column names may themselves be values (PIVOT), so none is kept.
         return ModelContent(text=text, protected={"*": "withheld"}, note=note)
+
+    def _protects_numbers(self, schema: SchemaInfo | None) -> bool:
+        """Whether a protected column may hold numbers (or the schema cannot say)."""
+        if schema is None:
+            return True
+        for table, column in self.policy.rules:
+            info = schema.table(table)
+            if info is None:
+                return True
+            for col in info.columns if column == "*" else [info.column(column)]:
+                kind = "" if col is None else col.type.casefold()
+                if col is None or not any(t in kind for t in _TEXT_TYPES):
+                    return True
+        return False
+
+    def model_error(self, sql: str, dialect: str, message: str) -> str | None:
+        """What the model sees of the database error ``message`` for ``sql``: ``None`` (the
+        message as it is) unless the statement may read protected data or its lineage is
+        unknown; then only the error's class and a hint, since the message can quote a
+        protected value (``error(email)``, a failed cast, a key in a constraint error)."""
+        try:
+            if not self._may_carry_values(sql, dialect):
+                return None
+        except Exception:  # fail closed
+            pass
+        return generic_error(message)
+
+    def _may_carry_values(self, sql: str, dialect: str) -> bool:
+        """Whether a failed ``sql`` may have met a protected value: it may read a protected
+        table, or anything outside the inspected schema (a catalog table such as
+        ``pg_stats``, a table function, another schema), or cannot be parsed. Short of
+        that, an unknown lineage (an unresolved column) cannot involve protected data."""
+        if self.touches_protected(sql, dialect):
+            return True
+        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+        schema = self.schema.cached or self.schema.last
+        if len(statements) != 1 or schema is None:
+            return True
+        statement = statements[0]
+        ctes = {c.alias_or_name.casefold() for c in statement.find_all(exp.CTE)}
+        defaults = {d.casefold() for d in (schema.default_schema, "main") if d}
+        for table in statement.find_all(exp.Table):
+            if not isinstance(table.this, exp.Identifier):
+                return True  # a table function
+            if table.name.casefold() in ctes and not table.db:
+                continue
+            if table.catalog or (table.db and table.db.casefold() not in defaults):
+                return True
+            if schema.table(table.name) is None:
+                return True
+        return False
+
+
+_TEXT_TYPES = ("char", "text", "string", "clob", "json", "uuid", "enum", "xml", "blob", "bytea")
+_PREFIX = re.compile(r"^(Database error \([^)]*\)):\s*")
+_CLASS = re.compile(r"^([A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*){0,3} Error):")
+
+
+def generic_error(message: str) -> str:
+    """``Database error (duckdb): Conversion Error`` and a hint, without the message."""
+    text = (message.strip().splitlines() or [""])[0]
+    head = "Database error"
+    prefix = _PREFIX.match(text)
+    if prefix:
+        head, text = prefix.group(1), text[prefix.end() :]
+    kind = _CLASS.match(text)
+    if kind:
+        head = f"{head}: {kind.group(1)}"
+    return (
+        f"{head}. [The database's message was withheld: the statement may read columns "
+        "protected by the data policy, and error messages can quote their values. Check "
+        "table and column names with describe_database, and the types that casts and "
+        "functions on protected columns expect.]"
+    )
+
+
+def _strings_name(sql: str, dialect: str, tables: set[str]) -> bool:
+    """Whether a string literal of ``sql`` mentions one of ``tables`` (SQL run from a string)."""
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+    except Exception:
+        return True
+    for statement in statements:
+        for literal in statement.find_all(exp.Literal):
+            if literal.is_string and any(t in literal.name.casefold() for t in tables):
+                return True
+    return False
+
+
+def _numeric(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float | Decimal):
+        return True
+    return getattr(getattr(value, "dtype", None), "kind", "") in ("i", "u", "f", "c")
 
 
 _PAST = {"mask": "masked", "hash": "hashed", "drop": "dropped"}

@@ -64,6 +64,12 @@ BY_ENGINE = {
         "to_json(row)": "SELECT to_json(c) AS j FROM customers c",
         "json_object": "SELECT json_object('e', email) AS j FROM customers",
         "list": "SELECT list(email) AS l FROM customers",
+        "table alias columns": "SELECT t.name FROM customers AS t(id, email, name)",
+        "cte alias columns": "WITH x AS (SELECT * FROM customers) SELECT y.name FROM x AS y(id, email, name)",
+        "union by name": "SELECT customer_id, name FROM customers UNION ALL BY NAME SELECT email AS name, customer_id FROM customers",
+        "union by name subquery": "SELECT * FROM (SELECT customer_id, name FROM customers UNION BY NAME SELECT email AS name, customer_id FROM customers)",
+        "positional column": "SELECT #3 FROM customers",
+        "positional in subquery": "SELECT #1 FROM (SELECT email FROM customers)",
     },
     "postgres": {
         "values join": VALUES_JOIN,
@@ -75,6 +81,8 @@ BY_ENGINE = {
         "concat()": "SELECT concat(name, email) AS c FROM customers",
         "unnest": "SELECT part FROM customers c, unnest(string_to_array(c.email, '@')) AS part",
         "lateral": "SELECT l.e FROM customers c, LATERAL (SELECT c.email AS e) AS l",
+        "table alias columns": "SELECT t.name FROM customers AS t(id, email, name)",
+        "cte alias columns": "WITH x AS (SELECT * FROM customers) SELECT y.name FROM x AS y(id, email, name)",
     },
 }
 
@@ -86,6 +94,7 @@ async def opened(url: str, model: ScriptedModel, **kw: Any) -> AsyncIterator[Any
     kw.setdefault("audit", False)
     extensions = [ext, *kw.pop("extra", ())]
     session = create_agent_session(model=model, extensions=extensions, **kw)
+    session.result_retention.keep = None  # every DataFrame stays: the checks read them all
     try:
         yield session
     finally:
@@ -232,21 +241,45 @@ async def test_unknown_lineage_withholds_values_and_says_why(
     assert_nothing_leaked(model, {*EMAILS, *PHONES, *NAMES})
 
 
-async def test_error_messages_that_quote_protected_values_are_cut(shop) -> None:
+ERRORS = {
+    "duckdb": [
+        "SELECT CAST(email AS INTEGER) FROM customers",
+        "SELECT error(email) FROM customers",  # the message is the value itself, unquoted
+        "SELECT CAST('''' || email AS INTEGER) FROM customers",  # a doubled quote
+    ],
+    "postgres": [
+        "SELECT CAST(email AS INTEGER) FROM customers",
+        """SELECT CAST('"' || email AS INTEGER) FROM customers""",
+    ],
+}
+
+
+@pytest.mark.parametrize("case", range(3))
+async def test_error_messages_of_protected_reads_carry_no_text(case: int, shop) -> None:
     engine, url = shop
     if engine == "sqlite":
         pytest.skip("SQLite casts text to 0 instead of failing")
-    model = ScriptedModel(
-        [
-            tool_call("query_database", {"sql": "SELECT CAST(email AS INTEGER) FROM customers"}),
-            text("done"),
-        ]
-    )
+    if case >= len(ERRORS[engine]):
+        pytest.skip("no such case on this engine")
+    sql = ERRORS[engine][case]
+    model = ScriptedModel([tool_call("query_database", {"sql": sql}), text("done")])
     session = await run(url, model, "go")
     [result] = [m for m in session.messages if m.role == "toolResult"]
     body = content_text(result.content)
-    assert result.is_error and "full message was withheld" in body
-    assert_nothing_leaked(model, {*EMAILS, *PHONES})
+    assert result.is_error and "message was withheld" in body, body
+    assert body.startswith(f"Database error ({'postgresql' if engine == 'postgres' else engine})")
+    assert "@" not in body and "convert" not in body and "syntax" not in body
+    assert_nothing_leaked(model, {*EMAILS, *PHONES, *(e.split("@")[0] for e in EMAILS)})
+
+
+async def test_errors_on_unprotected_tables_keep_their_message(shop) -> None:
+    _, url = shop
+    model = ScriptedModel(
+        [tool_call("query_database", {"sql": "SELECT nosuch FROM orders"}), text("done")]
+    )
+    session = await run(url, model, "go")
+    [result] = [m for m in session.messages if m.role == "toolResult"]
+    assert result.is_error and "nosuch" in content_text(result.content)
 
 
 async def test_audit_records_the_protected_columns_and_the_policy_version(
@@ -292,6 +325,47 @@ async def test_last_check_refuses_a_prompt_carrying_a_seen_value_then_masks_it(s
         await session.prompt("never mind")
     assert len(model.calls) == before + 1  # the session goes on...
     assert_nothing_leaked(model, set(EMAILS))  # ...with the pasted value masked
+
+
+async def test_last_check_refuses_nothing_the_model_had_before_a_protected_result(shop) -> None:
+    engine, url = shop
+    queries = [
+        "SELECT CASE WHEN customer_id = 1 THEN email ELSE 'hidden' END AS e FROM customers",
+        "SELECT name, email FROM customers ORDER BY customer_id",  # the user typed EMAILS[0]
+    ]
+    if engine == "duckdb":  # catalog output: names and types, no values of theirs
+        queries += ["DESCRIBE customers", "DESCRIBE SELECT email FROM customers"]
+        queries += ["SUMMARIZE customers"]
+    steps = [tool_call("query_database", {"sql": sql}, id=f"q{i}") for i, sql in enumerate(queries)]
+    model = ScriptedModel([*steps, text("done"), text("hello"), text("again")])
+    async with opened(url, model) as session:
+        await session.prompt(f"Who is {EMAILS[0]}? Show me what you can.")
+        await session.prompt("thanks")
+        await session.prompt("anything else?")
+        assert model.blocked == [] and len(model.calls) == len(queries) + 3
+        results = [m for m in session.messages if m.role == "toolResult"]
+        assert all(r.details["protected_columns"] for r in results)
+        await session.prompt(f"and {EMAILS[1]}?")  # first seen in a protected result: refused
+        assert len(model.blocked) == 1
+    assert_nothing_leaked(model, {*EMAILS[1:], *PHONES})
+
+
+async def test_a_refused_value_in_a_tool_call_is_masked_so_the_session_goes_on(shop) -> None:
+    _, url = shop
+    model = ScriptedModel([
+        tool_call("query_database", {"sql": "SELECT email FROM customers"}), text("three"),
+        tool_call("query_database",
+                  {"sql": f"SELECT count(*) FROM customers WHERE email = '{EMAILS[1]}'"}),
+        text("one"), text("still here"),
+    ])  # fmt: skip
+    async with opened(url, model) as session:
+        await session.prompt("list the emails")
+        await session.prompt("is the second one a customer?")
+        before = len(model.calls)
+        assert len(model.blocked) == 1  # the request carrying the tool call was refused
+        await session.prompt("go on")
+        assert len(model.calls) == before + 1 and len(model.blocked) == 1
+    assert_nothing_leaked(model, set(EMAILS))
 
 
 async def test_values_reaching_the_model_through_other_tools_are_masked(shop) -> None:

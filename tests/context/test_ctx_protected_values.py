@@ -37,3 +37,46 @@ def test_bounded_oldest_first() -> None:
     store.add(["one-1", "two-2", "three-3", "four-4"], "t.c")
     assert len(store) == 3
     assert store.find("one-1") == [] and store.find("four-4") == ["t.c"]
+
+
+def test_values_the_model_had_before_are_not_remembered() -> None:
+    store = ProtectedValues()
+    store.sent('{"system": "customers: name, email varchar(100)", "user": "Who is ADA@x.org?"}')
+    store.add(
+        ["ada@x.org", "hidden", "grace@x.net", "varchar", "alan@x.com"],
+        "customers.email",
+        known_text="SELECT CASE WHEN id = 1 THEN email ELSE 'hidden' END, 'alan@x.com'",
+        known={"varchar"},
+    )
+    assert store.find("ada@x.org hidden varchar alan@x.com") == []  # sent, a literal, a type
+    assert store.find("grace@x.net") == ["customers.email"]  # only a protected result had it
+    store.sent("now grace@x.net is in a request")  # seen first: stays protected
+    store.add(["grace@x.net"], "customers.email")
+    assert store.find("grace@x.net") == ["customers.email"]
+
+
+def test_scrub_messages_cleans_text_and_tool_call_arguments() -> None:
+    from pi_notebook.ai.messages import AssistantMessage, TextContent, ToolCall, UserMessage
+    from pi_notebook.database.protected_values import scrub_messages
+
+    store = ProtectedValues()
+    store.add(["grace@x.net"], "customers.email")
+    messages = [
+        UserMessage(content="is GRACE@x.net a customer?"),
+        AssistantMessage(
+            content=[
+                TextContent(text="checking grace@x.net"),
+                ToolCall(
+                    id="c",
+                    name="q",
+                    arguments={"sql": "... = 'grace@x.net'", "n": [1, "grace@x.net"]},
+                ),
+            ]
+        ),
+    ]
+    scrubbed = scrub_messages(messages, store)
+    assert "grace" not in repr(scrubbed).casefold()
+    assert scrubbed[1].content[1].arguments == {
+        "sql": "... = '[protected]'",
+        "n": [1, "[protected]"],
+    }
