@@ -33,6 +33,7 @@ from pi_notebook.approvals import (
 from pi_notebook.approvals.tools import unrecorded
 from pi_notebook.database.grants import ActiveGrant, GrantStore
 from pi_notebook.database.scope import StatementScope
+from pi_notebook.database.triggers import hidden_effects
 from pi_notebook.errors import AbortError, GrantError, QueryRefused
 from pi_notebook.sql import POLICY_VERSION, classify
 from pi_notebook.sql.backend import DatabaseBackend, query_args_hash
@@ -135,6 +136,7 @@ class _Call:
                  event: Any, ctx: Any, sql: str, grants: GrantStore) -> None:  # fmt: skip
         self.ext, self.backend, self.event, self.ctx, self.sql = ext, backend, event, ctx, sql
         self.grants = grants
+        self._hidden: dict[frozenset[str], str | None] = {}
         self.call_id: str = event.tool_call_id
         self.audit = audit_of(pi, ctx)
         self.signal = getattr(ctx, "signal", None)
@@ -170,8 +172,8 @@ class _Call:
     async def try_grants(self, scope: StatementScope | None) -> tuple[WritePreview | None, bool]:
         """Run inside a live grant if one covers the statement: (preview taken, granted)."""
         candidates = self.grants.candidates(scope)
-        if not candidates:
-            return None, False
+        if not candidates or scope is None or await self.hidden(scope) is not None:
+            return None, False  # asked, and told why no grant covers it
         preview = None
         if any(g.grant.max_rows is not None for g in candidates):
             preview = await self.preview(self.sql)
@@ -198,8 +200,12 @@ class _Call:
         self, reasons: tuple[str, ...], scope: StatementScope | None,
         preview: WritePreview | None,
     ) -> dict[str, Any] | None:  # fmt: skip
-        if getattr(self.ctx, "has_ui", False) and preview is None:
-            preview = await self.preview(self.sql)
+        if getattr(self.ctx, "has_ui", False):
+            if preview is None:
+                preview = await self.preview(self.sql)
+            why = await self.hidden(scope) if scope is not None else None
+            if why is not None:
+                reasons = (*reasons, f"no scoped grant can cover it: {why}")
         shown = _Final(sql=self.sql, args_hash=self.args_hash, kind="write", preview=preview)
         for round_ in range(1, MAX_ASK_ROUNDS + 1):
             request = ApprovalRequest(tool_call_id=self.call_id, tool_name=TOOL_NAME,
@@ -293,8 +299,19 @@ class _Call:
 
     async def suggest(self, scope: StatementScope | None,
                       preview: WritePreview | None) -> Grant | None:  # fmt: skip
-        """The grant offered in the prompt (see :func:`_suggest`)."""
+        """The grant offered in the prompt (see :func:`_suggest`); none for a statement whose
+        written tables have triggers, rules or cascades (no grant could cover it)."""
+        if scope is None or await self.hidden(scope) is not None:
+            return None
         return _suggest(scope, preview)
+
+    async def hidden(self, scope: StatementScope) -> str | None:
+        """Why writing the statement's tables may change more than it names (triggers, rules,
+        cascades, a view), or ``None``; such a statement is outside every grant."""
+        key = scope.written
+        if key not in self._hidden:
+            self._hidden[key] = await hidden_effects(self.backend, key, signal=self.signal)
+        return self._hidden[key]
 
 
 def _rows(preview: WritePreview | None) -> int | None:

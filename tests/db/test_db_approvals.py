@@ -606,3 +606,64 @@ async def test_a_grant_is_suggested_with_a_row_bound_even_when_the_preview_count
     assert req.preview is not None and req.preview.affected_rows == 0
     assert req.grant_scope is not None and req.grant_scope.max_rows == 100
     scratch.dispose()
+
+
+# -- audit of issue 12: triggers, views and cascades fall outside every grant -----------------
+
+
+def _hidden_effects(db: Scratch, accounts: str) -> dict[str, str]:
+    """Scratch tables named staging_* whose writes change ``accounts`` behind the statement:
+    a trigger, a view (written through its INSTEAD OF trigger or by the engine), a cascade."""
+    tag = uuid.uuid4().hex[:8]
+    trig, view, parent = f"staging_t{tag}", f"staging_v{tag}", f"staging_p{tag}"
+    child = f"child_{tag}"
+    db.execute(f"CREATE TABLE {trig} (a INTEGER NOT NULL)")
+    db.execute(f"CREATE VIEW {view} AS SELECT a FROM {accounts}")
+    db.execute(f"CREATE TABLE {parent} (a INTEGER NOT NULL PRIMARY KEY)")
+    db.execute(f"CREATE TABLE {child} (a INTEGER REFERENCES {parent} (a) ON DELETE CASCADE)")
+    if db.engine == "sqlite":
+        db.execute(
+            f"CREATE TRIGGER w{tag} AFTER INSERT ON {trig} BEGIN DELETE FROM {accounts}; END"
+        )
+        db.execute(f"CREATE TRIGGER v{tag} INSTEAD OF INSERT ON {view} "
+                   f"BEGIN INSERT INTO {accounts} (a) VALUES (NEW.a); END")  # fmt: skip
+    elif db.engine == "postgres":
+        db.execute(f"CREATE FUNCTION f{tag}() RETURNS trigger LANGUAGE plpgsql AS "
+                   f"$$ BEGIN DELETE FROM {accounts}; RETURN NEW; END $$")  # fmt: skip
+        db.execute(f"CREATE TRIGGER w{tag} AFTER INSERT ON {trig} FOR EACH ROW "
+                   f"EXECUTE FUNCTION f{tag}()")  # fmt: skip
+    else:
+        db.execute(f"CREATE TRIGGER w{tag} AFTER INSERT ON {trig} FOR EACH ROW "
+                   f"DELETE FROM {accounts}")  # fmt: skip
+    db.execute(f"INSERT INTO {parent} (a) VALUES (1)")
+    return {"trigger": trig, "view": view, "cascade": parent}
+
+
+async def test_a_write_with_triggers_views_or_cascades_is_outside_every_grant(
+    db: Scratch, governed: Any
+) -> None:
+    if db.engine == "duckdb":
+        pytest.skip("DuckDB has no triggers, updatable views or cascading foreign keys")
+    plain, accounts = _staging(db), _three_rows(db)
+    hidden = _hidden_effects(db, accounts)
+    grant = Grant(operations=("INSERT", "DELETE"), tables=("staging_*",), ttl_s=600)
+    asked: list[ApprovalRequest] = []
+
+    def answer(req: ApprovalRequest) -> ApprovalOutcome:
+        asked.append(req)
+        return ApprovalOutcome("approved", grant=grant) if len(asked) == 1 else (
+            ApprovalOutcome("rejected"))  # fmt: skip
+
+    sqls = [f"INSERT INTO {plain} (a) VALUES (1)",  # asked: grants staging_*
+            f"INSERT INTO {hidden['trigger']} (a) VALUES (1)",  # its trigger empties accounts
+            f"INSERT INTO {hidden['view']} (a) VALUES (7)",  # writes accounts through the view
+            f"DELETE FROM {hidden['cascade']}",  # cascades to another table
+            f"INSERT INTO {plain} (a) VALUES (2)"]  # inside the grant  # fmt: skip
+    session, _ = await governed(db.url, sqls, ui=ScriptedApprovalUI(answer))
+    assert [r.tool_call_id for r in asked] == ["q0", "q1", "q2", "q3"]
+    for req, why in zip(asked[1:], ["has a trigger", "view", "cascade"], strict=True):
+        assert req.grant_scope is None  # no grant is offered for it either
+        assert any("no scoped grant can cover it" in r and why in r for r in req.reasons), (
+            req.reasons)  # fmt: skip
+    assert db.count(accounts) == 3 and db.count(plain) == 2
+    assert [m.is_error for m in _results(session)] == [False, True, True, True, False]
