@@ -667,3 +667,30 @@ async def test_a_write_with_triggers_views_or_cascades_is_outside_every_grant(
             req.reasons)  # fmt: skip
     assert db.count(accounts) == 3 and db.count(plain) == 2
     assert [m.is_error for m in _results(session)] == [False, True, True, True, False]
+
+
+async def test_two_calls_in_one_turn_are_approved_and_rejected_independently(
+    db: Scratch, tmp_path: Path
+) -> None:
+    table = db.table()
+    batch = [tool_call("query_database", {"sql": f"INSERT INTO {table} (a) VALUES ({n})"},
+                       id=f"p{n}") for n in (10, 20, 30)]  # fmt: skip
+    answers = {"p10": "approved", "p20": "rejected", "p30": "approved"}
+    ui = ScriptedApprovalUI(lambda req: ApprovalOutcome(answers[req.tool_call_id]))  # type: ignore[arg-type]
+    ext = pi_notebook.database.database_extension(db.url)
+    session = create_agent_session(model=ScriptedModel([batch, text("done")]), ui=ui,
+                                   extensions=[ext],
+                                   audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip
+    try:
+        await session.prompt("go")
+        # each request names its own call and carries that call's statement
+        assert {r.tool_call_id: r.args["sql"][-4:] for r in ui.requests} == {
+            "p10": "(10)", "p20": "(20)", "p30": "(30)"}  # fmt: skip
+        errors = {m.tool_call_id: m.is_error for m in _results(session)}
+        assert errors == {"p10": False, "p20": True, "p30": False}
+        assert int(db.scalar(f"SELECT sum(a) FROM {table}")) == 40 and db.count(table) == 2
+        decisions = {r.tool_call_id: r.decision for r in ext.approvals.records()}
+        assert decisions == {"p10": "approved", "p20": "rejected", "p30": "approved"}
+        assert len(ext.backend.capabilities) == 0
+    finally:
+        await session.close()
