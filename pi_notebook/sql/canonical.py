@@ -23,10 +23,12 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from pi_notebook.sql import lexical
 
-# PostgreSQL, SQLite and DuckDB fold unquoted identifiers (ASCII letters only, which is
-# what PostgreSQL does in UTF-8 and SQLite always does). MySQL table names may be case
-# sensitive (lower_case_table_names=0), so MySQL identifiers are left as written.
-_FOLDS_IDENTIFIERS = frozenset({"postgres", "sqlite", "duckdb"})
+# PostgreSQL folds unquoted identifiers (ASCII letters only, as it does in UTF-8): ``Foo``
+# and ``foo`` are the same name to it and in its catalog. SQLite and DuckDB match names
+# without regard to case but keep them as written in the catalog (``CREATE TABLE Foo``
+# lists ``Foo``, a view's column ``AS Total`` comes back as ``Total``), and MySQL table
+# names may be case sensitive (lower_case_table_names=0): their identifiers stay as written.
+_FOLDS_IDENTIFIERS = frozenset({"postgres"})
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _BIND_MARKERS = frozenset({TokenType.COLON, TokenType.PARAMETER, TokenType.SESSION_PARAMETER})
@@ -36,17 +38,32 @@ _SEPARATORS = frozenset(
 )  # fmt: skip
 _STRINGS = frozenset(lexical.LITERAL_TYPES - {TokenType.IDENTIFIER, TokenType.NUMBER})
 
-MYSQL_RESERVED = frozenset(
-    """ADD ALL ALTER AND AS ASC BETWEEN BY CALL CASE CHECK COLUMN CONSTRAINT CONVERT CREATE
-    CROSS DEFAULT DELETE DESC DESCRIBE DISTINCT DIV DROP ELSE EXISTS EXPLAIN FALSE
-    FOR FOREIGN FROM GRANT GROUP HAVING IF IGNORE IN INDEX INNER INSERT INTERVAL INTO IS JOIN
-    KEY LEFT LIKE LIMIT LOCK MOD NATURAL NOT NULL ON OR ORDER OUTER PRIMARY READ REFERENCES
-    REGEXP REPLACE REVOKE RIGHT RLIKE SELECT SET SHOW TABLE THEN TRUE UNION UNIQUE
-    UNLOCK UPDATE USE USING VALUES WHEN WHERE WITH WRITE XOR""".split()
-)
+MYSQL_RESERVED = lexical.MYSQL_RESERVED
 """Words reserved in both MySQL and MariaDB, so never a table name there: only these lose
 their case in MySQL's canonical form. Every other word (``json``, ``date``, ``text``, which
-sqlglot knows as keywords) may name a case-sensitive table and stays as written."""
+sqlglot knows as keywords) may name a case-sensitive table and stays as written. A reserved
+word right after or before a dot, or after ``AS``, is a name (``test.Select``) and keeps its
+case too."""
+
+SQLITE_RESERVED = frozenset(
+    """ADD ALL ALTER AND AS AUTOINCREMENT BETWEEN CASE CHECK COLLATE COMMIT CONSTRAINT CREATE
+    DEFAULT DEFERRABLE DELETE DISTINCT DROP ELSE ESCAPE EXCEPT EXISTS FOREIGN FROM GROUP
+    HAVING IN INDEX INDEXED INSERT INTERSECT INTO IS ISNULL JOIN LIMIT NOT NOTNULL NULL ON OR
+    ORDER PRIMARY REFERENCES ROLLBACK SELECT SET TABLE THEN TO UNION UNIQUE UPDATE USING
+    VALUES WHEN WHERE""".split()
+)
+"""SQLite keywords that cannot be a name (no fallback to an identifier in its grammar)."""
+
+DUCKDB_RESERVED = frozenset(
+    """ALL ANALYSE ANALYZE AND ANY ARRAY AS ASC ASYMMETRIC BOTH CASE CAST CHECK COLLATE COLUMN
+    CONSTRAINT CREATE DEFAULT DEFERRABLE DESC DESCRIBE DISTINCT DO ELSE END EXCEPT FALSE FETCH
+    FOR FOREIGN FROM GROUP HAVING IN INITIALLY INTERSECT INTO LAMBDA LATERAL LEADING LIMIT NOT
+    NULL OFFSET ON ONLY OR ORDER PIVOT PIVOT_LONGER PIVOT_WIDER PLACING PRIMARY QUALIFY
+    REFERENCES RETURNING SELECT SHOW SOME SUMMARIZE SYMMETRIC TABLE THEN TO TRAILING TRUE UNION
+    UNIQUE UNPIVOT USING VARIADIC WHEN WHERE WINDOW WITH""".split()
+)
+"""DuckDB's reserved keywords (``duckdb_keywords()``): every other keyword may name a table
+or column, whose case DuckDB keeps."""
 
 
 def canonicalize(sql: str, dialect: str) -> str:
@@ -112,11 +129,16 @@ def _is_word(text: str) -> bool:
     return text.replace(" ", "").replace("_", "a").isalnum()
 
 
+_RESERVED = {"mysql": MYSQL_RESERVED, "sqlite": SQLITE_RESERVED, "duckdb": DUCKDB_RESERVED}
+
+
 def _keyword_form(raw: str, dialect: str, forms: dict[str, str]) -> str:
-    keywords = MYSQL_RESERVED if dialect == "mysql" else _keywords(dialect)
+    keywords = _RESERVED.get(dialect) or _keywords(dialect)
     keyword = " ".join(raw.split()).translate(_ASCII_UPPER)
-    # Only real keywords are case-insensitive; other words stay as written.
-    known = keyword in keywords or (" " in keyword and keywords.issuperset(keyword.split()))
+    # Only real keywords are case-insensitive; other words stay as written. A keyword of
+    # several words (ORDER BY) is one token only where it is a keyword.
+    words = keyword.split()
+    known = keyword in keywords or (len(words) > 1 and not keywords.isdisjoint(words))
     form = keyword if known else raw
     if len(forms) < 8192:
         forms[raw] = form
@@ -135,6 +157,7 @@ def _joined(sql: str, tokens: Sequence[Token], dialect: str) -> str:
     This loop is the canonical form's whole cost: it is kept flat on purpose.
     """
     folds = dialect in _FOLDS_IDENTIFIERS
+    spaced_calls = dialect == "mysql"
     forms = _FORMS.setdefault(dialect, {})
     codes, group, markers, strings = _CODES, _GROUP, _BIND_MARKERS, _STRINGS
     size = len(sql)
@@ -143,18 +166,23 @@ def _joined(sql: str, tokens: Sequence[Token], dialect: str) -> str:
     previous_end = -2
     previous_type: TokenType | None = None
     previous_group = _SEPARATOR
-    for token in tokens:
+    last = len(tokens) - 1
+    for index, token in enumerate(tokens):
         kind = token.token_type
         start, end = token.start, token.end
         code = codes.get(kind)
         if code is None:
             code = _code(token)
         word_group = group[code]
+        if code == _KEYWORD and not folds and _named(tokens, index, last, previous_type):
+            code = _OPERATOR  # a keyword used as a name: as written
         if previous_type is not None:
             if previous_end + 1 == start:
                 if previous_type in markers:
                     if code != _LITERAL:
                         code = _OPERATOR  # the name as written
+                elif spaced_calls and kind == TokenType.L_PAREN and previous_group == 0:
+                    pass  # MySQL: ``count(x)`` is the built-in, ``count (x)`` may not be
                 elif (word_group != previous_group or word_group == _SEPARATOR) and {
                     previous_type,
                     kind,
@@ -184,6 +212,14 @@ def _joined(sql: str, tokens: Sequence[Token], dialect: str) -> str:
 
 
 _DOT_NUMBER = frozenset({TokenType.DOT, TokenType.NUMBER})
+
+
+def _named(tokens: Sequence[Token], index: int, last: int, previous: TokenType | None) -> bool:
+    """Whether the keyword at ``index`` stands where only a name can (after or before a
+    dot, after ``AS``): there it is an identifier, whose case the engine keeps."""
+    if previous == TokenType.DOT or previous == TokenType.ALIAS:
+        return True
+    return index < last and tokens[index + 1].token_type == TokenType.DOT
 
 
 def _line_break(gap: str) -> bool:

@@ -128,6 +128,7 @@ def assess(sql: str, dialect: str, depth: int) -> Assessment:
         *lexical.escape_findings(body, dialect, types),
         *lexical.quoting_findings(sql, dialect),
         *lexical.quoted_call_findings(body, dialect, types),
+        *lexical.mysql_call_findings(body, dialect),
     ]
     if any(finding.kind == "reject" for finding in early):
         return Assessment(tuple(early))

@@ -20,6 +20,7 @@ from operator import attrgetter
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokenizer_core import Token, TokenType
 
+from pi_notebook.sql import functions
 from pi_notebook.sql.findings import Finding, rejects, writes
 
 MAX_SQL_CHARS = 100_000
@@ -57,6 +58,16 @@ LITERAL_TYPES = frozenset(
 )
 """Token types whose text is a value or a quoted name, never a keyword."""
 _UNTRUSTED_LANGUAGES = ("c", "internal", "plsh")
+
+MYSQL_RESERVED = frozenset(
+    """ADD ALL ALTER AND AS ASC BETWEEN BY CALL CASE CHECK COLUMN CONSTRAINT CONVERT CREATE
+    CROSS DEFAULT DELETE DESC DESCRIBE DISTINCT DIV DROP ELSE EXISTS EXPLAIN FALSE
+    FOR FOREIGN FROM GRANT GROUP HAVING IF IGNORE IN INDEX INNER INSERT INTERVAL INTO IS JOIN
+    KEY LEFT LIKE LIMIT LOCK MOD NATURAL NOT NULL ON OR ORDER OUTER PRIMARY READ REFERENCES
+    REGEXP REPLACE REVOKE RIGHT RLIKE SELECT SET SHOW TABLE THEN TRUE UNION UNIQUE
+    UNLOCK UPDATE USE USING VALUES WHEN WHERE WITH WRITE XOR""".split()
+)
+"""Words reserved in both MySQL and MariaDB: never a name, so never a stored function."""
 
 
 _token_type = attrgetter("token_type")
@@ -357,3 +368,61 @@ def _copy_findings(tokens: Sequence[Token], words: Sequence[str]) -> list[Findin
                 return [writes("COPY streams data out of or into the database")]
             return [rejects("COPY ... TO writes a file outside the database")]
     return [writes("COPY loads data into the database (and may read host files)")]
+
+
+MYSQL_SPACE_SENSITIVE = frozenset(
+    """ADDDATE BIT_AND BIT_OR BIT_XOR CAST COUNT CURDATE CURTIME DATE_ADD DATE_SUB EXTRACT
+    GROUP_CONCAT MAX MID MIN NOW POSITION SESSION_USER STD STDDEV STDDEV_POP STDDEV_SAMP
+    SUBDATE SUBSTR SUBSTRING SUM SYSDATE SYSTEM_USER TRIM VARIANCE VAR_POP VAR_SAMP""".split()
+)
+"""Built-ins MySQL parses as built-ins only when ``(`` follows the name directly (without
+IGNORE_SPACE); with a space or comment between, the name is a stored function's."""
+
+
+@lru_cache(maxsize=1)
+def _mysql_function_names() -> frozenset[str]:
+    parser = dialect_of("mysql").parser_class
+    names = {name.upper() for name in functions.PURE_FUNCTIONS["mysql"]}
+    for name, builder in parser.FUNCTIONS.items():
+        built = getattr(builder, "__self__", builder)  # a class's from_arg_list, or a lambda
+        if not isinstance(built, type) or built.__name__ in functions.PURE_FUNCTION_CLASSES:
+            names.add(name.upper())
+    names.update(name.upper() for name in parser.FUNCTION_PARSERS)
+    # ``JSON_TABLE(... COLUMNS (...))``: a clause, not a call.
+    return frozenset((names | MYSQL_SPACE_SENSITIVE) - MYSQL_RESERVED - {"COLUMNS"})
+
+
+def mysql_call_findings(tokens: Sequence[Token], dialect: str) -> list[Finding]:
+    """MySQL calls whose meaning the parse tree does not show.
+
+    ``DEFAULT(col)`` evaluates the column's default expression (``UUID_SHORT()``, a
+    function...), which sqlglot parses as a plain column. A function name followed by a
+    space or a comment before ``(`` is, for ``count``, ``sum``, ``now``... a call of a
+    stored function of that name (MySQL's IGNORE_SPACE is off by default); it is treated
+    so for every name a stored function could have (any non-reserved word).
+    """
+    if dialect != "mysql":
+        return []
+    found: list[Finding] = []
+    names = _mysql_function_names()
+    for index, token in enumerate(tokens[:-1]):
+        following = tokens[index + 1]
+        if following.token_type != TokenType.L_PAREN:
+            continue
+        name = word(token)
+        if name == "DEFAULT":
+            found.append(
+                writes("DEFAULT(column) evaluates the column's default, which may have effects")
+            )
+        elif following.start > token.end + 1 and name in names:
+            previous = word(tokens[index - 1]) if index else ""
+            if previous != "AS":
+                calls = "calls" if name in MYSQL_SPACE_SENSITIVE else "may call"
+                found.append(
+                    writes(
+                        f"'{token.text} (' with a space before the parenthesis {calls} a stored "
+                        f"function named {token.text}, not the built-in",
+                        when_executed=False,
+                    )
+                )
+    return found

@@ -89,3 +89,50 @@ REAL_BODIES = [
 @pytest.mark.parametrize(("dialect", "sql"), REAL_BODIES)
 def test_15_1_real_routine_bodies_stay_approvable(dialect: str, sql: str) -> None:
     assert classify(sql, dialect).kind == "write"
+
+
+# -- 3. MariaDB DEFAULT(col) evaluates the column's default ----------------------------------
+
+
+def test_15_3_mysql_default_of_a_column_is_not_a_read() -> None:
+    for sql in ("SELECT DEFAULT(u) FROM t", "SELECT DEFAULT (u) FROM t"):
+        verdict = classify(sql, "mysql")
+        assert verdict.kind == "write", sql
+        assert "default" in verdict.reasons[0].lower()
+    assert classify("SELECT a FROM t WHERE b = DEFAULT(u)", "mysql").kind != "read"
+    assert classify("SELECT `default` FROM t", "mysql").kind == "read"
+
+
+# -- 4. MySQL: a space before the parenthesis calls a stored function -------------------------
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT count (x) FROM t",
+        "SELECT sum\t(x) FROM t",
+        "SELECT now/**/() FROM t",
+        "SELECT a FROM t WHERE lower (a) = 'x'",
+        "SELECT group_concat (a) FROM t",
+    ],
+)
+def test_15_4_mysql_builtin_name_with_a_space_before_its_parenthesis_needs_approval(
+    sql: str,
+) -> None:
+    verdict = classify(sql, "mysql")
+    assert verdict.kind == "write", verdict
+    assert "stored function" in verdict.reasons[0]
+    joined = sql.replace(" (", "(").replace("\t(", "(").replace("/**/(", "(")
+    assert classify(joined, "mysql").kind == "read", joined
+
+
+def test_15_4_spaces_before_parentheses_that_are_no_call_stay_reads() -> None:
+    for sql in (
+        "SELECT a FROM t WHERE a IN (1, 2)",
+        "SELECT IF (a > 1, 1, 2) FROM t",
+        "SELECT CAST(a AS CHAR (10)) FROM t",
+        "SELECT * FROM JSON_TABLE('[1]', '$[*]' COLUMNS (a INT PATH '$')) AS j",
+        "SELECT count(x) FROM t",
+    ):
+        assert classify(sql, "mysql").kind == "read", sql
+    assert classify("SELECT count (x) FROM t", "postgres").kind == "read"

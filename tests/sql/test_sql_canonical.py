@@ -22,11 +22,23 @@ def test_d2_whitespace_comments_and_keyword_case_do_not_matter(dialect: str) -> 
     assert len(forms) == 1, forms
 
 
-@pytest.mark.parametrize("dialect", ["sqlite", "postgres", "duckdb"])
-def test_d2_unquoted_identifier_case_folds_where_the_dialect_folds(dialect: str) -> None:
-    assert canonicalize("SELECT Name FROM Users", dialect) == canonicalize(
-        "select name from users", dialect
+def test_d2_unquoted_identifier_case_folds_where_the_dialect_folds() -> None:
+    assert canonicalize("SELECT Name FROM Users", "postgres") == canonicalize(
+        "select name from users", "postgres"
     )
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "duckdb"])
+def test_15_5_sqlite_and_duckdb_identifiers_keep_their_case(dialect: str) -> None:
+    # Both match names without regard to case but keep them as written in the catalog and
+    # in result columns (checked on the engines in test_sql_redteam_engines.py).
+    for left, right in [
+        ("CREATE TABLE Foo (a int)", "CREATE TABLE foo (a int)"),
+        ("CREATE VIEW v AS SELECT 1 AS Total", "CREATE VIEW v AS SELECT 1 AS total"),
+        ("CREATE TABLE Key (a int)", "CREATE TABLE key (a int)"),
+        ("CREATE TABLE t (Date int)", "CREATE TABLE t (date int)"),
+    ]:
+        assert canonicalize(left, dialect) != canonicalize(right, dialect), left
 
 
 def test_d2_mysql_identifiers_keep_their_case() -> None:
@@ -108,6 +120,12 @@ COLLISIONS = [
     ("INSERT INTO t VALUES ('a'\n'b')", "INSERT INTO t VALUES ('a' 'b')", "postgres"),
     ("UPDATE t SET j = j #- '{a}'", "UPDATE t SET j = j # - '{a}'", "postgres"),
     ("SELECT :name", "SELECT : name", "postgres"),
+    # Issue 15, second audit: a reserved word after a dot is a (case-sensitive) table name;
+    # ``count (x)`` calls a stored function named count, ``count(x)`` the built-in.
+    ("DELETE FROM test.Select", "DELETE FROM test.SELECT", "mysql"),
+    ("DELETE FROM test.Select", "DELETE FROM test.select", "mysql"),
+    ("INSERT INTO t SELECT count(x) FROM u", "INSERT INTO t SELECT count (x) FROM u", "mysql"),
+    ("INSERT INTO t SELECT sum(x) FROM u", "INSERT INTO t SELECT sum/**/(x) FROM u", "mysql"),
 ]
 
 

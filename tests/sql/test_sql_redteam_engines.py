@@ -339,3 +339,71 @@ def test_15_1_mariadb_runs_three_statements_around_begin_end_names(mysql_url: st
     finally:
         _maria(conn, f"DROP TABLE IF EXISTS {x}, {y}, {data}")
         conn.close()
+
+
+@pytest.mark.mysql
+def test_15_5_mariadb_reads_a_reserved_word_after_a_dot_as_a_case_sensitive_name(
+    maria: Any,
+) -> None:
+    database = _maria(maria, "SELECT DATABASE()")[0][0]
+    try:
+        _maria(maria, f"CREATE TABLE {database}.Select (a int)")
+        _maria(maria, f"CREATE TABLE {database}.SELECT (a int)")  # another table
+        _maria(maria, f"INSERT INTO {database}.Select VALUES (1)")
+        assert _maria(maria, f"SELECT count(*) FROM {database}.SELECT") == [(0,)]
+    finally:
+        _maria(maria, f"DROP TABLE IF EXISTS {database}.Select, {database}.SELECT")
+    _distinct(f"DELETE FROM {database}.Select", f"DELETE FROM {database}.SELECT", "mysql")
+
+
+def test_15_5_sqlite_and_duckdb_keep_the_case_of_a_new_name() -> None:
+    import sqlite3
+
+    with sqlite3.connect(":memory:") as conn:
+        conn.execute("CREATE TABLE Foo (Total int)")
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("Foo",)]
+        assert conn.execute("SELECT * FROM foo").description[0][0] == "Total"
+    conn2 = duckdb.connect()
+    conn2.execute("CREATE TABLE Foo (Total int)")
+    assert conn2.execute("SELECT table_name FROM information_schema.tables").fetchall() == [
+        ("Foo",)
+    ]
+    assert conn2.execute("SELECT * FROM foo").description[0][0] == "Total"
+    conn2.close()
+    for dialect in ("sqlite", "duckdb"):
+        _distinct("CREATE TABLE Foo (Total int)", "CREATE TABLE foo (total int)", dialect)
+
+
+@pytest.mark.mysql
+def test_15_3_mariadb_default_of_a_column_advances_uuid_short(maria: Any) -> None:
+    table = _name()
+    try:
+        _maria(maria, f"CREATE TABLE {table} (id int, u bigint unsigned DEFAULT (UUID_SHORT()))")
+        _maria(maria, f"INSERT INTO {table} (id, u) VALUES (1, 0)")
+        before = _maria(maria, "SELECT UUID_SHORT()")[0][0]
+        _maria(maria, f"SELECT DEFAULT(u) FROM {table}")
+        after = _maria(maria, "SELECT UUID_SHORT()")[0][0]
+        assert after > before + 1  # the SELECT took a value from the server-wide counter
+        assert classify(f"SELECT DEFAULT(u) FROM {table}", "mysql").kind == "write"
+    finally:
+        _maria(maria, f"DROP TABLE IF EXISTS {table}")
+
+
+@pytest.mark.mysql
+def test_15_4_mariadb_calls_a_stored_count_when_a_space_precedes_the_parenthesis(
+    maria: Any,
+) -> None:
+    table = _name()
+    try:
+        _maria(maria, "DROP FUNCTION IF EXISTS `count`")
+        _maria(maria, f"CREATE TABLE {table} (x int)")
+        _maria(maria, f"INSERT INTO {table} VALUES (1)")
+        _maria(maria, "CREATE FUNCTION `count`(x int) RETURNS int RETURN 42")
+        spaced, joined = f"SELECT count (x) FROM {table}", f"SELECT count(x) FROM {table}"
+        assert _maria(maria, spaced) == [(42,)]
+        assert _maria(maria, joined) == [(1,)]
+        assert classify(spaced, "mysql").kind == "write"
+        _distinct(spaced, joined, "mysql")
+    finally:
+        _maria(maria, "DROP FUNCTION IF EXISTS `count`")
+        _maria(maria, f"DROP TABLE IF EXISTS {table}")
