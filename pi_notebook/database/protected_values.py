@@ -47,6 +47,10 @@ def _fold(value: object) -> str | None:
     return folded
 
 
+def _json_form(folded: str) -> str:
+    return json.dumps(folded, ensure_ascii=False)[1:-1]
+
+
 def _found_in(values: Iterable[str], texts: Iterable[str]) -> set[str]:
     """The ``values`` (folded, at least MIN_CHARS long) that occur in any of ``texts`` (folded),
     in one pass over each text."""
@@ -107,12 +111,14 @@ class ProtectedValues:
             return
         excluded = set(known) & fresh.keys()
         excluded |= _found_in(fresh.keys() - excluded, [self._sent, known_text.casefold()])
+        escaped = {_json_form(v): v for v in fresh.keys() - excluded if _NEEDS_ESCAPE.search(v)}
+        excluded |= {escaped[e] for e in _found_in(escaped, [self._sent])}  # payloads are JSON
         for folded in fresh:
             if folded in excluded:
                 continue
             self._remember(folded, column)
             if _NEEDS_ESCAPE.search(folded):  # as it appears inside a JSON payload
-                self._remember(json.dumps(folded, ensure_ascii=False)[1:-1], column)
+                self._remember(_json_form(folded), column)
 
     def sent(self, text: str) -> None:
         """``text`` went to the model (a request that passed the last check): the values in it

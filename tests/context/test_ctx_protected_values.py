@@ -80,3 +80,10 @@ def test_scrub_messages_cleans_text_and_tool_call_arguments() -> None:
         "sql": "... = '[protected]'",
         "n": [1, "[protected]"],
     }
+
+
+def test_a_value_sent_inside_json_is_recognised_as_sent() -> None:
+    store = ProtectedValues()
+    store.sent(json.dumps({"user": 'who lives at 1 "Main" Road?'}))
+    store.add(['1 "Main" Road'], "customers.address")
+    assert len(store) == 0
