@@ -148,6 +148,11 @@ def _key(key: object) -> str:
 
 
 def _scalar_or_object(obj: Any, depth: int, seen: set[int]) -> Any:
+    # pandas and numpy first: a result's DataFrame is in nearly every end record, and the
+    # isinstance checks below cost it more than this lookup costs anything else.
+    special = _pandas_or_numpy(obj)
+    if special is not _NOTHING:
+        return special
     if isinstance(obj, bytes | bytearray | memoryview):
         data = bytes(obj)
         return {"_type": "bytes", "length": len(data), "sha256": hashlib.sha256(data).hexdigest()}
@@ -163,9 +168,6 @@ def _scalar_or_object(obj: Any, depth: int, seen: set[int]) -> Any:
         return _convert(obj.value, depth + 1, seen)
     if isinstance(obj, BaseException):
         return {"_type": "exception", "type": type_name(obj), "message": _safe_str(obj)}
-    special = _pandas_or_numpy(obj)
-    if special is not _NOTHING:
-        return special
     dump = getattr(obj, "model_dump", None)
     if callable(dump) and not isinstance(obj, type):
         try:
