@@ -1,15 +1,16 @@
 """Reading the audit as a pandas DataFrame, one row per record, with typed columns (D9).
 
-``read_records`` is on the path of ``%pi_audit`` over stores with millions of rows. Where
-pyarrow and an ADBC driver are installed (SQLite files, PostgreSQL) the rows come as Arrow
-columns and become a DataFrame without a Python object per value; elsewhere the driver's
-cursor is read and converted column by column. Payloads stay JSON text unless asked to be
-decoded (one ``json.loads`` over all of them). The ADBC connection only ever runs this
-module's own SELECT over the audit tables (no user SQL).
+``read_records`` is on the path of ``%pi_audit`` over stores with millions of rows. On a
+PostgreSQL store, where pyarrow and the ADBC PostgreSQL driver are installed, the rows come
+as Arrow columns and become a DataFrame without a Python object per value; on every other
+store (SQLite included, see below) the driver's cursor is read and converted column by
+column. Payloads stay JSON text unless asked to be decoded (one ``json.loads`` over all of
+them). The ADBC connection only ever runs this module's own SELECT over the audit tables (no
+user SQL).
 
-Not for SQLite: the ADBC SQLite driver links its own copy of SQLite, and two copies in one
-process break SQLite's POSIX locks (closing one copy's file releases the other's locks; seen
-here as "disk I/O error" on the writer's connection). SQLite is read through ``sqlite3``.
+Never ADBC for SQLite: the ADBC SQLite driver links its own copy of SQLite, and two copies in
+one process break SQLite's POSIX locks (closing one copy's file releases the other's locks;
+seen here as "disk I/O error" on the writer's connection). SQLite is read through ``sqlite3``.
 """
 
 from __future__ import annotations
