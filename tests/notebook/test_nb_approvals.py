@@ -1,3 +1,4 @@
+# ruff: noqa: F811 - the kernel fixture ``kernel`` is imported from test_nb_kernel
 """Issue 12, notebook side: ``NotebookUI.request_approval`` renders the request it is given on
 its own call's card (preview, editable SQL, a scope to grant) and returns the outcome."""
 
@@ -278,3 +279,90 @@ async def test_granting_a_scope_then_pi_grants_lists_and_revokes_it(
         loaded.run_line_magic("pi_grants", f"--revoke {grant_id}")
     _, again = await _prompted(loaded, "UPDATE customers SET city = 'G3' WHERE customer_id = 44")
     again.reject()  # revoked: asked again
+
+
+# -- kernel level: a real ipykernel over jupyter_client, edits and clicks as a browser sends them
+from tests.notebook.test_nb_kernel import Kernel, kernel  # noqa: E402, F401
+
+
+def _widgets(k: Kernel, model: str, description: str | None = None) -> list[str]:
+    k._pump()  # pyright: ignore[reportPrivateUsage]
+    return [m["content"]["comm_id"] for m in k.log
+            if m["msg_type"] == "comm_open"
+            and m["content"]["data"].get("state", {}).get("_model_name") == model
+            and (description is None
+                 or m["content"]["data"]["state"].get("description") == description)]  # fmt: skip
+
+
+def _set(k: Kernel, comm_id: str, **state: Any) -> None:
+    """What the browser sends when the person changes a widget's value."""
+    content = {"comm_id": comm_id,
+               "data": {"method": "update", "state": state, "buffer_paths": []}}  # fmt: skip
+    k.kc.shell_channel.send(k.kc.session.msg("comm_msg", content))
+
+
+def _kernel_city(data: Any, customer_id: int) -> str:
+    with sqlite3.connect(data / "sample.sqlite") as conn:
+        return conn.execute(
+            "SELECT city FROM customers WHERE customer_id = ?", (customer_id,)
+        ).fetchone()[0]
+
+
+@pytest.mark.kernel
+def test_kernel_edit_the_sql_in_the_prompt_then_approve_its_new_preview(
+    kernel: tuple[Kernel, Any],
+) -> None:
+    """The person edits the statement in the prompt's editor and approves; the edit changes 1
+    row, not the 2 shown, so the real database gate asks again with the edit's preview; the
+    edit runs, the model's statement does not."""
+    k, data = kernel
+    before, edits = len(k.buttons("Approve")), len(_widgets(k, "TextareaModel"))
+    untouched = _kernel_city(data, 62)
+    msg_id = k.kc.execute(
+        "%%pi\nUPDATE customers SET city = 'K-Edit' WHERE customer_id IN (61, 62)"
+    )
+    approve = k.wait_for_button("Approve", before)
+    editor = _widgets(k, "TextareaModel")[edits]
+    _set(k, editor, value="UPDATE customers SET city = 'K-Edit' WHERE customer_id = 61")
+    since = len(k.log)
+    k.click(approve)
+    again = k.wait_for_button("Approve", before + 1)
+    k.wait_for_text("you edited the statement", since)
+    k.wait_for_text("Would change 1 row", since)
+    assert not k.idle(msg_id) and _kernel_city(data, 61) != "K-Edit"  # nothing ran yet
+    k.click(again)
+    k.finish(msg_id)
+    assert (_kernel_city(data, 61), _kernel_city(data, 62)) == ("K-Edit", untouched)
+    (call,) = k.record(msg_id)["metadata"]["pi_notebook"]["calls"]
+    assert (call["decision"], call["outcome"]) == ("approved", "ok")
+    out = k.execute("df = %pi_approvals\nprint(df.sql.iloc[-1])")
+    assert "WHERE customer_id = 61" in out and "IN (61, 62)" not in out
+
+
+@pytest.mark.kernel
+def test_kernel_grant_a_scope_then_a_later_write_runs_without_asking(
+    kernel: tuple[Kernel, Any],
+) -> None:
+    k, data = kernel
+    before = len(k.buttons("Grant"))
+    rows_fields = len(_widgets(k, "IntTextModel", "Max rows"))
+    msg_id = k.kc.execute("%%pi\nUPDATE customers SET city = 'K-G1' WHERE customer_id = 63")
+    grant = k.wait_for_button("Grant", before)
+    _set(k, _widgets(k, "IntTextModel", "Max rows")[rows_fields], value=3)
+    k.click(grant)
+    k.finish(msg_id)
+    assert _kernel_city(data, 63) == "K-G1"
+    assert k.record(msg_id)["metadata"]["pi_notebook"]["calls"][0]["decision"] in (
+        "approved", "granted")  # fmt: skip
+    out = k.execute("g = %pi_grants\nprint(len(g), list(g.operations.iloc[0]), "
+                    "list(g.tables.iloc[0]), g.max_rows.iloc[0])")  # fmt: skip
+    assert out.split("\n")[0] == "1 ['UPDATE'] ['customers'] 3"
+    approvals = len(k.buttons("Approve"))
+    msg_id = k.kc.execute("%%pi\nUPDATE customers SET city = 'K-G2' WHERE customer_id = 64")
+    k.finish(msg_id)
+    assert len(k.buttons("Approve")) == approvals  # no prompt: it ran inside the grant
+    assert k.record(msg_id)["metadata"]["pi_notebook"]["calls"][0]["decision"] == "granted"
+    assert (_kernel_city(data, 63), _kernel_city(data, 64)) == ("K-G1", "K-G2")
+    out = k.execute("g = %pi_grants\n%pi_grants --revoke {g.grant_id.iloc[0]}\n"
+                    "df = %pi_audit --kind grant_revoke\nprint(len(df))")  # fmt: skip
+    assert "Revoked" in out and out.strip().endswith("1")
