@@ -192,7 +192,9 @@ class _Tracer:
             canonical = self._canonical(source)
             if canonical is None:
                 return set()
-            if renamed:  # FROM x AS y(a, b, c): y's columns are x's outputs by position
+            if renamed and isinstance(canonical.expression, exp.Select | exp.SetOperation):
+                # FROM x AS y(a, b, c): y's columns are x's outputs by position (VALUES,
+                # UNNEST and the like give every column all they read, whatever its name)
                 return self.output(
                     canonical,
                     index=_renamed_index(_names(canonical.expression), renamed, column.name),
