@@ -694,3 +694,25 @@ async def test_two_calls_in_one_turn_are_approved_and_rejected_independently(
         assert len(ext.backend.capabilities) == 0
     finally:
         await session.close()
+
+
+async def test_the_trigger_check_resolves_names_as_sqlite_does(tmp_path: Path) -> None:
+    from pi_notebook.database.triggers import hidden_effects
+    from pi_notebook.sql.backend import DatabaseBackend
+
+    url = f"sqlite:///{tmp_path / 'k.sqlite'}"
+    scratch = Scratch("sqlite", url)
+    plain, other = scratch.table(), scratch.table()
+    scratch.execute(f"CREATE TRIGGER k AFTER DELETE ON {other} BEGIN SELECT 1; END")
+    backend = DatabaseBackend(url, approvals=CapabilityStore())
+    try:
+        assert await hidden_effects(backend, [plain]) is None
+        assert await hidden_effects(backend, [f"main.{plain}"]) is None
+        assert await hidden_effects(backend, [plain.upper()]) is None  # SQLite ignores case
+        assert "has a trigger (k)" in str(await hidden_effects(backend, [plain, other]))
+        assert "has a trigger" in str(await hidden_effects(backend, [f"main.{other}"]))
+        assert "was not found" in str(await hidden_effects(backend, ["nowhere"]))
+        assert "check can resolve" in str(await hidden_effects(backend, ["a.b.c"]))
+    finally:
+        backend.dispose()
+        scratch.dispose()
