@@ -50,3 +50,53 @@ async def test_mariadb_zero_dates_come_through_as_text(mysql_url: str) -> None:
         engine.dispose()
     assert out.dataframe["d"].tolist() == ["0000-00-00", "2020-00-15"]
     assert out.dataframe["ts"].tolist() == ["0000-00-00 00:00:00", dt.datetime(2020, 1, 1)]
+
+
+@pytest.mark.postgres
+async def test_15_6_postgres_24h_time_and_timetz_come_through(pg_url: str) -> None:
+    backend = DatabaseBackend(pg_url)
+    try:
+        out = await backend.run("r", (
+            "SELECT t, tz FROM (VALUES ('24:00:00'::time, '24:00:00+02'::timetz), "
+            "('12:30', '12:30+01')) AS v(t, tz)"
+        ))  # fmt: skip
+        arrays = await backend.run("r2", "SELECT ARRAY['24:00'::time, '01:00'] AS a")
+    finally:
+        backend.dispose()
+    frame = out.dataframe
+    assert frame["t"].tolist() == ["24:00:00", dt.time(12, 30)]
+    assert frame["tz"].tolist()[0] == "24:00:00+02"
+    assert frame["tz"].tolist()[1] == dt.time(12, 30, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+    assert arrays.dataframe["a"].tolist() == [["24:00:00", dt.time(1, 0)]]
+
+
+def test_15_6_duckdb_rows_name_infinite_dates_instead_of_9999() -> None:
+    duckdb = pytest.importorskip("duckdb")
+    from pi_notebook.sql.backend.frames import duckdb_rows
+
+    conn = duckdb.connect()
+    try:
+        relation = conn.sql(
+            "SELECT * FROM (VALUES "
+            "('infinity'::date, '-infinity'::timestamp, ['infinity'::date], '9999-12-31'::date), "
+            "('2020-01-01', '0001-01-01 00:00', [], '0001-01-01')) AS v(d, ts, l, real)"
+        )
+        rows = duckdb_rows(relation.limit(10))
+    finally:
+        conn.close()
+    assert rows[0] == ("infinity", "-infinity", "[infinity]", dt.date(9999, 12, 31))
+    assert rows[1] == (dt.date(2020, 1, 1), dt.datetime(1, 1, 1), "[]", dt.date(1, 1, 1))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="DuckDB rows are fetched in backend/fetch.py, which must read them with "
+    "frames.duckdb_rows (fetch.py belongs to another change)",
+)
+async def test_15_6_duckdb_backend_shows_infinite_dates_not_9999() -> None:
+    backend = DatabaseBackend("duckdb:///:memory:")
+    try:
+        out = await backend.run("r", "SELECT 'infinity'::date AS d, '-infinity'::timestamp AS ts")
+    finally:
+        backend.dispose()
+    assert out.dataframe.to_dict("records") == [{"d": "infinity", "ts": "-infinity"}]

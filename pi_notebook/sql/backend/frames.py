@@ -12,6 +12,7 @@ Without pyarrow every result takes the small path.
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib.util
 from collections.abc import Sequence
 from functools import lru_cache
@@ -19,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["ARROW_AFTER", "HAVE_PYARROW", "FrameBuilder", "column_labels"]
+__all__ = ["ARROW_AFTER", "HAVE_PYARROW", "FrameBuilder", "column_labels", "duckdb_rows"]
 
 ARROW_AFTER = 2_048
 """Rows kept as Python tuples before a result switches to Arrow chunks."""
@@ -184,3 +185,69 @@ def _records_column(values: list[Any]) -> Any:
     """One column exactly as ``from_records(coerce_float=True)`` makes it."""
     frame = pd.DataFrame.from_records([(v,) for v in values], columns=[0], coerce_float=True)
     return frame.iloc[:, 0]
+
+
+# -- DuckDB: infinite dates and timestamps --------------------------------------------------
+
+_DUCKDB_TEMPORAL = frozenset(
+    {"DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_S", "TIMESTAMP_MS",
+     "TIMESTAMP_NS", "TIMESTAMPTZ"}
+)  # fmt: skip
+
+
+def duckdb_rows(relation: Any) -> list[tuple[Any, ...]]:
+    """The rows of a DuckDB relation, with ``infinity``/``-infinity`` dates and timestamps as
+    those words (issue 15.6).
+
+    DuckDB's Python client turns an infinite date into ``date.max`` (9999-12-31) or
+    ``date.min`` (0001-01-01), and timestamps alike: a silently wrong value, the same as a
+    real one. Rows are fetched as usual; only when a date or timestamp on the first or last
+    day Python holds appears (rare) is the relation read again, once, with ``isinf()`` of
+    each such column alongside (one execution, so rows and flags belong together), and an
+    infinite value becomes the text ``"infinity"`` or ``"-infinity"``; a nested column
+    (list, struct) holding such a day comes back as DuckDB's own text for it.
+    """
+    rows = relation.fetchall()
+    if not rows:
+        return rows
+    types = [str(t) for t in relation.types]
+    flat: list[int] = []
+    nested: list[int] = []
+    for index in range(len(types)):
+        values = [row[index] for row in rows]
+        if types[index] in _DUCKDB_TEMPORAL:
+            if any(_edge_day(value) for value in values):
+                flat.append(index)
+        elif any(_holds_edge_day(value) for value in values):
+            nested.append(index)
+    if not flat and not nested:
+        return rows
+    extra = [f"isinf(#{i + 1})" for i in flat] + [f"CAST(#{i + 1} AS VARCHAR)" for i in nested]
+    width = len(types)
+    fixed: list[tuple[Any, ...]] = []
+    for row in relation.project(", ".join(["*", *extra])).fetchall():
+        values = list(row[:width])
+        for k, index in enumerate(flat):
+            if row[width + k]:
+                values[index] = "infinity" if _edge_day(values[index]) == 1 else "-infinity"
+        for k, index in enumerate(nested):
+            values[index] = row[width + len(flat) + k]
+        fixed.append(tuple(values))
+    return fixed
+
+
+def _edge_day(value: Any) -> int:
+    """1 for a date or timestamp on 9999-12-31, -1 on 0001-01-01, else 0."""
+    if not isinstance(value, dt.date):
+        return 0
+    if (value.year, value.month, value.day) == (9999, 12, 31):
+        return 1
+    return -1 if (value.year, value.month, value.day) == (1, 1, 1) else 0
+
+
+def _holds_edge_day(value: Any) -> bool:
+    if isinstance(value, list | tuple):
+        return any(_holds_edge_day(item) for item in value)  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, dict):
+        return any(_holds_edge_day(item) for item in value.values())  # pyright: ignore[reportUnknownVariableType]
+    return _edge_day(value) != 0
