@@ -51,7 +51,10 @@ _NAMES = (
 
 
 def _sqlite_ts(ts: dt.datetime) -> str:
-    iso = ts.astimezone(dt.UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
+    if ts.tzinfo is dt.UTC:  # what the log stamps: only the "+00:00" to drop
+        iso = ts.isoformat(timespec="microseconds")[:-6]
+    else:
+        iso = ts.astimezone(dt.UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
     return f"{iso[:10]} {iso[11:]}"
 
 

@@ -208,3 +208,24 @@ def test_d8_garbage_payload_rows_do_not_break_reading(log: AuditLog) -> None:
     payloads = log.to_dataframe(session="victim")["payload"].tolist()
     assert payloads[:3] == [{"_not_an_object": [1, 2]}, {"_invalid_json": "not json"}, {"i": 3}]
     assert log.verify().problems[0].startswith("session victim seq 1: altered")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "plain", 'quote " and \\ backslash', "é ü 漢", "\u2028\u2029\x00\x1f\n\t", "x" * 500],
+)
+def test_the_hash_is_sha256_of_the_canonical_json_of_the_fields(text: str) -> None:
+    """``record_hash`` spells the canonical JSON out key by key: it must be the very text of
+    ``json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)``."""
+    import hashlib
+    import json
+
+    from pi_notebook.audit.chain import record_hash
+
+    for nullable in (None, text):
+        fields = {"session_id": text or "s", "seq": 12, "ts": "2026-01-01T00:00:00.000000Z",
+                  "kind": text, "tool_call_id": nullable, "tool_name": nullable, "user": nullable,
+                  "policy_version": nullable, "payload": json.dumps({"t": text}),
+                  "prev_hash": "0" * 64}  # fmt: skip
+        canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        assert record_hash(**fields) == hashlib.sha256(canonical.encode("utf-8")).hexdigest()
