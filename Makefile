@@ -39,11 +39,20 @@ pytest: $(STAMP)
 ## Everything CI runs: lint, type check, the whole test suite.
 test: lint typecheck pytest
 
+## Every benchmark, each against its baseline in the same run (no test asserts a timing).
+## QUICK=1: smaller sizes and fewer runs. BENCH_PG: the PostgreSQL server the PostgreSQL rows
+## use (scratch databases, dropped afterwards); BENCH_PG=none skips them.
+BENCH_PG ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
+BENCH_Q = $(if $(QUICK),--quick,)
 bench: $(STAMP)
-	$(PY) bench/bench_loop.py
-	$(PY) bench/bench_sql.py
-	$(PY) bench/bench_db.py
-	$(PY) bench/bench_audit.py
+	$(PY) bench/bench_loop.py $(BENCH_Q)
+	$(PY) bench/bench_sql.py $(BENCH_Q)
+	$(PY) bench/bench_session.py $(BENCH_Q)
+	$(if $(filter none,$(BENCH_PG)),,$(PY) bench/bench_session.py $(BENCH_Q) --pg $(BENCH_PG))
+	$(PY) bench/bench_audit.py $(BENCH_Q)
+	PYTHONPATH=$(CURDIR) $(PY) bench/bench_db.py $(BENCH_Q) --pg $(BENCH_PG)
+	PYTHONPATH=$(CURDIR) $(PY) bench/bench_notebook.py $(BENCH_Q)
+	PYTHONPATH=$(CURDIR) $(PY) bench/bench_mcp.py $(BENCH_Q)
 
 clean:
 	rm -rf $(VENV) test-artifacts .pytest_cache .ruff_cache

@@ -167,12 +167,15 @@ def bench_reads(url: str, repeat: int) -> tuple[float, float, float, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--url", help="SQLAlchemy URL of a disposable store (default: SQLite)")
     parser.add_argument("--records", type=int, default=1_000_000, help="records for the read test")
     parser.add_argument("--writes", type=int, default=50_000, help="records for the write test")
     parser.add_argument("--repeat", type=int, default=3, help="timings: best of N")
+    parser.add_argument("--quick", action="store_true", help="200,000 / 20,000 records")
     args = parser.parse_args()
+    if args.quick:
+        args.records, args.writes = min(args.records, 200_000), min(args.writes, 20_000)
     with tempfile.TemporaryDirectory() as tmp:
         url = args.url or f"sqlite:///{Path(tmp) / 'bench_audit.sqlite'}"
         engine = sa.create_engine(url)

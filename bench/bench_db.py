@@ -371,6 +371,9 @@ if __name__ == "__main__":
         sys.exit(0)
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--pg", default=PG_DEFAULT, help="PostgreSQL server URL, or 'none'")
-    parser.add_argument("--rows", type=int, default=1_000_000, help="rows in the big table")
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument("--rows", type=int, help="rows in the big table (default 1,000,000)")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions, 100,000 rows")
+    parsed = parser.parse_args()
+    if parsed.rows is None:
+        parsed.rows = 100_000 if parsed.quick else 1_000_000
+    asyncio.run(main(parsed))

@@ -127,7 +127,9 @@ async def bench_client(folder: Path, n: int) -> tuple[float, float]:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--calls", type=int, default=300)
-    n = parser.parse_args().calls
+    parser.add_argument("--quick", action="store_true", help="100 calls")
+    args = parser.parse_args()
+    n = min(args.calls, 100) if args.quick else args.calls
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         url = _database(folder)

@@ -111,7 +111,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=3, help="passes over each class")
     parser.add_argument("--dialect", default="postgres")
+    parser.add_argument("--quick", action="store_true", help="2 passes")
     args = parser.parse_args()
+    if args.quick:
+        args.repeat = 2
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
     compiled = sqlglot.parser.__file__.endswith(".so") if hasattr(sqlglot, "parser") else False
     print(
