@@ -215,6 +215,13 @@ def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
     sized = (
         [node for node in nodes if type(node) in watched_classes] if kinds & watched_classes else []
     )
+    building = (
+        [node for node in nodes if sizes.building_aggregate(node)]
+        if dialect in _AGGREGATE_BOUNDED and kinds & _MAYBE_BUILDING
+        else []
+    )
+    if building:
+        found.extend(sizes.aggregate_findings(building, root))
     if not attention and not qualified and not sized:
         return found
     for call in qualified:
@@ -321,6 +328,15 @@ def _plain_setting(node: exp.Anonymous, dialect: str) -> bool:
 
 
 _WATCHED = {dialect: sizes.watched_calls(dialect) for dialect in ("sqlite", "duckdb")}
+_AGGREGATE_BOUNDED = frozenset({"duckdb"})
+"""Where a copied aggregate value lands in the kernel outside any limit (SQLite caps each
+value at its length limit)."""
+_MAYBE_BUILDING = frozenset(
+    {exp.GroupConcat, exp.ArrayAgg, exp.ArrayConcatAgg, exp.ArrayUniqueAgg, exp.Anonymous,
+     exp.Max, exp.Min, exp.ArgMax, exp.ArgMin, exp.ApproxTopK}
+    | {getattr(exp, n) for n in ("ArrayUnionAgg", "JSONArrayAgg", "JSONObjectAgg", "ObjectAgg")
+       if hasattr(exp, n)}
+)  # fmt: skip
 _UNWATCHED: tuple[frozenset[type[exp.Expr]], frozenset[str]] = (frozenset(), frozenset())
 
 

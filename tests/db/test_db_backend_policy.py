@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from dbtest_support import FakeAudit, Scratch, db  # noqa: F401 - db is a fixture
@@ -124,3 +125,52 @@ async def test_one_connection_is_kept_between_runs_and_released_on_dispose(db: S
         pool = backend.engine.pool
         backend.dispose()
     assert pool.checkedout() == 0
+
+
+_MEMORY_PROBE = """
+import asyncio, resource, sys
+from pi_notebook.sql.backend import DatabaseBackend
+
+async def main():
+    backend = DatabaseBackend(sys.argv[1])
+    try:
+        out = await backend.run("r", sys.argv[2])
+        print("ran", out.statement_kind)
+    except Exception as exc:
+        print("refused", type(exc).__name__)
+    finally:
+        backend.dispose()
+
+asyncio.run(main())
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+def _peak_mb(url: str, sql: str) -> tuple[str, int]:
+    """(what happened, peak RSS in MB) of one run in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, url, sql],
+                          capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
+    outcome, peak = done.stdout.strip().splitlines()[-2:]
+    return outcome, int(peak)
+
+
+def test_15_2_duckdb_copied_aggregate_is_not_run_as_a_read(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    url = f"duckdb:///{tmp_path / 'm.duckdb'}"
+    copied = (  # the audit's statement: reached 3.6 GB as a read
+        "SELECT length(concat(" + ", ".join(["s"] * 32) + ")) AS n FROM "
+        "(SELECT string_agg('xxxxxxxxxx', '') AS s FROM range(10000000))"
+    )
+    baseline = _peak_mb(url, "SELECT 1 AS n")
+    outcome, peak = _peak_mb(url, copied)
+    assert outcome == "refused QueryRefused"
+    assert peak < baseline[1] + 200
+    # Handed to the result once, from at most a million generated rows: a plain read, and
+    # the process stays far below the memory limit.
+    outcome, peak = _peak_mb(url, "SELECT length(string_agg('xxxxxxxxxx', '')) AS n, "
+                                  "list(i) AS l FROM range(999999) t(i)")  # fmt: skip
+    assert outcome == "ran read"
+    assert peak < baseline[1] + 500

@@ -136,3 +136,47 @@ def test_15_4_spaces_before_parentheses_that_are_no_call_stay_reads() -> None:
     ):
         assert classify(sql, "mysql").kind == "read", sql
     assert classify("SELECT count (x) FROM t", "postgres").kind == "read"
+
+
+# -- 2. DuckDB: a building aggregate's value is never copied or replicated ----------------------
+
+COPIED_AGGREGATES = [
+    # The audit's example: 100 MB from string_agg, copied 32 times by concat.
+    "SELECT length(concat(" + ", ".join(["s"] * 32) + ")) FROM "
+    "(SELECT string_agg('xxxxxxxxxx', '') AS s FROM range(10000000))",
+    # Replicated by a join, a scalar subquery, a window, a CTE; copied by || or a lambda.
+    "SELECT s FROM (SELECT string_agg('xxxxxxxxxx', '') AS s FROM t) CROSS JOIN range(300)",
+    "SELECT (SELECT string_agg(name, ',') FROM t) FROM range(10000)",
+    "SELECT string_agg(name, ',') OVER () FROM t",
+    "WITH c AS (SELECT list(id) AS l FROM t) SELECT l, l, l FROM c",
+    "SELECT string_agg(name, ',') || string_agg(name, ',') FROM t",
+    "SELECT list_transform(list(id), x -> repeat('y', 60)) FROM t",
+    "SELECT unnest(list(id)) FROM t",
+    # One value packed from more generated rows than a read may hold.
+    "SELECT list(i) FROM range(30000000) t(i)",
+    "SELECT length(string_agg('x', '')) FROM range(1000) a(i), range(100000) b(j)",
+    "SELECT list(i) FROM range(n) t(i)",
+]
+
+
+@pytest.mark.parametrize("sql", COPIED_AGGREGATES)
+def test_15_2_duckdb_building_aggregate_copied_or_over_many_generated_rows_needs_approval(
+    sql: str,
+) -> None:
+    verdict = classify(sql, "duckdb")
+    assert verdict.kind == "write", verdict
+    assert "memory" in verdict.reasons[-1]
+
+
+def test_15_2_duckdb_building_aggregates_handed_to_the_result_stay_reads() -> None:
+    for sql in (
+        "SELECT category, string_agg(name, ', ' ORDER BY name), listagg(sku, '|') "
+        "FROM products GROUP BY category",
+        "SELECT c, list(id ORDER BY id) FILTER (WHERE status = 'paid') FROM o GROUP BY c",
+        "SELECT a, length(string_agg(x, ',')) AS n FROM t GROUP BY a "
+        "HAVING length(string_agg(x, ',')) > 3 ORDER BY string_agg(x, ',')",
+        "SELECT list(x) FROM t UNION ALL SELECT list(y) FROM u",
+        "SELECT list(i)[1:3], CAST(list(i) AS VARCHAR) FROM range(1000) t(i)",
+        "SELECT histogram(status) FROM orders",
+    ):
+        assert classify(sql, "duckdb").kind == "read", sql
