@@ -14,7 +14,8 @@ bound its size:
 * its size arguments (a count, a width, a number of elements) are integer literals;
 * everything built from literals alone (the planner computes it once) adds up to at most
   :data:`MAX_DUCKDB_CONSTANT_CHARS` (SQLite: :data:`MAX_CONSTANT_CHARS`); everything built
-  per row adds up to at most :data:`MAX_ROW_CHARS` (DuckDB computes 2,048 rows at a time);
+  per row adds up to at most :data:`MAX_ROW_CHARS` (DuckDB computes 2,048 rows at a time,
+  and on both engines each row's values become Python objects of their own);
 * a call in a lambda or list comprehension body runs once per element, so what it builds
   multiplies the list (see the next rule);
 * calls that multiply a value from the data (``repeat(col, 3)``, ``replace(col, ',', ', ')``)
@@ -59,14 +60,16 @@ __all__ = [
     "watched_calls",
 ]
 
-MAX_CONSTANT_CHARS = 1 << 20
+MAX_CONSTANT_CHARS = 1 << 16
 """Most characters a SQLite statement may build from literals alone (SQLite's
-``randomblob(n)`` and ``zeroblob(n)`` count bytes)."""
+``randomblob(n)`` and ``zeroblob(n)`` count bytes). Computed once, such a value still
+reaches Python once per row: ``zeroblob(1000000)`` on 1,000 rows took 1.1 GB, so the limit
+is DuckDB's."""
 MAX_DUCKDB_CONSTANT_CHARS = 1 << 16
 """The same for DuckDB, lower: a value computed once may still be sent once per row."""
 MAX_ROW_CHARS = 1 << 14
-"""Most characters a statement may build for each row (DuckDB; SQLite, which works one row
-at a time, gets :data:`MAX_CONSTANT_CHARS`)."""
+"""Most characters a statement may build for each row (DuckDB and SQLite: every row's values
+reach Python, up to the row cap)."""
 MAX_AMPLIFICATION = 64
 """Most a statement may multiply the size of a value from the data."""
 _ELEMENT = 16
@@ -337,7 +340,7 @@ def size_findings(calls: Sequence[exp.Expr], dialect: str) -> list[Finding]:
     factor = 1.0
     found: list[Finding] = []
     constant_limit = MAX_CONSTANT_CHARS if dialect == "sqlite" else MAX_DUCKDB_CONSTANT_CHARS
-    row_limit = MAX_ROW_CHARS if dialect == "duckdb" else MAX_CONSTANT_CHARS
+    row_limit = MAX_ROW_CHARS  # what is built per row reaches Python per row, on both
     for node in calls:
         builder = _builder(node, dialect)
         if builder is None or isinstance(node.parent, exp.Table):

@@ -180,3 +180,14 @@ def test_15_2_duckdb_building_aggregates_handed_to_the_result_stay_reads() -> No
         "SELECT histogram(status) FROM orders",
     ):
         assert classify(sql, "duckdb").kind == "read", sql
+
+
+def test_15_2_sqlite_value_sent_once_per_row_is_bounded_like_duckdb() -> None:
+    # zeroblob(1000000) on 1,000 rows took 1.1 GB in the kernel (10 GB at the row cap).
+    per_row = (
+        "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 10000) "
+        "SELECT {} AS b FROM c"
+    )
+    assert classify(per_row.format("zeroblob(1000000)"), "sqlite").kind == "write"
+    assert classify(per_row.format("printf('%100000d', n)"), "sqlite").kind == "write"
+    assert classify(per_row.format("zeroblob(4096)"), "sqlite").kind == "read"
