@@ -70,6 +70,16 @@ async def test_15_6_postgres_24h_time_and_timetz_come_through(pg_url: str) -> No
     assert arrays.dataframe["a"].tolist() == [["24:00:00", dt.time(1, 0)]]
 
 
+@pytest.mark.postgres
+async def test_15_6_postgres_24h_time_comes_through_on_the_arrow_path(pg_url: str) -> None:
+    backend = DatabaseBackend(pg_url, row_cap=200_000)  # large caps read through ADBC
+    try:
+        out = await backend.run("r", "SELECT '24:00:00'::time AS t, '12:30'::time AS u")
+    finally:
+        backend.dispose()
+    assert out.dataframe.to_dict("records") == [{"t": "24:00:00", "u": dt.time(12, 30)}]
+
+
 def test_15_6_duckdb_rows_name_infinite_dates_instead_of_9999() -> None:
     duckdb = pytest.importorskip("duckdb")
     from pi_notebook.sql.backend.frames import duckdb_rows

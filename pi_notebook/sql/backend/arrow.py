@@ -116,9 +116,13 @@ def _convert(column: Any, pa: Any, pc: Any) -> Any:
         as_us = column.cast(pa.timestamp("us", tz=t.tz), safe=False).cast(pa.int64())
         low, high = _bounds(as_us, pc)
         return column if low is None or (_MIN_US <= low and high <= _MAX_US) else None
+    if types.is_time64(t):  # PostgreSQL's 24:00:00 is no Python time: DBAPI path (text)
+        day = 86_400 * (1_000_000 if t.unit == "us" else 1_000_000_000)
+        _, high = _bounds(column.cast(pa.int64()), pc)
+        return column if high is None or high < day else None
     safe = (types.is_integer(t) or types.is_floating(t) or types.is_boolean(t)
             or types.is_string(t) or types.is_large_string(t) or types.is_binary(t)
-            or types.is_time64(t) or types.is_null(t))  # fmt: skip
+            or types.is_null(t))  # fmt: skip
     return column if safe else None
 
 
