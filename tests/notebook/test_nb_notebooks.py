@@ -61,6 +61,46 @@ def test_s36_lesson_answers_the_ten_questions() -> None:
         assert f"'Q{number} ok'" in text
 
 
+def _answered_by_a_person(notebook: nbformat.NotebookNode, how: str) -> None:
+    """Insert the clicks a person makes (Reject) or does not make (the prompt runs out)
+    before the cells that would approve for them."""
+    cells = notebook.cells
+    if how == "expire":
+        cells.insert(1, nbformat.v4.new_code_cell("%config PiNotebook.approval_timeout = 2"))
+    for index in reversed(range(len(cells))):
+        source = cells[index].source
+        if "await write_run.next_prompt()" in source and how == "reject":
+            click = "(await current().last_run.next_prompt()).reject()  # the person clicks Reject"
+            cells.insert(index, nbformat.v4.new_code_cell(click))
+        elif "_run.next_prompt()" in source and how == "expire":
+            wait = "await current().last_run.wait()  # nobody clicks: the prompt runs out"
+            cells.insert(index, nbformat.v4.new_code_cell(wait))
+
+
+@pytest.mark.parametrize("how", ["reject", "expire"])
+def test_lesson_works_whichever_way_the_person_answers(how: str) -> None:
+    """§14 invites a click on Reject, and a person may not click at all: every later cell
+    still runs, and the self-test still passes."""
+    notebook = nbformat.read(NOTEBOOKS / "tool_system_lesson.ipynb", as_version=4)
+    _answered_by_a_person(notebook, how)
+    nbclient.NotebookClient(notebook, kernel_name="python3", timeout=180,
+                            resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()  # fmt: skip
+    text = _texts(notebook)
+    for number in range(1, 11):
+        assert f"'Q{number} ok'" in text
+    word = "'rejected'" if how == "reject" else "'expired'"
+    write = next(c for c in notebook.cells if "write_run = current().last_run" in c.source)
+    assert write.outputs[-1]["data"]["text/plain"] == word
+
+
+def test_the_lesson_names_and_links_the_chapter_it_follows() -> None:
+    notebook = nbformat.read(NOTEBOOKS / "tool_system_lesson.ipynb", as_version=4)
+    intro = notebook.cells[0].source
+    assert "通过 Extension 添加和包装工具" in intro and "Adding and wrapping tools" in intro
+    assert "[`docs/spec.md`](../docs/spec.md)" in intro and "English rendering" in intro
+    assert (NOTEBOOKS.parent / "docs" / "spec.md").read_text().count("## S: what the chapter says")
+
+
 def test_lab_headless_prints_outputs() -> None:
     script = Path(__file__).resolve().parents[2] / "scripts" / "lab.py"
     done = subprocess.run([sys.executable, str(script), "--headless"], capture_output=True, text=True,
