@@ -44,6 +44,18 @@ def cell_text(value: Any, column: str = "") -> str:
     return text if len(text) <= _CELL_CHARS else text[: _CELL_CHARS - 1] + "…"
 
 
+# Inline layout that JupyterLab's sanitizer keeps when it strips the record's <style> (see
+# record.INLINE): the box scrolls both ways, numbers right-aligned and text left-aligned
+# (JupyterLab's own table style right-aligns every cell).
+_WRAP = "max-width:100%;max-height:22em;overflow:auto;margin:4px 0"
+
+
+def _align(numeric: bool) -> str:
+    if numeric:
+        return "class='pi-num' style='text-align:right'"
+    return "class='' style='text-align:left'"
+
+
 def _numeric(values: Sequence[Any]) -> bool:
     present = [v for v in values if not is_missing(v)]
     return bool(present) and all(is_number(v) for v in present)
@@ -59,21 +71,22 @@ def frame_html(frame: pd.DataFrame, *, max_rows: int = 10, total: int | None = N
     columns = [str(c) for c in head.columns]
     cols = [list(head.iloc[:, i]) for i in range(len(columns))]
     numeric = [_numeric(c) for c in cols]
-    out = ["<div class='pi-table-wrap'><table class='dataframe pi-table'><thead><tr>"]
+    out = [f"<div class='pi-table-wrap' style='{_WRAP}'><table class='dataframe pi-table'>"
+           "<thead><tr>"]  # fmt: skip
     for name, is_num in zip(columns, numeric, strict=True):
-        out.append(f"<th class='{'pi-num' if is_num else ''}'>{html.escape(name)}</th>")
+        out.append(f"<th {_align(is_num)}>{html.escape(name)}</th>")
     out.append("</tr></thead><tbody>")
     for r in range(len(head)):
         out.append("<tr>")
         for c in range(len(columns)):
             text = cell_text(cols[c][r], columns[c])
-            out.append(f"<td class='{'pi-num' if numeric[c] else ''}'>{html.escape(text)}</td>")
+            out.append(f"<td {_align(numeric[c])}>{html.escape(text)}</td>")
         out.append("</tr>")
     out.append("</tbody></table></div>")
     rows = len(frame) if total is None else total
     if rows > len(head):
         out.append(
-            f"<div class='pi-table-note'>first {format_count(len(head))} of "
+            f"<div class='pi-table-note' style='opacity:0.75'>first {format_count(len(head))} of "
             f"{format_count(rows)} rows</div>"
         )
     return "".join(out)

@@ -27,6 +27,7 @@ from .format import format_count, format_seconds, frame_html, frame_text
 from .store import CardState, RunState
 
 __all__ = [
+    "INLINE",
     "RECORD_CSS",
     "RUN_WORDS",
     "RunInfo",
@@ -67,6 +68,38 @@ _TONE = {
     "running": "busy",
 }  # fmt: skip
 
+INLINE: dict[str, str] = {
+    "rec": "line-height:1.4",
+    "head": "margin:2px 0 6px 0",
+    "word": "font-weight:bold",
+    "text": "margin:4px 0",
+    "card": "border-left-width:4px;border-left-style:solid;border-radius:3px;padding:4px 8px;"
+    "margin:6px 0",
+    "label": "margin-right:8px",
+    "tool": "font-family:monospace;opacity:0.75;margin-right:8px",
+    "status": "font-weight:bold;margin-right:8px",
+    "id": "opacity:0.6;font-size:smaller;margin-left:8px",
+    "meta": "opacity:0.75",
+    "pre": "white-space:pre-wrap;word-break:normal;overflow-wrap:normal;overflow-x:auto;"
+    "margin:4px 0;padding:4px 6px;font-family:monospace;text-align:left",
+    "error": "font-weight:bold",
+}
+"""Inline ``style`` attributes: the record's essential layout where ``<style>`` is stripped.
+
+JupyterLab's sanitizer (untrusted notebooks: a colleague's copy) removes ``<style>`` but keeps
+``class`` and ``style`` attributes, and a declaration only if its value is plain CSS (lengths,
+keywords, literal colours; never ``var(...)``). So the inline styles carry layout only, with no
+colour: the card's left bar takes the text colour and secondary text is dimmed with
+``opacity``, which reads in the light and the dark theme alike. The colours (from JupyterLab's
+``--jp-*`` variables) are in :data:`RECORD_CSS`, and apply wherever it survives (the live view,
+a trusted notebook, nbconvert's HTML).
+"""
+
+
+def _style(key: str) -> str:
+    return f" style='{INLINE[key]}'"
+
+
 RECORD_CSS = """<style>
 .pi-rec{font-family:var(--jp-ui-font-family,sans-serif);font-size:var(--jp-ui-font-size1,13px);color:var(--jp-ui-font-color1,#212121)}
 .pi-rec .pi-head{margin:2px 0 6px 0;color:var(--jp-ui-font-color2,#616161)}
@@ -82,22 +115,21 @@ RECORD_CSS = """<style>
 .pi-rec .pi-text th,.pi-rec .pi-text td,.pi-rec .pi-table th,.pi-rec .pi-table td{border:1px solid var(--jp-border-color2,#e0e0e0);padding:2px 8px;text-align:left}
 .pi-rec .pi-table th{background:var(--jp-layout-color2,#eeeeee)}
 .pi-rec .pi-num{text-align:right !important;font-variant-numeric:tabular-nums}
-.pi-rec .pi-card{border:1px solid var(--jp-border-color2,#e0e0e0);border-left:4px solid var(--jp-border-color1,#bdbdbd);border-radius:3px;padding:4px 8px;margin:6px 0;background:var(--jp-layout-color1,#fff)}
-.pi-rec .pi-card.pi-ok{border-left-color:var(--jp-success-color1,#2e7d32)}
-.pi-rec .pi-card.pi-warn{border-left-color:var(--jp-warn-color1,#e65100)}
-.pi-rec .pi-card.pi-bad{border-left-color:var(--jp-error-color1,#c62828)}
-.pi-rec .pi-card.pi-busy{border-left-color:var(--jp-brand-color1,#1565c0)}
+.pi-rec .pi-card{border:1px solid var(--jp-border-color2,#e0e0e0);border-left:4px solid var(--jp-border-color1,#bdbdbd) !important;border-radius:3px;padding:4px 8px;margin:6px 0;background:var(--jp-layout-color1,#fff)}
+.pi-rec .pi-card.pi-ok{border-left-color:var(--jp-success-color1,#2e7d32) !important}
+.pi-rec .pi-card.pi-warn{border-left-color:var(--jp-warn-color1,#e65100) !important}
+.pi-rec .pi-card.pi-bad{border-left-color:var(--jp-error-color1,#c62828) !important}
+.pi-rec .pi-card.pi-busy{border-left-color:var(--jp-brand-color1,#1565c0) !important}
 .pi-rec .pi-card{color:var(--jp-ui-font-color1,#212121)}
 .pi-rec .pi-card-head{display:flex;flex-wrap:wrap;gap:0 8px;align-items:baseline}
-.pi-rec .pi-tool{font-family:var(--jp-code-font-family,monospace);color:var(--jp-ui-font-color2,#616161)}
-.pi-rec .pi-meta{color:var(--jp-ui-font-color2,#616161)}
-.pi-rec .pi-id{color:var(--jp-ui-font-color3,#9e9e9e);font-size:smaller;margin-left:auto}
+.pi-rec .pi-tool{font-family:var(--jp-code-font-family,monospace)}
+.pi-rec .pi-id{font-size:smaller;margin-left:auto !important}
 .pi-rec pre.pi-sql,.pi-rec pre.pi-args,.pi-rec pre.pi-content,.pi-rec pre.pi-error{white-space:pre-wrap;word-break:normal;overflow-wrap:normal;overflow-x:auto;margin:4px 0;padding:4px 6px;font-family:var(--jp-code-font-family,monospace);font-size:var(--jp-code-font-size,12px);background:var(--jp-layout-color2,#f5f5f5);color:var(--jp-content-font-color1,#212121);border-radius:2px}
 .pi-rec pre.pi-error{color:var(--jp-error-color1,#c62828)}
 .pi-rec .pi-reasons{margin:2px 0;color:var(--jp-ui-font-color2,#616161)}
 .pi-rec .pi-table-wrap{max-width:100%;max-height:22em;overflow:auto;margin:4px 0}
 .pi-rec .pi-table{font-size:var(--jp-code-font-size,12px)}
-.pi-rec .pi-table-note{color:var(--jp-ui-font-color2,#616161);font-size:smaller}
+.pi-rec .pi-table-note{font-size:smaller}
 .pi-rec .pi-error-line{color:var(--jp-error-color1,#c62828)}
 .pi-rec .pi-prompt{border:2px solid var(--jp-warn-color1,#e65100);border-radius:3px;background:var(--jp-layout-color1,#fff)}
 .pi-rec .pi-preview{margin:4px 0}
@@ -183,10 +215,11 @@ def card_summary(card: CardState) -> str:
 
 def args_html(args: Any) -> str:
     if isinstance(args, dict) and isinstance(args.get("sql"), str):
-        sql = f"<pre class='pi-sql'>{html.escape(args['sql'])}</pre>"
+        sql = f"<pre class='pi-sql'{_style('pre')}>{html.escape(args['sql'])}</pre>"
         rest = {k: v for k, v in args.items() if k != "sql"}
         if rest:
-            sql += f"<pre class='pi-args'>{html.escape(json.dumps(rest, default=str))}</pre>"
+            rest_text = html.escape(json.dumps(rest, default=str))
+            sql += f"<pre class='pi-args'{_style('pre')}>{rest_text}</pre>"
         return sql
     if args in (None, {}):
         return ""
@@ -194,7 +227,7 @@ def args_html(args: Any) -> str:
         text = json.dumps(args, indent=2, default=str, ensure_ascii=False)
     except (TypeError, ValueError):
         text = repr(args)
-    return f"<pre class='pi-args'>{html.escape(text)}</pre>"
+    return f"<pre class='pi-args'{_style('pre')}>{html.escape(text)}</pre>"
 
 
 def card_head_html(card: CardState, label: str, *, elapsed: float | None = None) -> str:
@@ -208,16 +241,17 @@ def card_head_html(card: CardState, label: str, *, elapsed: float | None = None)
         summary += f" · {format_seconds(elapsed)}"
     return (
         "<div class='pi-card-head'>"
-        f"<b>{html.escape(label)}</b><span class='pi-tool'>{html.escape(card.tool_name)}</span>"
-        f"<span class='pi-word pi-status {_tone(word)}'>{html.escape(summary)}</span>"
-        f"<span class='pi-id'>{html.escape(card.tool_call_id)}</span></div>"
+        f"<b{_style('label')}>{html.escape(label)}</b>"
+        f"<span class='pi-tool'{_style('tool')}>{html.escape(card.tool_name)}</span>"
+        f"<span class='pi-word pi-status {_tone(word)}'{_style('status')}>{html.escape(summary)}</span>"
+        f"<span class='pi-id'{_style('id')}>{html.escape(card.tool_call_id)}</span></div>"
     )
 
 
 def progress_html(card: CardState) -> str:
     """The latest progress text of a call still going, else nothing."""
     if card.progress and card.status not in ("done", "error", "blocked"):
-        return f"<div class='pi-meta'><i>{html.escape(card.progress)}</i></div>"
+        return f"<div class='pi-meta'{_style('meta')}><i>{html.escape(card.progress)}</i></div>"
     return ""
 
 
@@ -226,7 +260,7 @@ def reasons_html(reasons: tuple[str, ...]) -> str:
     if not reasons:
         return ""
     items = "; ".join(html.escape(r) for r in reasons)
-    return f"<div class='pi-reasons'>Needs approval because: {items}</div>"
+    return f"<div class='pi-reasons'{_style('meta')}>Needs approval because: {items}</div>"
 
 
 def result_html(card: CardState, *, preview_rows: int = 10) -> str:
@@ -241,13 +275,16 @@ def result_html(card: CardState, *, preview_rows: int = 10) -> str:
                           total=max(total, kept) if isinstance(total, int) else kept)  # fmt: skip
     if frame is None and card.content:
         # No DataFrame: the tool's text is its result, so show it (not folded away).
-        return f"<pre class='pi-content'>{html.escape(chr(10).join(card.content))}</pre>"
+        text = html.escape(chr(10).join(card.content))
+        return f"<pre class='pi-content'{_style('pre')}>{text}</pre>"
     return ""
 
 
 def error_html(card: CardState) -> str:
     """Why the call failed or was stopped, if it was."""
-    return f"<pre class='pi-error'>{html.escape(card.error)}</pre>" if card.error else ""
+    if not card.error:
+        return ""
+    return f"<pre class='pi-error'{_style('pre')}>{html.escape(card.error)}</pre>"
 
 
 def card_tone(card: CardState) -> str:
@@ -259,7 +296,8 @@ def card_html(card: CardState, label: str, *, preview_rows: int = 10,
               reasons: tuple[str, ...] = ()) -> str:  # fmt: skip
     """One call as HTML: header, SQL or arguments, why it needed approval, result, error."""
     return (
-        f"<div class='pi-card {card_tone(card)}' data-call='{html.escape(card.tool_call_id)}'>"
+        f"<div class='pi-card {card_tone(card)}'{_style('card')} "
+        f"data-call='{html.escape(card.tool_call_id)}'>"
         f"{card_head_html(card, label)}{args_html(card.args)}{reasons_html(reasons)}"
         f"{result_html(card, preview_rows=preview_rows)}{error_html(card)}</div>"
     )
@@ -296,14 +334,14 @@ def run_tone(state: RunState) -> str:
 def _head(state: RunState, info: RunInfo) -> str:
     word = run_word(state)
     calls = len(state.cards)
-    bits = [f"<span class='pi-word pi-run-status {run_tone(state)}'>{word}</span>"]
+    bits = [f"<span class='pi-word pi-run-status {run_tone(state)}'{_style('word')}>{word}</span>"]
     bits.append(f"{calls} call{'' if calls == 1 else 's'}")
     if info.elapsed is not None:
         bits.append(format_seconds(info.elapsed))
     bits.append(f"model {html.escape(info.model)}")
     if info.usage:
         bits.append(html.escape(info.usage))
-    return f"<div class='pi-head'>{' · '.join(bits)}</div>"
+    return f"<div class='pi-head'{_style('head')}>{' · '.join(bits)}</div>"
 
 
 def _timeline_html(state: RunState, info: RunInfo) -> str:
@@ -312,7 +350,7 @@ def _timeline_html(state: RunState, info: RunInfo) -> str:
         if kind == "text":
             text = state.assistant[key] if key < len(state.assistant) else ""
             if text.strip():
-                out.append(f"<div class='pi-text'>{markdown_html(text)}</div>")
+                out.append(f"<div class='pi-text'{_style('text')}>{markdown_html(text)}</div>")
         else:
             card = state.cards.get(key)
             if card is not None:
@@ -352,10 +390,17 @@ def _plain(state: RunState, info: RunInfo) -> str:
 
 def record_bundle(state: RunState, info: RunInfo) -> dict[str, str]:
     """The record's MIME bundle: ``text/html``, ``text/markdown`` and ``text/plain``."""
-    error = f"<div class='pi-error-line'>{html.escape(state.error)}</div>" if state.error else ""
-    notices = "".join(f"<div class='pi-meta'>{html.escape(n)}</div>" for n in state.notices)
+    error = (
+        f"<div class='pi-error-line'{_style('error')}>{html.escape(state.error)}</div>"
+        if state.error
+        else ""
+    )
+    notices = "".join(
+        f"<div class='pi-meta'{_style('meta')}>{html.escape(n)}</div>" for n in state.notices
+    )
     body = (
-        f"<div class='pi-rec {RECORD_CLASS}' data-run='{html.escape(info.run_id)}'>{RECORD_CSS}"
+        f"<div class='pi-rec {RECORD_CLASS}'{_style('rec')} data-run='{html.escape(info.run_id)}'>"
+        f"{RECORD_CSS}"
         f"{_head(state, info)}{_timeline_html(state, info)}{notices}{error}</div>"
     )
     answer = state.assistant_text.strip()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from pi_notebook import TextContent, ToolResult
@@ -86,8 +88,6 @@ def test_numbers_for_people() -> None:
 
 def _cells(html: str) -> list[tuple[str, str]]:
     """(class, text) of each body cell."""
-    import re
-
     return re.findall(r"<td class='([^']*)'[^>]*>([^<]*)</td>", html)
 
 
@@ -153,7 +153,7 @@ def test_a_write_says_how_many_rows_it_changed_and_a_text_result_is_shown() -> N
                    *_call("t", "SELECT 2", {"n": 1}, content="42 widgets in stock"))  # fmt: skip
     html = record_bundle(state, INFO)["text/html"]
     assert "1,234 rows changed" in html
-    assert "<pre class='pi-content'>42 widgets in stock</pre>" in html
+    assert re.search(r"<pre class='pi-content'[^>]*>42 widgets in stock</pre>", html)
 
 
 def test_colours_come_from_jupyterlab_variables_and_tables_scroll() -> None:
@@ -162,7 +162,7 @@ def test_colours_come_from_jupyterlab_variables_and_tables_scroll() -> None:
     assert "white-space:pre-wrap;word-break:normal;overflow-wrap:normal" in RECORD_CSS
     assert ".pi-table-wrap{max-width:100%;max-height:22em;overflow:auto" in RECORD_CSS
     wide = pd.DataFrame({f"column_{i}": [i] for i in range(60)})
-    assert frame_html(wide).startswith("<div class='pi-table-wrap'>")
+    assert frame_html(wide).startswith("<div class='pi-table-wrap'")
 
 
 def test_a_done_run_whose_call_errored_is_not_shown_as_a_plain_success() -> None:
@@ -180,7 +180,10 @@ def test_a_done_run_whose_call_errored_is_not_shown_as_a_plain_success() -> None
     assert state.status == "done"
     bundle = record_bundle(state, INFO)
     assert bundle["text/plain"].startswith("○ done · 1 error · 1 call · model")
-    assert "pi-run-status pi-muted'>○ done · 1 error</span>" in bundle["text/html"]
+    assert (
+        "pi-run-status pi-muted' style='font-weight:bold'>○ done · 1 error</span>"
+        in (bundle["text/html"])
+    )
     assert "pi-run-status pi-ok" not in bundle["text/html"]
     view = RunView(lambda: state, lambda reason="stopped": None, str)
     view.render()
@@ -189,10 +192,62 @@ def test_a_done_run_whose_call_errored_is_not_shown_as_a_plain_success() -> None
     twice = _state(*failed, *[replace_id(e, "f") for e in failed])
     assert record_bundle(twice, INFO)["text/plain"].startswith("○ done · 2 errors · 2 calls")
     fine = _state(*_call("c", "SELECT 1", {"n": 1}))
-    assert "pi-run-status pi-ok'>✔ done</span>" in record_bundle(fine, INFO)["text/html"]
+    assert (
+        "pi-run-status pi-ok' style='font-weight:bold'>✔ done</span>"
+        in (record_bundle(fine, INFO)["text/html"])
+    )
 
 
 def replace_id(event: object, call_id: str) -> object:
     from dataclasses import replace
 
     return replace(event, tool_call_id=call_id)  # type: ignore[type-var]
+
+
+# What JupyterLab's sanitizer (untrusted notebooks) keeps, read from its source in the
+# installed jupyterlab (jlab_core: the allowedAttributes "*" list and the allowedStyles
+# grammar): class and style attributes; <style> elements are dropped; a declaration is kept
+# only if its property is listed and its value is plain CSS, so colours must be literal and
+# var(--jp-...) is dropped.
+_SANITIZER_PROPERTIES = {
+    "line-height", "margin", "margin-left", "margin-right", "padding", "font-weight",
+    "font-family", "font-size", "opacity", "white-space", "word-break", "overflow-wrap",
+    "overflow", "overflow-x", "max-width", "max-height", "text-align", "border-left-width",
+    "border-left-style", "border-radius",
+}  # fmt: skip
+_PLAIN_VALUE = re.compile(
+    r"^((\d+(\.\d+)?(px|em|%)?|auto|bold|monospace|smaller|pre-wrap|normal|left|right|solid)"
+    r"\s*)+$"
+)
+
+
+def test_the_record_reads_without_its_style_block() -> None:
+    """A colleague's untrusted copy: with <style> stripped, every part still has its layout
+    from inline styles the sanitizer keeps (no var(), only listed properties)."""
+    from pi_notebook.notebook.record import INLINE
+
+    frame = pd.DataFrame({"id": [1, 2], "name": ["a", "b"]})
+    state = _state(*_said("Looking."), *_call("c", "SELECT id, name FROM t", {"dataframe": frame,
+                                                                              "row_count": 2}))  # fmt: skip
+    page = record_bundle(state, INFO)["text/html"]
+    stripped = re.sub(r"<style>.*?</style>", "", page, flags=re.S)
+    assert "<style" not in stripped and "pi-record" in stripped  # the marker is a class
+    styles = re.findall(r"style='([^']*)'", stripped)
+    assert {INLINE[k] for k in ("rec", "head", "text", "card", "tool", "status", "pre")} <= set(
+        styles
+    )
+    for style in styles:
+        assert "var(" not in style and "color" not in style, style
+        for declaration in style.split(";"):
+            prop, _, value = declaration.partition(":")
+            assert prop in _SANITIZER_PROPERTIES, declaration
+            assert _PLAIN_VALUE.match(value), declaration
+    # The essential layout: the card's bar and padding, SQL wrapped at whitespace, the table
+    # scrolling inside the card, numbers right-aligned and text left-aligned.
+    assert f"class='pi-card pi-ok' style='{INLINE['card']}'" in stripped
+    assert "<pre class='pi-sql' style='white-space:pre-wrap;word-break:normal" in stripped
+    assert "style='max-width:100%;max-height:22em;overflow:auto" in stripped
+    assert "<td class='pi-num' style='text-align:right'>1</td>" in stripped
+    assert "<td class='' style='text-align:left'>a</td>" in stripped
+    # The colours stay in the style block, from JupyterLab's variables.
+    assert "border-left-color:var(--jp-success-color1" in RECORD_CSS
