@@ -388,8 +388,15 @@ def _mysql_function_names() -> frozenset[str]:
         if not isinstance(built, type) or built.__name__ in functions.PURE_FUNCTION_CLASSES:
             names.add(name.upper())
     names.update(name.upper() for name in parser.FUNCTION_PARSERS)
-    # ``JSON_TABLE(... COLUMNS (...))``: a clause, not a call.
-    return frozenset((names | MYSQL_SPACE_SENSITIVE) - MYSQL_RESERVED - {"COLUMNS"})
+    return frozenset((names | MYSQL_SPACE_SENSITIVE) - MYSQL_RESERVED - _RESERVED_CALLS)
+
+
+_RESERVED_CALLS = frozenset(
+    """COLUMNS MATCH CHAR CHARACTER DATABASE SCHEMA CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP
+    CURRENT_USER LOCALTIME LOCALTIMESTAMP UTC_DATE UTC_TIME UTC_TIMESTAMP""".split()
+)
+"""Words reserved in MySQL and MariaDB that are also built-ins (never a stored function's
+name unquoted), and ``COLUMNS`` of ``JSON_TABLE(... COLUMNS (...))``, a clause."""
 
 
 def mysql_call_findings(tokens: Sequence[Token], dialect: str) -> list[Finding]:

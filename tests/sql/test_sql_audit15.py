@@ -132,6 +132,7 @@ def test_15_4_spaces_before_parentheses_that_are_no_call_stay_reads() -> None:
         "SELECT IF (a > 1, 1, 2) FROM t",
         "SELECT CAST(a AS CHAR (10)) FROM t",
         "SELECT * FROM JSON_TABLE('[1]', '$[*]' COLUMNS (a INT PATH '$')) AS j",
+        "SELECT a FROM t WHERE MATCH (a) AGAINST ('x')",
         "SELECT count(x) FROM t",
     ):
         assert classify(sql, "mysql").kind == "read", sql
