@@ -174,3 +174,34 @@ def test_15_2_duckdb_copied_aggregate_is_not_run_as_a_read(tmp_path: Path) -> No
                                   "list(i) AS l FROM range(999999) t(i)")  # fmt: skip
     assert outcome == "ran read"
     assert peak < baseline[1] + 500
+
+
+@pytest.mark.postgres
+async def test_15_1_approving_a_create_with_begin_atomic_aliases_runs_nothing(
+    pg_url: str,
+) -> None:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(pg_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE a15_victim (a int)")
+        conn.exec_driver_sql("INSERT INTO a15_victim VALUES (1), (2)")
+    sql = (
+        "CREATE VIEW a15_v1 AS SELECT begin atomic FROM (SELECT 1 AS begin) s; "
+        "DELETE FROM a15_victim; CREATE VIEW a15_v2 AS SELECT 1 AS end"
+    )
+    backend = DatabaseBackend(pg_url, approvals=CapabilityStore(), audit=FakeAudit())
+    try:
+        backend.capabilities.grant("c1", query_args_hash(sql, backend.dialect), 60)
+        with pytest.raises(QueryRefused, match="more than one statement"):
+            await backend.run("c1", sql)
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("SELECT count(*) FROM a15_victim").scalar() == 2
+            views = "SELECT count(*) FROM pg_views WHERE viewname IN ('a15_v1', 'a15_v2')"
+            assert conn.exec_driver_sql(views).scalar() == 0
+    finally:
+        backend.dispose()
+        with engine.begin() as conn:
+            conn.exec_driver_sql("DROP VIEW IF EXISTS a15_v1, a15_v2")
+            conn.exec_driver_sql("DROP TABLE a15_victim")
+        engine.dispose()
