@@ -240,7 +240,7 @@ class PiMagics(Magics):
                 known = ", ".join(g.grant_id for g in grants.list()) or "none"
                 raise UsageError(f"No grant {args.revoke!r} in force (in force: {known}).")
             print(f"Revoked grant {args.revoke}: its statements need approval again.")
-        columns = ["grant_id", "operations", "tables", "max_rows", "expires_at", "uses",
+        columns = ["grant_id", "operations", "tables", "reads", "max_rows", "expires_at", "uses",
                    "approver", "origin_call_id"]  # fmt: skip
         rows = [g.describe() for g in grants.list()]
         frame = pd.DataFrame(rows, columns=columns)
