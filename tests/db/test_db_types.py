@@ -98,11 +98,6 @@ def test_15_6_duckdb_rows_name_infinite_dates_instead_of_9999() -> None:
     assert rows[1] == (dt.date(2020, 1, 1), dt.datetime(1, 1, 1), "[]", dt.date(1, 1, 1))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DuckDB rows are fetched in backend/fetch.py, which must read them with "
-    "frames.duckdb_rows (fetch.py belongs to another change)",
-)
 async def test_15_6_duckdb_backend_shows_infinite_dates_not_9999() -> None:
     backend = DatabaseBackend("duckdb:///:memory:")
     try:

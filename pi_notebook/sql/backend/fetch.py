@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from pi_notebook.sql.backend.frames import FrameBuilder
+from pi_notebook.sql.backend.frames import FrameBuilder, duckdb_rows
 from pi_notebook.sql.backend.readonly import RunKind
 
 __all__ = ["CHUNK", "CURSOR_TEXT", "Fetched", "RunSettings", "execute_and_fetch", "read_limit"]
@@ -249,7 +249,7 @@ def _duckdb(
         if relation is None:
             return Fetched(columns=[], row_count=0, has_rows=False)
         columns = list(relation.columns)
-        rows = relation.limit(limit).fetchall()
+        rows = duckdb_rows(relation.limit(limit))
         return _collect(None, iter([rows] if rows else []), settings, progress, limit,
                         description=lambda: [(c,) for c in columns])  # fmt: skip
     conn.execute(sql)
