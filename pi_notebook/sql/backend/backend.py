@@ -215,14 +215,19 @@ class DatabaseBackend:
             bounds = Bounds(expected_rows=check.expected_rows, max_rows=check.max_rows)
         payload = {"sql": sql, "args_hash": final_hash, "verdict": verdict.kind,
                    "reasons": list(reasons), "dialect": self.dialect}  # fmt: skip
-        # Queued now (its place in the chain), committed before the statement runs (a write)
-        # or before its result leaves the worker (a read): the worker waits for the commit,
-        # so the loop makes one hop, not two. A read's record need not wait for the server's
-        # WAL flush (see commit_before).
-        try:
-            audited = queue_before(audit, "final_args", payload, sync=kind == "write", **ids)
-        except Exception:  # AuditUnavailableError, or any other failure to queue: fail closed
-            raise QueryRefused(AUDIT_UNAVAILABLE) from None
+        audited = None
+        if kind == "write":
+            # Committed before the statement is even handed to the worker.
+            await self._durable(audit, "final_args", payload, ids)
+        else:
+            # A read's record is queued now (its place in the chain) and the worker waits for
+            # its commit before anything of the read (rows or error) leaves it: the read runs
+            # meanwhile (it changes nothing), and the loop makes one hop, not two. It need not
+            # wait for the server's WAL flush (see commit_before).
+            try:
+                audited = queue_before(audit, "final_args", payload, sync=False, **ids)
+            except Exception:  # AuditUnavailableError, or any failure to queue: fail closed
+                raise QueryRefused(AUDIT_UNAVAILABLE) from None
         try:
             return await self._run_as(kind, sql, tool_call_id=tool_call_id, final_hash=final_hash,
                                       signal=signal, on_progress=on_progress, audit=audit,
