@@ -20,6 +20,7 @@ from .record import (
     args_html,
     card_head_html,
     card_tone,
+    edit_html,
     error_html,
     progress_html,
     reasons_html,
@@ -108,7 +109,7 @@ class ToolCard(widgets.VBox):
             self._tone = tone
         if card.args is not self._args or not self._args_html:
             self._args = card.args
-            self._args_html = args_html(card.args) + reasons_html(card.reasons)
+            self._args_html = args_html(card.args) + edit_html(card) + reasons_html(card.reasons)
         self.body.value = (
             card_head_html(card, self.label, elapsed=elapsed) + self._args_html
             + progress_html(card) + error_html(card)

@@ -38,6 +38,7 @@ __all__ = [
     "card_summary",
     "card_tone",
     "drop_result_frames",
+    "edit_html",
     "error_html",
     "markdown_html",
     "progress_html",
@@ -255,6 +256,17 @@ def progress_html(card: CardState) -> str:
     return ""
 
 
+def edit_html(card: CardState) -> str:
+    """What the model asked for, when the person edited the call before approving it (the
+    card's own SQL or arguments are then the edit, which is what ran)."""
+    if card.original_args is None:
+        return ""
+    return (
+        f"<div class='pi-meta pi-edited'{_style('meta')}>Edited before approval; "
+        f"the model asked for:</div>{args_html(card.original_args)}"
+    )
+
+
 def reasons_html(reasons: tuple[str, ...]) -> str:
     """Why a call needed approval, one reason each."""
     if not reasons:
@@ -298,7 +310,8 @@ def card_html(card: CardState, label: str, *, preview_rows: int = 10,
     return (
         f"<div class='pi-card {card_tone(card)}'{_style('card')} "
         f"data-call='{html.escape(card.tool_call_id)}'>"
-        f"{card_head_html(card, label)}{args_html(card.args)}{reasons_html(reasons)}"
+        f"{card_head_html(card, label)}{args_html(card.args)}{edit_html(card)}"
+        f"{reasons_html(reasons)}"
         f"{result_html(card, preview_rows=preview_rows)}{error_html(card)}</div>"
     )
 
@@ -375,6 +388,12 @@ def _plain(state: RunState, info: RunInfo) -> str:
         sql = card.args.get("sql") if isinstance(card.args, dict) else None
         if isinstance(sql, str):
             lines += [f"    {line}" for line in sql.splitlines()]
+        original = card.original_args
+        if isinstance(original, dict) and isinstance(original.get("sql"), str):
+            lines += ["    (edited before approval; the model asked for:)"]
+            lines += [f"    {line}" for line in original["sql"].splitlines()]
+        elif original is not None:
+            lines += ["    (edited before approval)"]
         frame = result_dataframe(card.details)
         if frame is not None and len(frame.columns) and card.status == "done":
             table = frame_text(frame, max_rows=info.preview_rows)

@@ -282,7 +282,9 @@ class Run:
                 prompt.on_decided(
                     lambda p: self.dispatch(
                         ApprovalResolved(
-                            tool_call_id=tool_call_id, decision=p.decision or "expired"
+                            tool_call_id=tool_call_id,
+                            decision=p.decision or "expired",
+                            edited_args=p.outcome().edited_args,
                         )
                     )
                 )

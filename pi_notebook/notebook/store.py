@@ -58,6 +58,7 @@ class ApprovalRequested:
 class ApprovalResolved:
     tool_call_id: str
     decision: str  # approved, rejected, expired, aborted
+    edited_args: Any = None  # the arguments as the person edited them before approving
     type: Literal["approval_resolved"] = "approval_resolved"
 
 
@@ -116,6 +117,7 @@ class CardState:
     decision: str | None = None  # allowed, approved, granted, rejected, expired, aborted, refused
     aborted: bool = False  # ended while the run was being stopped
     reasons: tuple[str, ...] = ()  # why it needed approval, when it did
+    original_args: Any = None  # what the model asked for, when the person edited it (args ran)
 
     @property
     def duration(self) -> float | None:
@@ -264,9 +266,12 @@ def _reduce_card(state: RunState, event: Any, now: float | None) -> RunState:
         status: CardStatus = "running" if event.decision in ("approved", "granted") else "blocked"
         if card.status in TERMINAL:
             status = card.status
-        return _with_card(
-            state, replace(card, approval=event.decision, decision=event.decision, status=status)
-        )
+        card = replace(card, approval=event.decision, decision=event.decision, status=status)
+        edited = getattr(event, "edited_args", None)
+        if edited is not None and edited != card.args:
+            original = card.original_args if card.original_args is not None else card.args
+            card = replace(card, args=edited, original_args=original)
+        return _with_card(state, card)
     if kind == "decided":
         return _with_card(state, replace(card, decision=event.decision))
     if kind == "tool_execution_end":

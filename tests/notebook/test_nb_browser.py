@@ -97,16 +97,18 @@ def _run_cell(page: Any, index: int) -> None:
     page.keyboard.press("Control+Enter")
 
 
-def _open(page: Any, lab: LabServer, name: str, prompt: str) -> Any:
-    """Open a notebook with ``%load_ext pi_notebook`` and a ``%%pi`` cell, run both; the run view."""
+def _open(page: Any, lab: LabServer, name: str, prompt: str, more: tuple[str, ...] = ()) -> Any:
+    """Open a notebook with ``%load_ext pi_notebook``, a ``%%pi`` cell and the cells ``more``;
+    run the first two; the run view."""
     from playwright.sync_api import expect
 
-    (lab.root / name).write_text(notebook_json(["%load_ext pi_notebook", f"%%pi\n{prompt}"]))
+    sources = ["%load_ext pi_notebook", f"%%pi\n{prompt}", *more]
+    (lab.root / name).write_text(notebook_json(sources))
     workspace = name.removesuffix(".ipynb")
     page.goto(lab.url(f"/lab/workspaces/{workspace}/tree/{name}"))
     panel = page.locator(".jp-NotebookPanel")
     expect(panel).to_have_count(1, timeout=SLOW)  # its own workspace: no other notebook tab
-    expect(panel.locator(".jp-Cell")).to_have_count(2, timeout=SLOW)
+    expect(panel.locator(".jp-Cell")).to_have_count(len(sources), timeout=SLOW)
     # Idle is only shown once the kernel's websocket is connected and it sent a status; a key
     # press before that could run nothing.
     idle = re.compile(rf"{re.escape(KERNEL)} \| Idle")
@@ -177,6 +179,67 @@ def test_browser_reject_write(page: Any, lab: LabServer) -> None:
     expect(record.locator(".pi-run-status")).to_contain_text("blocked")
     _shot(page, "rejected.png")
     assert _city(lab, 32) != "Never"
+
+
+def test_browser_edit_the_sql_then_approve(page: Any, lab: LabServer) -> None:
+    """The person fixes the statement in the prompt, then approves: the edit is what runs."""
+    from playwright.sync_api import expect
+
+    run = _open(
+        page, lab, "edit.ipynb", "UPDATE customers SET city = 'Typo-City' WHERE customer_id = 33"
+    )
+    prompt = run.locator(".pi-approval")
+    approve = prompt.get_by_role("button", name="Approve", exact=True)
+    expect(approve).to_be_enabled(timeout=SLOW)
+    editor = prompt.locator("textarea")
+    editor.fill("UPDATE customers SET city = 'Fixed-City' WHERE customer_id = 33")
+    editor.blur()  # the widget's value syncs to the kernel on blur/continuous update
+    approve.click()
+    record = page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".pi-record")
+    expect(record.locator(".pi-card .pi-status")).to_contain_text(
+        "approved · 1 row changed", timeout=SLOW
+    )
+    # The card's SQL is the edit (what ran); what the model asked for is kept below it.
+    expect(record.locator("pre.pi-sql").first).to_contain_text("Fixed-City")
+    expect(record.locator(".pi-edited")).to_contain_text("the model asked for")
+    expect(record.locator("pre.pi-sql").nth(1)).to_contain_text("Typo-City")
+    _shot(page, "edited.png")
+    assert _city(lab, 33) == "Fixed-City"
+
+
+def test_browser_grant_a_scope_then_a_later_write_runs_without_asking(
+    page: Any, lab: LabServer
+) -> None:
+    """Grant instead of Approve: the statement runs, the next one inside the scope runs without
+    a prompt (its card says granted), and %pi_grants lists the grant with its use."""
+    from playwright.sync_api import expect
+
+    run = _open(
+        page,
+        lab,
+        "grant.ipynb",
+        "UPDATE customers SET city = 'Grant-One' WHERE customer_id = 34",
+        more=("%%pi\nUPDATE customers SET city = 'Grant-Two' WHERE customer_id = 35", "%pi_grants"),
+    )
+    form = run.locator(".pi-approval")
+    grant = form.get_by_role("button", name="Grant", exact=True)
+    expect(grant).to_be_enabled(timeout=SLOW)
+    _shot(page, "grant-form.png")
+    grant.click()
+    cells = page.locator(".jp-NotebookPanel .jp-Cell")
+    expect(cells.nth(1).locator(".pi-record .pi-card .pi-status")).to_contain_text(
+        "1 row changed", timeout=SLOW
+    )
+    _run_cell(page, 2)
+    second = cells.nth(2).locator(".pi-record")
+    expect(second.locator(".pi-card .pi-status")).to_contain_text("granted", timeout=SLOW)
+    expect(cells.nth(2).locator(".pi-approval")).to_have_count(0)
+    _run_cell(page, 3)
+    listing = cells.nth(3).locator(".jp-OutputArea-output")
+    expect(listing).to_contain_text("UPDATE", timeout=SLOW)
+    expect(listing).to_contain_text("customers")
+    _shot(page, "granted.png")
+    assert (_city(lab, 34), _city(lab, 35)) == ("Grant-One", "Grant-Two")
 
 
 def test_browser_dataframe_renders(page: Any, lab: LabServer) -> None:

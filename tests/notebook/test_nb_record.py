@@ -19,6 +19,7 @@ from pi_notebook.ai.messages import AssistantMessage
 from pi_notebook.notebook import RunInfo, RunState, record_bundle, reduce
 from pi_notebook.notebook.format import cell_text, format_value, frame_html
 from pi_notebook.notebook.record import RECORD_CSS
+from pi_notebook.notebook.store import ApprovalRequested, ApprovalResolved
 
 
 def _said(text: str) -> list[object]:
@@ -154,6 +155,33 @@ def test_a_write_says_how_many_rows_it_changed_and_a_text_result_is_shown() -> N
     html = record_bundle(state, INFO)["text/html"]
     assert "1,234 rows changed" in html
     assert re.search(r"<pre class='pi-content'[^>]*>42 widgets in stock</pre>", html)
+
+
+def test_an_edited_call_shows_what_ran_and_what_the_model_asked_for() -> None:
+    """The person edited the SQL before approving: the card's SQL is the edit (what ran), and
+    the statement the model asked for is kept beside it, in every form of the record."""
+    asked, edited = "DELETE FROM t", "DELETE FROM t WHERE id = 7"
+    start, end = _call("w", asked, {"row_count": 1, "statement_kind": "write"})
+    state = _state(
+        start,
+        ApprovalRequested(tool_call_id="w", reasons=("DELETE changes data",)),
+        ApprovalResolved(tool_call_id="w", decision="approved", edited_args={"sql": edited}),
+        end,
+    )
+    card = state.cards["w"]
+    assert card.args == {"sql": edited} and card.original_args == {"sql": asked}
+    bundle = record_bundle(state, INFO)
+    html, plain = bundle["text/html"], bundle["text/plain"]
+    assert html.index(edited) < html.index("Edited before approval") < html.rindex(asked)
+    assert "approved" in html
+    assert plain.index(edited) < plain.index("model asked for") < plain.rindex(asked)
+
+
+def test_an_approval_without_an_edit_keeps_the_call_as_asked() -> None:
+    start, end = _call("w", "DELETE FROM t", {"row_count": 1, "statement_kind": "write"})
+    state = _state(start, ApprovalResolved(tool_call_id="w", decision="approved"), end)
+    assert state.cards["w"].original_args is None
+    assert "Edited before approval" not in record_bundle(state, INFO)["text/html"]
 
 
 def test_colours_come_from_jupyterlab_variables_and_tables_scroll() -> None:
