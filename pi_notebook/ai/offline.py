@@ -332,15 +332,21 @@ def _dialect(tools: Sequence[ToolSchema]) -> str | None:
     return None
 
 
+EDIT_NOTE = "Note: the user edited the statement"
+
+
 def _summary(result: ToolResultMessage) -> str:
-    first = next(
-        (line.strip() for line in content_text(result.content).splitlines() if line.strip()), ""
-    )
+    parts = list(result.content)
+    edited = bool(parts) and content_text(parts[:1]).startswith(EDIT_NOTE)
+    if edited:  # the database's note of an edit comes first; the result follows it
+        parts = parts[1:]
+    first = next((line.strip() for line in content_text(parts).splitlines() if line.strip()), "")
     if len(first) > 200:
         first = first[:197] + "..."
     if result.is_error:
         return f"The `{result.tool_name}` call did not succeed: {first or 'no reason given'}"
-    return f"`{result.tool_name}` finished: {first or 'no output'}"
+    how = " (as you edited it)" if edited else ""
+    return f"`{result.tool_name}` finished{how}: {first or 'no output'}"
 
 
 def _help(tool_names: list[str], why: str | None = None) -> str:

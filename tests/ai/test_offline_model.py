@@ -228,3 +228,25 @@ async def test_english_that_parses_gets_help_not_a_call_or_prompt() -> None:
         text = "".join(getattr(e, "delta", "") for e in events if e.type == "text_delta")
         assert f"names {name} that this database does not have" in text, sentence
         assert "```sql block" in text and "list the tables" in text
+
+
+def test_summary_of_an_edited_statement_reports_its_result_not_the_note() -> None:
+    from pi_notebook.ai.messages import ToolResultMessage
+    from pi_notebook.ai.offline import EDIT_NOTE, _summary  # pyright: ignore[reportPrivateUsage]
+
+    note = f"{EDIT_NOTE} before approving it (it was approved as edited). The statement that ran:\nUPDATE t SET a = 2"
+    edited = ToolResultMessage(
+        tool_call_id="c",
+        tool_name="query_database",
+        content=[
+            TextContent(text=note),
+            TextContent(text="Statement executed; 1 row(s) affected."),
+        ],
+    )
+    assert _summary(edited) == (
+        "`query_database` finished (as you edited it): Statement executed; 1 row(s) affected."
+    )
+    plain = ToolResultMessage(
+        tool_call_id="d", tool_name="query_database", content=[TextContent(text="3 row(s).")]
+    )
+    assert _summary(plain) == "`query_database` finished: 3 row(s)."
