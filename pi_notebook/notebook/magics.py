@@ -244,7 +244,7 @@ class PiMagics(Magics):
                    "approver", "origin_call_id"]  # fmt: skip
         rows = [g.describe() for g in grants.list()]
         frame = pd.DataFrame(rows, columns=columns)
-        frame["expires_at"] = pd.to_datetime(frame["expires_at"], unit="s", utc=True)
+        frame["expires_at"] = pd.to_datetime(frame["expires_at"], unit="s", utc=True).dt.floor("s")
         return frame
 
     @line_magic
