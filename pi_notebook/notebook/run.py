@@ -279,15 +279,14 @@ class Run:
             self.dispatch(ApprovalRequested(tool_call_id=tool_call_id, reasons=reasons))
             self.view.card(tool_call_id).show_prompt(prompt)
             if isinstance(prompt, ApprovalPrompt):
-                prompt.on_decided(
-                    lambda p: self.dispatch(
-                        ApprovalResolved(
-                            tool_call_id=tool_call_id,
-                            decision=p.decision or "expired",
-                            edited_args=p.outcome().edited_args,
-                        )
-                    )
-                )
+                approval = prompt
+
+                def resolved(_prompt: Prompt) -> None:
+                    self.dispatch(ApprovalResolved(
+                        tool_call_id=tool_call_id, decision=approval.decision or "expired",
+                        edited_args=approval.outcome().edited_args))  # fmt: skip
+
+                approval.on_decided(resolved)
         else:
             self.view.show_dialog(prompt)
         for waiter in self._prompt_waiters:
