@@ -17,6 +17,9 @@ before what they authorise happens):
   (``allowed`` or ``blocked``) with the arguments execute gets.
 - ``approval`` (durable), ``grant_use`` (durable): the approval gates; their payload is
   ``pi_notebook.approvals.records.ApprovalEntry`` (typed there, beside the gates).
+  ``grant_revoke``: the database's grants (``pi_notebook.database.grants.GrantRevoke``).
+- ``write_preview`` (its ``start`` phase durable), ``preview_drift``: the backend's measure of
+  a write before it is asked about, and a write refused because its count drifted.
 - ``final_args`` (durable), ``capability_mismatch`` (durable), ``query_refused``,
   ``query_result`` (only without the recorder: in a session the end record holds the outcome),
   ``query_error``, ``query_aborted``: the backend.
@@ -40,6 +43,7 @@ __all__ = [
     "ExtensionError",
     "FinalArgs",
     "NotebookOutput",
+    "PreviewDrift",
     "QueryAbort",
     "QueryFailure",
     "QueryRefusal",
@@ -52,6 +56,7 @@ __all__ = [
     "ToolExecutionStart",
     "ToolExecutionUpdate",
     "ToolResultRecord",
+    "WritePreviewRecord",
 ]
 
 _IDS = frozenset({"tool_call_id", "tool_name", "policy_version"})
@@ -173,6 +178,51 @@ class QueryRefusal(AuditRecord):
     """The statement."""
     reasons: Sequence[str] = ()
     """Why."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WritePreviewRecord(AuditRecord):
+    """One phase of measuring a write before it is asked about (issue 12.3): ``start`` is
+    durable (committed before the measuring statement runs, and rolled back after it), then
+    ``result`` or ``error``."""
+
+    kind: ClassVar[str] = "write_preview"
+    sql: str
+    """The statement measured."""
+    args_hash: str
+    """The canonical hash of its arguments."""
+    operation: str | None
+    """The write's operation (``UPDATE``, ``DELETE``...), where the plan knows it."""
+    phase: str
+    """``start``, ``result`` or ``error``."""
+    affected_rows: int | None = None
+    """Rows it would change (``result``), or ``None`` where it could not be counted."""
+    method: str | None = None
+    """How they were counted (``rollback``, ``count``...)."""
+    note: str | None = None
+    """What the person is told beside the count."""
+    error: str | None = None
+    """The short error (``error``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreviewDrift(AuditRecord):
+    """An approved write changed a different number of rows than the approval was bound to:
+    it was rolled back and refused."""
+
+    kind: ClassVar[str] = "preview_drift"
+    sql: str
+    """The statement."""
+    args_hash: str
+    """The canonical hash of its arguments."""
+    expected_rows: int | None
+    """The count shown to the person (``None`` when only a bound applied)."""
+    max_rows: int | None
+    """The grant's row bound, where a grant applied."""
+    actual_rows: int | None
+    """What the write would have changed (``None`` where it could not be counted)."""
+    reason: str | None = None
+    """Why its rows could not be counted, where they could not."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,6 +22,17 @@ from sqlalchemy.engine import URL, make_url
 from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.approvals.capabilities import CapabilityStore
 from pi_notebook.approvals.protocol import WritePreview
+from pi_notebook.audit.records import (
+    AuditRecord,
+    CapabilityMismatch,
+    FinalArgs,
+    PreviewDrift,
+    QueryAbort,
+    QueryFailure,
+    QueryRefusal,
+    QueryResult,
+    WritePreviewRecord,
+)
 from pi_notebook.sql import POLICY_VERSION, Verdict, args_hash, classify
 from pi_notebook.sql.backend.arrow import ARROW_MIN_CAP, AdbcPostgres, arrow_available
 from pi_notebook.sql.backend.auditing import AuditSink, commit_before, queue_before, record_after
@@ -201,31 +212,31 @@ class DatabaseBackend:
         verdict, reasons, final_hash = self._verdict(sql)
         if verdict is None or verdict.kind not in ("read", "write"):
             message = "Refused: " + ("; ".join(reasons) or "the statement is not allowed")
-            record_after(audit, "query_refused", {"sql": sql, "reasons": list(reasons)}, **ids)
+            record_after(audit, QueryRefusal(sql=sql, reasons=list(reasons), **ids))
             raise QueryRefused(message)
         kind: RunKind = "read" if verdict.kind == "read" else "write"
         bounds: Bounds | None = None
         if kind == "write":
             check = self.capabilities.consume(tool_call_id, final_hash)
             if not check.ok:
-                await self._durable(audit, "capability_mismatch", {
-                    "sql": sql, "approved_hash": check.approved_hash,
-                    "final_hash": check.final_hash, "reason": check.reason}, ids)  # fmt: skip
+                await self._durable(audit, CapabilityMismatch(
+                    sql=sql, approved_hash=check.approved_hash, final_hash=check.final_hash,
+                    reason=check.reason, **ids))  # fmt: skip
                 raise QueryRefused(f"Refused: {check.reason}. Nothing was run.")
             bounds = Bounds(expected_rows=check.expected_rows, max_rows=check.max_rows)
-        payload = {"sql": sql, "args_hash": final_hash, "verdict": verdict.kind,
-                   "reasons": list(reasons), "dialect": self.dialect}  # fmt: skip
+        final = FinalArgs(sql=sql, args_hash=final_hash, verdict=verdict.kind,
+                          reasons=list(reasons), dialect=self.dialect, **ids)  # fmt: skip
         audited = None
         if kind == "write":
             # Committed before the statement is even handed to the worker.
-            await self._durable(audit, "final_args", payload, ids)
+            await self._durable(audit, final)
         else:
             # A read's record is queued now (its place in the chain) and the worker waits for
             # its commit before anything of the read (rows or error) leaves it: the read runs
             # meanwhile (it changes nothing), and the loop makes one hop, not two. It need not
             # wait for the server's WAL flush (see commit_before).
             try:
-                audited = queue_before(audit, "final_args", payload, sync=False, **ids)
+                audited = queue_before(audit, final, sync=False)
             except Exception:  # AuditUnavailableError, or any failure to queue: fail closed
                 raise QueryRefused(AUDIT_UNAVAILABLE) from None
         try:
@@ -241,15 +252,13 @@ class DatabaseBackend:
     async def _durable(
         self,
         audit: AuditSink | None,
-        kind: str,
-        payload: dict[str, Any],
-        ids: dict[str, Any],
+        record: AuditRecord,
         *,
         sync: bool = True,
     ) -> None:
         """A record that must be committed before anything runs; refuses if it cannot be."""
         try:
-            await commit_before(audit, kind, payload, sync=sync, **ids)
+            await commit_before(audit, record, sync=sync)
         except Exception:  # AuditUnavailableError, or any other failure to commit: fail closed
             raise QueryRefused(AUDIT_UNAVAILABLE) from None
 
@@ -262,10 +271,9 @@ class DatabaseBackend:
         audit: AuditSink | None,
         ids: dict[str, Any],
     ) -> QueryRefused:
-        record_after(audit, "preview_drift", {
-            "sql": sql, "args_hash": final_hash, "expected_rows": bounds.expected_rows,
-            "max_rows": bounds.max_rows, "actual_rows": drift.actual, "reason": drift.why,
-        }, **ids)  # fmt: skip
+        record_after(audit, PreviewDrift(
+            sql=sql, args_hash=final_hash, expected_rows=bounds.expected_rows,
+            max_rows=bounds.max_rows, actual_rows=drift.actual, reason=drift.why, **ids))  # fmt: skip
         if drift.actual is None:
             message = (f"Refused: the approval is bounded by a row count, but this statement's "
                        f"rows cannot be counted ({drift.why or 'unknown'}); nothing was changed.")  # fmt: skip
@@ -313,8 +321,9 @@ class DatabaseBackend:
                 "; ".join(reasons) or "the statement is not allowed")  # fmt: skip
             raise QueryRefused(f"Refused: not previewed: {why}.")
         plan = plan_write(sql, self.dialect)
-        base = {"sql": sql, "args_hash": final_hash, "operation": plan.operation}
-        await self._durable(audit, "write_preview", {**base, "phase": "start"}, ids)
+        base = WritePreviewRecord(sql=sql, args_hash=final_hash, operation=plan.operation,
+                                  phase="start", **ids)  # fmt: skip
+        await self._durable(audit, base)
         try:
             measured = await self._execution.call(
                 preview_statement, self.engine, self.backend, sql, plan, self.settings,
@@ -322,7 +331,7 @@ class DatabaseBackend:
                 what="Preview", slot=self._slot,
             )  # fmt: skip
         except QueryError as error:
-            record_after(audit, "write_preview", {**base, "phase": "error", "error": str(error)}, **ids)  # fmt: skip
+            record_after(audit, replace(base, phase="error", error=str(error)))
             if not isinstance(error, QueryTimeout):
                 raise
             return WritePreview(affected_rows=None, note=str(error))
@@ -330,9 +339,8 @@ class DatabaseBackend:
         preview = WritePreview(affected_rows=measured.affected_rows, plan=measured.plan,
                                sample=measured.sample, method=method,
                                note="; ".join(measured.notes) or None)  # fmt: skip
-        record_after(audit, "write_preview", {**base, "phase": "result",
-                     "affected_rows": preview.affected_rows, "method": measured.method,
-                     "note": preview.note}, **ids)  # fmt: skip
+        record_after(audit, replace(base, phase="result", affected_rows=preview.affected_rows,
+                                    method=measured.method, note=preview.note))  # fmt: skip
         return preview
 
     async def _run_as(
@@ -367,14 +375,14 @@ class DatabaseBackend:
                 on_progress=on_progress, audited=audited,
             )  # fmt: skip
         except QueryError as error:
-            kind_ = "query_aborted" if isinstance(error, QueryAborted) else "query_error"
-            record_after(audit, kind_, {"error": str(error), "args_hash": final_hash}, **ids)
+            failure = QueryAbort if isinstance(error, QueryAborted) else QueryFailure
+            record_after(audit, failure(error=str(error), args_hash=final_hash, **ids))
             raise
         outcome = shape(fetched, kind=kind, dialect=self.dialect, args_hash=final_hash,
                         seconds=time.perf_counter() - started)  # fmt: skip
         if record_result:
-            record_after(audit, "query_result", {
-                "row_count": outcome.row_count, "truncated": outcome.truncated,
-                "duration_ms": outcome.duration_ms, "statement_kind": kind,
-                "args_hash": final_hash}, **ids)  # fmt: skip
+            record_after(audit, QueryResult(
+                row_count=outcome.row_count, truncated=outcome.truncated,
+                duration_ms=outcome.duration_ms, statement_kind=kind, args_hash=final_hash,
+                **ids))  # fmt: skip
         return outcome
