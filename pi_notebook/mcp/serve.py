@@ -162,11 +162,15 @@ async def _serve_stdio(server: GovernedToolServer) -> None:
 async def _serve_http(server: GovernedToolServer, port: int) -> None:
     import uvicorn
 
+    token = os.environ.get(TOKEN_ENV)
+    if token is not None and not token.strip():
+        raise SystemExit(
+            f"{TOKEN_ENV} is set but empty: set it to a token, or unset it to have one generated."
+        )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     port = sock.getsockname()[1]
-    token = os.environ.get(TOKEN_ENV)
     generated = token is None
     if token is None:
         token = secrets.token_urlsafe(32)

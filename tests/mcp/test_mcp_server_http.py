@@ -3,6 +3,7 @@ token (issue 14.3). One server process serves the module; each test opens its ow
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import subprocess
@@ -154,3 +155,17 @@ async def test_the_data_policy_keeps_protected_values_from_the_client(http: Http
         assert "ADA@EXAMPLE.COM" not in derived.content[0].text  # nor anything computed from it
     finally:
         await owned.__aexit__()
+
+
+async def test_an_empty_token_setting_is_refused_with_a_message(tmp_path: Path) -> None:
+    """An empty PI_NOTEBOOK_MCP_TOKEN would start a server that refuses every request, silently."""
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "pi_notebook.mcp", "serve", "--database-url",
+         f"sqlite:///{tmp_path / 'x.sqlite'}", "--http", "0"],
+        capture_output=True, text=True, timeout=60,
+        env=child_env(PI_NOTEBOOK_DATA_DIR=str(tmp_path), PI_NOTEBOOK_MCP_TOKEN=" "),
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "PI_NOTEBOOK_MCP_TOKEN is set but empty" in done.stderr
+    assert "listening" not in done.stdout
