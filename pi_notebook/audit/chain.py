@@ -12,11 +12,18 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["GENESIS", "VerifyReport", "format_ts", "record_hash", "verify_session"]
+__all__ = [
+    "GENESIS",
+    "VerifyReport",
+    "format_ts",
+    "record_hash",
+    "record_hasher",
+    "verify_session",
+]
 
 GENESIS = "0" * 64
 # Built once: json.dumps with options builds a new encoder on every call.
@@ -47,6 +54,8 @@ class VerifyReport:
 def format_ts(ts: dt.datetime) -> str:
     """The canonical text of a timestamp: UTC, microseconds, ``Z`` (naive means UTC)."""
     if ts.tzinfo is dt.UTC:  # what the log stamps: only the "+00:00" to drop, no conversion
+        if ts.microsecond:  # then isoformat prints them, and faster without a timespec
+            return ts.isoformat()[:-6] + "Z"
         return ts.isoformat(timespec="microseconds")[:-6] + "Z"
     if ts.tzinfo is not None:
         ts = ts.astimezone(dt.UTC).replace(tzinfo=None)
@@ -86,6 +95,55 @@ def record_hash(
         f'"user":{_s(user)}}}'
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def record_hasher(session_id: str, user: str | None) -> Callable[..., str]:
+    """``record_hash`` for one session's writer: ``hasher(seq, ts, kind, tool_call_id,
+    tool_name, policy_version, payload, prev_hash)`` (positional) is the very same digest.
+
+    The parts of the canonical text that are the same for every record of the session
+    (``session_id``, ``user``) and the JSON text of the few kinds, tool names and policy
+    versions are built once instead of per record (the writer hashes every record).
+    """
+    middle = f',"session_id":{_s(session_id)},"tool_call_id":'
+    end = f',"user":{_s(user)}}}'
+    known: dict[str | None, str] = {}  # kind, tool_name, policy_version -> JSON text
+    encode, sha256 = _encode_str, hashlib.sha256
+
+    def text_of(value: str | None) -> str:
+        found = known.get(value)
+        if found is None:
+            found = _s(value)
+            if len(value or "") <= 64:  # ids of a few kinds; a long one is not kept
+                if len(known) >= 256:
+                    known.clear()
+                known[value] = found
+        return found
+
+    def hasher(
+        seq: int,
+        ts: str,
+        kind: str,
+        tool_call_id: str | None,
+        tool_name: str | None,
+        policy_version: str | None,
+        payload: str,
+        prev_hash: str,
+    ) -> str:
+        if type(seq) is not int or type(payload) is not str or type(ts) is not str:
+            return record_hash(session_id=session_id, seq=seq, ts=ts, kind=kind,
+                               tool_call_id=tool_call_id, tool_name=tool_name, user=user,
+                               policy_version=policy_version, payload=payload,
+                               prev_hash=prev_hash)  # fmt: skip
+        canonical = (
+            f'{{"kind":{text_of(kind)},"payload":{encode(payload)},"policy_version":'
+            f'{text_of(policy_version)},"prev_hash":{_s(prev_hash)},"seq":{seq}{middle}'
+            f'{"null" if tool_call_id is None else encode(tool_call_id)},"tool_name":'
+            f'{text_of(tool_name)},"ts":{encode(ts)}{end}'
+        )
+        return sha256(canonical.encode("utf-8")).hexdigest()
+
+    return hasher
 
 
 def _s(value: str | None) -> str:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import sqlite3
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
 import sqlalchemy as sa
@@ -25,11 +27,19 @@ __all__ = ["Row", "RowStore"]
 # and plan than a pipelined executemany.
 _ONE_STATEMENT_ROWS = 64
 
+# SQLite: batches from this size on are written as multi-row INSERTs of up to this many rows
+# (powers of two: see ``RowStore._sqlite_insert``), within the driver's variable limit.
+_SQLITE_MIN_MULTI = 16
+_SQLITE_MULTI_ROWS = 1024
+
 _log = logging.getLogger("pi_notebook.audit")
 
 # (session_id, seq, ts, kind, tool_call_id, tool_name, user, policy_version, payload,
-#  prev_hash, hash): ts is a datetime, written as text on SQLite (SQLAlchemy's own format).
-Row = tuple[str, int, dt.datetime, str, str | None, str | None, str, str | None, str, str, str]
+#  prev_hash, hash): ts as ``RowStore.text_ts`` gives it: on SQLite already the text written
+#  (SQLAlchemy's own format), elsewhere the datetime.
+Row = tuple[
+    str, int, dt.datetime | str, str, str | None, str | None, str, str | None, str, str, str
+]
 
 _COLUMNS = (
     'session_id, seq, ts, kind, tool_call_id, tool_name, "user", policy_version, payload, '
@@ -61,6 +71,15 @@ def _sqlite_ts(ts: dt.datetime) -> str:
 class RowStore:
     """Writes batches of ready rows and the session head, each batch in one transaction."""
 
+    def text_ts(self, ts: dt.datetime, stamp: str) -> dt.datetime | str:
+        """What a row holds for ``ts``, given its ``format_ts`` text ``stamp``: on SQLite the
+        text the store gets (derived from ``stamp``: no second formatting per record)."""
+        if not self._text_ts:
+            return ts
+        if ts.tzinfo is dt.UTC:  # stamp is "YYYY-MM-DDTHH:MM:SS.ffffffZ"
+            return f"{stamp[:10]} {stamp[11:-1]}"
+        return _sqlite_ts(ts)
+
     def __init__(self, engine: sa.Engine) -> None:
         self._engine = engine
         name = engine.dialect.name
@@ -70,6 +89,9 @@ class RowStore:
             "pyformat",
         )
         self._sqlite = name == "sqlite"
+        self._text_ts = self._raw and self._sqlite
+        self._multi_rows: int | None = None  # rows per multi-row INSERT (SQLite), once known
+        self._multi_insert: dict[int, str] = {}
         mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
         marks = ", ".join([mark] * len(_NAMES))
         self._insert = f"INSERT INTO pi_audit_records ({_COLUMNS}) VALUES ({marks})"
@@ -188,7 +210,7 @@ class RowStore:
         try:
             if self._sqlite:
                 cur.execute("BEGIN IMMEDIATE")
-                cur.executemany(self._insert, [(*r[:2], _sqlite_ts(r[2]), *r[3:]) for r in rows])
+                self._sqlite_insert(driver, cur, rows)
                 if head_exists:
                     cur.execute(self._update_head, (count, last, session_id))
                 else:
@@ -221,6 +243,35 @@ class RowStore:
             self._discard()
             raise
         cur.close()
+
+    def _sqlite_insert(self, driver: Any, cur: Any, rows: Sequence[Row]) -> None:
+        # A large batch goes in as multi-row INSERTs of 2**k rows (a few statement shapes for
+        # the driver's statement cache), the rest through executemany. One statement is one
+        # sqlite3_step, and the driver releases the GIL around each step: per row (what
+        # executemany does) the writer waits for the GIL after every row while a thread that
+        # records holds it; per statement, SQLite's work on a whole chunk runs alongside.
+        size = self._multi_rows
+        if size is None:
+            try:
+                limit = int(driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+            except Exception:  # not the stdlib driver: per row
+                limit = 0
+            size = self._multi_rows = min(_SQLITE_MULTI_ROWS, limit // len(_NAMES))
+        start = 0
+        while size >= _SQLITE_MIN_MULTI and len(rows) - start >= _SQLITE_MIN_MULTI:
+            if len(rows) - start >= size:
+                statement = self._multi_insert.get(size)
+                if statement is None:
+                    statement = f"INSERT INTO pi_audit_records ({_COLUMNS}) VALUES " + ", ".join(
+                        [self._row_marks] * size
+                    )
+                    self._multi_insert[size] = statement
+                cur.execute(statement, list(chain.from_iterable(rows[start : start + size])))
+                start += size
+            else:
+                size //= 2
+        if start < len(rows):
+            cur.executemany(self._insert, rows[start:] if start else rows)
 
     # -- SQLAlchemy Core path (MySQL, MariaDB, ...) -------------------------------
     def _write_core(self, session_id: str, rows: Sequence[Row], head_exists: bool) -> None:

@@ -29,7 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from ..errors import AuditUnavailableError
-from .chain import GENESIS, format_ts, record_hash
+from .chain import GENESIS, format_ts, record_hasher
 from .failures import ascii_cut, rejected_payload, short_error, store_problem
 from .store import Row, RowStore
 
@@ -76,6 +76,7 @@ class Writer:
         self._user = user
         self._linger = linger
         self._store = RowStore(engine)
+        self._hasher = record_hasher(session_id, user)
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)
         self._done = threading.Condition(self._lock)
@@ -127,7 +128,10 @@ class Writer:
             if durable:
                 self._urgent = ticket
                 self._work.notify()
-            elif len(self._queue) == 1 or len(self._queue) >= _MAX_BATCH:
+            elif len(self._queue) == 1 or len(self._queue) == _MAX_BATCH:
+                # The writer waits for a first record, or lingers while fewer than a batch
+                # are queued: records arrive one at a time, so the queue passes through both
+                # sizes (a notify beyond them would wake no one, at a cost per record).
                 self._work.notify()
             return ticket
 
@@ -338,23 +342,16 @@ class Writer:
         count, prev = self._head
         rows: list[Row] = []
         hashes: list[str] = []
+        hasher, text_ts = self._hasher, self._store.text_ts
         for item in batch:
             count += 1
-            digest = record_hash(
-                session_id=sid,
-                seq=count,
-                ts=format_ts(item.ts),
-                kind=item.kind,
-                tool_call_id=item.tool_call_id,
-                tool_name=item.tool_name,
-                user=user,
-                policy_version=item.policy_version,
-                payload=item.payload,
-                prev_hash=prev,
-            )
+            ts = item.ts
+            stamp = format_ts(ts)
+            digest = hasher(count, stamp, item.kind, item.tool_call_id, item.tool_name,
+                            item.policy_version, item.payload, prev)  # fmt: skip
             rows.append(
-                (sid, count, item.ts, item.kind, item.tool_call_id, item.tool_name, user,
-                 item.policy_version, item.payload, prev, digest)
+                (sid, count, text_ts(ts, stamp), item.kind, item.tool_call_id, item.tool_name,
+                 user, item.policy_version, item.payload, prev, digest)
             )  # fmt: skip
             hashes.append(digest)
             prev = digest

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -229,3 +230,37 @@ def test_the_hash_is_sha256_of_the_canonical_json_of_the_fields(text: str) -> No
                   "prev_hash": "0" * 64}  # fmt: skip
         canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         assert record_hash(**fields) == hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "plain", 'quote " and \\ backslash', "é ü 漢", "\u2028\u2029\x00\x1f\n\t", "x" * 500],
+)
+def test_the_writers_hasher_gives_record_hash_exactly(text: str) -> None:
+    """``record_hasher`` (what the writer uses: session and user fixed, the JSON text of kinds
+    and names kept) is the very digest of ``record_hash`` for every field value."""
+    import json
+
+    from pi_notebook.audit.chain import record_hasher
+
+    for session_id, user in ((text or "s", text), ("s", None)):
+        hasher = record_hasher(session_id, user)
+        for nullable in (None, text, "call_1"):
+            for _ in range(2):  # the second time through its kept JSON texts
+                fields = {"seq": 12, "ts": "2026-01-01T00:00:00.000001Z", "kind": text or "k",
+                          "tool_call_id": nullable, "tool_name": nullable,
+                          "policy_version": nullable, "payload": json.dumps({"t": text}),
+                          "prev_hash": "0" * 64}  # fmt: skip
+                assert hasher(*fields.values()) == record_hash(
+                    session_id=session_id, user=user, **fields
+                )
+
+
+@pytest.mark.parametrize("micro", [0, 1, 999_999])
+def test_format_ts_is_the_canonical_text(micro: int) -> None:
+    ts = dt.datetime(2026, 1, 2, 3, 4, 5, micro, tzinfo=dt.UTC)
+    expected = f"2026-01-02T03:04:05.{micro:06d}Z"
+    assert format_ts(ts) == expected
+    assert format_ts(ts.replace(tzinfo=None)) == expected
+    east = dt.timezone(dt.timedelta(hours=2))
+    assert format_ts(ts.astimezone(east)) == expected

@@ -146,3 +146,24 @@ def test_a_store_error_is_retried_not_bisected_away(tmp_path: Path) -> None:
         # Nothing was replaced by a stub: the store was the problem, not the records.
         assert kinds == ["first"] + ["good"] * 10 + ["durable"]
         assert log.verify().ok
+
+
+def test_a_poison_record_in_a_large_batch_is_isolated(url: str) -> None:
+    """Large batches go in as multi-row INSERTs on SQLite: one poison record among them
+    still costs only itself, and every record keeps its place in the chain."""
+    with AuditLog(url, session_id="p3", durable_timeout_s=10, linger_s=1.0) as log:
+        log.record("first", {}, durable=True)
+        for i in range(1500):
+            log.record("good", {"i": i}, tool_call_id=f"g{i}", tool_name="t")
+        ticket = poison(log, durable=True)
+        for i in range(37):
+            log.record("good", {"i": 1500 + i}, tool_call_id=f"h{i}", tool_name="t")
+        with pytest.raises(AuditUnavailableError, match="refused the 'approval' record"):
+            log._writer.outcome(ticket, 10)  # pyright: ignore[reportPrivateUsage]
+        assert log.flush()
+        frame = log.to_dataframe()
+        kinds = frame["kind"].tolist()
+        assert kinds == ["first"] + ["good"] * 1500 + ["audit_record_rejected"] + ["good"] * 37
+        assert [p["i"] for p in frame["payload"].iloc[1:1501]] == list(range(1500))
+        assert frame["seq"].tolist() == list(range(1, 1540))
+        assert log.verify().ok
