@@ -91,6 +91,12 @@ DEFAULT_SECRET_KEYS = (
 )
 
 
+DEFAULT_SECRET_KEY_LITERALS = (
+    "passw", "pwd", "secret", "api", "token", "auth", "credential", "private", "cookie",
+)  # fmt: skip
+"""One of these is in (the lower case of) every key that ``DEFAULT_SECRET_KEYS`` matches."""
+
+
 class Redactor:
     """Masks credentials in JSON-safe payloads.
 
@@ -127,6 +133,16 @@ class Redactor:
             dict.fromkeys(t.lower() for p in self.patterns for t in p.triggers)
         )
         self._always = any(not p.triggers for p in self.patterns)
+        # The clean-text shortcut of ``redact_json``: literals of which a text holds at least
+        # one if any pattern or any secret key can match in it. Known for the default key
+        # names only (a custom ``secret_keys`` regex goes the way of its keys); a literal that
+        # holds another is dropped (a text with it has the shorter one).
+        self._clean_literals: tuple[str, ...] | None = None
+        if secret_keys == DEFAULT_SECRET_KEYS and not self._always and self._text_check_ok:
+            found = dict.fromkeys((*self._all_triggers, *DEFAULT_SECRET_KEY_LITERALS))
+            self._clean_literals = tuple(
+                lit for lit in found if not any(o != lit and o in lit for o in found)
+            )
 
     def extend(self, *patterns: RedactionPattern) -> Redactor:
         """A new redactor with ``patterns`` added to this one's."""
@@ -180,6 +196,16 @@ class Redactor:
         """
         if self._text_check_ok:
             escaped = "\\" in text
+            if self._clean_literals is not None and not escaped and text.isascii():
+                # Every key and string of the payload is in the text verbatim (no escapes),
+                # and for ASCII text lower() folds case as the patterns' (?i) does: a text
+                # without any literal has no match and no secret key (one scan, no key list).
+                lowered = text.lower()
+                for literal in self._clean_literals:
+                    if literal in lowered:
+                        break
+                else:
+                    return text, value
             probe = _ESCAPE.sub(_unescape, text) if escaped else text
             hit = any(rx.search(probe) for rx in self._candidates(probe))
             if not hit and self._key_re is not None:

@@ -258,3 +258,67 @@ def test_s29_a_dataframe_is_summarised_with_its_dtypes() -> None:
         "columns": ["a", "b", "c", "d"],
         "dtypes": [str(t) for t in frame.dtypes],
     }
+
+
+def test_s29_every_default_secret_key_holds_a_shortcut_literal() -> None:
+    """The clean-text shortcut of ``redact_json`` is sound for keys: whatever key
+    ``DEFAULT_SECRET_KEYS`` matches holds one of ``DEFAULT_SECRET_KEY_LITERALS`` in lower case
+    (every alternative of the regex, every separator, any prefix, any ASCII case; and random
+    keys built from the regex's own pieces)."""
+    import random
+    import re
+
+    from pi_notebook.audit.redact import DEFAULT_SECRET_KEY_LITERALS, DEFAULT_SECRET_KEYS
+
+    body = DEFAULT_SECRET_KEYS.split("(?:", 2)[2].rsplit(")$", 1)[0]
+    names: list[str] = []
+    for alternative in body.split("|"):
+        optional = r"[_\-]?"
+        for sep in ("", "_", "-") if optional in alternative else ("",):
+            names.append(alternative.replace(optional, sep).replace("s?", "s"))
+            names.append(alternative.replace(optional, sep).replace("s?", ""))
+    assert "client-secret" in names and "credential" in names and "set_cookie" in names
+    key_re = re.compile(DEFAULT_SECRET_KEYS)
+    rng = random.Random(7)
+    for name in names:
+        for prefix in ("", "x_", "db-", "my_app_"):
+            key = "".join(c.upper() if rng.random() < 0.5 else c for c in prefix + name)
+            assert key_re.match(key), key
+            assert any(lit in key.lower() for lit in DEFAULT_SECRET_KEY_LITERALS), key
+    pieces = [*names, "_", "-", "a", "k", "ey", "x", "S", "T"]
+    for _ in range(20000):
+        key = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 4)))
+        if key_re.match(key):
+            assert any(lit in key.lower() for lit in DEFAULT_SECRET_KEY_LITERALS), key
+
+
+def test_s29_the_clean_text_shortcut_changes_no_outcome() -> None:
+    """``redact_json`` with its clean-text shortcut and without it gives the same text for
+    clean payloads and for every kind of secret (patterns, keys in any case, escapes)."""
+    import json
+
+    from pi_notebook.audit.redact import dumps
+
+    fast = Redactor()
+    slow = Redactor()
+    slow._clean_literals = None  # pyright: ignore[reportPrivateUsage]
+    assert fast._clean_literals  # pyright: ignore[reportPrivateUsage]
+    payloads: list[dict[str, Any]] = [
+        {"input": {"sql": f"SELECT id FROM orders WHERE id = {i}", "limit": 100}, "attempt": 1}
+        for i in range(3)
+    ] + [
+        {"Password": "hunter2"}, {"DB_PASSWD": 5}, {"x": {"Api-Key": "k"}}, {"AUTHORIZATION": "b"},
+        {"set-cookie": "c"}, {"Credentials": "c"}, {"PRIVATE_KEY": "k"}, {"my_token": "t"},
+        {"note": "use Bearer abcdefghijkl"}, {"url": "postgresql://u:pw@h/db"},
+        {"k": "sk-ant-abcdefghijk"}, {"k": "AKIAABCDEFGHIJKLMNOP"},
+        {"k": "ghp_" + "a" * 24}, {"k": "password=x"}, {"pass\\word": "x"},
+        {"k": "line\\nBearer abcdefghijkl"}, {"é": "token abcdefghijkl"},
+        {"sql": "SELECT 'it''s' -- high"}, {"author": "ada", "apiary": 1},
+    ]  # fmt: skip
+    for payload in payloads:
+        text = dumps(payload)
+        got, want = fast.redact_json(text), slow.redact_json(text)
+        assert got[0] == want[0], payload
+        assert json.loads(got[0]) == (want[1] if want[1] is not None else json.loads(text))
+    assert fast.redact_json(dumps(payloads[0]))[0] == dumps(payloads[0])
+    assert "hunter2" not in fast.redact_json(dumps({"Password": "hunter2"}))[0]
