@@ -53,10 +53,12 @@ class VerifyReport:
 
 def format_ts(ts: dt.datetime) -> str:
     """The canonical text of a timestamp: UTC, microseconds, ``Z`` (naive means UTC)."""
-    if ts.tzinfo is dt.UTC:  # what the log stamps: only the "+00:00" to drop, no conversion
-        if ts.microsecond:  # then isoformat prints them, and faster without a timespec
-            return ts.isoformat()[:-6] + "Z"
-        return ts.isoformat(timespec="microseconds")[:-6] + "Z"
+    if ts.tzinfo is dt.UTC:  # what the log stamps: no conversion, the fields as they are
+        # The text of isoformat(timespec="microseconds") without "+00:00", at 2/3 of its cost
+        # (years are 1..9999: four digits, as isoformat pads them).
+        return "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ" % (  # noqa: UP031 (faster than f"")
+            ts.year, ts.month, ts.day, ts.hour, ts.minute, ts.second, ts.microsecond
+        )  # fmt: skip
     if ts.tzinfo is not None:
         ts = ts.astimezone(dt.UTC).replace(tzinfo=None)
     # isoformat is C code and, with timespec, always prints the microseconds (strftime is
@@ -108,7 +110,7 @@ def record_hasher(session_id: str, user: str | None) -> Callable[..., str]:
     middle = f',"session_id":{_s(session_id)},"tool_call_id":'
     end = f',"user":{_s(user)}}}'
     known: dict[str | None, str] = {}  # kind, tool_name, policy_version -> JSON text
-    encode, sha256 = _encode_str, hashlib.sha256
+    encode, sha256, get = _encode_str, hashlib.sha256, known.get
 
     def text_of(value: str | None) -> str:
         found = known.get(value)
@@ -130,16 +132,22 @@ def record_hasher(session_id: str, user: str | None) -> Callable[..., str]:
         payload: str,
         prev_hash: str,
     ) -> str:
-        if type(seq) is not int or type(payload) is not str or type(ts) is not str:
+        if (
+            type(seq) is not int
+            or type(payload) is not str
+            or type(ts) is not str
+            or type(prev_hash) is not str
+        ):
             return record_hash(session_id=session_id, seq=seq, ts=ts, kind=kind,
                                tool_call_id=tool_call_id, tool_name=tool_name, user=user,
                                policy_version=policy_version, payload=payload,
                                prev_hash=prev_hash)  # fmt: skip
         canonical = (
-            f'{{"kind":{text_of(kind)},"payload":{encode(payload)},"policy_version":'
-            f'{text_of(policy_version)},"prev_hash":{_s(prev_hash)},"seq":{seq}{middle}'
+            f'{{"kind":{get(kind) or text_of(kind)},"payload":{encode(payload)},'
+            f'"policy_version":{get(policy_version) or text_of(policy_version)},"prev_hash":'
+            f'{encode(prev_hash)},"seq":{seq}{middle}'
             f'{"null" if tool_call_id is None else encode(tool_call_id)},"tool_name":'
-            f'{text_of(tool_name)},"ts":{encode(ts)}{end}'
+            f'{get(tool_name) or text_of(tool_name)},"ts":{encode(ts)}{end}'
         )
         return sha256(canonical.encode("utf-8")).hexdigest()
 
