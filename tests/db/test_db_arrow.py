@@ -146,3 +146,17 @@ async def test_duckdb_arrow_read_is_cancelled_by_abort(tmp_path: object) -> None
         assert (await backend.run("after", "SELECT 1 AS one")).dataframe["one"].tolist() == [1]
     finally:
         backend.dispose()
+
+
+async def test_duckdb_arrow_read_reports_the_statements_own_error() -> None:
+    """A statement that fails in DuckDB aborts its transaction: the Arrow path reports that
+    failure, not the row fallback's "transaction is aborted", and the next read works."""
+    backend = DatabaseBackend("duckdb:///:memory:", arrow=True)
+    try:
+        with pytest.raises(QueryError, match="boom") as info:
+            await backend.run("e1", "SELECT error('boom') FROM range(5)")
+        assert "aborted" not in str(info.value)
+        out = await backend.run("e2", "SELECT 42 AS x")
+    finally:
+        backend.dispose()
+    assert out.dataframe["x"].tolist() == [42]

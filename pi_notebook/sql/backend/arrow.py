@@ -147,7 +147,12 @@ def duckdb_arrow_read(conn: Any, sql: str, settings: RunSettings) -> Fetched | N
         return None
     try:
         table = relation.limit(limit).to_arrow_table()
-    except Exception:  # e.g. a value Arrow cannot hold: fetch it as rows
+    except Exception:
+        # A value Arrow cannot hold: fetch it as rows. But a statement that failed in DuckDB
+        # itself has aborted the transaction, where the row path could only report "the
+        # transaction is aborted": that error is the statement's own, so it stands.
+        if _transaction_aborted(conn):
+            raise
         return None
     kept = table.slice(0, settings.row_cap)
     frame = to_frame(kept)
@@ -156,6 +161,14 @@ def duckdb_arrow_read(conn: Any, sql: str, settings: RunSettings) -> Fetched | N
     return _fetched(
         kept, frame, table.num_rows, table.num_rows <= settings.row_cap, settings.row_cap
     )
+
+
+def _transaction_aborted(conn: Any) -> bool:
+    try:
+        conn.execute("SELECT 1").fetchall()
+    except Exception:
+        return True
+    return False
 
 
 class AdbcPostgres:
