@@ -97,6 +97,13 @@ DEFAULT_SECRET_KEY_LITERALS = (
 """One of these is in (the lower case of) every key that ``DEFAULT_SECRET_KEYS`` matches."""
 
 
+def _fold(text: str) -> str:
+    """``text`` folded as a ``(?i)`` pattern folds it, for substring tests of ASCII literals:
+    ``casefold`` maps ``ſ`` to ``s`` and ``K`` to ``k`` (``lower`` does not), and the dotless and
+    dotted I that ``re`` also matches to ``i`` become ``i``."""
+    return text.casefold().replace("\u0131", "i").replace("\u0307", "")
+
+
 class Redactor:
     """Masks credentials in JSON-safe payloads.
 
@@ -149,7 +156,7 @@ class Redactor:
         return Redactor((*self.patterns, *patterns), secret_keys=self.secret_keys, mask=self.mask)
 
     def _candidates(self, text: str) -> list[re.Pattern[str]]:
-        lowered = text.lower()
+        lowered = _fold(text)
         if not self._always:
             for trigger in self._all_triggers:
                 if trigger in lowered:

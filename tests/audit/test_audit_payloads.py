@@ -322,3 +322,18 @@ def test_s29_the_clean_text_shortcut_changes_no_outcome() -> None:
         assert json.loads(got[0]) == (want[1] if want[1] is not None else json.loads(text))
     assert fast.redact_json(dumps(payloads[0]))[0] == dumps(payloads[0])
     assert "hunter2" not in fast.redact_json(dumps({"Password": "hunter2"}))[0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["paſſword=hunter2&user=bob", "PAſSWORD=hunter2", "pıssword=x password=hunter2"],
+)
+def test_the_trigger_shortcut_folds_case_as_the_patterns_do(text: str) -> None:
+    """The patterns are ``(?i)``: they match ``ſ`` as ``s`` (and ``K``, ``ı``, ``İ`` alike); the
+    substring shortcut that skips them must fold the same way, or such text skips redaction."""
+    import json
+
+    redactor = Redactor()
+    assert "hunter2" not in redactor.redact_text(text)
+    payload = json.dumps({"note": text}, ensure_ascii=False)
+    assert "hunter2" not in redactor.redact_json(payload, None)[0]
