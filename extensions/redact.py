@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from pi_notebook import ExtensionAPI, TextContent, ToolResultEvent, ToolResultEventResult
+from pi_notebook.ai.messages import ResultContent
 
 MASK = "***"
 
@@ -64,7 +65,7 @@ def _part_text(part: Any) -> str | None:
 def redact_result(event: ToolResultEvent, ctx: Any) -> ToolResultEventResult | None:
     """Patch ``content`` when a text part held a secret; otherwise leave the result alone."""
     changed = False
-    content: list[TextContent] = []
+    content: list[ResultContent] = []  # images pass through untouched
     for part in event.content:
         original = _part_text(part)
         if original is None:

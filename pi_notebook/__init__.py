@@ -13,6 +13,7 @@ from .agent.types import ToolResult
 from .ai.abort import AbortController, AbortError, AbortSignal
 from .ai.messages import (
     AssistantMessage,
+    ImageContent,
     TextContent,
     ToolCall,
     ToolResultMessage,
@@ -49,6 +50,7 @@ __all__ = [
     # Extensions and tools
     "ExtensionAPI",
     "ExtensionContext",
+    "ImageContent",
     # Errors
     "PiNotebookError",
     "RegisteredTool",

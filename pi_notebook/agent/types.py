@@ -14,7 +14,7 @@ from typing import Any, Generic, Literal, TypeAlias, TypeVar
 from pydantic import BaseModel
 
 from ..ai.abort import AbortSignal
-from ..ai.messages import AssistantMessage, Message, TextContent, ToolCall, Usage
+from ..ai.messages import AssistantMessage, Message, ResultContent, ToolCall, Usage
 
 __all__ = [
     "AfterToolCallContext",
@@ -40,7 +40,7 @@ class ToolResult:
     events, audit) and is never sent to the model. Secrets never go into ``content``.
     """
 
-    content: list[TextContent] = field(default_factory=list[TextContent])
+    content: list[ResultContent] = field(default_factory=list[ResultContent])
     details: Any = None
     usage: Usage | None = None
     terminate: bool = False
@@ -121,7 +121,7 @@ class AfterToolCallContext:
 class AfterToolCallResult:
     """A patch: fields left as ``None`` keep their current value."""
 
-    content: list[TextContent] | None = None
+    content: list[ResultContent] | None = None
     details: Any = None
     usage: Usage | None = None
     is_error: bool | None = None

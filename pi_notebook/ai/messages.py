@@ -2,8 +2,8 @@
 
 Three roles, as in Pi: ``user``, ``assistant`` (text and tool-call parts, a stop reason,
 token usage) and ``toolResult`` (the outcome of one tool call). Content parts are
-``TextContent`` and ``ToolCall``; code that reads content also accepts plain dicts of
-the same shape (see :func:`part_text`).
+``TextContent``, ``ImageContent`` (tool results only, as in Pi) and ``ToolCall``; code that
+reads content also accepts plain dicts of the same shape (see :func:`part_text`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ __all__ = [
     "AssistantContent",
     "AssistantMessage",
     "ContentPart",
+    "ImageContent",
     "Message",
+    "ResultContent",
     "StopReason",
     "TextContent",
     "ToolCall",
@@ -26,6 +28,7 @@ __all__ = [
     "content_text",
     "now_ms",
     "part_text",
+    "to_result_parts",
     "to_text_parts",
 ]
 
@@ -42,6 +45,25 @@ class TextContent:
 
     text: str
     type: Literal["text"] = "text"
+
+
+@dataclass(kw_only=True)
+class ImageContent:
+    """An image in a tool result: ``data`` is base64, ``mime_type`` e.g. ``image/png``.
+
+    Providers send it to the model as an image (Anthropic inside the ``tool_result`` block,
+    OpenAI chat in a user message after the tool messages); text readers skip it.
+    """
+
+    data: str
+    mime_type: str
+    type: Literal["image"] = "image"
+
+    @property
+    def size(self) -> int:
+        """The decoded size in bytes (estimated from the base64 length)."""
+        data = self.data.rstrip("=")
+        return len(data) * 3 // 4
 
 
 @dataclass(kw_only=True)
@@ -62,6 +84,7 @@ class ToolCall:
 
 
 ContentPart: TypeAlias = TextContent
+ResultContent: TypeAlias = TextContent | ImageContent
 AssistantContent: TypeAlias = TextContent | ToolCall
 
 
@@ -121,7 +144,7 @@ class AssistantMessage:
 class ToolResultMessage:
     tool_call_id: str
     tool_name: str
-    content: list[TextContent] = field(default_factory=list[TextContent])
+    content: list[ResultContent] = field(default_factory=list[ResultContent])
     details: Any = None
     is_error: bool = False
     usage: Usage | None = None
@@ -163,4 +186,27 @@ def to_text_parts(content: Any) -> list[TextContent]:
             parts.append(part)
         else:
             parts.append(TextContent(text=part_text(part)))
+    return parts
+
+
+def _image_part(part: Any) -> ImageContent | None:
+    if isinstance(part, ImageContent):
+        return part
+    if isinstance(part, dict) and part.get("type") == "image":  # pyright: ignore[reportUnknownMemberType]
+        data = part.get("data")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        mime = part.get("mime_type") or part.get("mimeType")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        if isinstance(data, str) and isinstance(mime, str):
+            return ImageContent(data=data, mime_type=mime)
+    return None
+
+
+def to_result_parts(content: Any) -> list[ResultContent]:
+    """Like :func:`to_text_parts`, but images (``ImageContent`` or ``{"type": "image",
+    "data", "mime_type"}``) stay images: the content of a tool result."""
+    if content is None or isinstance(content, str):
+        return list(to_text_parts(content))
+    parts: list[ResultContent] = []
+    for part in content:
+        image = _image_part(part)
+        parts.append(image if image is not None else to_text_parts([part])[0])
     return parts

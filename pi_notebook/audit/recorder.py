@@ -53,8 +53,15 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
+def _decoded_size(data: str) -> int:
+    """The byte size of base64 ``data`` (from its length, without decoding it)."""
+    data = data.rstrip().rstrip("=")
+    return len(data) * 3 // 4
+
+
 def summarise_result(result: Any) -> dict[str, Any]:
-    """A bounded summary of a tool result: its text (cut to 2,000 chars) and its details.
+    """A bounded summary of a tool result: its text (cut to 2,000 chars), its images' types
+    and sizes (never their data) and its details.
 
     Accepts a result object or dict with ``content`` (parts with ``text``) and ``details``.
     The summary holds JSON-safe values only.
@@ -71,16 +78,23 @@ def _summary(result: Any, *, convert: bool) -> dict[str, Any]:
     parts = _get(result, "content") or []
     texts: list[str] = []
     other: list[str] = []
+    images: list[dict[str, Any]] = []
     for part in parts if isinstance(parts, list | tuple) else [parts]:
         text = getattr(part, "text", None) if not isinstance(part, dict) else part.get("text")  # pyright: ignore[reportUnknownMemberType]
         if isinstance(text, str):
             texts.append(text)
+        elif _get(part, "type") == "image" and isinstance(_get(part, "data"), str):
+            # the image's type and size, never its (base64) data
+            mime = _get(part, "mime_type", _get(part, "mimeType"))
+            images.append({"mime_type": str(mime), "bytes": _decoded_size(_get(part, "data"))})
         else:
             other.append(str(_get(part, "type", type(part).__name__)))
     joined = texts[0] if len(texts) == 1 else "\n".join(texts)
     summary: dict[str, Any] = {"text": joined[:_TEXT_LIMIT], "text_chars": len(joined)}
     if len(joined) > _TEXT_LIMIT:
         summary["text_truncated"] = True
+    if images:
+        summary["images"] = images
     if other:
         summary["other_parts"] = other
     details = _get(result, "details")

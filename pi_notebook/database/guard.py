@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pi_notebook.ai.messages import ImageContent, TextContent
 from pi_notebook.extensions import ExtensionAPI
 
 from .describe import DESCRIBE_TOOL
@@ -79,7 +80,10 @@ def register_data_policy(
             return None
         text = _text_of(event.content)
         scrubbed = guard.seen.scrub(text)
-        return None if scrubbed == text else {"content": scrubbed}
+        if scrubbed == text:
+            return None
+        images = [p for p in event.content or () if isinstance(p, ImageContent)]
+        return {"content": [TextContent(text=scrubbed), *images] if images else scrubbed}
 
     def _after_query(event: Any, ctx: Any) -> dict[str, Any] | None:
         sql = getattr(event.input, "sql", "")

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ..ai.messages import Message, TextContent, UserMessage
+from ..ai.messages import Message, ResultContent, TextContent, UserMessage
 
 __all__ = [
     "EXTENSION_EVENT_TYPES",
@@ -103,7 +103,7 @@ class ToolResultEvent:
     tool_call_id: str
     tool_name: str
     input: BaseModel
-    content: list[TextContent]
+    content: list[ResultContent]
     details: Any
     is_error: bool
     type: Literal["tool_result"] = "tool_result"
@@ -113,7 +113,7 @@ class ToolResultEvent:
 class ToolResultEventResult:
     """A patch: fields left ``None`` keep their current value. No ``terminate``."""
 
-    content: list[TextContent] | None = None
+    content: list[ResultContent] | None = None
     details: Any = None
     is_error: bool | None = None
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agent.common import maybe_await
-from ..ai.messages import Message, to_text_parts
+from ..ai.messages import Message, to_result_parts
 from ..errors import RuntimeNotInitializedError
 from . import premodel
 from .context import ExtensionContext, SessionHost
@@ -182,9 +182,9 @@ class ExtensionRunner:
                     continue
                 patched = True
                 if patch.content is not None:
-                    # Later handlers see TextContent parts, whether a patch gave a string,
-                    # plain dicts or objects.
-                    event.content = to_text_parts(patch.content)
+                    # Later handlers see TextContent/ImageContent parts, whether a patch
+                    # gave a string, plain dicts or objects.
+                    event.content = to_result_parts(patch.content)
                 if patch.details is not None:
                     event.details = patch.details
                 if patch.is_error is not None:

@@ -1,8 +1,10 @@
-"""An MCP ``CallToolResult`` as our ``ToolResult``: text for the model, the rest in ``details``.
+"""An MCP ``CallToolResult`` as our ``ToolResult``: text and images for the model, the rest
+in ``details``.
 
-Our content model holds text parts only, so each non-text block becomes a short text note
-(``[image image/png, 1.2 kB: kept in details, not shown to the model]``) and the block
-itself goes to ``details`` for the notebook. ``structuredContent`` goes to ``details`` only:
+Text blocks become ``TextContent`` and image blocks ``ImageContent`` (the model sees them;
+``details["images"]`` lists their type and size, not their data). Other binary blocks become a
+short text note (``[audio audio/wav, 1.2 kB: kept in details, not shown to the model]``) and
+the block itself goes to ``details`` for the notebook. ``structuredContent`` goes to ``details`` only:
 the model sees it just when the server also wrote it into a text block, as the MCP
 specification asks servers to do.
 
@@ -27,6 +29,8 @@ from mcp.types import (
 )
 
 from pi_notebook.agent.types import ToolResult
+from pi_notebook.ai.messages import ImageContent as PiImage
+from pi_notebook.ai.messages import ResultContent, content_text
 from pi_notebook.ai.messages import TextContent as PiText
 from pi_notebook.mcp.errors import McpToolError
 
@@ -36,24 +40,37 @@ _SDK_META = "io.modelcontextprotocol/"  # protocol stamps (server info), not the
 _NO_TEXT = "(The tool returned no text; its structured result is kept for the user.)"
 
 
-def _size(data: str) -> str:
+def _bytes(data: str) -> int:
     try:
-        n = len(base64.b64decode(data, validate=False))
+        return len(base64.b64decode(data, validate=False))
     except (binascii.Error, ValueError):
-        n = len(data)
+        return len(data)
+
+
+def _size(data: str) -> str:
+    n = _bytes(data)
     return f"{n} B" if n < 1024 else f"{n / 1024:.1f} kB"
+
+
+def _part(block: Any, details: dict[str, Any]) -> ResultContent:
+    """The model's part for one content block: images as images, the rest as text."""
+    if isinstance(block, ImageContent):
+        details.setdefault("images", []).append(
+            {"mime_type": block.mime_type, "bytes": _bytes(block.data)}
+        )
+        return PiImage(data=block.data, mime_type=block.mime_type)
+    return PiText(text=_block(block, details))
 
 
 def _block(block: Any, details: dict[str, Any]) -> str:
     """The model's text for one content block; binary blocks are kept in ``details``."""
     if isinstance(block, TextContent):
         return block.text
-    if isinstance(block, ImageContent | AudioContent):
-        kind = "image" if isinstance(block, ImageContent) else "audio"
-        details.setdefault(f"{kind}s", []).append(
-            {"mime_type": block.mime_type, "data": block.data}
-        )
-        return f"[{kind} {block.mime_type}, {_size(block.data)}: kept in details, not shown to the model]"
+    if isinstance(block, ImageContent):  # for result_text; to_tool_result sends the image
+        return f"[image {block.mime_type}, {_size(block.data)}]"
+    if isinstance(block, AudioContent):
+        details.setdefault("audios", []).append({"mime_type": block.mime_type, "data": block.data})
+        return f"[audio {block.mime_type}, {_size(block.data)}: kept in details, not shown to the model]"
     if isinstance(block, ResourceLink):
         details.setdefault("resource_links", []).append({"uri": str(block.uri), "name": block.name})
         return f"[resource link {block.name}: {block.uri}]"
@@ -75,23 +92,23 @@ def result_text(result: CallToolResult) -> str:
 
 
 def to_tool_result(result: CallToolResult, *, server: str, tool: str) -> ToolResult:
-    """``result`` as a ``ToolResult`` (``details``: server, tool, structured content, binary
-    blocks, ``_meta``).
+    """``result`` as a ``ToolResult`` (``details``: server, tool, structured content, image
+    sizes, other binary blocks, ``_meta``).
 
     Raises:
         McpToolError: the server marked the result as an error (its text is the message), so
             the call ends as an error result (S30).
     """
     details: dict[str, Any] = {"server": server, "tool": tool}
-    texts = [_block(block, details) for block in result.content]
+    parts: list[ResultContent] = [_part(block, details) for block in result.content]
     if result.structured_content is not None:
         details["structured_content"] = result.structured_content
     meta = {k: v for k, v in (result.meta or {}).items() if not k.startswith(_SDK_META)}
     if meta:
         details["meta"] = meta
     if result.is_error:
-        text = "\n".join(t for t in texts if t) or f"MCP tool {tool} on {server!r} failed"
+        text = content_text(parts) or f"MCP tool {tool} on {server!r} failed"
         raise McpToolError(text)
-    if not texts and result.structured_content is not None:
-        texts = [_NO_TEXT]
-    return ToolResult(content=[PiText(text=t) for t in texts], details=details)
+    if not parts and result.structured_content is not None:
+        parts = [PiText(text=_NO_TEXT)]
+    return ToolResult(content=parts, details=details)

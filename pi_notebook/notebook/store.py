@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
-from ..ai.messages import part_text
+from ..ai.messages import ImageContent, part_text, to_result_parts
 from .cardmap import CardMap
 
 __all__ = [
@@ -195,7 +195,17 @@ class RunState:
 
 
 def _text_of(parts: Any) -> tuple[str, ...]:
-    return tuple(text for text in map(part_text, parts or ()) if text)
+    return tuple(text for text in map(_shown, parts or ()) if text)
+
+
+def _shown(part: Any) -> str:
+    """A part as a card shows it: its text, or a note for an image (never its data)."""
+    image = part if isinstance(part, ImageContent) else to_result_parts([part])[0]
+    if isinstance(image, ImageContent):
+        size = image.size
+        shown = f"{size} B" if size < 1024 else f"{round(size / 1024)} KB"
+        return f"[image: {image.mime_type}, {shown}]"
+    return part_text(part)
 
 
 def _with_card(state: RunState, card: CardState) -> RunState:

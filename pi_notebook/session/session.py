@@ -33,7 +33,7 @@ from ..agent.types import (
     ExecutionMode,
 )
 from ..ai.abort import AbortController, AbortSignal
-from ..ai.messages import Message, TextContent, ToolResultMessage, to_text_parts
+from ..ai.messages import Message, ResultContent, TextContent, ToolResultMessage, to_result_parts
 from ..ai.model import Model
 from ..ai.usage import UsageMeter, UsageTotals
 from ..approvals.tools import ToolApprovals
@@ -379,7 +379,9 @@ class AgentSession:
             patch = await self.runner.emit_tool_result(event)
         if patch is None and note is None:
             return None
-        content = to_text_parts(patch.content) if patch and patch.content is not None else None
+        content: list[ResultContent] | None = (
+            to_result_parts(patch.content) if patch and patch.content is not None else None
+        )
         if note is not None:  # the model is told the person edited what ran
             content = [TextContent(text=note), *(content or context.result.content or [])]
         return AfterToolCallResult(

@@ -318,3 +318,25 @@ def test_d8_a_result_changed_by_a_handler_keeps_what_execute_returned(
         ("tool_result", "raw rows"),
         ("tool_execution_end", "[withheld]"),
     ]
+
+
+def test_an_image_is_summarised_by_type_and_size_never_its_data() -> None:
+    from pi_notebook import ImageContent, TextContent, ToolResult
+
+    data = "iVBORw0KGgo" + "A" * 4000  # base64 of about 3 kB
+    shot = ToolResult(
+        content=[TextContent(text="a chart"), ImageContent(data=data, mime_type="image/png")],
+        details={"server": "toy"},
+    )
+    summary = recorder_module.summarise_result(shot)
+    assert summary == {
+        "text": "a chart",
+        "text_chars": 7,
+        "images": [{"mime_type": "image/png", "bytes": len(data) * 3 // 4}],
+        "details": {"server": "toy"},
+    }
+    as_dict = recorder_module.summarise_result(
+        {"content": [{"type": "image", "data": "AAAA", "mime_type": "image/gif"}]}
+    )
+    assert as_dict["images"] == [{"mime_type": "image/gif", "bytes": 3}]
+    assert data not in repr(summary)

@@ -395,6 +395,36 @@ async def test_values_reaching_the_model_through_other_tools_are_masked(shop) ->
     assert_nothing_leaked(model, set(EMAILS))
 
 
+async def test_masking_another_tool_s_text_keeps_its_images(shop) -> None:
+    from pydantic import BaseModel
+
+    from pi_notebook import ImageContent, TextContent, ToolDefinition, ToolResult, define_tool
+
+    _, url = shop
+    image = ImageContent(data="AAAA", mime_type="image/png")
+
+    class NoParams(BaseModel):
+        pass
+
+    async def shot(call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any) -> Any:
+        return ToolResult(content=[TextContent(text=f"chart of {EMAILS[0]}"), image])
+
+    def tools(pi: Any) -> None:
+        pi.register_tool(define_tool(ToolDefinition(
+            name="shot", label="Shot", description="A chart.", parameters=NoParams, execute=shot,
+        )))  # fmt: skip
+
+    model = ScriptedModel([
+        tool_call("query_database", {"sql": "SELECT name, email FROM customers"}, id="q"),
+        tool_call("shot", {}, id="s"),
+        text("done"),
+    ])  # fmt: skip
+    session = await run(url, model, "go", extra=[tools])
+    result = next(m for m in session.messages if getattr(m, "tool_call_id", None) == "s")
+    assert result.content == [TextContent(text="chart of [protected]"), image]
+    assert_nothing_leaked(model, set(EMAILS))
+
+
 # -- the policy itself ------------------------------------------------------------------------
 def test_policy_files_and_errors(tmp_path: Path) -> None:
     path = tmp_path / "policy.json"

@@ -82,6 +82,23 @@ def test_scrub_messages_cleans_text_and_tool_call_arguments() -> None:
     }
 
 
+def test_scrub_messages_leaves_images_untouched() -> None:
+    from pi_notebook.ai.messages import ImageContent, TextContent, ToolResultMessage
+    from pi_notebook.database.protected_values import scrub_messages
+
+    store = ProtectedValues()
+    store.add(["grace@x.net"], "customers.email")
+    image = ImageContent(data="Z3JhY2VAeC5uZXQ=", mime_type="image/png")
+    result = ToolResultMessage(
+        tool_call_id="c", tool_name="shot", content=[TextContent(text="grace@x.net"), image]
+    )
+    [scrubbed] = scrub_messages([result], store)
+    assert scrubbed.content == [
+        TextContent(text="[protected]"),
+        ImageContent(data="Z3JhY2VAeC5uZXQ=", mime_type="image/png"),
+    ]
+
+
 def test_a_value_sent_inside_json_is_recognised_as_sent() -> None:
     store = ProtectedValues()
     store.sent(json.dumps({"user": 'who lives at 1 "Main" Road?'}))

@@ -6,6 +6,7 @@ One server process serves the whole module (the kill test restarts it, as it sho
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import signal
 from collections.abc import AsyncIterator
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from pi_notebook import AgentSession, ExtensionAPI, create_agent_session
+from pi_notebook import AgentSession, ExtensionAPI, ImageContent, create_agent_session
 from pi_notebook.mcp import McpConnection, McpExtension, McpServerUnavailable, mcp_extension
 from pi_notebook.mcp.config import parse_server
 from pi_notebook.testing import text, tool_call
@@ -23,6 +24,7 @@ from tests.mcp.mcp_support import Relay, ScriptedUI, toy_stdio, wait_for_text
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
+PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()  # the toy's picture
 TOOLS = ["lookup", "write_marker", "nap", "header", "picture"]
 
 
@@ -117,11 +119,20 @@ async def test_arguments_are_validated_against_the_server_schema(toy: Toy) -> No
     assert "  - seconds: 'long' is not of type 'number'" in error
 
 
-async def test_image_becomes_a_text_note_and_stays_in_details(toy: Toy) -> None:
+async def test_image_becomes_image_content_and_its_size_stays_in_details(toy: Toy) -> None:
     result = await toy.session.call_tool("mcp__toy__picture", {})
     assert not result.is_error
-    assert result.content[0].text.startswith("[image image/png, 24 B: kept in details")
-    assert result.details["images"][0]["mime_type"] == "image/png"
+    assert result.content == [ImageContent(data=PIXEL, mime_type="image/png")]
+    assert result.details["images"] == [{"mime_type": "image/png", "bytes": 24}]  # no data
+
+
+async def test_the_model_sees_the_image_in_its_next_request(toy: Toy) -> None:
+    model = toy.relay.script([[tool_call("mcp__toy__picture", {}, id="p1")], text("a pixel")])
+    await toy.session.prompt("show me the picture")
+    model.assert_complete()
+    sent = model.calls[1].messages[-1]
+    assert sent.role == "toolResult" and sent.tool_call_id == "p1" and not sent.is_error
+    assert sent.content == [ImageContent(data=PIXEL, mime_type="image/png")]
 
 
 async def test_destructive_call_asks_and_rejection_leaves_no_marker(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pi_notebook import TextContent, ToolResult
+from pi_notebook import ImageContent, TextContent, ToolResult
 from pi_notebook.agent.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -117,6 +117,25 @@ def test_content_parts_as_objects_or_plain_dicts() -> None:
         ),
     )
     assert _fold([_start("a"), end]).cards["a"].content == ("from a dict", "an object")
+
+
+def test_an_image_shows_as_a_note_with_its_type_and_size_never_its_data() -> None:
+    data = "A" * 16384  # base64 of 12 KB
+    end = ToolExecutionEndEvent(
+        tool_call_id="a",
+        tool_name="shot",
+        is_error=False,
+        result=ToolResult(
+            content=[
+                TextContent(text="a chart"),
+                ImageContent(data=data, mime_type="image/png"),
+                {"type": "image", "data": "AAAA", "mime_type": "image/gif"},
+            ],
+            details=None,
+        ),
+    )
+    card = _fold([_start("a"), end]).cards["a"]
+    assert card.content == ("a chart", "[image: image/png, 12 KB]", "[image: image/gif, 3 B]")
 
 
 def test_s14_blocked_versus_error() -> None:

@@ -12,6 +12,7 @@ import pytest
 from pi_notebook.ai.abort import AbortController
 from pi_notebook.ai.messages import (
     AssistantMessage,
+    ImageContent,
     TextContent,
     ToolCall,
     ToolResultMessage,
@@ -236,6 +237,41 @@ async def test_request_converts_messages_and_merges_tool_results(loopback):
         ]},
         {"role": "user", "content": "Thanks"},
     ]  # fmt: skip
+
+
+async def test_tool_result_images_go_inside_the_tool_result_block(loopback):
+    server = await loopback(TEXT_REPLY)
+    calls = [ToolCall(id=f"toolu_{i}", name="shot", arguments={}) for i in (1, 2)]
+    context = Context(
+        messages=[
+            UserMessage(content="Look"),
+            AssistantMessage(stop_reason="toolUse", content=list(calls)),
+            ToolResultMessage(
+                tool_call_id="toolu_1",
+                tool_name="shot",
+                content=[
+                    TextContent(text="a chart"),
+                    ImageContent(data="AAA=", mime_type="image/png"),
+                ],
+            ),
+            ToolResultMessage(
+                tool_call_id="toolu_2",
+                tool_name="shot",
+                content=[ImageContent(data="BBB=", mime_type="image/jpeg")],
+            ),
+        ],
+    )
+    await collect(model_for(server.url), context)
+    assert server.requests[0].body["messages"][2] == {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": False, "content": [
+            {"type": "text", "text": "a chart"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAA="}},
+        ]},
+        {"type": "tool_result", "tool_use_id": "toolu_2", "is_error": False, "content": [
+            {"type": "text", "text": "(see attached image)"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "BBB="}},
+        ]},
+    ]}  # fmt: skip
 
 
 # -- retries ---------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 from pi_notebook.ai.abort import AbortController
 from pi_notebook.ai.messages import (
     AssistantMessage,
+    ImageContent,
     TextContent,
     ToolCall,
     ToolResultMessage,
@@ -259,6 +260,43 @@ async def test_request_converts_messages_and_tools(loopback):
     ]
     assert body["tools"] == [{"type": "function", "function": {
         "name": "query_database", "description": "Run SQL.", "parameters": QUERY_TOOL.parameters}}]  # fmt: skip
+
+
+async def test_tool_result_images_follow_the_tool_messages_in_a_user_message(loopback):
+    server = await loopback(TEXT_REPLY)
+    calls = [ToolCall(id=f"call_{i}", name="shot", arguments={}) for i in (1, 2)]
+    context = Context(
+        messages=[
+            UserMessage(content="Look"),
+            AssistantMessage(stop_reason="toolUse", content=list(calls)),
+            ToolResultMessage(
+                tool_call_id="call_1",
+                tool_name="shot",
+                content=[
+                    TextContent(text="a chart"),
+                    ImageContent(data="AAA=", mime_type="image/png"),
+                ],
+            ),
+            ToolResultMessage(
+                tool_call_id="call_2",
+                tool_name="shot",
+                content=[ImageContent(data="BBB=", mime_type="image/jpeg")],
+            ),
+            UserMessage(content="Thanks"),
+        ],
+    )
+    await collect(model_for(server.url), context)
+    messages = server.requests[0].body["messages"]
+    assert messages[2:] == [
+        {"role": "tool", "tool_call_id": "call_1", "content": "a chart"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "(see attached image)"},
+        {"role": "user", "content": [
+            {"type": "text", "text": "Attached image(s) from tool result:"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAA="}},
+            {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,BBB="}},
+        ]},
+        {"role": "user", "content": "Thanks"},
+    ]  # fmt: skip
 
 
 # -- retries ---------------------------------------------------------------------------------

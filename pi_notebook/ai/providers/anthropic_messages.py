@@ -18,6 +18,7 @@ from ..abort import AbortSignal
 from ..events import AssistantMessageEvent
 from ..messages import (
     AssistantMessage,
+    ImageContent,
     Message,
     StopReason,
     ToolResultMessage,
@@ -173,7 +174,7 @@ def _convert(messages: list[Message]) -> list[dict[str, Any]]:
             block = {
                 "type": "tool_result",
                 "tool_use_id": message.tool_call_id,
-                "content": content_text(message.content) or "(no output)",
+                "content": _result_content(message),
                 "is_error": message.is_error,
             }
             previous = out[-1] if out else None
@@ -197,6 +198,19 @@ def _convert(messages: list[Message]) -> list[dict[str, Any]]:
             if blocks:  # the API rejects an empty assistant turn
                 out.append({"role": "assistant", "content": blocks})
     return out
+
+
+def _result_content(message: ToolResultMessage) -> str | list[dict[str, Any]]:
+    """A tool_result's content: its text, or text and image blocks when it holds images."""
+    text = content_text(message.content)
+    images = [p for p in message.content if isinstance(p, ImageContent)]
+    if not images:
+        return text or "(no output)"
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text or "(see attached image)"}]
+    for image in images:
+        source = {"type": "base64", "media_type": image.mime_type, "data": image.data}
+        blocks.append({"type": "image", "source": source})
+    return blocks
 
 
 _STOP: dict[str, StopReason] = {

@@ -19,6 +19,7 @@ from ..abort import AbortSignal
 from ..events import AssistantMessageEvent
 from ..messages import (
     AssistantMessage,
+    ImageContent,
     Message,
     ToolCall,
     ToolResultMessage,
@@ -153,7 +154,7 @@ class OpenAIChatModel:
         messages: list[dict[str, Any]] = []
         if context.system_prompt:
             messages.append({"role": "system", "content": context.system_prompt})
-        messages.extend(_convert(m) for m in replayable(context.messages))
+        messages.extend(_convert_all(replayable(context.messages)))
         request: dict[str, Any] = {
             "model": self._id,
             "messages": messages,
@@ -187,14 +188,44 @@ def _tool(tool: ToolSchema) -> dict[str, Any]:
     }
 
 
+def _convert_all(messages: list[Message]) -> list[dict[str, Any]]:
+    """The wire messages. A tool message carries text only, so the images of a run of tool
+    results follow it in one user message (as Pi does)."""
+    out: list[dict[str, Any]] = []
+    images: list[dict[str, Any]] = []
+    for message in messages:
+        if not isinstance(message, ToolResultMessage) and images:
+            out.append(_attached(images))
+            images = []
+        out.append(_convert(message))
+        if isinstance(message, ToolResultMessage):
+            images += [
+                {"type": "image_url", "image_url": {"url": f"data:{p.mime_type};base64,{p.data}"}}
+                for p in message.content
+                if isinstance(p, ImageContent)
+            ]
+    if images:
+        out.append(_attached(images))
+    return out
+
+
+def _attached(images: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, *images],
+    }
+
+
 def _convert(message: Message) -> dict[str, Any]:
     if isinstance(message, UserMessage):
         return {"role": "user", "content": content_text(message.content)}
     if isinstance(message, ToolResultMessage):
+        has_image = any(isinstance(p, ImageContent) for p in message.content)
         return {
             "role": "tool",
             "tool_call_id": message.tool_call_id,
-            "content": content_text(message.content) or "(no output)",
+            "content": content_text(message.content)
+            or ("(see attached image)" if has_image else "(no output)"),
         }
     assert isinstance(message, AssistantMessage)
     out: dict[str, Any] = {"role": "assistant", "content": message.text or None}
