@@ -126,23 +126,13 @@ def test_card_numbers_follow_the_model_preview_rules() -> None:
 
 
 def test_one_formatter_for_the_card_and_the_preview() -> None:
-    """``pi_notebook.formatting.format_value`` writes what the backend's preview writes."""
-    import datetime as dt
-    from decimal import Decimal
-
+    """The backend's preview writes values with ``pi_notebook.formatting.format_value`` itself."""
     import numpy as np
 
     from pi_notebook.formatting import format_value as shared
     from pi_notebook.sql.backend.results import format_value as preview_value
 
-    cases = [(1234567, "amount"), (9999, "amount"), (2024, "year"), (1234567, "customer_id"),
-             (12300000000.0, "revenue"), (1234.5678, "price"), (0.37, "ratio"),
-             (0.000123456, "p"), (2.0, "x"), (-45678.9, "delta"), (float("nan"), "x"),
-             (1e20, "x"), (Decimal("1234.50"), "total"), (Decimal("0.12345678901"), "rate"),
-             (None, "x"), (True, "flag"), (b"\x00", "blob"), (10001, "zip"), (77777, "order_no"),
-             (dt.datetime(2024, 5, 1, 12), "at"), ("text", "name")]  # fmt: skip
-    for value, column in cases:
-        assert shared(value, column) == preview_value(value, column), (value, column)
+    assert preview_value is shared
     # NumPy scalars (a DataFrame's cells) are written as Python's.
     assert shared(np.int64(123456), "n") == "123,456" and shared(np.int64(2024), "n") == "2024"
     assert shared(np.float32(0.5), "x") == "0.5" and shared(np.bool_(True), "x") == "true"

@@ -5,21 +5,19 @@ The preview is built from the first fetched rows, not from the DataFrame (pandas
 ``to_string`` alone costs more than the whole fixed overhead budget of a query), and keeps to
 its budget in rows, columns and characters however wide the result (D7, issue 15.8). Numbers
 are written for people: thousands separators, a sensible precision, no exponent for
-everyday magnitudes (see :func:`format_value`).
+everyday magnitudes, by the same function the notebook's cards use
+(:func:`pi_notebook.formatting.format_value`).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 import pandas as pd
 
+from pi_notebook.formatting import format_value
 from pi_notebook.sql.backend.fetch import Fetched
 
 __all__ = [
@@ -40,8 +38,6 @@ PREVIEW_COLUMNS = 40
 _CELL_CHARS = 80
 _MIN_CELL_CHARS = 8
 _ROWS_AIMED = 5  # a wide result still shows this many rows: cells shrink to make room
-# Integers in columns named like these are codes, not quantities: no thousands separators.
-_CODE_COLUMN = re.compile(r"(?:^|_)(?:id|year|yr|code|zip|zipcode|postcode|phone|no|nr)$", re.I)
 
 
 @dataclass(kw_only=True)
@@ -88,58 +84,6 @@ class QueryOutcome:
             "dialect": self.dialect,
             "args_hash": self.args_hash,
         }
-
-
-def format_value(value: Any, column: str = "") -> str:
-    """One value as a person reads it: ``NULL``, ``12,345``, ``1,234.57``, ``0.0001235``.
-
-    Integers get thousands separators from 10,000 on (so years stay years) and never in
-    columns named like codes (``id``, ``*_id``, ``year``, ``zip``...); floats get separators,
-    about six significant digits and no exponent between 1e-4 and 1e15; decimals keep their
-    scale up to six places.
-    """
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return (
-            f"{value:,}" if abs(value) >= 10_000 and not _CODE_COLUMN.search(column) else str(value)
-        )
-    if isinstance(value, float):
-        return _float(value)
-    if isinstance(value, Decimal):
-        if not value.is_finite():
-            return str(value)
-        exponent = value.as_tuple().exponent
-        if isinstance(exponent, int) and exponent >= -6 and abs(value) < 10**15:
-            return f"{value:,}"
-        return _float(float(value))
-    if isinstance(value, dt.datetime):
-        return value.isoformat(sep=" ")
-    if isinstance(value, bytes | bytearray | memoryview):
-        return f"<{len(value):,} bytes>"
-    return str(value)
-
-
-def _float(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    size = abs(value)
-    if size == 0:
-        return "0"
-    if size >= 1e15 or size < 1e-4:
-        return f"{value:.4g}"
-    if size >= 1:
-        digits = int(math.log10(size)) + 1
-        text = f"{value:,.{max(0, 6 - digits)}f}"
-    else:
-        text = f"{value:.{3 - math.floor(math.log10(size))}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
 
 
 def _cell(value: Any, column: str, width: int) -> str:
