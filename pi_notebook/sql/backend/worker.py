@@ -235,11 +235,10 @@ def run_statement(
         Exception: the driver's error (cancelled statements included); the transaction is
             rolled back before it propagates.
     """
+    if audited is not None and kind == "write":
+        _audited(audited)  # before the write connects
+        audited = None
     if audited is None:
-        return _run_statement(engine, backend, kind, sql, settings, canceller=canceller,
-                              progress=progress, bounds=bounds, plan=plan, adbc=adbc, slot=slot)  # fmt: skip
-    if kind == "write":
-        _audited(audited)
         return _run_statement(engine, backend, kind, sql, settings, canceller=canceller,
                               progress=progress, bounds=bounds, plan=plan, adbc=adbc, slot=slot)  # fmt: skip
     try:
