@@ -1,16 +1,16 @@
 """Reading the audit as a pandas DataFrame, one row per record, with typed columns (D9).
 
-``read_records`` is on the path of ``%pi_audit`` over stores with millions of rows. On a
-PostgreSQL store, where pyarrow and the ADBC PostgreSQL driver are installed, the rows come
-as Arrow columns and become a DataFrame without a Python object per value; on every other
-store (SQLite included, see below) the driver's cursor is read and converted column by
-column. Payloads stay JSON text unless asked to be decoded (one ``json.loads`` over all of
-them). The ADBC connection only ever runs this module's own SELECT over the audit tables (no
-user SQL).
-
-Never ADBC for SQLite: the ADBC SQLite driver links its own copy of SQLite, and two copies in
-one process break SQLite's POSIX locks (closing one copy's file releases the other's locks;
-seen here as "disk I/O error" on the writer's connection). SQLite is read through ``sqlite3``.
+``read_records`` is on the path of ``%pi_audit`` over stores with millions of rows. Where
+pyarrow and an ADBC driver are installed, the rows come as Arrow columns and become a
+DataFrame without a Python object per value: on PostgreSQL through an ADBC connection, on a
+SQLite file with at least :data:`SQLITE_ARROW_MIN_RECORDS` records through the ADBC reader
+process of :mod:`pi_notebook.sql.backend.arrow_sqlite`. Never ADBC for SQLite inside the
+kernel: the ADBC SQLite driver links its own copy of SQLite, and two copies in one process
+break SQLite's POSIX locks (closing one copy's file releases the other's locks; seen here as
+"disk I/O error" on the writer's connection). Every other store, and a failed Arrow read, is
+read through the driver's cursor and converted column by column. Payloads stay JSON text
+unless asked to be decoded (one ``json.loads`` over all of them). The ADBC connections only
+ever run this module's own SELECT over the audit tables (no user SQL).
 """
 
 from __future__ import annotations
@@ -29,7 +29,11 @@ from .schema import records
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["RECORD_COLUMNS", "decode_payloads", "read_records"]
+__all__ = ["RECORD_COLUMNS", "SQLITE_ARROW_MIN_RECORDS", "decode_payloads", "read_records"]
+
+SQLITE_ARROW_MIN_RECORDS = 20_000
+"""SQLite stores from this many records on are read through the ADBC reader process (below
+it, ``sqlite3`` is done before the process has started)."""
 
 RECORD_COLUMNS = [
     "id",
@@ -239,37 +243,67 @@ def _adbc_connect(engine: sa.Engine) -> Any:
     return None
 
 
-def _read_arrow(
-    engine: sa.Engine, query: sa.Select[*tuple[Any, ...]], decode: bool
-) -> pd.DataFrame | None:
+def _compiled(dialect: Any, query: sa.Select[*tuple[Any, ...]]) -> tuple[str, list[Any]]:
+    compiled = query.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+    params = compiled.construct_params()
+    return str(compiled), [params[name] for name in compiled.positiontup or ()]
+
+
+def _postgres_table(engine: sa.Engine, query: sa.Select[*tuple[Any, ...]]) -> Any:
     conn = _adbc_connect(engine)
     if conn is None:
         return None
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    from sqlalchemy.dialects import postgresql
 
-    if engine.dialect.name == "postgresql":
-        from sqlalchemy.dialects import postgresql
-
-        dialect: Any = postgresql.dialect(paramstyle="numeric_dollar")
-    else:
-        dialect = engine.dialect
-    compiled = query.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
-    params = compiled.construct_params()
-    args = tuple(params[name] for name in compiled.positiontup or ())
+    sql, args = _compiled(postgresql.dialect(paramstyle="numeric_dollar"), query)
     try:
         cursor = conn.cursor()
         try:
-            cursor.execute(str(compiled), args or None)
-            table = cursor.fetch_arrow_table()
+            cursor.execute(sql, tuple(args) or None)
+            return cursor.fetch_arrow_table()
         finally:
             cursor.close()
     finally:
         conn.close()
-    if table.num_rows == 0:
-        return None  # the plain path gives an empty frame its column types
+
+
+def _sqlite_table(engine: sa.Engine, query: sa.Select[*tuple[Any, ...]]) -> Any:
+    from pi_notebook.sql.backend.arrow import arrow_available
+    from pi_notebook.sql.backend.arrow_sqlite import ChildFailed, shared_reader, sqlite_file
+
+    path = sqlite_file(engine.url)
+    if path is None or not arrow_available("sqlite"):
+        return None
+    with engine.connect() as conn:  # the id is the rowid: its maximum is one b-tree descent
+        last = conn.execute(sa.select(sa.func.max(records.c.id))).scalar()
+    if last is None or last < SQLITE_ARROW_MIN_RECORDS:
+        return None
+    sql, args = _compiled(engine.dialect, query)  # every bound value is a str
+    try:
+        return shared_reader(path).table(sql, args)
+    except ChildFailed:
+        return None
+
+
+def _read_arrow(
+    engine: sa.Engine, query: sa.Select[*tuple[Any, ...]], decode: bool
+) -> pd.DataFrame | None:
+    if engine.dialect.name == "postgresql":
+        table = _postgres_table(engine, query)
+    elif engine.dialect.name == "sqlite":
+        table = _sqlite_table(engine, query)
+    else:
+        table = None
+    if table is None or table.num_rows == 0:
+        return None  # the plain path (it gives an empty frame its column types)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     table = table.rename_columns(RECORD_COLUMNS)
-    ts = pc.cast(table["timestamp"], pa.timestamp("us", tz="UTC"))
+    ts = table["timestamp"]
+    if pa.types.is_string(ts.type):  # SQLite keeps naive UTC text: parse, then say UTC
+        ts = pc.cast(ts, pa.timestamp("us"))
+    ts = pc.cast(ts, pa.timestamp("us", tz="UTC"))
     table = table.set_column(RECORD_COLUMNS.index("timestamp"), "timestamp", ts)
     payload_texts = table["payload"].to_pylist() if decode else None
     if decode:

@@ -216,3 +216,47 @@ def test_d9_postgres_reads_through_arrow_as_the_driver_path_does(
         assert a.astype(object).where(a.notna(), None).to_dict("records") == b.astype(object).where(
             b.notna(), None
         ).to_dict("records")
+
+
+def test_d9_sqlite_reads_through_the_arrow_process_as_the_driver_path_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pi_notebook.audit import frames
+    from pi_notebook.sql.backend.arrow import arrow_available
+    from pi_notebook.sql.backend.arrow_sqlite import SqliteArrow
+
+    if not arrow_available("sqlite"):
+        pytest.skip("no pyarrow/ADBC SQLite")
+    served: list[str] = []
+    real = SqliteArrow.table
+
+    def table(reader: SqliteArrow, sql: str, *args: object, **kwargs: object) -> object:
+        served.append(sql)
+        return real(reader, sql, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SqliteArrow, "table", table)
+    monkeypatch.setattr(frames, "SQLITE_ARROW_MIN_RECORDS", 0)
+    with AuditLog(f"sqlite:///{tmp_path / 'audit.sqlite'}", session_id="a1") as log:
+        log.record("tool_execution_start", {"args": {"sql": "SELECT 'ü'"}}, tool_call_id="c1",
+                   tool_name="query_database")  # fmt: skip
+        log.flush()
+        cut = pd.Timestamp.now(tz="UTC")
+        log.record("tool_execution_end", {"is_error": False}, tool_call_id="c1", tool_name="q")
+        log.record("session_shutdown", {})
+        filters: list[dict[str, object]] = [
+            {}, {"since": cut}, {"kind": ["tool_execution_end", "session_shutdown"]},
+            {"session": "a1", "tool_call_id": "c1"}, {"session": "nobody"},
+            {"decode": False},
+        ]  # fmt: skip
+        arrow = [log.to_dataframe(**f) for f in filters]  # type: ignore[arg-type]
+        assert len(served) == len(filters)  # every frame above came through the process
+        monkeypatch.setattr(frames, "SQLITE_ARROW_MIN_RECORDS", 10**12)
+        plain = [log.to_dataframe(**f) for f in filters]  # type: ignore[arg-type]
+        assert len(served) == len(filters)
+    assert [len(f) for f in arrow] == [3, 2, 2, 2, 0, 3]
+    for a, b in zip(arrow, plain, strict=True):
+        assert list(a.columns) == COLUMNS
+        assert a["seq"].dtype == "int64" and str(a["timestamp"].dtype) == str(b["timestamp"].dtype)
+        assert a.astype(object).where(a.notna(), None).to_dict("records") == b.astype(object).where(
+            b.notna(), None
+        ).to_dict("records")

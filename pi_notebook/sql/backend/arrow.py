@@ -1,16 +1,17 @@
-"""The Arrow path for large reads (issue 16): PostgreSQL through ADBC, DuckDB natively.
+"""The Arrow path for large reads (issue 16): PostgreSQL through ADBC, DuckDB natively, SQLite
+through ADBC in a child process (:mod:`.arrow_sqlite`).
 
 Used only for statements the backend classified as a pure ``read``, and only when the row cap
 allows large results (``row_cap >= ARROW_MIN_CAP``; a small cap is served faster by the
 streaming cursors of :mod:`.fetch`, which stop exactly at the cap). Without pyarrow (and, for
-PostgreSQL, ``adbc-driver-postgresql``) every read takes the :mod:`.fetch` path.
+PostgreSQL and SQLite, their ADBC driver) every read takes the :mod:`.fetch` path.
 
 Security review (what changes against the DBAPI path, and why it holds):
 
-* **SQLite is not on this path.** The ADBC SQLite driver has no authorizer hook: a read there
-  would lose the second wall (:mod:`.readonly`'s authorizer, which denies ATTACH, pragma
-  writes and anything but a pure read) and the 64 MB value limit. SQLite keeps ``sqlite3``;
-  its large results are assembled in Arrow chunks by :mod:`.frames` instead.
+* **SQLite reads through ADBC in a child process**, after the kernel's guarded ``sqlite3``
+  connection compiled the statement under its authorizer; see :mod:`.arrow_sqlite` for its
+  own review. Without the driver, SQLite's large results are assembled in Arrow chunks by
+  :mod:`.frames`.
 * **PostgreSQL, same walls.** The ADBC connection is a second connection, not taken from the
   SQLAlchemy pool, so it gets the walls itself: the session default is ``READ ONLY``
   (``SET SESSION CHARACTERISTICS``, committed at connect), every read opens with ``SET
@@ -55,7 +56,14 @@ from pi_notebook.sql.backend.errors import ConnectFailed
 from pi_notebook.sql.backend.fetch import CURSOR_TEXT, Fetched, RunSettings, read_limit
 from pi_notebook.sql.backend.frames import column_labels
 
-__all__ = ["ARROW_MIN_CAP", "AdbcPostgres", "arrow_available", "duckdb_arrow_read", "to_frame"]
+__all__ = [
+    "ARROW_MIN_CAP",
+    "AdbcPostgres",
+    "arrow_available",
+    "duckdb_arrow_read",
+    "fetched_from_table",
+    "to_frame",
+]
 
 ARROW_MIN_CAP = 100_000
 """Row caps from this size on read large results through Arrow."""
@@ -64,6 +72,7 @@ _END = "\n"  # ends a trailing "--" comment before the driver's ") TO STDOUT ...
 
 _HAVE_PYARROW = importlib.util.find_spec("pyarrow") is not None
 _HAVE_ADBC_PG = _HAVE_PYARROW and importlib.util.find_spec("adbc_driver_postgresql") is not None
+_HAVE_ADBC_SQLITE = _HAVE_PYARROW and importlib.util.find_spec("adbc_driver_sqlite") is not None
 _MIN_DAY, _MAX_DAY = -719_162, 2_932_896  # 0001-01-01 and 9999-12-31 as days since 1970
 _MIN_US, _MAX_US = -62_135_596_800_000_000, 253_402_300_799_999_999
 
@@ -72,6 +81,8 @@ def arrow_available(backend: str) -> bool:
     """Whether reads on ``backend`` can take the Arrow path here."""
     if backend == "postgresql":
         return _HAVE_ADBC_PG
+    if backend == "sqlite":
+        return _HAVE_ADBC_SQLITE
     return backend == "duckdb" and _HAVE_PYARROW
 
 
@@ -131,7 +142,9 @@ def _bounds(column: Any, pc: Any) -> tuple[Any, Any]:
     return found["min"].as_py(), found["max"].as_py()
 
 
-def _fetched(table: Any, frame: pd.DataFrame, seen: int, exact: bool, cap: int) -> Fetched:
+def fetched_from_table(table: Any, frame: pd.DataFrame, seen: int, exact: bool) -> Fetched:
+    """The :class:`Fetched` of an Arrow read: ``frame`` (from :func:`to_frame`) holds the
+    kept rows of ``table``; ``seen`` rows were read, all of them when ``exact``."""
     head = list(frame.head(50).astype(object).where(frame.head(50).notna(), None).itertuples(index=False, name=None))  # fmt: skip
     return Fetched(columns=[str(n) for n in table.column_names], row_count=seen,
                    row_count_exact=exact, truncated=seen > len(frame), head=head,
@@ -158,9 +171,7 @@ def duckdb_arrow_read(conn: Any, sql: str, settings: RunSettings) -> Fetched | N
     frame = to_frame(kept)
     if frame is None:
         return None
-    return _fetched(
-        kept, frame, table.num_rows, table.num_rows <= settings.row_cap, settings.row_cap
-    )
+    return fetched_from_table(kept, frame, table.num_rows, table.num_rows <= settings.row_cap)
 
 
 def _transaction_aborted(conn: Any) -> bool:
@@ -267,8 +278,8 @@ class AdbcPostgres:
         frame = to_frame(table)
         if frame is None:  # a value outside what Python holds (infinity, BC): DBAPI path
             return None
-        return _fetched(
-            table, frame, min(seen, limit) if limit is not None else seen, exact, settings.row_cap
+        return fetched_from_table(
+            table, frame, min(seen, limit) if limit is not None else seen, exact
         )
 
     def _checkout(self) -> Any:

@@ -35,10 +35,12 @@ from pi_notebook.audit.records import (
 )
 from pi_notebook.sql import POLICY_VERSION, Verdict, args_hash, classify
 from pi_notebook.sql.backend.arrow import ARROW_MIN_CAP, AdbcPostgres, arrow_available
+from pi_notebook.sql.backend.arrow_sqlite import SqliteArrow, sqlite_file
 from pi_notebook.sql.backend.auditing import AuditSink, commit_before, queue_before, record_after
 from pi_notebook.sql.backend.derive import plan_write
 from pi_notebook.sql.backend.engines import (
     CONNECT_TIMEOUT_S,
+    SQLITE_MAX_VALUE_BYTES,
     create_backend_engine,
     sqlglot_dialect,
     supported_backend,
@@ -92,9 +94,9 @@ class DatabaseBackend:
         progress_every: rows between two progress reports.
         connect_timeout_s: most seconds opening a connection may take (PostgreSQL rounds up
             to whole seconds, at least 2); an abort stops waiting at once.
-        arrow: read large results through Arrow (PostgreSQL over ADBC, DuckDB natively; see
-            :mod:`.arrow`). Default: when pyarrow is installed and ``row_cap`` is at least
-            ``ARROW_MIN_CAP``.
+        arrow: read large results through Arrow (PostgreSQL over ADBC, DuckDB natively,
+            SQLite files over ADBC in a child process; see :mod:`.arrow`). Default: when
+            pyarrow is installed and ``row_cap`` is at least ``ARROW_MIN_CAP``.
     """
 
     def __init__(
@@ -128,8 +130,7 @@ class DatabaseBackend:
         )
         self.engine = create_backend_engine(self.url, connect_timeout_s=connect_timeout_s,
                                             statement_timeout_s=statement_timeout_s)  # fmt: skip
-        self._adbc = (AdbcPostgres(self.url, connect_timeout_s)
-                      if use_arrow and self.backend == "postgresql" else None)  # fmt: skip
+        self._adbc = _arrow_reader(self.url, self.backend, connect_timeout_s) if use_arrow else None
         self._execution = Execution(self.url, statement_timeout_s)
         self._slot = ConnectionSlot()
 
@@ -386,3 +387,13 @@ class DatabaseBackend:
                 duration_ms=outcome.duration_ms, statement_kind=kind, args_hash=final_hash,
                 **ids))  # fmt: skip
         return outcome
+
+
+def _arrow_reader(
+    url: URL, backend: str, connect_timeout_s: float
+) -> AdbcPostgres | SqliteArrow | None:
+    """The Arrow reader of ``backend`` (DuckDB reads Arrow on its own connection)."""
+    if backend == "postgresql":
+        return AdbcPostgres(url, connect_timeout_s)
+    path = sqlite_file(url) if backend == "sqlite" else None
+    return SqliteArrow(path, SQLITE_MAX_VALUE_BYTES) if path is not None else None

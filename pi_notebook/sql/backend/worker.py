@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 
 from pi_notebook.sql.backend.arrow import AdbcPostgres
+from pi_notebook.sql.backend.arrow_sqlite import SqliteArrow, compiles_as_read
 from pi_notebook.sql.backend.cancel import Canceller, driver_cancel
 from pi_notebook.sql.backend.derive import WritePlan
 from pi_notebook.sql.backend.errors import ConnectFailed
@@ -209,7 +210,7 @@ def run_statement(
     progress: Callable[[int], None] | None = None,
     bounds: Bounds | None = None,
     plan: WritePlan | None = None,
-    adbc: AdbcPostgres | None = None,
+    adbc: AdbcPostgres | SqliteArrow | None = None,
     slot: ConnectionSlot | None = None,
     audited: Callable[[], object] | None = None,
 ) -> Fetched:
@@ -225,8 +226,9 @@ def run_statement(
     transaction (running it, or with the derived count before running it where a rollback
     could not undo it, see :mod:`.measure`) and a count outside the bounds rolls back.
 
-    With ``settings.arrow``, a PostgreSQL read COPY can wrap goes through ``adbc`` first
-    (see :mod:`.arrow`); what it hands back takes the DBAPI path.
+    With ``settings.arrow``, a query read goes through ``adbc`` first (PostgreSQL: see
+    :mod:`.arrow`; SQLite, once its guarded connection compiled it: :mod:`.arrow_sqlite`);
+    what it hands back takes the DBAPI path.
 
     Raises:
         ConnectFailed: the connection could not be opened.
@@ -262,13 +264,15 @@ def _run_statement(
     progress: Callable[[int], None] | None = None,
     bounds: Bounds | None = None,
     plan: WritePlan | None = None,
-    adbc: AdbcPostgres | None = None,
+    adbc: AdbcPostgres | SqliteArrow | None = None,
     slot: ConnectionSlot | None = None,
 ) -> Fetched:
     if kind == "read" and settings.arrow and adbc is not None and adbc.accepts(sql):
         if canceller.reason is not None:
             raise Cancelled
-        fetched = adbc.read(sql, settings, canceller, progress)
+        fetched = None
+        if not isinstance(adbc, SqliteArrow) or _vetted(engine, settings, canceller, slot, sql):
+            fetched = adbc.read(sql, settings, canceller, progress)
         if fetched is not None:
             fetched.preview = render_fetched(fetched)
             return fetched
@@ -277,6 +281,18 @@ def _run_statement(
     fetched.build()  # the DataFrame, after the connection went back to the pool
     fetched.preview = render_fetched(fetched)  # off the event loop too
     return fetched
+
+
+def _vetted(
+    engine: sa.Engine,
+    settings: RunSettings,
+    canceller: Canceller,
+    slot: ConnectionSlot | None,
+    sql: str,
+) -> bool:
+    """Whether the SQLite read ``sql`` compiles under the read guard (see :mod:`.arrow_sqlite`)."""
+    with transaction(engine, "sqlite", "read", settings, canceller, commit=False, slot=slot) as raw:
+        return compiles_as_read(raw, sql)
 
 
 def _bounded(

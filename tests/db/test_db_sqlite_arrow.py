@@ -1,0 +1,229 @@
+"""SQLite's Arrow path (issue 16): ADBC in a child process gives the DataFrame the ``sqlite3``
+path gives, behind the same walls (the guard compiles every statement first, the child opens
+the file read-only, values stay within the kernel's limit), and stops on abort and timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from pi_notebook.ai.abort import AbortController
+from pi_notebook.sql.backend import DatabaseBackend, QueryAborted, QueryError, QueryRefused
+from pi_notebook.sql.backend.arrow import arrow_available
+from pi_notebook.sql.backend.arrow_sqlite import ChildFailed, SqliteArrow
+
+pytestmark = pytest.mark.skipif(not arrow_available("sqlite"), reason="no pyarrow/ADBC SQLite")
+
+ROWS = 3_000
+CAP = 1_000
+ENDLESS = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT i FROM r"
+
+
+def _fill(path: Path, rows: int = ROWS) -> str:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE typed (id INTEGER PRIMARY KEY, name TEXT, amount REAL, "
+                 "maybe INTEGER, blob BLOB, day TEXT)")  # fmt: skip
+    conn.executemany(
+        "INSERT INTO typed VALUES (?, ?, ?, ?, ?, ?)",
+        [(i, f"näme {i}" if i % 5 else "", i * 1.25, None if i % 7 == 0 else i,
+          bytes([i % 256]) * 3, f"2024-01-{i % 28 + 1:02d}") for i in range(1, rows + 1)],
+    )  # fmt: skip
+    conn.commit()
+    conn.close()
+    return f"sqlite:///{path}"
+
+
+class _Spy:
+    """Records the statements the child was asked to run."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sql: list[str] = []
+        real = SqliteArrow.table
+
+        def table(reader: SqliteArrow, sql: str, *args: Any, **kwargs: Any) -> Any:
+            self.sql.append(sql)
+            return real(reader, sql, *args, **kwargs)
+
+        monkeypatch.setattr(SqliteArrow, "table", table)
+
+
+async def _run(url: str, sql: str, *, arrow: bool, **options: Any) -> Any:
+    backend = DatabaseBackend(url, row_cap=CAP, arrow=arrow, **options)
+    try:
+        return await backend.run("r", sql)
+    finally:
+        backend.dispose()
+
+
+async def test_sqlite_arrow_read_gives_the_sqlite3_frame(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = _fill(tmp_path / "db.sqlite")
+    spy = _Spy(monkeypatch)
+    sql = "SELECT * FROM typed ORDER BY id"
+    arrow = await _run(url, sql, arrow=True)
+    assert spy.sql == [sql]  # the child served it
+    dbapi = await _run(url, sql, arrow=False)
+    assert spy.sql == [sql]
+    pd.testing.assert_frame_equal(arrow.dataframe, dbapi.dataframe)
+    assert list(arrow.dataframe.dtypes.astype(str)) == list(dbapi.dataframe.dtypes.astype(str))
+    assert len(arrow.dataframe) == CAP and arrow.row_count == CAP + 1 and arrow.truncated
+    assert not arrow.row_count_exact and arrow.preview == dbapi.preview
+    small = await _run(url, "SELECT id, name FROM typed WHERE id <= 10", arrow=True)
+    assert small.row_count == 10 and small.row_count_exact and not small.truncated
+
+
+async def test_sqlite_arrow_read_falls_back_when_a_column_changes_type(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ADBC fixes a column's type from its first batch; a later text value in an integer
+    column fails the child's read, and the sqlite3 path gives the rows unchanged."""
+    url = _fill(tmp_path / "db.sqlite", rows=20_000)
+    conn = sqlite3.connect(tmp_path / "db.sqlite")
+    conn.execute("UPDATE typed SET maybe = 'text' WHERE id = 19999")
+    conn.commit()
+    conn.close()
+    spy = _Spy(monkeypatch)
+    sql = "SELECT id, maybe FROM typed WHERE id > 500 ORDER BY id"
+    backend = DatabaseBackend(url, row_cap=100_000, arrow=True)
+    try:
+        out = await backend.run("r", sql)
+    finally:
+        backend.dispose()
+    assert spy.sql == [sql]  # tried, failed, fell back
+    dbapi = DatabaseBackend(url, row_cap=100_000, arrow=False)
+    try:
+        expected = await dbapi.run("r", sql)
+    finally:
+        dbapi.dispose()
+    pd.testing.assert_frame_equal(out.dataframe, expected.dataframe)
+    assert out.dataframe.loc[out.dataframe["id"] == 19999, "maybe"].tolist() == ["text"]
+
+
+@pytest.mark.parametrize(
+    ("sql", "error"),
+    [
+        ("SELECT * FROM sqlite_dbpage", "not authorized|no such table"),
+        ("SELECT load_extension('/tmp/x')", "not authorized"),
+        ("SELECT fts3_tokenizer('simple')", "not authorized"),
+        ("SELECT * FROM missing_table", "no such table"),
+    ],
+)
+async def test_sqlite_arrow_child_never_runs_what_the_guard_refuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sql: str, error: str
+) -> None:
+    url = _fill(tmp_path / "db.sqlite")
+    spy = _Spy(monkeypatch)
+    backend = DatabaseBackend(url, row_cap=CAP, arrow=True)
+    try:
+        with pytest.raises((QueryError, QueryRefused), match=error):
+            await backend._run_as("read", sql)  # pyright: ignore[reportPrivateUsage]  # past the classifier
+    finally:
+        backend.dispose()
+    assert spy.sql == []
+
+
+def test_sqlite_arrow_child_opens_the_file_read_only(tmp_path: Path) -> None:
+    url = _fill(tmp_path / "db.sqlite")
+    reader = SqliteArrow(url.removeprefix("sqlite:///"), 64 << 20)
+    try:
+        with pytest.raises(ChildFailed, match=r"readonly|read-only|query_only"):
+            reader.table("INSERT INTO typed (id) VALUES (-1)")
+        with pytest.raises(ChildFailed, match=r"readonly|read-only|query_only"):
+            reader.table("CREATE TABLE made_by_child (a)")
+        assert reader.table("SELECT count(*) AS n FROM typed").to_pylist() == [{"n": ROWS}]
+    finally:
+        reader.close()
+    conn = sqlite3.connect(tmp_path / "db.sqlite")
+    assert conn.execute("SELECT count(*) FROM typed WHERE id = -1").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'made_by_child'").fetchone() == (0,)  # fmt: skip
+    conn.close()
+
+
+async def test_sqlite_arrow_child_sends_no_value_past_the_kernels_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = _fill(tmp_path / "db.sqlite")
+    spy = _Spy(monkeypatch)
+    sql = "SELECT zeroblob(70 * 1024 * 1024) AS big"
+    backend = DatabaseBackend(url, row_cap=CAP, arrow=True)
+    try:
+        with pytest.raises(QueryError, match="too big"):  # the sqlite3 path's own limit
+            await backend._run_as("read", sql)  # pyright: ignore[reportPrivateUsage]  # past the classifier
+    finally:
+        backend.dispose()
+    assert spy.sql == [sql]
+    reader = SqliteArrow(str(tmp_path / "db.sqlite"), 64 << 20)
+    try:
+        with pytest.raises(ChildFailed, match="larger than 67,108,864 bytes"):
+            reader.table(sql)
+        assert reader.table("SELECT 1 AS one").to_pylist() == [{"one": 1}]  # same child
+    finally:
+        reader.close()
+
+
+async def test_sqlite_arrow_read_is_stopped_by_abort_and_timeout(tmp_path: Path) -> None:
+    url = _fill(tmp_path / "db.sqlite")
+    backend = DatabaseBackend(url, row_cap=10_000_000, arrow=True, statement_timeout_s=60)
+    controller = AbortController()
+    try:
+        task = asyncio.create_task(backend.run("r", f"SELECT count(*) FROM ({ENDLESS})",
+                                               signal=controller.signal))  # fmt: skip
+        await asyncio.sleep(0.5)
+        started = time.perf_counter()
+        controller.abort()
+        with pytest.raises(QueryAborted):
+            await task
+        aborted_in = time.perf_counter() - started
+        out = await backend.run("r", "SELECT count(*) AS n FROM typed")  # a fresh child
+        assert out.dataframe["n"].tolist() == [ROWS]
+    finally:
+        backend.dispose()
+    assert aborted_in < 30  # the statement alone never ends
+    timed = DatabaseBackend(url, row_cap=10_000_000, arrow=True, statement_timeout_s=0.5)
+    try:
+        with pytest.raises(QueryError, match="statement timeout"):
+            await timed.run("r", f"SELECT count(*) FROM ({ENDLESS})")
+    finally:
+        timed.dispose()
+
+
+async def test_sqlite_arrow_path_is_skipped_where_it_cannot_serve(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = _fill(tmp_path / "db.sqlite")
+    spy = _Spy(monkeypatch)
+    backend = DatabaseBackend(url, row_cap=CAP, arrow=True)
+    try:
+        counted = await backend.run("r", "SELECT id FROM typed", count_rows=True)
+        assert counted.row_count == ROWS and counted.row_count_exact  # sqlite3 counts
+        pragma = await backend.run("r", "PRAGMA table_info(typed)")
+        assert "name" in pragma.dataframe.columns
+    finally:
+        backend.dispose()
+    assert spy.sql == []
+    memory = DatabaseBackend("sqlite://", row_cap=CAP, arrow=True)
+    try:
+        assert memory._adbc is None  # pyright: ignore[reportPrivateUsage]
+        assert (await memory.run("r", "SELECT 1 AS one")).dataframe["one"].tolist() == [1]
+    finally:
+        memory.dispose()
+
+
+async def test_sqlite_arrow_read_reports_progress(tmp_path: Path) -> None:
+    url = _fill(tmp_path / "db.sqlite", rows=50_000)
+    seen: list[int] = []
+    backend = DatabaseBackend(url, row_cap=100_000, arrow=True, progress_every=10_000)
+    try:
+        out = await backend.run("r", "SELECT id FROM typed", on_progress=seen.append)
+        await asyncio.sleep(0)  # progress reaches the loop through call_soon_threadsafe
+    finally:
+        backend.dispose()
+    assert out.row_count == 50_000 and out.row_count_exact
+    assert seen and seen == sorted(seen) and all(n % 10_000 == 0 for n in seen)
