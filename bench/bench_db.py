@@ -20,7 +20,8 @@ Ours and the baselines of a row alternate, ``--repeat`` times, and each shows it
 (the machine is shared). The audited path through a whole session is ``bench_session.py``.
 
 Peak memory is the growth of the process's peak resident set (``VmHWM``) during one call, in
-a fresh interpreter per measurement, so memory held by C libraries (libpq, Arrow) counts.
+a fresh interpreter per measurement, so memory held by C libraries (libpq, Arrow) counts, and so
+does the growth of SQLite's reader process (see ``pi_notebook/sql/backend/arrow_sqlite.py``).
 
 Run: ``PYTHONPATH=$PWD .venv/bin/python bench/bench_db.py [--pg URL] [--rows N] [--quick]``
 (PostgreSQL: a scratch database is created on the server and dropped afterwards; ``--pg
@@ -157,13 +158,15 @@ def rows_label(rows: int) -> str:
     return f"{rows // 1_000_000}M" if rows % 1_000_000 == 0 else f"{rows:,}"
 
 
-def _kib(field: str) -> int:
-    match = re.search(rf"{field}:\s+(\d+)", Path("/proc/self/status").read_text())
+def _kib(field: str, pid: int | None = None) -> int:
+    status = Path(f"/proc/{pid if pid is not None else 'self'}/status").read_text()
+    match = re.search(rf"{field}:\s+(\d+)", status)
     return int(match.group(1)) if match else 0
 
 
-def _reset_peak() -> None:
-    Path("/proc/self/clear_refs").write_text("5")  # VmHWM back to the current RSS
+def _reset_peak(pid: int | None = None) -> None:
+    # VmHWM back to the current RSS
+    Path(f"/proc/{pid if pid is not None else 'self'}/clear_refs").write_text("5")
 
 
 def peak_mib(kind: str, url: str, sql: str, row_cap: int) -> float:
@@ -175,13 +178,23 @@ def peak_mib(kind: str, url: str, sql: str, row_cap: int) -> float:
 
 async def _child(kind: str, url: str, sql: str, row_cap: int) -> None:
     run = _contender(kind, url, row_cap)
-    await run("SELECT 1 AS warm")  # imports, pools, the worker thread
+    await run("SELECT 1 AS warm")  # imports, pools, the worker thread, SQLite's reader process
+    helper = _reader_process(run)
     _reset_peak()
-    before = _kib("VmRSS")
+    if helper is not None:
+        _reset_peak(helper)
+    before = _kib("VmRSS") + (_kib("VmRSS", helper) if helper is not None else 0)
     result = await run(sql)
-    peak = _kib("VmHWM")
+    peak = _kib("VmHWM") + (_kib("VmHWM", helper) if helper is not None else 0)
     del result
     print(json.dumps({"peak_mib": (peak - before) / 1024}))
+
+
+def _reader_process(run: Any) -> int | None:
+    """The pid of the tool's SQLite reader process, whose memory counts as ours."""
+    backend = getattr(getattr(run, "ext", None), "backend", None)
+    proc = getattr(getattr(backend, "_adbc", None), "_proc", None)
+    return proc.pid if proc is not None else None
 
 
 def _contender(kind: str, url: str, row_cap: int) -> Callable[[str], Awaitable[Any]]:
