@@ -103,7 +103,15 @@ def format_value(value: Any, column: str = "") -> str:
         value: a value from a database row or a DataFrame cell.
         column: the column's name (integers in code-like columns get no separators).
     """
-    if value is None or type(value).__name__ in ("NAType", "NaTType"):
+    kind = type(value)
+    if kind is str:  # the common exact types first, as the general rules below write them
+        return value
+    if kind is int:
+        grouped = abs(value) >= _GROUP_FROM and not is_code_column(column)
+        return f"{value:,}" if grouped else str(value)
+    if kind is float:
+        return format_float(value)
+    if value is None or kind.__name__ in ("NAType", "NaTType"):
         return "NULL"
     if _is_bool(value):
         return "true" if value else "false"
