@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,9 @@ from pi_notebook.ai.abort import AbortController
 from pi_notebook.sql.backend import DatabaseBackend, QueryAborted, QueryError, QueryRefused
 from pi_notebook.sql.backend.arrow import arrow_available
 from pi_notebook.sql.backend.arrow_sqlite import ChildFailed, SqliteArrow
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "sql"))
+from reads_corpus import load_corpus, schema
 
 pytestmark = pytest.mark.skipif(not arrow_available("sqlite"), reason="no pyarrow/ADBC SQLite")
 
@@ -104,6 +108,28 @@ async def test_sqlite_arrow_read_falls_back_when_a_column_changes_type(
         dbapi.dispose()
     pd.testing.assert_frame_equal(out.dataframe, expected.dataframe)
     assert out.dataframe.loc[out.dataframe["id"] == 19999, "maybe"].tolist() == ["text"]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        "('a'), (1), (2.5)",  # the driver would give '1' and '2.5'
+        "('a'), (x'00ff')",  # it would decode the blob
+        "(x'00'), ('a')",  # it would encode the text
+        "(NULL), ('a'), (3)",
+    ],
+)
+async def test_sqlite_arrow_read_keeps_mixed_storage_classes_as_sqlite3_gives_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, values: str
+) -> None:
+    url = _fill(tmp_path / "db.sqlite")
+    spy = _Spy(monkeypatch)
+    sql = f"SELECT column1 AS v, 7 AS n FROM (VALUES {values})"
+    arrow = await _run(url, sql, arrow=True)
+    assert spy.sql == [sql]
+    plain = await _run(url, sql, arrow=False)
+    pd.testing.assert_frame_equal(arrow.dataframe, plain.dataframe)
+    assert [type(v) for v in arrow.dataframe["v"]] == [type(v) for v in plain.dataframe["v"]]
 
 
 @pytest.mark.parametrize(
@@ -227,3 +253,43 @@ async def test_sqlite_arrow_read_reports_progress(tmp_path: Path) -> None:
         backend.dispose()
     assert out.row_count == 50_000 and out.row_count_exact
     assert seen and seen == sorted(seen) and all(n % 10_000 == 0 for n in seen)
+
+
+async def test_sqlite_arrow_corpus_reads_give_the_sqlite3_frames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every read of the SQLite corpus gives the same frame on both paths (the child runs a
+    newer SQLite: only what reports the version itself may differ)."""
+    db = tmp_path / "corpus.sqlite"
+    conn = sqlite3.connect(db)
+    for statement in schema("sqlite"):
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+    url = f"sqlite:///{db}"
+    spy = _Spy(monkeypatch)
+    arrow = DatabaseBackend(url, row_cap=CAP, arrow=True)
+    plain = DatabaseBackend(url, row_cap=CAP, arrow=False)
+    differ: dict[str, str] = {}
+    try:
+        for number, sql in enumerate(load_corpus("sqlite")):
+            a = await arrow.run(f"a{number}", sql)
+            b = await plain.run(f"b{number}", sql)
+            if "random" in sql or "sqlite_version" in sql:
+                continue  # differs from run to run, or from version to version
+            try:
+                pd.testing.assert_frame_equal(a.dataframe, b.dataframe, check_column_type=False)
+            except AssertionError as exc:
+                if "order by" in sql.lower() or not _same_rows(a.dataframe, b.dataframe):
+                    differ[sql] = str(exc).splitlines()[0]
+    finally:
+        arrow.dispose()
+        plain.dispose()
+    assert len(spy.sql) > 100  # the child served most of them
+    assert not differ, differ
+
+
+def _same_rows(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """The same rows in another order (no ORDER BY: the two SQLite versions may differ)."""
+    rows = [sorted(f.astype(str).itertuples(index=False, name=None)) for f in (a, b)]
+    return list(a.dtypes) == list(b.dtypes) and rows[0] == rows[1]

@@ -25,10 +25,16 @@ Security review (what changes against the ``sqlite3`` path, and why it holds):
   limit), never in the kernel.
 * **Stoppable.** Abort and the statement timeout kill the child (a fresh one starts on the
   next read); the kernel waits for nothing.
-* **Same values.** Any failure in the child (a column whose type changes after the first
-  batch, a type Arrow would change, the file gone) sends the read to the ``sqlite3`` path, and
-  the DataFrame is converted by the same rules as PostgreSQL's Arrow reads
-  (:func:`.arrow.to_frame`), so both paths give the same frame.
+* **Same values.** The driver fixes each column's type from the first batch and converts
+  what follows: a number in a text column would become text, a blob would be decoded. So a
+  result with text or blob columns runs with one more column that flags, per row, a value of
+  another storage class (:mod:`.sqlite_child`), and a flagged result takes the ``sqlite3``
+  path, as does any other failure in the child (an integer column that meets text, the file
+  gone). All-NULL columns and empty results come out as ``sqlite3`` gives them, and the
+  DataFrame is converted by the same rules as PostgreSQL's Arrow reads
+  (:func:`.arrow.to_frame`). ``tests/db/test_db_sqlite_arrow.py`` runs the whole SQLite read
+  corpus both ways. The child's SQLite is the driver's own (newer than the kernel's), so
+  ``sqlite_version()`` and the order of unordered results may differ.
 
 Without pyarrow or ``adbc-driver-sqlite``, and for in-memory or URI-named databases, every
 read takes the ``sqlite3`` path.
@@ -42,6 +48,7 @@ import os
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -157,7 +164,9 @@ class SqliteArrow:
             if canceller.reason is not None:
                 raise
             return None
-        kept = table.slice(0, settings.row_cap)
+        if table.num_rows == 0:  # sqlite3 gives an empty result untyped (object) columns
+            return None
+        kept = _untyped_nulls(table.slice(0, settings.row_cap))
         frame = to_frame(kept)
         if frame is None:
             return None
@@ -229,23 +238,38 @@ class SqliteArrow:
         except OSError as exc:
             raise ChildFailed(f"the reader process could not start ({exc})") from exc
         self._proc = proc
+        weakref.finalize(self, _reap, proc)  # a reader dropped without close() stops it too
         return proc
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        _kill(proc)
-        for pipe in (proc.stdin, proc.stdout):
-            if pipe is not None:
-                pipe.close()
-        proc.wait()
+        if proc is not None:
+            _reap(proc)
+
+
+def _untyped_nulls(table: Any) -> Any:
+    """``table`` with every all-NULL column as Arrow's null type (pandas: ``None`` objects,
+    as ``sqlite3`` gives them; the driver types such a column as integers)."""
+    import pyarrow as pa
+
+    for i, column in enumerate(table.columns):
+        if column.null_count == len(column) and not pa.types.is_null(column.type):
+            table = table.set_column(i, table.field(i).name, pa.nulls(len(column)))
+    return table
 
 
 def _pipes(proc: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes]]:
     if proc.stdin is None or proc.stdout is None:  # pragma: no cover - always piped
         raise ChildFailed("the reader process has no pipes")
     return proc.stdin, proc.stdout
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    _kill(proc)
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            pipe.close()
+    proc.wait()
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

@@ -26,7 +26,6 @@ import sys
 import urllib.parse
 from typing import Any
 
-
 _BATCH_ROWS = "adbc.sqlite.query.batch_rows"
 _BATCH = 16_384  # rows per Arrow batch (the driver's default, 1,024, costs more per row)
 
@@ -71,22 +70,30 @@ class _Child:
 
         limit: int | None = request.get("limit")
         try:
-            cur = self.connection(request["path"]).cursor()
-            cur.adbc_statement.set_options(**{_BATCH_ROWS: str(_BATCH)})
-            cur.execute(request["sql"], request.get("params") or None)
-            reader = cur.fetch_record_batch()
+            conn = self.connection(request["path"])
+            run = _Run(conn, request["sql"], request.get("params") or None)
+            schema, checked = run.schema, _text_columns(run.schema)
+            if checked and run.first is not None:
+                # Text and blob columns may hide other storage classes (see _checked): run
+                # the statement again with a flag column that says so per row.
+                run.close()
+                run = _Run(conn, _checked(request["sql"], schema, checked),
+                           request.get("params") or None)  # fmt: skip
         except Exception as exc:
             _status(out, f"ERR {type(exc).__name__}: {exc}")
             return
         _status(out, "OK")
         failure: str | None = None
-        writer = pa.ipc.new_stream(out, reader.schema)
+        writer = pa.ipc.new_stream(out, schema)
         try:
             seen = 0
-            for batch in reader:
+            for batch in run.batches():
                 if limit is not None and seen + batch.num_rows > limit:
                     batch = batch.slice(0, limit - seen)
-                failure = self.too_big(batch)
+                if checked:
+                    failure = _mixed(batch, schema, checked)
+                    batch = pa.RecordBatch.from_arrays(batch.columns[:-1], schema=schema)
+                failure = failure or self.too_big(batch)
                 if failure is not None:
                     break
                 writer.write_batch(batch)
@@ -97,11 +104,78 @@ class _Child:
             failure = f"{type(exc).__name__}: {exc}"
         finally:
             writer.close()
-            try:
-                reader.close()
-            finally:
-                cur.close()
+            run.close()
         _status(out, "OK" if failure is None else f"ERR {failure}")
+
+
+class _Run:
+    """One statement on the ADBC connection, its first batch read (it fixes the types)."""
+
+    def __init__(self, conn: Any, sql: str, params: list[Any] | None) -> None:
+        self.cur = conn.cursor()
+        try:
+            self.cur.adbc_statement.set_options(**{_BATCH_ROWS: str(_BATCH)})
+            self.cur.execute(sql, params)
+            self.reader = self.cur.fetch_record_batch()
+            self.schema = self.reader.schema
+            self.first: Any = next(iter(self.reader), None)
+        except BaseException:
+            self.cur.close()
+            raise
+
+    def batches(self) -> Any:
+        if self.first is not None:
+            first, self.first = self.first, None
+            yield first
+            yield from self.reader
+
+    def close(self) -> None:
+        try:
+            self.reader.close()
+        finally:
+            self.cur.close()
+
+
+def _text_columns(schema: Any) -> list[tuple[int, str]]:
+    """Positions of the text and blob columns, with the storage class each must hold."""
+    import pyarrow as pa
+
+    found: list[tuple[int, str]] = []
+    for i, t in enumerate(schema.types):
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            found.append((i, "text"))
+        elif pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            found.append((i, "blob"))
+    return found
+
+
+def _checked(sql: str, schema: Any, checked: list[tuple[int, str]]) -> str:
+    """``sql`` with one more column, 1 where a text column holds a number or a blob, or a blob
+    column holds text or a number.
+
+    The driver fixes a column's type from the first batch and then converts: a number in a
+    text column becomes its text, a blob in a text column is decoded, text in a blob column is
+    encoded; ``sqlite3`` would give each value as it is. Integer and real columns need no
+    flag: the driver refuses text there, and a real column's integers become floats exactly
+    as ``DataFrame.from_records(coerce_float=True)`` makes them. The statement keeps its own
+    text inside the ``WITH`` (the guard compiled it as one whole statement, so the wrapper
+    either holds it as it is or fails to parse); the column list renames its columns by
+    position, so repeated or unnamed columns are fine.
+    """
+    names = [f"c{i}" for i in range(len(schema.names))]
+    tests = " AND ".join(f"typeof(c{i}) IN ('{kind}', 'null')" for i, kind in checked)
+    return (f"WITH _pi_rows({', '.join(names)}) AS (\n{sql}\n) SELECT {', '.join(names)}, "
+            f"CASE WHEN {tests} THEN 0 ELSE 1 END FROM _pi_rows")  # fmt: skip
+
+
+def _mixed(batch: Any, schema: Any, checked: list[tuple[int, str]]) -> str | None:
+    import pyarrow.compute
+
+    pc: Any = pyarrow.compute
+    if pc.max(batch.column(batch.num_columns - 1)).as_py() == 0:
+        return None
+    kinds = ", ".join(f"{schema.names[i]} ({kind})" for i, kind in checked)
+    return f"a column holds values of another storage class than its type; one of {kinds}"
 
 
 def _status(out: Any, line: str) -> None:
