@@ -29,8 +29,9 @@ CAP = 1_000
 ENDLESS = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT i FROM r"
 
 
-def _fill(path: Path, rows: int = ROWS) -> str:
+def _fill(path: Path, rows: int = ROWS, journal: str = "delete") -> str:
     conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA journal_mode = {journal}")
     conn.execute("CREATE TABLE typed (id INTEGER PRIMARY KEY, name TEXT, amount REAL, "
                  "maybe INTEGER, blob BLOB, day TEXT)")  # fmt: skip
     conn.executemany(
@@ -110,6 +111,29 @@ async def test_sqlite_arrow_read_falls_back_when_a_column_changes_type(
     assert out.dataframe.loc[out.dataframe["id"] == 19999, "maybe"].tolist() == ["text"]
 
 
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+async def test_sqlite_arrow_read_sees_a_number_in_a_text_column_past_the_first_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, journal: str
+) -> None:
+    """The driver would write 5 as '5' once the first batch made the column text."""
+    path = tmp_path / "db.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA journal_mode = {journal}")
+    conn.execute("CREATE TABLE untyped (id INTEGER PRIMARY KEY, v)")
+    conn.executemany("INSERT INTO untyped (v) VALUES (?)",
+                     [(f"text {i}",) for i in range(40_000)] + [(5,)])  # fmt: skip
+    conn.commit()
+    conn.close()
+    spy = _Spy(monkeypatch)
+    backend = DatabaseBackend(f"sqlite:///{path}", row_cap=100_000, arrow=True)
+    try:
+        out = await backend.run("r", "SELECT v FROM untyped ORDER BY id")
+    finally:
+        backend.dispose()
+    assert spy.sql == ["SELECT v FROM untyped ORDER BY id"]
+    assert out.dataframe["v"].iloc[-1] == 5 and type(out.dataframe["v"].iloc[-1]) is int
+
+
 @pytest.mark.parametrize(
     "values",
     [
@@ -119,10 +143,13 @@ async def test_sqlite_arrow_read_falls_back_when_a_column_changes_type(
         "(NULL), ('a'), (3)",
     ],
 )
+@pytest.mark.parametrize("journal", ["delete", "wal"])
 async def test_sqlite_arrow_read_keeps_mixed_storage_classes_as_sqlite3_gives_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, values: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, values: str, journal: str
 ) -> None:
-    url = _fill(tmp_path / "db.sqlite")
+    """Rollback journal: a second connection checks the rows while the read holds its lock;
+    WAL: the read itself carries a flag column."""
+    url = _fill(tmp_path / "db.sqlite", journal=journal)
     spy = _Spy(monkeypatch)
     sql = f"SELECT column1 AS v, 7 AS n FROM (VALUES {values})"
     arrow = await _run(url, sql, arrow=True)

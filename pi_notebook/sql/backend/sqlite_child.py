@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import resource
 import sys
+import threading
 import urllib.parse
 from typing import Any
 
@@ -39,8 +40,10 @@ class _Child:
         self.max_value = max_value
         self.conns: dict[str, Any] = {}
 
-    def connection(self, path: str) -> Any:
-        conn = self.conns.get(path)
+    def connection(self, path: str, *, spare: bool = False) -> Any:
+        """The connection to ``path`` (``spare``: the second one, for the check thread)."""
+        key = ("spare:" if spare else "") + path
+        conn = self.conns.get(key)
         if conn is None:
             import adbc_driver_sqlite.dbapi as adbc_sqlite
 
@@ -50,8 +53,16 @@ class _Child:
                 cur.execute("PRAGMA query_only = ON")
             finally:
                 cur.close()
-            self.conns[path] = conn
+            self.conns[key] = conn
         return conn
+
+    def in_wal_mode(self, conn: Any) -> bool:
+        cur = conn.cursor()
+        try:
+            cur.execute("PRAGMA journal_mode")
+            return str(cur.fetchall()[0][0]).lower() == "wal"
+        finally:
+            cur.close()
 
     def too_big(self, batch: Any) -> str | None:
         import pyarrow.compute
@@ -69,16 +80,23 @@ class _Child:
         import pyarrow as pa
 
         limit: int | None = request.get("limit")
+        sql, params, path = request["sql"], request.get("params") or None, request["path"]
+        checker: _Checker | None = None
+        flagged = False
         try:
-            conn = self.connection(request["path"])
-            run = _Run(conn, request["sql"], request.get("params") or None)
+            conn = self.connection(path)
+            run = _Run(conn, sql, params)
             schema, checked = run.schema, _text_columns(run.schema)
-            if checked and run.first is not None:
-                # Text and blob columns may hide other storage classes (see _checked): run
-                # the statement again with a flag column that says so per row.
+            if checked and run.first is not None and self.in_wal_mode(conn):
+                # A second connection could see a newer snapshot: flag the rows themselves.
                 run.close()
-                run = _Run(conn, _checked(request["sql"], schema, checked),
-                           request.get("params") or None)  # fmt: skip
+                run = _Run(conn, _flagged(sql, schema, checked), params)
+                flagged = True
+            elif checked and run.first is not None:
+                # The read holds its shared lock until it is closed, so no write can commit
+                # meanwhile: a second connection checking the same rows sees the same data.
+                checker = _Checker(self.connection(path, spare=True),
+                                   _check(sql, schema, checked, limit), params)  # fmt: skip
         except Exception as exc:
             _status(out, f"ERR {type(exc).__name__}: {exc}")
             return
@@ -90,7 +108,7 @@ class _Child:
             for batch in run.batches():
                 if limit is not None and seen + batch.num_rows > limit:
                     batch = batch.slice(0, limit - seen)
-                if checked:
+                if flagged:
                     failure = _mixed(batch, schema, checked)
                     batch = pa.RecordBatch.from_arrays(batch.columns[:-1], schema=schema)
                 failure = failure or self.too_big(batch)
@@ -104,6 +122,8 @@ class _Child:
             failure = f"{type(exc).__name__}: {exc}"
         finally:
             writer.close()
+            if checker is not None:  # before the read lets its lock go
+                failure = failure or checker.result()
             run.close()
         _status(out, "OK" if failure is None else f"ERR {failure}")
 
@@ -149,7 +169,7 @@ def _text_columns(schema: Any) -> list[tuple[int, str]]:
     return found
 
 
-def _checked(sql: str, schema: Any, checked: list[tuple[int, str]]) -> str:
+def _flagged(sql: str, schema: Any, checked: list[tuple[int, str]]) -> str:
     """``sql`` with one more column, 1 where a text column holds a number or a blob, or a blob
     column holds text or a number.
 
@@ -162,10 +182,47 @@ def _checked(sql: str, schema: Any, checked: list[tuple[int, str]]) -> str:
     either holds it as it is or fails to parse); the column list renames its columns by
     position, so repeated or unnamed columns are fine.
     """
-    names = [f"c{i}" for i in range(len(schema.names))]
-    tests = " AND ".join(f"typeof(c{i}) IN ('{kind}', 'null')" for i, kind in checked)
-    return (f"WITH _pi_rows({', '.join(names)}) AS (\n{sql}\n) SELECT {', '.join(names)}, "
-            f"CASE WHEN {tests} THEN 0 ELSE 1 END FROM _pi_rows")  # fmt: skip
+    names = ", ".join(f"c{i}" for i in range(len(schema.names)))
+    return (f"WITH _pi_rows({names}) AS (\n{sql}\n) SELECT {names}, "
+            f"CASE WHEN {_tests(checked)} THEN 0 ELSE 1 END FROM _pi_rows")  # fmt: skip
+
+
+def _check(sql: str, schema: Any, checked: list[tuple[int, str]], limit: int | None) -> str:
+    """A query that returns a row when one of the first ``limit`` rows of ``sql`` holds a value
+    of another storage class in a text or blob column (see :func:`_flagged`)."""
+    names = ", ".join(f"c{i}" for i in range(len(schema.names)))
+    return (f"WITH _pi_rows({names}) AS (\n{sql}\n) SELECT 1 FROM (SELECT * FROM _pi_rows "
+            f"LIMIT {-1 if limit is None else int(limit)}) WHERE NOT ({_tests(checked)}) "
+            f"LIMIT 1")  # fmt: skip
+
+
+def _tests(checked: list[tuple[int, str]]) -> str:
+    return " AND ".join(f"typeof(c{i}) IN ('{kind}', 'null')" for i, kind in checked)
+
+
+class _Checker:
+    """Runs :func:`_check` on a second connection in a thread, beside the read."""
+
+    def __init__(self, conn: Any, sql: str, params: list[Any] | None) -> None:
+        self.failure: str | None = None
+        self._thread = threading.Thread(target=self._run, args=(conn, sql, params), daemon=True)
+        self._thread.start()
+
+    def _run(self, conn: Any, sql: str, params: list[Any] | None) -> None:
+        try:
+            cur = conn.cursor()
+            try:
+                cur.execute(sql, params)
+                if cur.fetchall():
+                    self.failure = "a text or blob column holds values of another storage class"
+            finally:
+                cur.close()
+        except Exception as exc:  # busy, or anything else: not checked means not sent
+            self.failure = f"the storage-class check failed ({type(exc).__name__}: {exc})"
+
+    def result(self) -> str | None:
+        self._thread.join()
+        return self.failure
 
 
 def _mixed(batch: Any, schema: Any, checked: list[tuple[int, str]]) -> str | None:
