@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from types import CoroutineType
 from typing import Any
 
 from ..ai.abort import AbortController, AbortSignal
@@ -16,11 +17,13 @@ from .events import AgentEvent
 from .loop import run_agent_loop
 from .types import AfterToolCallHook, AgentTool, BeforeToolCallHook, ExecutionMode
 
-__all__ = ["Agent", "AgentBusyError", "AgentState", "Listener"]
+__all__ = ["Agent", "AgentBusyError", "AgentState", "Listener", "Wants"]
 
 log = logging.getLogger(__name__)
 
 Listener = Callable[[AgentEvent], Awaitable[None] | None]
+Wants = Callable[[str], bool]
+"""``wants(event_type)``: whether a listener wants events of that type now (asked per event)."""
 
 
 @dataclass(kw_only=True)
@@ -39,8 +42,11 @@ class Agent:
     """Runs prompts through the loop and fans events out to subscribers.
 
     Subscribers may be sync or async; they run one after another, in subscription
-    order, for every event. A subscriber that raises is logged and skipped: it cannot
-    break the run.
+    order, for every event (or, when they said which they want, for those). A subscriber
+    that raises is logged and skipped: it cannot break the run.
+
+    An event that no subscriber wants is not built at all where building it costs something
+    (``message_update``, ``tool_execution_update``): see :meth:`wants`.
     """
 
     def __init__(
@@ -61,18 +67,37 @@ class Agent:
         self.tool_execution: ExecutionMode = tool_execution
         self.transform_context = transform_context
         self.before_request = before_request
-        self._listeners: list[Listener] = []
+        self._listeners: list[tuple[Listener, Wants | None]] = []
         self._controller: AbortController | None = None
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Receive every event; returns a function that unsubscribes."""
-        self._listeners.append(listener)
+    def subscribe(
+        self, listener: Listener, *, events: Collection[str] | Wants | None = None
+    ) -> Callable[[], None]:
+        """Receive every event, or only those ``events`` names (a collection of event types,
+        or a ``wants(event_type)`` function asked at each event); returns a function that
+        unsubscribes."""
+        wants: Wants | None
+        if events is None or callable(events):
+            wants = events
+        elif isinstance(events, str):
+            wants = frozenset((events,)).__contains__
+        else:
+            wants = frozenset(events).__contains__
+        entry = (listener, wants)
+        self._listeners.append(entry)
 
         def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+            if entry in self._listeners:
+                self._listeners.remove(entry)
 
         return unsubscribe
+
+    def wants(self, event_type: str) -> bool:
+        """Whether any subscriber wants events of ``event_type`` now."""
+        for _, wants in self._listeners:
+            if wants is None or wants(event_type):
+                return True
+        return False
 
     @property
     def signal(self) -> AbortSignal | None:
@@ -112,6 +137,7 @@ class Agent:
             tool_execution=self.tool_execution,
             transform_context=self.transform_context,
             before_request=self.before_request,
+            wants=self.wants,
         )
         try:
             await run_agent_loop(
@@ -122,10 +148,13 @@ class Agent:
             self._controller = None
 
     async def _emit(self, event: AgentEvent) -> None:
-        for listener in tuple(self._listeners):
+        kind = event.type
+        for listener, wants in tuple(self._listeners):
+            if wants is not None and not wants(kind):
+                continue
             try:
                 returned = listener(event)
                 if returned is not None:
-                    await maybe_await(returned)
+                    await (returned if type(returned) is CoroutineType else maybe_await(returned))
             except Exception:
-                log.exception("agent event listener failed on %s", event.type)
+                log.exception("agent event listener failed on %s", kind)

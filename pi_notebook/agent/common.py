@@ -23,6 +23,7 @@ __all__ = [
     "exception_text",
     "is_own_cancellation",
     "maybe_await",
+    "wanted",
 ]
 
 T = TypeVar("T")
@@ -54,6 +55,15 @@ class LoopConfig:
     tool_execution: ExecutionMode = "parallel"
     transform_context: TransformContext | None = None
     before_request: RequestHook | None = None
+    wants: Callable[[str], bool] | None = None
+    """``wants(event_type)``: whether anyone listens to that event type now (``None``: all
+    are wanted). An event nobody wants is neither built nor emitted."""
+
+
+def wanted(config: LoopConfig, event_type: str) -> bool:
+    """Whether an event of ``event_type`` has a listener (asked right before emitting it)."""
+    wants = config.wants
+    return wants is None or wants(event_type)
 
 
 async def maybe_await(value: Awaitable[T] | T) -> T:

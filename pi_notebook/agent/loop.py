@@ -25,6 +25,7 @@ from .common import (
     exception_text,
     is_own_cancellation,
     maybe_await,
+    wanted,
 )
 from .events import (
     AgentEndEvent,
@@ -71,7 +72,7 @@ async def run_agent_loop(
 
     first_turn = True
     while True:
-        if not first_turn:
+        if not first_turn and wanted(config, "turn_start"):
             await emit(TurnStartEvent())
         first_turn = False
 
@@ -94,7 +95,8 @@ async def run_agent_loop(
             terminate = bool(outcomes) and all(o.result.terminate for o in outcomes)
             results = [o.message for o in outcomes if o.message is not None]
             messages.extend(results)
-        await emit(TurnEndEvent(message=message, tool_results=results))
+        if wanted(config, "turn_end"):
+            await emit(TurnEndEvent(message=message, tool_results=results))
         if not calls or terminate or signal.aborted:
             break
     await emit(AgentEndEvent(messages=list(messages)))
@@ -163,14 +165,15 @@ async def _stream_assistant(
         async for event in stream:
             if isinstance(event, StartEvent):
                 started = True
-                await emit(MessageStartEvent(message=event.partial))
+                if wanted(config, "message_start"):
+                    await emit(MessageStartEvent(message=event.partial))
             elif isinstance(event, DoneEvent):
                 final = event.message
                 break
             elif isinstance(event, ErrorEvent):
                 final = event.error
                 break
-            elif started:
+            elif started and wanted(config, "message_update"):
                 await emit(MessageUpdateEvent(message=event.partial, assistant_message_event=event))
     except (Exception, asyncio.CancelledError) as exc:  # C33: a message, not a crash
         if is_own_cancellation(exc):

@@ -23,6 +23,7 @@ from .common import (
     exception_text,
     is_own_cancellation,
     maybe_await,
+    wanted,
 )
 from .events import (
     MessageEndEvent,
@@ -108,16 +109,14 @@ async def _run_sequential(
 ) -> list[ToolCallOutcome]:
     outcomes: list[ToolCallOutcome] = []
     for call in calls:
-        await emit(
-            ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
-        )
+        await _emit_start(call, config, emit)
         prepared = await _prepare(context, message, call, config, signal)
         if isinstance(prepared, ToolCallOutcome):
             outcome = prepared
         else:
             outcome = await _execute(context, message, prepared, config, signal, emit)
         await _emit_end(outcome, emit)
-        await _emit_result_message(outcome, emit)
+        await _emit_result_message(outcome, emit, config)
         outcomes.append(outcome)
         if signal.aborted:
             break
@@ -135,9 +134,7 @@ async def _run_parallel(
     # Phase 1, in source order: start events and before-hooks (C27).
     entries: list[ToolCallOutcome | _Prepared] = []
     for call in calls:
-        await emit(
-            ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
-        )
+        await _emit_start(call, config, emit)
         prepared = await _prepare(context, message, call, config, signal)
         if isinstance(prepared, ToolCallOutcome):
             await _emit_end(prepared, emit)
@@ -163,7 +160,7 @@ async def _run_parallel(
     # Result messages keep source order.
     for outcome in outcomes:
         assert isinstance(outcome, ToolCallOutcome)
-        await _emit_result_message(outcome, emit)
+        await _emit_result_message(outcome, emit, config)
     return [o for o in outcomes if isinstance(o, ToolCallOutcome)]
 
 
@@ -242,7 +239,8 @@ async def _execute(
 
     def schedule(partial: ToolResult) -> None:
         nonlocal last_update
-        if accepting:  # S13: updates after execute returned are dropped
+        # S13: updates after execute returned are dropped; so are those nobody listens to.
+        if accepting and wanted(config, "tool_execution_update"):
             last_update = asyncio.ensure_future(deliver(last_update, partial))
 
     def on_update(partial: ToolResult) -> None:
@@ -306,6 +304,13 @@ async def _execute(
     return ToolCallOutcome(tool_call=call, result=result, is_error=is_error)
 
 
+async def _emit_start(call: ToolCall, config: LoopConfig, emit: EmitFn) -> None:
+    if wanted(config, "tool_execution_start"):
+        await emit(
+            ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
+        )
+
+
 async def _emit_end(outcome: ToolCallOutcome, emit: EmitFn) -> None:
     await emit(
         ToolExecutionEndEvent(
@@ -330,7 +335,10 @@ def _result_message(outcome: ToolCallOutcome) -> ToolResultMessage:
     )
 
 
-async def _emit_result_message(outcome: ToolCallOutcome, emit: EmitFn) -> None:
+async def _emit_result_message(
+    outcome: ToolCallOutcome, emit: EmitFn, config: LoopConfig | None = None
+) -> None:
     message = outcome.message = _result_message(outcome)
-    await emit(MessageStartEvent(message=message))
+    if config is None or wanted(config, "message_start"):
+        await emit(MessageStartEvent(message=message))
     await emit(MessageEndEvent(message=message))

@@ -106,7 +106,11 @@ class ExtensionRunner:
         return list(seen.values())
 
     def has_handlers(self, event_type: str) -> bool:
-        return any(event_type in ext.handlers for ext in self.extensions)
+        """Whether any extension has a handler for ``event_type`` now (asked per event)."""
+        for extension in self.extensions:
+            if extension.handlers.get(event_type):
+                return True
+        return False
 
     # -- dispatch -------------------------------------------------------------
     async def report(self, extension_path: str, event: str, error: BaseException | str) -> None:

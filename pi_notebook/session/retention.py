@@ -62,7 +62,7 @@ class ResultRetention:
     def attach(cls, agent: Any, keep: int | str | None = "env") -> ResultRetention:
         """A retention subscribed to ``agent``'s events (what the session installs)."""
         retention = cls(keep)
-        agent.subscribe(retention.on_event)
+        agent.subscribe(retention.on_event, events=("message_end",))
         return retention
 
     @property

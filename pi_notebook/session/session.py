@@ -73,6 +73,10 @@ log = logging.getLogger(__name__)
 
 SessionListener = Callable[[Any], Awaitable[None] | None]
 
+# The events the session itself reads whoever else listens: the usage meter's and the end of
+# a call (its approval dies with it).
+_OWN_EVENTS = frozenset({"agent_start", "message_end", "tool_execution_end"})
+
 
 class AgentSession:
     """A running agent with its extensions. Build it with ``create_agent_session``."""
@@ -133,7 +137,8 @@ class AgentSession:
             tool_execution=tool_execution or "parallel",
         )
         self._prompts = SystemPromptState(self.agent.state)
-        self.agent.subscribe(self._dispatch)
+        # Events nobody wants (no subscriber, no extension handler) are not even built.
+        self.agent.subscribe(self._dispatch, events=self._wants)
         self.result_retention = ResultRetention.attach(self.agent)  # bounds kept result DataFrames
 
         sources: list[ExtensionSource] = []
@@ -390,17 +395,32 @@ class AgentSession:
             is_error=patch.is_error if patch else None,
         )
 
+    def _wants(self, event_type: str) -> bool:
+        """Whether the session has a use for events of ``event_type`` now."""
+        return (
+            event_type in _OWN_EVENTS
+            or bool(self._subscribers)
+            or self.runner.has_handlers(event_type)
+        )
+
     async def _dispatch(self, event: AgentEvent) -> None:
+        kind = event.type
         if event.type == "tool_execution_end":
             # However the call ended, an approval it earned dies with it (issue 15, item 4).
             self.tool_approvals.end(event.tool_call_id)
-        self._usage.observe(event)
-        await self.runner.emit(event)
+        elif kind == "message_end" or kind == "agent_start":
+            self._usage.observe(event)
+        if self.runner.has_handlers(kind):
+            await self.runner.emit(event)
+        if not self._subscribers:
+            return
         for listener in list(self._subscribers):
             try:
-                await maybe_await(listener(event))
+                returned = listener(event)
+                if returned is not None:
+                    await maybe_await(returned)
             except Exception:
-                log.exception("session subscriber failed on %s", event.type)
+                log.exception("session subscriber failed on %s", kind)
 
     # -- public API -------------------------------------------------------------
     def subscribe(self, listener: SessionListener) -> Callable[[], None]:
