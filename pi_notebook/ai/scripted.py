@@ -190,8 +190,10 @@ class ScriptedModel:
         before_request: RequestHook | None = None,
     ) -> AsyncIterator[AssistantMessageEvent]:
         index = len(self.calls)
-        payload = context_payload(self, context) if before_request is not None else None
-        reason = await check_request(before_request, payload)
+        payload = reason = None
+        if before_request is not None:
+            payload = context_payload(self, context)
+            reason = await check_request(before_request, payload)
         call = ModelCall(
             system_prompt=context.system_prompt,
             messages=_HistoryView(context.messages, len(context.messages)),

@@ -47,9 +47,16 @@ class _EventSource(Protocol):
     def on(self, event_type: str, handler: Callable[..., Any], /) -> Any: ...
 
 
+_mapping_types: dict[type, bool] = {}  # type -> is it a Mapping (the ABC check, once per type)
+
+
 def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)  # pyright: ignore[reportUnknownMemberType]
+    kind = type(obj)
+    mapping = _mapping_types.get(kind)
+    if mapping is None:
+        mapping = _mapping_types[kind] = isinstance(obj, Mapping)
+    if mapping:
+        return obj.get(name, default)
     return getattr(obj, name, default)
 
 

@@ -89,7 +89,10 @@ class ExtensionRunner:
 
     def create_context(self, extension_path: str | None = None) -> ExtensionContext:
         """A fresh ``ctx`` for one call or one handler (C31)."""
-        return ExtensionContext(self.require_host("create_context"), extension_path=extension_path)
+        host = self._host
+        if host is None:
+            raise RuntimeNotInitializedError("create_context")
+        return ExtensionContext(host, extension_path=extension_path)
 
     def on_error(self, listener: ErrorListener) -> Callable[[], None]:
         """Host-level error listener (the session's); extensions use ``pi.on_error``."""
@@ -137,7 +140,9 @@ class ExtensionRunner:
             ctx = self.create_context(extension.path)  # one per extension and event
             for handler in handlers:
                 try:
-                    await maybe_await(handler(event, ctx))
+                    returned = handler(event, ctx)
+                    if returned is not None:  # most handlers are sync and return nothing
+                        await maybe_await(returned)
                 except Exception as exc:
                     await self.report(extension.path, event_type, exc)
 
@@ -164,8 +169,12 @@ class ExtensionRunner:
     async def emit_tool_call(self, event: ToolCallEvent) -> ToolCallEventResult | None:
         """Run the ``tool_call`` chain. Raises what a handler raises (fail closed)."""
         for extension in self.extensions:
-            for handler in extension.handlers.get("tool_call", ()):
-                raw = await maybe_await(handler(event, self.create_context(extension.path)))
+            handlers = extension.handlers.get("tool_call")
+            if not handlers:
+                continue
+            ctx = self.create_context(extension.path)  # one per extension and event
+            for handler in handlers:
+                raw = await maybe_await(handler(event, ctx))
                 decision = _tool_call_decision(raw, extension.path, event.tool_name)
                 if decision is not None and decision.block:
                     return decision
@@ -175,9 +184,13 @@ class ExtensionRunner:
         """Chain ``tool_result`` patches onto ``event``; None when nothing was patched."""
         patched = False
         for extension in self.extensions:
-            for handler in extension.handlers.get("tool_result", ()):
+            handlers = extension.handlers.get("tool_result")
+            if not handlers:
+                continue
+            ctx = self.create_context(extension.path)  # one per extension and event
+            for handler in handlers:
                 try:
-                    raw = await maybe_await(handler(event, self.create_context(extension.path)))
+                    raw = await maybe_await(handler(event, ctx))
                     patch = _tool_result_patch(raw, extension.path, event.tool_name)
                 except Exception as exc:  # S31: isolate; the current result stands
                     await self.report(extension.path, "tool_result", exc)

@@ -60,7 +60,6 @@ def wrap_registered_tool(
     """
     definition = registered.definition
     tool = wrap_tool_definition(definition, create_context)
-    inner = tool.execute
 
     async def execute(
         tool_call_id: str, params: BaseModel, signal: AbortSignal, on_update: ToolUpdateCallback
@@ -68,8 +67,11 @@ def wrap_registered_tool(
         if before_execute is not None:
             await before_execute(tool_call_id, definition, params)
         before = active_tool_names()
-        result = await inner(tool_call_id, params, signal, on_update)
+        # ``definition.execute`` directly: one coroutine fewer per call than ``tool.execute``.
+        result = await definition.execute(tool_call_id, params, signal, on_update, create_context())
         after = active_tool_names()
+        if after == before:  # the usual case: execute changed nothing
+            return result
         added = [name for name in after if name not in before]
         removed = [name for name in before if name not in after]
         if added and not removed and isinstance(result, ToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]

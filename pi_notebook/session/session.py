@@ -339,7 +339,7 @@ class AgentSession:
         # After every handler: the approval binds to the arguments execute will get.
         tool = self._registry.get(context.tool_call.name)  # None: the wrapper still checks
         blocked = None
-        if tool is not None:
+        if tool is not None and tool.definition.requires_approval:  # falsy: nothing to ask
             path = tool.source_info.path
             blocked = await self.tool_approvals.before(
                 tool.definition, context.tool_call.id, context.args, signal,
