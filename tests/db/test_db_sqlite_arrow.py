@@ -20,7 +20,7 @@ from pi_notebook.sql.backend.arrow import arrow_available
 from pi_notebook.sql.backend.arrow_sqlite import ChildFailed, SqliteArrow
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "sql"))
-from reads_corpus import load_corpus, schema
+from reads_corpus import load_corpus, schema  # pyright: ignore[reportMissingImports]
 
 pytestmark = pytest.mark.skipif(not arrow_available("sqlite"), reason="no pyarrow/ADBC SQLite")
 
@@ -147,8 +147,6 @@ async def test_sqlite_arrow_read_sees_a_number_in_a_text_column_past_the_first_b
 async def test_sqlite_arrow_read_keeps_mixed_storage_classes_as_sqlite3_gives_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, values: str, journal: str
 ) -> None:
-    """Rollback journal: a second connection checks the rows while the read holds its lock;
-    WAL: the read itself carries a flag column."""
     url = _fill(tmp_path / "db.sqlite", journal=journal)
     spy = _Spy(monkeypatch)
     sql = f"SELECT column1 AS v, 7 AS n FROM (VALUES {values})"
@@ -320,3 +318,53 @@ def _same_rows(a: pd.DataFrame, b: pd.DataFrame) -> bool:
     """The same rows in another order (no ORDER BY: the two SQLite versions may differ)."""
     rows = [sorted(f.astype(str).itertuples(index=False, name=None)) for f in (a, b)]
     return list(a.dtypes) == list(b.dtypes) and rows[0] == rows[1]
+
+
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_sqlite_arrow_check_fails_when_a_write_commits_during_the_read(
+    tmp_path: Path, journal: str
+) -> None:
+    """The check runs on a second connection: a commit between the read and the check could
+    let them see different rows, so it fails the check (the sqlite3 path then reads)."""
+    from pi_notebook.sql.backend import sqlite_child
+
+    path = tmp_path / "db.sqlite"
+    _fill(path, rows=10, journal=journal)
+    child = sqlite_child._Child(64 << 20)  # pyright: ignore[reportPrivateUsage]
+    spare = child.connection(str(path), spare=True)
+    quiet = sqlite_child._data_version(spare)  # pyright: ignore[reportPrivateUsage]
+    check = "SELECT 1 FROM typed WHERE 0"
+    calm = sqlite_child._Checker(spare, check, None, quiet)  # pyright: ignore[reportPrivateUsage]
+    assert calm.result() is None
+    writer = sqlite3.connect(path)
+    writer.execute("UPDATE typed SET name = 'changed' WHERE id = 1")
+    writer.commit()
+    writer.close()
+    moved = sqlite_child._Checker(spare, check, None, quiet)  # pyright: ignore[reportPrivateUsage]
+    assert moved.result() == "the database changed during the read"
+    mixed = sqlite_child._Checker(spare, "SELECT 1", None, sqlite_child._data_version(spare))  # pyright: ignore[reportPrivateUsage]
+    assert mixed.result() == "a text or blob column holds values of another storage class"
+    for conn in child.conns.values():
+        conn.close()
+
+
+async def test_sqlite_arrow_reads_see_what_was_committed_since_and_never_block_a_write(
+    tmp_path: Path,
+) -> None:
+    url = _fill(tmp_path / "db.sqlite")
+    backend = DatabaseBackend(url, row_cap=CAP, arrow=True)
+    count = "SELECT count(*) AS n FROM typed"
+    try:
+        assert (await backend.run("r1", count)).dataframe["n"].tolist() == [ROWS]
+        writer = sqlite3.connect(tmp_path / "db.sqlite", timeout=0)  # busy at once if locked
+        writer.execute("DELETE FROM typed WHERE id <= 10")
+        writer.commit()
+        assert (await backend.run("r2", count)).dataframe["n"].tolist() == [ROWS - 10]
+        writer.execute("DELETE FROM typed WHERE id <= 20")
+        writer.commit()
+        writer.close()
+        assert (await backend.run("r3", count)).dataframe["n"].tolist() == [ROWS - 20]
+        reader = backend._adbc  # pyright: ignore[reportPrivateUsage]
+        assert isinstance(reader, SqliteArrow) and reader._proc is not None  # pyright: ignore[reportPrivateUsage]
+    finally:
+        backend.dispose()

@@ -28,11 +28,10 @@ Security review (what changes against the ``sqlite3`` path, and why it holds):
 * **Same values.** The driver fixes each column's type from the first batch and converts
   what follows: a number in a text column would become text, a blob would be decoded. So the
   rows of a result with text or blob columns are checked for a value of another storage
-  class (:mod:`.sqlite_child`): with a rollback journal by a second connection in the child,
-  in a thread, while the read holds its shared lock (no write can commit meanwhile, so both
-  see the same rows); in WAL mode by a flag column on the read itself. A flagged result takes
-  the ``sqlite3`` path, as does any other failure in the child (an integer column that meets
-  text, a busy database, the file gone). All-NULL columns and empty results come out as ``sqlite3`` gives them, and the
+  class (:mod:`.sqlite_child`), by a second connection in the child, in a thread beside the
+  read; ``PRAGMA data_version`` proves no write committed in between, so both saw the same
+  rows. A flagged result takes the ``sqlite3`` path, as does any other failure in the child
+  (an integer column that meets text, a write during the read, the file gone). All-NULL columns and empty results come out as ``sqlite3`` gives them, and the
   DataFrame is converted by the same rules as PostgreSQL's Arrow reads
   (:func:`.arrow.to_frame`). ``tests/db/test_db_sqlite_arrow.py`` runs the whole SQLite read
   corpus both ways. The child's SQLite is the driver's own (newer than the kernel's), so

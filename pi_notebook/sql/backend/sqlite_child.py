@@ -47,7 +47,9 @@ class _Child:
         if conn is None:
             import adbc_driver_sqlite.dbapi as adbc_sqlite
 
-            conn = adbc_sqlite.connect(_uri(path))
+            # Autocommit: each read is its own transaction, so it sees what was committed
+            # since the last one and holds no lock between reads.
+            conn = adbc_sqlite.connect(_uri(path), autocommit=True)
             cur = conn.cursor()
             try:
                 cur.execute("PRAGMA query_only = ON")
@@ -55,14 +57,6 @@ class _Child:
                 cur.close()
             self.conns[key] = conn
         return conn
-
-    def in_wal_mode(self, conn: Any) -> bool:
-        cur = conn.cursor()
-        try:
-            cur.execute("PRAGMA journal_mode")
-            return str(cur.fetchall()[0][0]).lower() == "wal"
-        finally:
-            cur.close()
 
     def too_big(self, batch: Any) -> str | None:
         import pyarrow.compute
@@ -82,21 +76,13 @@ class _Child:
         limit: int | None = request.get("limit")
         sql, params, path = request["sql"], request.get("params") or None, request["path"]
         checker: _Checker | None = None
-        flagged = False
         try:
-            conn = self.connection(path)
-            run = _Run(conn, sql, params)
+            spare = self.connection(path, spare=True)
+            before = _data_version(spare)
+            run = _Run(self.connection(path), sql, params)
             schema, checked = run.schema, _text_columns(run.schema)
-            if checked and run.first is not None and self.in_wal_mode(conn):
-                # A second connection could see a newer snapshot: flag the rows themselves.
-                run.close()
-                run = _Run(conn, _flagged(sql, schema, checked), params)
-                flagged = True
-            elif checked and run.first is not None:
-                # The read holds its shared lock until it is closed, so no write can commit
-                # meanwhile: a second connection checking the same rows sees the same data.
-                checker = _Checker(self.connection(path, spare=True),
-                                   _check(sql, schema, checked, limit), params)  # fmt: skip
+            if checked and run.first is not None:
+                checker = _Checker(spare, _check(sql, schema, checked, limit), params, before)
         except Exception as exc:
             _status(out, f"ERR {type(exc).__name__}: {exc}")
             return
@@ -108,10 +94,7 @@ class _Child:
             for batch in run.batches():
                 if limit is not None and seen + batch.num_rows > limit:
                     batch = batch.slice(0, limit - seen)
-                if flagged:
-                    failure = _mixed(batch, schema, checked)
-                    batch = pa.RecordBatch.from_arrays(batch.columns[:-1], schema=schema)
-                failure = failure or self.too_big(batch)
+                failure = self.too_big(batch)
                 if failure is not None:
                     break
                 writer.write_batch(batch)
@@ -122,7 +105,7 @@ class _Child:
             failure = f"{type(exc).__name__}: {exc}"
         finally:
             writer.close()
-            if checker is not None:  # before the read lets its lock go
+            if checker is not None:
                 failure = failure or checker.result()
             run.close()
         _status(out, "OK" if failure is None else f"ERR {failure}")
@@ -169,27 +152,19 @@ def _text_columns(schema: Any) -> list[tuple[int, str]]:
     return found
 
 
-def _flagged(sql: str, schema: Any, checked: list[tuple[int, str]]) -> str:
-    """``sql`` with one more column, 1 where a text column holds a number or a blob, or a blob
-    column holds text or a number.
+def _check(sql: str, schema: Any, checked: list[tuple[int, str]], limit: int | None) -> str:
+    """A query that returns a row when one of the first ``limit`` rows of ``sql`` holds a value
+    of another storage class in a text or blob column.
 
     The driver fixes a column's type from the first batch and then converts: a number in a
     text column becomes its text, a blob in a text column is decoded, text in a blob column is
     encoded; ``sqlite3`` would give each value as it is. Integer and real columns need no
-    flag: the driver refuses text there, and a real column's integers become floats exactly
+    check: the driver refuses text there, and a real column's integers become floats exactly
     as ``DataFrame.from_records(coerce_float=True)`` makes them. The statement keeps its own
     text inside the ``WITH`` (the guard compiled it as one whole statement, so the wrapper
     either holds it as it is or fails to parse); the column list renames its columns by
     position, so repeated or unnamed columns are fine.
     """
-    names = ", ".join(f"c{i}" for i in range(len(schema.names)))
-    return (f"WITH _pi_rows({names}) AS (\n{sql}\n) SELECT {names}, "
-            f"CASE WHEN {_tests(checked)} THEN 0 ELSE 1 END FROM _pi_rows")  # fmt: skip
-
-
-def _check(sql: str, schema: Any, checked: list[tuple[int, str]], limit: int | None) -> str:
-    """A query that returns a row when one of the first ``limit`` rows of ``sql`` holds a value
-    of another storage class in a text or blob column (see :func:`_flagged`)."""
     names = ", ".join(f"c{i}" for i in range(len(schema.names)))
     return (f"WITH _pi_rows({names}) AS (\n{sql}\n) SELECT 1 FROM (SELECT * FROM _pi_rows "
             f"LIMIT {-1 if limit is None else int(limit)}) WHERE NOT ({_tests(checked)}) "
@@ -201,22 +176,31 @@ def _tests(checked: list[tuple[int, str]]) -> str:
 
 
 class _Checker:
-    """Runs :func:`_check` on a second connection in a thread, beside the read."""
+    """Runs :func:`_check` on the spare connection in a thread, beside the read.
 
-    def __init__(self, conn: Any, sql: str, params: list[Any] | None) -> None:
+    Both see the same rows: ``PRAGMA data_version`` on the spare connection, read before the
+    read started and again after the check, changes if any connection committed in between;
+    then the check fails (and the kernel takes the ``sqlite3`` path).
+    """
+
+    def __init__(self, conn: Any, sql: str, params: list[Any] | None, before: int) -> None:
         self.failure: str | None = None
-        self._thread = threading.Thread(target=self._run, args=(conn, sql, params), daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(conn, sql, params, before),
+                                        daemon=True)  # fmt: skip
         self._thread.start()
 
-    def _run(self, conn: Any, sql: str, params: list[Any] | None) -> None:
+    def _run(self, conn: Any, sql: str, params: list[Any] | None, before: int) -> None:
         try:
             cur = conn.cursor()
             try:
                 cur.execute(sql, params)
-                if cur.fetchall():
-                    self.failure = "a text or blob column holds values of another storage class"
+                mixed = bool(cur.fetchall())
             finally:
                 cur.close()
+            if mixed:
+                self.failure = "a text or blob column holds values of another storage class"
+            elif _data_version(conn) != before:
+                self.failure = "the database changed during the read"
         except Exception as exc:  # busy, or anything else: not checked means not sent
             self.failure = f"the storage-class check failed ({type(exc).__name__}: {exc})"
 
@@ -225,14 +209,13 @@ class _Checker:
         return self.failure
 
 
-def _mixed(batch: Any, schema: Any, checked: list[tuple[int, str]]) -> str | None:
-    import pyarrow.compute
-
-    pc: Any = pyarrow.compute
-    if pc.max(batch.column(batch.num_columns - 1)).as_py() == 0:
-        return None
-    kinds = ", ".join(f"{schema.names[i]} ({kind})" for i, kind in checked)
-    return f"a column holds values of another storage class than its type; one of {kinds}"
+def _data_version(conn: Any) -> int:
+    cur = conn.cursor()
+    try:
+        cur.execute("PRAGMA data_version")
+        return int(cur.fetchall()[0][0])
+    finally:
+        cur.close()
 
 
 def _status(out: Any, line: str) -> None:
