@@ -77,6 +77,7 @@ class Writer:
         self._linger = linger
         self._store = RowStore(engine)
         self._hasher = record_hasher(session_id, user)
+        self._ts_form = _ts_form(self._store)
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)
         self._done = threading.Condition(self._lock)
@@ -340,21 +341,26 @@ class Writer:
             self._head_exists = found is not None
             self._head = found if found is not None else (0, GENESIS)
         count, prev = self._head
-        rows: list[Row] = []
-        hashes: list[str] = []
-        hasher, text_ts = self._hasher, self._store.text_ts
-        for item in batch:
-            count += 1
-            ts = item.ts
-            stamp = format_ts(ts)
-            digest = hasher(count, stamp, item.kind, item.tool_call_id, item.tool_name,
-                            item.policy_version, item.payload, prev)  # fmt: skip
-            rows.append(
-                (sid, count, text_ts(ts, stamp), item.kind, item.tool_call_id, item.tool_name,
-                 user, item.policy_version, item.payload, prev, digest)
-            )  # fmt: skip
-            hashes.append(digest)
-            prev = digest
+        stamps, hashes = self._hasher.link(count, prev, batch)
+        text_ts, utc = self._store.text_ts, dt.UTC
+        if self._ts_form == "text":  # the store's text of a UTC stamp, cut from it
+            times: list[dt.datetime | str] = [
+                f"{stamp[:10]} {stamp[11:-1]}" if item.ts.tzinfo is utc else text_ts(item.ts, stamp)
+                for item, stamp in zip(batch, stamps, strict=True)
+            ]
+        elif self._ts_form == "datetime":
+            times = [item.ts for item in batch]
+        else:
+            times = [text_ts(item.ts, stamp) for item, stamp in zip(batch, stamps, strict=True)]
+        rows: list[Row] = [
+            (sid, seq, ts, item.kind, item.tool_call_id, item.tool_name, user,
+             item.policy_version, item.payload, before, digest)
+            for seq, item, ts, before, digest in zip(
+                range(count + 1, count + len(batch) + 1), batch, times, [prev, *hashes], hashes,
+                strict=False,  # (one more "before" than rows)
+            )
+        ]  # fmt: skip
+        count, prev = rows[-1][1], hashes[-1]
         sync = any(item.durable and item.sync for item in batch)
         self._store.write(sid, rows, self._head_exists, sync=sync)
         self._head = (count, prev)
@@ -397,6 +403,18 @@ class Writer:
                 loop.call_soon_threadsafe(_resolve, fut, error)
             except RuntimeError:
                 pass
+
+
+def _ts_form(store: RowStore) -> str:
+    """How ``store`` holds a UTC timestamp, judged on one (so the writer need not ask it per
+    record): ``text`` (``format_ts``'s text with a space for the ``T`` and no ``Z``: SQLite),
+    ``datetime`` (the datetime itself), else ``call`` (ask ``text_ts`` every time)."""
+    probe = dt.datetime(2001, 2, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
+    stamp = format_ts(probe)
+    held = store.text_ts(probe, stamp)
+    if held == f"{stamp[:10]} {stamp[11:-1]}":
+        return "text"
+    return "datetime" if held is probe else "call"
 
 
 def _resolve(fut: asyncio.Future[str], outcome: Outcome) -> None:

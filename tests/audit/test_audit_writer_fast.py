@@ -1,0 +1,173 @@
+"""The audit write path's shortcuts give what the plain way gives: the batch hasher, the
+clean-text regex of redaction, the C encoder made once; and the chain they write verifies."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import random
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from pi_notebook.audit import AuditLog
+from pi_notebook.audit.chain import GENESIS, format_ts, record_hash, record_hasher
+from pi_notebook.audit.payload import _ENCODER_CONVERTING, encode_payload  # pyright: ignore[reportPrivateUsage]
+from pi_notebook.audit.redact import Redactor, dumps
+from pi_notebook.audit.schema import records
+
+
+@dataclasses.dataclass
+class Item:
+    ts: dt.datetime
+    kind: str
+    tool_call_id: str | None
+    tool_name: str | None
+    policy_version: str | None
+    payload: Any
+
+
+def test_link_gives_record_hash_across_seconds_zones_and_odd_fields() -> None:
+    """``SessionHasher.link`` (one call per batch, a second's text formatted once) gives the
+    very stamps and hashes of ``format_ts`` and ``record_hash``, record by record: across
+    second and day boundaries, for other zones and naive times, for text that needs escaping,
+    and after a head that needs escaping."""
+    utc, east = dt.UTC, dt.timezone(dt.timedelta(hours=5, minutes=30))
+    base = dt.datetime(2026, 12, 31, 23, 59, 58, 999_998, tzinfo=utc)
+    steps = [0, 1, 2, 500_000, 1_000_000, 1_000_001, 2_000_000, 2_000_000, 3_600_000_000]
+    items = [
+        Item(base + dt.timedelta(microseconds=s), "tool_call", f"call_{i}", "q", None,
+             json.dumps({"sql": f"SELECT {i}", "q": 'a "b" \\ é'}))
+        for i, s in enumerate(steps)
+    ]  # fmt: skip
+    items += [
+        Item(base.astimezone(east), 'k"ind', 'id "é"\n', "tool\u2028", "v1", "{}"),
+        Item(base.replace(tzinfo=None), "k", None, None, None, "{}"),
+        Item(dt.datetime.max.replace(tzinfo=utc), "k", None, None, None, "{}"),
+        Item(base - dt.timedelta(microseconds=1), "k", None, None, None, "{}"),
+    ]
+    for session_id, user in (("s1", "ada"), ('s"2', None)):
+        hasher = record_hasher(session_id, user)
+        for seq, prev in ((0, GENESIS), (41, 'not "hex"'), (7, "f" * 64)):
+            stamps, hashes = hasher.link(seq, prev, items)
+            assert len(stamps) == len(hashes) == len(items)
+            for i, item in enumerate(items):
+                assert stamps[i] == format_ts(item.ts), item
+                assert hashes[i] == record_hash(
+                    session_id=session_id, seq=seq + i + 1, ts=stamps[i], kind=item.kind,
+                    tool_call_id=item.tool_call_id, tool_name=item.tool_name, user=user,
+                    policy_version=item.policy_version, payload=item.payload,
+                    prev_hash=prev if i == 0 else hashes[i - 1],
+                )  # fmt: skip
+
+
+def test_the_clean_text_regex_finds_what_the_literals_find() -> None:
+    """The clean-text shortcut's one regex search (the literals as a trie) says "clean"
+    exactly when no literal is in the lower-cased text."""
+    redactor = Redactor()
+    literals = redactor._clean_literals  # pyright: ignore[reportPrivateUsage]
+    found = redactor._clean_re  # pyright: ignore[reportPrivateUsage]
+    assert literals and found is not None
+    rng = random.Random(11)
+    pieces = [*literals, *(lit[:-1] for lit in literals), *(lit[1:] for lit in literals)]
+    pieces += ["a", "s", "-", "_", ":", "/", "x", "SELECT id FROM t", " ", '"', "K", "ſ"]
+    for _ in range(20000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6))).lower()
+        assert (found.search(text) is not None) == any(lit in text for lit in literals), text
+    custom = Redactor().extend(
+        *[dataclasses.replace(p, triggers=("zz.q", "zz", "z+")) for p in Redactor().patterns[:1]]
+    )
+    assert custom._clean_re is not None  # pyright: ignore[reportPrivateUsage]
+    assert custom._clean_re.search("a zz b")  # pyright: ignore[reportPrivateUsage]
+    assert custom._clean_re.search("z+")  # pyright: ignore[reportPrivateUsage]
+    assert not custom._clean_re.search("z.q z")  # pyright: ignore[reportPrivateUsage]
+
+
+class Model:
+    def model_dump(self, mode: str = "python") -> dict[str, Any]:
+        return {"b": 2, "a": [1.5, None]}
+
+
+def test_the_encoder_made_once_gives_the_encoders_text() -> None:
+    """``encode_payload`` through the C encoder made once gives the text of the standard
+    encoder, converting what it does not know; NaN and cycles still take the slow way."""
+    import pandas as pd
+
+    cyclic: dict[str, Any] = {"a": 1}
+    cyclic["self"] = cyclic
+    plain: list[dict[str, Any]] = [
+        {},
+        {"z": 1, "a": {"y": [1, 2.5, True, None], "b": 'é " \\ \n \u2028'}},
+        {"model": Model(), "when": dt.datetime(2026, 1, 2, tzinfo=dt.UTC), "set": {3, 1}},
+        {"frame": pd.DataFrame({"x": [1, 2]}), "bytes": b"abc"},
+    ]
+    redactor = Redactor(patterns=())
+    for payload in plain:
+        assert encode_payload(payload, redactor, 1 << 20) == _ENCODER_CONVERTING.encode(payload)
+    assert json.loads(encode_payload({"x": float("nan")}, redactor, 1 << 20)) == {"x": "nan"}
+    found = json.loads(encode_payload(cyclic, redactor, 1 << 20))
+    assert found == {"a": 1, "self": {"_type": "dict", "_note": "cycle"}}
+    assert encode_payload({"password": "hunter2"}, Redactor(), 1 << 20) == dumps(
+        {"password": "***"}
+    )
+
+
+def test_records_from_threads_across_seconds_verify_in_order(tmp_path: Path) -> None:
+    """Records written from several threads at once, over more than a second, form one
+    intact chain: each thread's records in its own order, every stored timestamp the one
+    hashed (the verifier recomputes every hash from the stored row)."""
+    url = f"sqlite:///{tmp_path / 'audit.sqlite'}"
+    log = AuditLog(url, session_id="threads", linger_s=0.01)
+    stop = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1.2)
+
+    def write(name: str) -> None:
+        i = 0
+        while dt.datetime.now(dt.UTC) < stop or i < 50:
+            log.record("tool_call", {"i": i, "who": name}, tool_call_id=f"{name}-{i}")
+            i += 1
+            time.sleep(0.0005)  # a few thousand records, not a flood
+            if i % 100 == 0:
+                log.record("final_args", {"i": i}, tool_call_id=f"{name}-d{i}", durable=True)
+
+    threads = [threading.Thread(target=write, args=(f"t{n}",)) for n in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    report = log.verify()
+    assert report.ok, report.problems
+    with log.engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(records.c.seq, records.c.ts, records.c.payload)
+            .where(records.c.session_id == "threads")
+            .order_by(records.c.seq)
+        ).all()
+    log.close()
+    assert [r.seq for r in rows] == list(range(1, len(rows) + 1))
+    assert len({r.ts.replace(microsecond=0) for r in rows}) >= 2  # more than one second
+    last: dict[str, int] = {}
+    for row in rows:
+        body = json.loads(row.payload)
+        if "who" in body:
+            assert body["i"] == last.get(body["who"], -1) + 1
+            last[body["who"]] = body["i"]
+    assert len(last) == 3
+
+
+@pytest.mark.parametrize("micro", [0, 999_999])
+def test_a_stored_sqlite_timestamp_is_the_hashed_one(tmp_path: Path, micro: int) -> None:
+    """The SQLite text of a timestamp, cut from the hashed stamp, reads back as that time."""
+    log = AuditLog(f"sqlite:///{tmp_path / 'audit.sqlite'}", session_id="ts")
+    ts = dt.datetime(2026, 5, 6, 7, 8, 9, micro, tzinfo=dt.UTC)
+    log._writer.submit(ts, "k", None, None, None, "{}", durable=True)  # pyright: ignore[reportPrivateUsage]
+    log.flush()
+    assert log.verify().ok
+    with log.engine.connect() as conn:
+        stored = conn.execute(sa.select(records.c.ts)).scalar_one()
+    log.close()
+    assert stored.replace(tzinfo=dt.UTC) == ts
