@@ -253,6 +253,10 @@ def test_d9_sqlite_reads_through_the_arrow_process_as_the_driver_path_does(
         monkeypatch.setattr(frames, "SQLITE_ARROW_MIN_RECORDS", 10**12)
         plain = [log.to_dataframe(**f) for f in filters]  # type: ignore[arg-type]
         assert len(served) == len(filters)
+        monkeypatch.setattr(frames, "SQLITE_ARROW_MIN_RECORDS", 0)
+        log.record("note", {"later": True})
+        assert len(log.to_dataframe()) == 4  # the process sees what was committed since
+        assert len(served) == len(filters) + 1
     assert [len(f) for f in arrow] == [3, 2, 2, 2, 0, 3]
     for a, b in zip(arrow, plain, strict=True):
         assert list(a.columns) == COLUMNS
