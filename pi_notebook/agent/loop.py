@@ -16,7 +16,7 @@ from typing import Any, Literal
 from ..ai.abort import AbortSignal
 from ..ai.events import DoneEvent, ErrorEvent, StartEvent
 from ..ai.messages import AssistantMessage, Message, ToolResultMessage
-from ..ai.model import Context, Model, ToolSchema
+from ..ai.model import Context, Model
 from ..ai.payload import accepts_before_request, blocked_text, check_request, context_payload
 from .common import (
     ABORTED_TEXT,
@@ -135,15 +135,16 @@ async def _stream_assistant(
     if signal.aborted:
         return await _emit_failed(_failed_message(model, "aborted", ABORTED_TEXT), emit)
     try:
-        schemas = [
-            ToolSchema(name=t.name, description=t.description, parameters=t.json_schema())
-            for t in context.tools
-        ]
+        schemas = [t.tool_schema() for t in context.tools]
     except Exception as exc:  # a tool whose schema cannot be built must not crash the run
         text = f"Could not build the tool schemas: {exception_text(exc)}"
         return await _emit_failed(_failed_message(model, "error", text), emit)
     try:
-        messages = await _request_messages(context.messages, config, signal)
+        messages = (
+            context.messages
+            if config.transform_context is None
+            else await _request_messages(context.messages, config, signal)
+        )
     except Exception as exc:
         text = f"Could not prepare the model request: {exception_text(exc)}"
         return await _emit_failed(_failed_message(model, "error", text), emit)

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from ..ai.abort import AbortSignal
 from ..ai.messages import AssistantMessage, Message, ResultContent, ToolCall, Usage
+from ..ai.model import ToolSchema
 
 __all__ = [
     "AfterToolCallContext",
@@ -70,6 +71,7 @@ class AgentTool(Generic[P]):
     _schema: tuple[type[BaseModel], dict[str, Any]] | None = field(
         default=None, init=False, repr=False, compare=False
     )
+    _offered: ToolSchema | None = field(default=None, init=False, repr=False, compare=False)
 
     def json_schema(self) -> dict[str, Any]:
         """The parameters' JSON Schema, built once per parameter model (it goes into every
@@ -78,6 +80,22 @@ class AgentTool(Generic[P]):
         if self._schema is None or self._schema[0] is not self.parameters:
             self._schema = (self.parameters, self.parameters.model_json_schema())
         return self._schema[1]
+
+    def tool_schema(self) -> ToolSchema:
+        """The tool as offered to a model (name, description, :meth:`json_schema`), built
+        again only when one of them changed. Frozen: every request shares it."""
+        parameters = self.json_schema()
+        offered = self._offered
+        if (
+            offered is None
+            or offered.parameters is not parameters
+            or offered.name != self.name
+            or offered.description != self.description
+        ):
+            offered = self._offered = ToolSchema(
+                name=self.name, description=self.description, parameters=parameters
+            )
+        return offered
 
 
 @dataclass(kw_only=True)
