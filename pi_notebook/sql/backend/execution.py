@@ -2,9 +2,11 @@
 
 :meth:`Execution.call` hands a blocking function (see :mod:`.worker`) to the backend's worker
 thread and awaits its result on the event loop, which stays free meanwhile (the DataFrame is
-built in the worker too). Per call it costs one loop future, one timer and, with a signal,
-one listener; the thread lives across calls (it exits after a minute idle and comes back on
-the next call).
+built in the worker too). Per call it costs one loop future and, with a signal, one listener;
+the statement timeouts of a loop's calls share one loop timer, armed for the earliest
+deadline and left armed when a call ends early (arming and cancelling a timer per call cost
+a fifth of the whole hand-off). The thread lives across calls (it exits after a minute idle
+and comes back on the next call).
 
 Stopping:
 
@@ -20,6 +22,7 @@ Stopping:
 from __future__ import annotations
 
 import asyncio
+import math
 import queue
 import threading
 import time
@@ -47,17 +50,30 @@ What = Literal["Query", "Preview"]
 
 
 class _Job:
-    __slots__ = ("args", "canceller", "finished", "fn", "future", "kwargs", "loop",
+    __slots__ = ("args", "canceller", "deadline", "finished", "fn", "future", "kwargs", "loop",
                  "started_at", "waiter")  # fmt: skip
 
     def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                 loop: asyncio.AbstractEventLoop, canceller: Canceller) -> None:  # fmt: skip
+                 loop: asyncio.AbstractEventLoop, canceller: Canceller,
+                 deadline: float) -> None:  # fmt: skip
         self.fn, self.args, self.kwargs, self.loop = fn, args, kwargs, loop
         self.canceller = canceller
+        self.deadline = deadline  # loop time; math.inf once the timeout was handled
         self.future: asyncio.Future[Any] = loop.create_future()
         self.started_at: float | None = None
         self.finished = False
         self.waiter: asyncio.Future[None] | None = None
+
+
+class _Watchdog:
+    """The pending calls of one loop and the one timer that checks their deadlines."""
+
+    __slots__ = ("handle", "jobs", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.jobs: set[_Job] = set()
+        self.handle: asyncio.TimerHandle | None = None
 
 
 class _Abandoned(Exception):
@@ -83,6 +99,7 @@ class Execution:
         self._lock = threading.Lock()
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._watchdogs: dict[asyncio.AbstractEventLoop, _Watchdog] = {}
 
     async def call(
         self,
@@ -105,9 +122,9 @@ class Execution:
         loop = asyncio.get_running_loop()
         canceller = Canceller()
         progress = _threadsafe(loop, on_progress) if on_progress is not None else None
-        job = _Job(fn, args, {**kwargs, "canceller": canceller, "progress": progress}, loop,
-                   canceller)  # fmt: skip
-        timer = loop.call_later(self.timeout_s, self._on_timer, job)
+        kwargs["canceller"], kwargs["progress"] = canceller, progress
+        job = _Job(fn, args, kwargs, loop, canceller, loop.time() + self.timeout_s)
+        watch = self._watch(job)
         remove = signal.add_listener(lambda: self._abort(job)) if signal else None
         self._put(job)  # last: the loop is free (awaiting) by the time the worker wants the GIL
         try:
@@ -124,7 +141,7 @@ class Execution:
         except Exception as exc:
             raise self._error(exc, canceller, what) from None
         finally:
-            timer.cancel()
+            watch.jobs.discard(job)  # the timer stays armed (see the module docstring)
             if remove is not None:
                 remove()
 
@@ -137,15 +154,45 @@ class Execution:
             old.put(None)  # the stop marker
 
     # -- loop side ---------------------------------------------------------------------
-    def _on_timer(self, job: _Job) -> None:
+    def _watch(self, job: _Job) -> _Watchdog:
+        """Put ``job`` under its loop's watchdog, arming its timer when none is armed as
+        early as the job's deadline."""
+        watch = self._watchdogs.get(job.loop)
+        if watch is None:
+            for old in [loop for loop in self._watchdogs if loop.is_closed()]:
+                del self._watchdogs[old]
+            watch = self._watchdogs[job.loop] = _Watchdog(job.loop)
+        watch.jobs.add(job)
+        handle = watch.handle
+        if handle is None or handle.when() > job.deadline:  # later only if timeout_s shrank
+            if handle is not None:
+                handle.cancel()
+            watch.handle = job.loop.call_at(job.deadline, self._on_watchdog, watch)
+        return watch
+
+    def _on_watchdog(self, watch: _Watchdog) -> None:
+        """Time out the jobs past their deadline; re-arm for the earliest one left."""
+        watch.handle = None
+        now = watch.loop.time()
+        earliest = math.inf
+        for job in list(watch.jobs):
+            if job.deadline <= now + 0.001:
+                self._on_deadline(job)
+            earliest = min(earliest, job.deadline)
+        if earliest < math.inf:
+            watch.handle = watch.loop.call_at(earliest, self._on_watchdog, watch)
+
+    def _on_deadline(self, job: _Job) -> None:
+        job.deadline = math.inf
+        if job.finished:
+            return
         started = job.started_at
-        if started is not None and not job.finished:
+        if started is not None:
             left = started + self.timeout_s - time.monotonic()
             if left > 0.001:  # it waited in the queue first: its own time starts later
-                job.loop.call_later(left, self._on_timer, job)
+                job.deadline = job.loop.time() + left
                 return
-        if not job.finished:
-            self._stop(job, "timeout")
+        self._stop(job, "timeout")
 
     def _abort(self, job: _Job) -> None:
         self._stop(job, "abort")
@@ -224,26 +271,28 @@ class Execution:
                 continue
             if job is None:  # the stop marker
                 return
-            self._run(job)
+            ok, value = self._run(job)
             with self._lock:
-                if self._queue is not own:  # replaced while this thread was stuck
-                    return
+                replaced = self._queue is not own  # replaced while this thread was stuck
+            # The hand-back comes last: the loop wakes to take the GIL, which this thread
+            # then gives up at once, in ``get`` (or on exit).
+            try:
+                job.loop.call_soon_threadsafe(_settle, job, ok, value)
+            except RuntimeError:  # the loop is closed: nobody waits for this result
+                pass
+            del job, value
+            if replaced:
+                return
 
     @staticmethod
-    def _run(job: _Job) -> None:
+    def _run(job: _Job) -> tuple[bool, Any]:
         job.started_at = time.monotonic()
-        ok, value = True, None
-        if job.canceller.reason is None:
-            try:
-                value = job.fn(*job.args, **job.kwargs)
-            except BaseException as exc:
-                ok, value = False, exc
-        else:
-            ok, value = False, _Abandoned(job.canceller.reason, False)
+        if job.canceller.reason is not None:
+            return False, _Abandoned(job.canceller.reason, False)
         try:
-            job.loop.call_soon_threadsafe(_settle, job, ok, value)
-        except RuntimeError:  # the loop is closed: nobody waits for this result
-            pass
+            return True, job.fn(*job.args, **job.kwargs)
+        except BaseException as exc:
+            return False, exc
 
 
 def _settle(job: _Job, ok: bool, value: Any) -> None:

@@ -85,6 +85,7 @@ class Fetched:
         truncated: the DataFrame holds fewer rows than the statement returned.
         has_rows: the statement returned a result set.
         head: the first rows as tuples (what the model's preview is rendered from).
+        kept: the rows the DataFrame keeps, when known before it is built.
         frame: the DataFrame, once :meth:`build` ran (in the worker, after the transaction).
         preview: the model's text, once rendered (in the worker too).
     """
@@ -95,6 +96,7 @@ class Fetched:
     truncated: bool = False
     has_rows: bool = True
     head: list[tuple[Any, ...]] = field(default_factory=list[tuple[Any, ...]])
+    kept: int | None = None
     builder: FrameBuilder | None = None
     frame: pd.DataFrame | None = None
     preview: str | None = None
@@ -139,17 +141,22 @@ def execute_and_fetch(
     cur = raw.cursor()
     try:
         cur.execute(sql)
-        return _collect(cur, _chunks(cur), settings, progress, limit)
+        return _collect(cur, _chunks(cur, short_ends=backend == "sqlite"), settings, progress,
+                        limit)  # fmt: skip
     finally:
         cur.close()
 
 
-def _chunks(cur: Any) -> Iterator[list[tuple[Any, ...]]]:
+def _chunks(cur: Any, *, short_ends: bool = False) -> Iterator[list[tuple[Any, ...]]]:
+    """The rows of ``cur``, ``CHUNK`` at a time; with ``short_ends`` (a driver whose
+    ``fetchmany`` returns fewer rows only at the end: SQLite) a short chunk is the last."""
     while True:
         chunk = cur.fetchmany(CHUNK)
         if not chunk:
             return
         yield chunk
+        if short_ends and len(chunk) < CHUNK:
+            return
 
 
 def _collect(
@@ -184,7 +191,8 @@ def _collect(
                 on_early_stop()
             break
     return Fetched(columns=columns, row_count=seen, row_count_exact=exact,
-                   truncated=seen > builder.count, head=builder.head, builder=builder)  # fmt: skip
+                   truncated=seen > builder.count, head=builder.head, kept=builder.count,
+                   builder=builder)  # fmt: skip
 
 
 def _postgres_read(

@@ -149,6 +149,9 @@ def begin(
         # query_only stays ON between reads (a connection is switched only when a write
         # comes), which saves two statements per read; the authorizer's mode is set per run.
         guard = _sqlite_guard(raw)
+        if kind == "read" and raw.info.get(_QUERY_ONLY_KEY) is True:
+            guard.mode = "read"  # query_only is already ON: nothing to run
+            return
         guard.mode = "control"
         try:
             read = kind == "read"
@@ -171,11 +174,20 @@ def finish(raw: Any, backend: str, kind: RunKind, *, commit: bool) -> None:
         _exec(raw, backend, "COMMIT" if do_commit else "ROLLBACK")
     elif backend == "sqlite":
         guard = _sqlite_guard(raw)
-        guard.mode = "control"
-        try:
-            raw.commit() if do_commit else raw.rollback()
-        finally:
-            # Between runs the connection stays as restricted as its pragma says.
-            guard.mode = "read" if raw.info.get(_QUERY_ONLY_KEY) else "base"
+        # A read opens no transaction (the stdlib driver begins one only before a write):
+        # there is then nothing to roll back, and the driver's rollback would do nothing.
+        if do_commit or raw.driver_connection.in_transaction:
+            guard.mode = "control"
+            try:
+                raw.commit() if do_commit else raw.rollback()
+            finally:
+                guard.mode = _between_runs(raw)
+        else:
+            guard.mode = _between_runs(raw)
     else:
         raw.commit() if do_commit else raw.rollback()
+
+
+def _between_runs(raw: Any) -> Literal["read", "base"]:
+    """Between runs a SQLite connection stays as restricted as its ``query_only`` pragma."""
+    return "read" if raw.info.get(_QUERY_ONLY_KEY) else "base"

@@ -160,9 +160,10 @@ def _head(columns: int, row_count: int, exact: bool, truncated: bool, kept: int)
 
 def render_fetched(fetched: Fetched) -> str:
     """The model's preview of ``fetched`` (whose DataFrame is built)."""
+    kept = fetched.kept if fetched.kept is not None else len(fetched.build())
     return render_preview(fetched.columns, fetched.head, row_count=fetched.row_count,
                           row_count_exact=fetched.row_count_exact, truncated=fetched.truncated,
-                          has_rows=fetched.has_rows, kept=len(fetched.build()))  # fmt: skip
+                          has_rows=fetched.has_rows, kept=kept)  # fmt: skip
 
 
 def shape(
