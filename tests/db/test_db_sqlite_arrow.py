@@ -368,3 +368,25 @@ async def test_sqlite_arrow_reads_see_what_was_committed_since_and_never_block_a
         assert isinstance(reader, SqliteArrow) and reader._proc is not None  # pyright: ignore[reportPrivateUsage]
     finally:
         backend.dispose()
+
+
+async def test_sqlite_arrow_stops_trying_a_process_that_cannot_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader process that dies at once (a broken driver, say) costs three tries, then
+    every read takes the sqlite3 path straight away."""
+    from pi_notebook.sql.backend import arrow_sqlite
+
+    starts = tmp_path / "starts"
+    broken = tmp_path / "broken_child.py"
+    broken.write_text(f"open({str(starts)!r}, 'a').write('x')\nraise SystemExit(3)\n")
+    monkeypatch.setattr(arrow_sqlite, "_CHILD", broken)
+    url = _fill(tmp_path / "db.sqlite")
+    backend = DatabaseBackend(url, row_cap=CAP, arrow=True)
+    try:
+        for i in range(5):
+            out = await backend.run(f"r{i}", "SELECT count(*) AS n FROM typed")
+            assert out.dataframe["n"].tolist() == [ROWS]
+    finally:
+        backend.dispose()
+    assert starts.read_text() == "xxx"

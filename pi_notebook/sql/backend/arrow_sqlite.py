@@ -62,6 +62,7 @@ from pi_notebook.sql.backend.fetch import CURSOR_TEXT, Fetched, RunSettings, rea
 __all__ = ["ChildFailed", "SqliteArrow", "compiles_as_read", "shared_reader", "sqlite_file"]
 _CHILD = Path(__file__).with_name("sqlite_child.py")
 _MEMORY_BYTES = 6 << 30  # the child's address space (about 1.4 GiB of it is its libraries)
+_MAX_DEATHS = 3
 _SHARED_MAX = 4
 _SHARED_VALUE_BYTES = 1 << 30  # the audit's own records: SQLite's default value limit
 _shared: dict[str, SqliteArrow] = {}
@@ -133,6 +134,7 @@ class SqliteArrow:
         self._max_value = max_value_bytes
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
+        self._deaths = 0  # the process ended unasked, in a row: at _MAX_DEATHS, stop trying
 
     @staticmethod
     def accepts(sql: str) -> bool:
@@ -156,8 +158,8 @@ class SqliteArrow:
         from pi_notebook.sql.backend.arrow import fetched_from_table, to_frame
 
         limit = read_limit(settings)
-        if limit is None or not os.path.isfile(self.path):  # an exact count: sqlite3 counts
-            return None
+        if limit is None or not os.path.isfile(self.path) or self._deaths >= _MAX_DEATHS:
+            return None  # an exact count (sqlite3 counts), no file, or no working process
         try:
             table = self.table(sql, limit=limit, canceller=canceller, progress=progress,
                                progress_every=settings.progress_every)  # fmt: skip
@@ -210,11 +212,15 @@ class SqliteArrow:
                         progress(seen - seen % progress_every)
                         next_report = seen - seen % progress_every + progress_every
                 _expect_ok(stdout)
+                self._deaths = 0
                 return pa.Table.from_batches(batches, schema=reader.schema)
             except ChildFailed:
+                self._deaths = 0
                 raise
             except Exception as exc:  # a broken pipe, a truncated stream: the child is gone
                 self._stop()
+                if canceller is None or canceller.reason is None:
+                    self._deaths += 1
                 raise ChildFailed(f"the reader process ended ({type(exc).__name__})") from exc
             finally:
                 if canceller is not None:
