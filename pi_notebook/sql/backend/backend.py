@@ -225,21 +225,22 @@ class DatabaseBackend:
                     reason=check.reason, **ids))  # fmt: skip
                 raise QueryRefused(f"Refused: {check.reason}. Nothing was run.")
             bounds = Bounds(expected_rows=check.expected_rows, max_rows=check.max_rows)
-        final = FinalArgs(sql=sql, args_hash=final_hash, verdict=verdict.kind,
-                          reasons=list(reasons), dialect=self.dialect, **ids)  # fmt: skip
         audited = None
-        if kind == "write":
-            # Committed before the statement is even handed to the worker.
-            await self._durable(audit, final)
-        else:
-            # A read's record is queued now (its place in the chain) and the worker waits for
-            # its commit before anything of the read (rows or error) leaves it: the read runs
-            # meanwhile (it changes nothing), and the loop makes one hop, not two. It need not
-            # wait for the server's WAL flush (see commit_before).
-            try:
-                audited = queue_before(audit, final, sync=False)
-            except Exception:  # AuditUnavailableError, or any failure to queue: fail closed
-                raise QueryRefused(AUDIT_UNAVAILABLE) from None
+        if audit is not None:  # without an audit log there is nothing to record first
+            final = FinalArgs(sql=sql, args_hash=final_hash, verdict=verdict.kind,
+                              reasons=list(reasons), dialect=self.dialect, **ids)  # fmt: skip
+            if kind == "write":
+                # Committed before the statement is even handed to the worker.
+                await self._durable(audit, final)
+            else:
+                # A read's record is queued now (its place in the chain) and the worker waits
+                # for its commit before anything of the read (rows or error) leaves it: the
+                # read runs meanwhile (it changes nothing), and the loop makes one hop, not
+                # two. It need not wait for the server's WAL flush (see commit_before).
+                try:
+                    audited = queue_before(audit, final, sync=False)
+                except Exception:  # AuditUnavailableError, or any failure to queue: fail closed
+                    raise QueryRefused(AUDIT_UNAVAILABLE) from None
         try:
             return await self._run_as(kind, sql, tool_call_id=tool_call_id, final_hash=final_hash,
                                       signal=signal, on_progress=on_progress, audit=audit,
@@ -381,7 +382,7 @@ class DatabaseBackend:
             raise
         outcome = shape(fetched, kind=kind, dialect=self.dialect, args_hash=final_hash,
                         seconds=time.perf_counter() - started)  # fmt: skip
-        if record_result:
+        if record_result and audit is not None:
             record_after(audit, QueryResult(
                 row_count=outcome.row_count, truncated=outcome.truncated,
                 duration_ms=outcome.duration_ms, statement_kind=kind, args_hash=final_hash,
