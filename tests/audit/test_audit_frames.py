@@ -36,6 +36,11 @@ COLUMNS = [
 ]
 
 
+def _records(frame: pd.DataFrame) -> list[dict[str, object]]:
+    """The frame's rows as plain dicts, missing values as ``None``."""
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")  # type: ignore[return-value]
+
+
 def test_d9_columns_are_typed(log: AuditLog) -> None:
     before = pd.Timestamp.now(tz="UTC")
     log.record("tool_call", {"a": 1}, tool_call_id="c1", tool_name="t", policy_version="p1")
@@ -133,7 +138,7 @@ def test_d9_calls_dataframe(log: AuditLog) -> None:
 
     calls = log.calls_dataframe()
     shown = calls.drop(columns=["started_at", "ended_at"])
-    assert shown.astype(object).where(shown.notna(), None).to_dict("records") == [
+    assert _records(shown) == [
         {"session_id": "s1", "tool_call_id": "r1", "tool_name": q, "sql": "SELECT 1",
          "args_hash": "hr", "decision": "allowed", "outcome": "ok", "rows": 1,
          "is_error": False, "approval_wait_ms": None, "execution_ms": 2.5, "duration_ms": 12.5},
@@ -213,9 +218,7 @@ def test_d9_postgres_reads_through_arrow_as_the_driver_path_does(
     for a, b in zip(arrow, plain, strict=True):
         assert list(a.columns) == COLUMNS
         assert a["seq"].dtype == "int64" and str(a["timestamp"].dtype) == "datetime64[us, UTC]"
-        assert a.astype(object).where(a.notna(), None).to_dict("records") == b.astype(object).where(
-            b.notna(), None
-        ).to_dict("records")
+        assert _records(a) == _records(b)
 
 
 def test_d9_sqlite_reads_through_the_arrow_process_as_the_driver_path_does(
@@ -261,6 +264,4 @@ def test_d9_sqlite_reads_through_the_arrow_process_as_the_driver_path_does(
     for a, b in zip(arrow, plain, strict=True):
         assert list(a.columns) == COLUMNS
         assert a["seq"].dtype == "int64" and str(a["timestamp"].dtype) == str(b["timestamp"].dtype)
-        assert a.astype(object).where(a.notna(), None).to_dict("records") == b.astype(object).where(
-            b.notna(), None
-        ).to_dict("records")
+        assert _records(a) == _records(b)

@@ -53,7 +53,13 @@ from sqlalchemy.engine import URL
 
 from pi_notebook.sql.backend.cancel import Canceller
 from pi_notebook.sql.backend.errors import ConnectFailed
-from pi_notebook.sql.backend.fetch import CURSOR_TEXT, Fetched, RunSettings, read_limit
+from pi_notebook.sql.backend.fetch import (
+    CURSOR_TEXT,
+    Fetched,
+    ProgressSteps,
+    RunSettings,
+    read_limit,
+)
 from pi_notebook.sql.backend.frames import column_labels
 
 __all__ = [
@@ -256,13 +262,11 @@ class AdbcPostgres:
             cur.execute(sql + _END)
             reader = cur.fetch_record_batch()
             batches: list[Any] = []
-            seen, next_report = 0, settings.progress_every
+            seen, steps = 0, ProgressSteps(progress, settings.progress_every)
             for batch in reader:
                 batches.append(batch)
                 seen += batch.num_rows
-                if progress is not None and seen >= next_report:
-                    progress(seen - seen % settings.progress_every)  # in round steps
-                    next_report = seen - seen % settings.progress_every + settings.progress_every
+                steps.update(seen)
                 if (limit is not None and seen >= limit) or seen >= settings.count_limit:
                     cur.adbc_cancel()  # the rest of the COPY is not needed
                     break

@@ -57,7 +57,13 @@ from typing import IO, Any
 from sqlalchemy.engine import URL
 
 from pi_notebook.sql.backend.cancel import Canceller
-from pi_notebook.sql.backend.fetch import CURSOR_TEXT, Fetched, RunSettings, read_limit
+from pi_notebook.sql.backend.fetch import (
+    CURSOR_TEXT,
+    Fetched,
+    ProgressSteps,
+    RunSettings,
+    read_limit,
+)
 
 __all__ = ["ChildFailed", "SqliteArrow", "compiles_as_read", "shared_reader", "sqlite_file"]
 _CHILD = Path(__file__).with_name("sqlite_child.py")
@@ -204,13 +210,11 @@ class SqliteArrow:
                 _expect_ok(stdout)
                 reader = pa.ipc.open_stream(stdout)
                 batches: list[Any] = []
-                seen, next_report = 0, progress_every
+                seen, steps = 0, ProgressSteps(progress, progress_every)
                 for batch in reader:
                     batches.append(batch)
                     seen += batch.num_rows
-                    if progress is not None and seen >= next_report:
-                        progress(seen - seen % progress_every)
-                        next_report = seen - seen % progress_every + progress_every
+                    steps.update(seen)
                 _expect_ok(stdout)
                 self._deaths = 0
                 return pa.Table.from_batches(batches, schema=reader.schema)

@@ -33,7 +33,15 @@ import pandas as pd
 from pi_notebook.sql.backend.frames import FrameBuilder, duckdb_rows
 from pi_notebook.sql.backend.readonly import RunKind
 
-__all__ = ["CHUNK", "CURSOR_TEXT", "Fetched", "RunSettings", "execute_and_fetch", "read_limit"]
+__all__ = [
+    "CHUNK",
+    "CURSOR_TEXT",
+    "Fetched",
+    "ProgressSteps",
+    "RunSettings",
+    "execute_and_fetch",
+    "read_limit",
+]
 
 CHUNK = 512
 """Rows fetched per driver call: small enough that a chunk's tuples die young (the
@@ -66,6 +74,22 @@ class RunSettings:
     progress_every: int
     count_rows: bool = False
     arrow: bool = False
+
+
+class ProgressSteps:
+    """Reports the rows seen so far to ``progress`` in round steps of ``every`` rows, each
+    step once (a chunk or batch may cross several)."""
+
+    __slots__ = ("_every", "_next", "_progress")
+
+    def __init__(self, progress: Callable[[int], None] | None, every: int) -> None:
+        self._progress, self._every, self._next = progress, every, every
+
+    def update(self, seen: int) -> None:
+        if self._progress is not None and seen >= self._next:
+            step = seen - seen % self._every
+            self._progress(step)
+            self._next = step + self._every
 
 
 def read_limit(settings: RunSettings) -> int | None:
@@ -174,7 +198,8 @@ def _collect(
         return Fetched(columns=[], row_count=max(int(cur.rowcount or 0), 0), has_rows=False)
     columns = [str(d[0]) for d in desc]
     builder = FrameBuilder(columns)
-    seen, exact, next_report = 0, True, settings.progress_every
+    seen, exact = 0, True
+    steps = ProgressSteps(progress, settings.progress_every)
     cap = settings.row_cap
     for chunk in chunks:
         if limit is not None and seen + len(chunk) > limit:
@@ -182,9 +207,7 @@ def _collect(
         if builder.count < cap:
             builder.add(chunk[: cap - builder.count])
         seen += len(chunk)
-        if progress is not None and seen >= next_report:
-            progress(seen - seen % settings.progress_every)  # in round steps
-            next_report = seen - seen % settings.progress_every + settings.progress_every
+        steps.update(seen)
         if (limit is not None and seen >= limit) or seen >= settings.count_limit:
             exact = False
             if on_early_stop is not None:
