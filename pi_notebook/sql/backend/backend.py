@@ -11,6 +11,7 @@ a transaction that is always rolled back, before a person is asked.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -53,6 +54,7 @@ from pi_notebook.sql.backend.errors import (
     describe_error,
 )
 from pi_notebook.sql.backend.execution import Execution
+from pi_notebook.sql.backend.inline import InlineReads
 from pi_notebook.sql.backend.measure import METHOD_TEXT
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.backend.results import QueryOutcome, shape
@@ -61,6 +63,7 @@ from pi_notebook.sql.backend.worker import (
     Bounds,
     ConnectionSlot,
     DriftError,
+    Fetched,
     RunSettings,
     preview_statement,
     run_statement,
@@ -133,12 +136,20 @@ class DatabaseBackend:
         self._adbc = _arrow_reader(self.url, self.backend, connect_timeout_s) if use_arrow else None
         self._execution = Execution(self.url, statement_timeout_s)
         self._slot = ConnectionSlot()
+        # Short reads of a SQLite file run on the caller's thread (see :mod:`.inline`).
+        self._inline = (
+            InlineReads(self.engine)
+            if self.backend == "sqlite" and sqlite_file(self.url) is not None
+            else None
+        )
 
     def dispose(self) -> None:
         """Close every pooled connection and let the worker thread go (the backend reconnects
         if used again)."""
         self._execution.close()
         self._slot.release()
+        if self._inline is not None:
+            self._inline.close()
         if self._adbc is not None:
             self._adbc.close()
         self.engine.dispose()
@@ -226,12 +237,20 @@ class DatabaseBackend:
                 raise QueryRefused(f"Refused: {check.reason}. Nothing was run.")
             bounds = Bounds(expected_rows=check.expected_rows, max_rows=check.max_rows)
         audited = None
+        committed: asyncio.Task[str | None] | None = None
         if audit is not None:  # without an audit log there is nothing to record first
             final = FinalArgs(sql=sql, args_hash=final_hash, verdict=verdict.kind,
                               reasons=list(reasons), dialect=self.dialect, **ids)  # fmt: skip
             if kind == "write":
                 # Committed before the statement is even handed to the worker.
                 await self._durable(audit, final)
+            elif self._may_inline(kind, sql):
+                # A short read may run on this thread (see :mod:`.inline`): the record is
+                # queued first (the task's first step, which ``sleep(0)`` lets run now), the
+                # read runs while the writer commits it, and nothing of the read leaves
+                # ``_run_as`` before the commit.
+                committed = asyncio.ensure_future(commit_before(audit, final, sync=False))
+                await asyncio.sleep(0)
             else:
                 # A read's record is queued now (its place in the chain) and the worker waits
                 # for its commit before anything of the read (rows or error) leaves it: the
@@ -245,7 +264,7 @@ class DatabaseBackend:
             return await self._run_as(kind, sql, tool_call_id=tool_call_id, final_hash=final_hash,
                                       signal=signal, on_progress=on_progress, audit=audit,
                                       bounds=bounds, count_rows=count_rows, audited=audited,
-                                      record_result=record_result)  # fmt: skip
+                                      committed=committed, record_result=record_result)  # fmt: skip
         except DriftError as drift:
             raise self._drift(drift, bounds or Bounds(), sql, final_hash, audit, ids) from None
         except AuditBlocked:
@@ -358,6 +377,7 @@ class DatabaseBackend:
         bounds: Bounds | None = None,
         count_rows: bool = False,
         audited: Callable[[], object] | None = None,
+        committed: asyncio.Task[str | None] | None = None,
         record_result: bool = True,
     ) -> QueryOutcome:
         """Run ``sql`` as ``kind`` WITHOUT the policy check. Internal and for tests only: it is
@@ -371,15 +391,23 @@ class DatabaseBackend:
         settings = replace(self.settings, count_rows=True) if count_rows else self.settings
         started = time.perf_counter()
         try:
-            fetched = await self._execution.call(
-                run_statement, self.engine, self.backend, kind, sql, settings,
-                bounds=bounds, plan=plan, adbc=self._adbc, slot=self._slot, signal=signal,
-                on_progress=on_progress, audited=audited,
-            )  # fmt: skip
+            fetched = self._inline_read(kind, sql, settings, on_progress, audited)
+            if fetched is None:
+                fetched = await self._execution.call(
+                    run_statement, self.engine, self.backend, kind, sql, settings,
+                    bounds=bounds, plan=plan, adbc=self._adbc, slot=self._slot, signal=signal,
+                    on_progress=on_progress, audited=audited,
+                )  # fmt: skip
         except QueryError as error:
+            await _audited_first(committed)  # the record first, even for the read's error text
             failure = QueryAbort if isinstance(error, QueryAborted) else QueryFailure
             record_after(audit, failure(error=str(error), args_hash=final_hash, **ids))
             raise
+        except BaseException:
+            if committed is not None:
+                committed.cancel()  # stop waiting; the record stays queued
+            raise
+        await _audited_first(committed)
         outcome = shape(fetched, kind=kind, dialect=self.dialect, args_hash=final_hash,
                         seconds=time.perf_counter() - started)  # fmt: skip
         if record_result and audit is not None:
@@ -388,6 +416,40 @@ class DatabaseBackend:
                 duration_ms=outcome.duration_ms, statement_kind=kind, args_hash=final_hash,
                 **ids))  # fmt: skip
         return outcome
+
+    def _may_inline(self, kind: RunKind, sql: str) -> bool:
+        """Whether ``sql`` may run on the caller's thread (see :mod:`.inline`)."""
+        if self._inline is None or kind != "read":
+            return False
+        return not (self.settings.arrow and self._adbc is not None and self._adbc.accepts(sql))
+
+    def _inline_read(
+        self,
+        kind: RunKind,
+        sql: str,
+        settings: RunSettings,
+        on_progress: ProgressCallback | None,
+        audited: Callable[[], object] | None,
+    ) -> Fetched | None:
+        """A short SQLite read run here, without the worker hop (see :mod:`.inline`), or
+        ``None``: the worker runs it."""
+        if self._inline is None or audited is not None or not self._may_inline(kind, sql):
+            return None  # a large result takes the Arrow reader, from the worker
+        return self._inline.read(sql, settings, on_progress)
+
+
+async def _audited_first(committed: asyncio.Task[str | None] | None) -> None:
+    """Wait for the commit of the record that must precede a read's result.
+
+    Raises:
+        AuditBlocked: it was not committed (the read's rows or error are withheld).
+    """
+    if committed is None:
+        return
+    try:
+        await committed
+    except Exception as exc:
+        raise AuditBlocked(str(exc)) from exc
 
 
 def _arrow_reader(

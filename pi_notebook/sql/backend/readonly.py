@@ -14,7 +14,7 @@ from pi_notebook.sql.catalogs import SECRET_TABLES
 from pi_notebook.sql.functions import REJECT_FUNCTIONS
 from pi_notebook.sql.pragmas import sqlite_allows
 
-__all__ = ["RunKind", "begin", "finish", "install_sqlite_guard"]
+__all__ = ["RunKind", "begin", "finish", "install_sqlite_guard", "sqlite_control"]
 
 RunKind = Literal["read", "write"]
 
@@ -91,6 +91,17 @@ def _sqlite_guard(raw: Any) -> _SqliteGuard:
     if not isinstance(guard, _SqliteGuard):  # fail closed: never run without the authorizer
         raise RuntimeError("SQLite connection has no authorizer installed")
     return guard
+
+
+def sqlite_control(raw: Any, sql: str) -> None:
+    """Run one of the backend's own setup statements (a pragma that sets a value, say) on a
+    guarded SQLite connection between runs; the authorizer is back in its mode afterwards."""
+    guard = _sqlite_guard(raw)
+    mode, guard.mode = guard.mode, "control"
+    try:
+        _exec(raw, "sqlite", sql)
+    finally:
+        guard.mode = mode
 
 
 def _exec(raw: Any, backend: str, sql: str) -> None:
