@@ -62,7 +62,9 @@ class InlineReads:
         self.budget_s = budget_s
         self._lock = threading.Lock()
         self._raw: Any = None
-        self._slow: OrderedDict[str, None] = OrderedDict()
+        # Hashes of the texts that ran past the budget (a collision only sends a short read
+        # to the worker); a bounded number, whatever the statements' length.
+        self._slow: OrderedDict[int, None] = OrderedDict()
         self.stopped = 0
         """Reads stopped at the budget so far (they went to the worker)."""
 
@@ -72,7 +74,7 @@ class InlineReads:
         """Run the read ``sql`` here, with its DataFrame and preview built; ``None`` when it
         must go to the worker instead (this path is busy, the read is too long, the file is
         locked, or anything failed). Never raises."""
-        if sql in self._slow or not self._lock.acquire(blocking=False):
+        if hash(sql) in self._slow or not self._lock.acquire(blocking=False):
             return None
         try:
             return self._read(sql, settings, progress)
@@ -144,6 +146,6 @@ class InlineReads:
             raw.invalidate()
 
     def _remember_slow(self, sql: str) -> None:
-        self._slow[sql] = None
+        self._slow[hash(sql)] = None
         if len(self._slow) > _SLOW_KEPT:
             self._slow.popitem(last=False)
