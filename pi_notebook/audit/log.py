@@ -3,7 +3,8 @@
 Writing never stalls the agent: ``record``/``append`` encode, redact and truncate the payload
 in the caller's thread (so later mutation of the payload cannot change the record), then queue
 it for the background writer. A durable record (``await commit(...)``, or ``record(...,
-durable=True)`` from a thread) returns its hash once it and all before it are committed, and
+durable=True)`` from a thread) returns its hash once it and all before it are committed (on a
+SQLite file the caller commits them itself when it can, see ``Writer.commit_here``), and
 raises ``AuditUnavailableError`` when that does not happen within ``durable_timeout_s``:
 whatever it would authorise must then not happen (fail closed).
 """
@@ -143,8 +144,9 @@ class AuditLog:
         if not durable:
             self._submit(kind, payload, tool_call_id, tool_name, policy_version, False)
             return None
-        ticket = self._submit(kind, payload, tool_call_id, tool_name, policy_version, True)
-        return self._writer.outcome(ticket, self.durable_timeout_s)
+        ticket = self._submit(kind, payload, tool_call_id, tool_name, policy_version, True,
+                              wake=False)  # fmt: skip
+        return self._writer.outcome(ticket, self.durable_timeout_s)  # tries it in place first
 
     def append(self, record: AuditRecord) -> None:
         """Queue a typed record (not durable, whatever its kind); never raises."""
@@ -162,8 +164,10 @@ class AuditLog:
     ) -> str:
         """Write a record durably without blocking the event loop; returns its hash.
 
-        Resolves once the record and everything queued before it are committed (the writer
-        thread resolves it: no thread per call). ``sync=False`` (for records of what cannot
+        Resolves once the record and everything queued before it are committed: on a SQLite
+        file in WAL mode by this very call when it can (a few SQLite statements that wait for
+        no lock and no disk, see ``Writer.commit_here``), else by the writer thread's group
+        commit (no thread per call). ``sync=False`` (for records of what cannot
         change anything, such as a read's final arguments) lets a PostgreSQL store commit
         without waiting for its own disk flush: the record is committed and visible before
         this returns and survives a crash of this process, as on the SQLite store; only a
@@ -173,7 +177,14 @@ class AuditLog:
             AuditUnavailableError: not committed within ``durable_timeout_s``, refused by the
                 store, or the log is closed. Whatever the record authorises must not happen.
         """
-        ticket = self._submit(record, payload, tool_call_id, tool_name, policy_version, True, sync)
+        ticket = self._submit(
+            record, payload, tool_call_id, tool_name, policy_version, True, sync, wake=False
+        )
+        found = self._writer.commit_here(ticket)  # a SQLite file: no hand-over to the writer
+        if found is not None:
+            if isinstance(found, AuditUnavailableError):
+                raise found
+            return found
         future = self._writer.future(ticket, asyncio.get_running_loop())
         try:
             async with asyncio.timeout(self.durable_timeout_s):
@@ -215,6 +226,7 @@ class AuditLog:
         policy_version: str | None,
         durable: bool,
         sync: bool = True,
+        wake: bool = True,
     ) -> int:
         """Encode and queue; returns the ticket (0 if a non-durable record was dropped).
 
@@ -239,7 +251,7 @@ class AuditLog:
                 text = self._payload_text(noted)
             return self._writer.submit(
                 dt.datetime.now(dt.UTC), str(fields[0]), fields[1], fields[2], fields[3], text,
-                durable, sync,
+                durable, sync, wake,
             )  # fmt: skip
         except AuditUnavailableError as exc:
             if durable:

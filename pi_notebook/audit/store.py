@@ -80,8 +80,27 @@ class RowStore:
             return f"{stamp[:10]} {stamp[11:-1]}"
         return _sqlite_ts(ts)
 
-    def __init__(self, engine: sa.Engine) -> None:
+    @staticmethod
+    def in_place_possible(engine: sa.Engine) -> bool:
+        """Whether ``engine``'s store may take commits in place (``Writer.commit_here``):
+        a SQLite file through the stdlib driver (WAL mode is checked on connecting)."""
+        database = engine.url.database
+        return (
+            engine.dialect.name == "sqlite"
+            and engine.dialect.driver == "pysqlite"
+            and not isinstance(engine.pool, sa.StaticPool)
+            and database not in (None, "", ":memory:")
+            and "mode=memory" not in str(engine.url)
+        )
+
+    def __init__(self, engine: sa.Engine, *, in_place: bool = False) -> None:
         self._engine = engine
+        # A store for commits in place (SQLite, see ``in_place_possible``): its connection
+        # never waits for a lock (busy_timeout 0: a locked store fails the attempt at once)
+        # and never checkpoints (which waits for the disk); it is discarded, not pooled.
+        self._in_place = in_place
+        self.usable = True
+        """False once an in-place store found its database not in WAL mode."""
         name = engine.dialect.name
         self._raw = name in ("sqlite", "postgresql") and engine.dialect.paramstyle in (
             "qmark",
@@ -116,11 +135,41 @@ class RowStore:
                 # Explicit transactions: BEGIN IMMEDIATE takes the write lock up front, under
                 # the busy timeout, instead of failing on a lock upgrade mid-transaction.
                 conn.driver_connection.isolation_level = None  # pyright: ignore[reportOptionalMemberAccess]
+                if self._in_place:
+                    self._conn = conn
+                    self._in_place_settings(conn.driver_connection)
             else:
                 conn.driver_connection.autocommit = True  # pyright: ignore[reportOptionalMemberAccess]
                 self._sync = True
             self._conn = conn
         return self._conn
+
+    def _in_place_settings(self, driver: Any) -> None:
+        try:
+            mode = driver.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal":  # a commit would wait for the disk: not here
+                self.usable = False
+                raise RuntimeError(f"the audit store is in {mode} mode, not WAL")
+            driver.execute("PRAGMA busy_timeout=0")
+            driver.execute("PRAGMA wal_autocheckpoint=0")
+        except BaseException:
+            self._discard()
+            raise
+
+    def checkpoint(self) -> None:
+        """A passive checkpoint of a SQLite store's log (commits in place run none); never
+        raises."""
+        if not (self._raw and self._sqlite):
+            return
+        try:
+            cur = self._connection().driver_connection.cursor()
+            try:
+                cur.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                cur.fetchall()
+            finally:
+                cur.close()
+        except Exception:  # the next commit's own checkpoint, or the next one of these
+            _log.debug("audit: a checkpoint of the store failed", exc_info=True)
 
     def _discard(self) -> None:
         conn, self._conn = self._conn, None
@@ -149,7 +198,10 @@ class RowStore:
             driver.autocommit = False
 
     def close(self) -> None:
-        """Return the held connection to the pool."""
+        """Return the held connection to the pool (an in-place store's is discarded)."""
+        if self._in_place:
+            self._discard()
+            return
         conn, self._conn = self._conn, None
         if conn is None:
             return

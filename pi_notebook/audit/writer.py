@@ -5,6 +5,12 @@ seconds so that several share one transaction; a durable record (or a flush) mak
 commit at once, everything queued before it included. The writer chains each batch (seq,
 prev_hash, hash) from the head it last committed and writes rows and head in one transaction.
 
+On a SQLite file in WAL mode a durable record's caller commits the queue itself
+(``commit_here``), on a connection of its own that never waits for a lock or the disk: handing
+the record to the writer thread and its hash back costs two thread wake-ups, several times the
+commit. Whoever writes holds the chain lock; when the writer holds it, or the store is locked,
+or the commit fails, the record is left to the writer thread as before.
+
 Failures: a batch that fails for a reason of the store (locked, read-only, full, unreachable)
 stays queued and is retried with back-off; a durable waiter is not kept waiting for it (its
 deadline is its own, see ``AuditLog``). A batch that fails for a reason of its content is
@@ -39,6 +45,8 @@ _log = logging.getLogger("pi_notebook.audit")
 _MAX_BATCH = 2000
 _MAX_BACKOFF = 2.0
 _BISECT_AFTER = 3  # failures of one batch before even a "store" error is bisected
+_HERE_PAUSE = 1.0  # seconds after a failed commit in place during which the writer commits
+_CHECKPOINT_EVERY = 500  # commits in place between two checkpoints by the writer thread
 
 
 @dataclass(slots=True)
@@ -76,6 +84,13 @@ class Writer:
         self._user = user
         self._linger = linger
         self._store = RowStore(engine)
+        # Whoever writes the chain holds this: the writer thread, or a caller committing its
+        # durable record in place (``commit_here``) on a connection of its own.
+        self._chain = threading.Lock()
+        self._here = RowStore(engine, in_place=True) if RowStore.in_place_possible(engine) else None
+        self._here_off_until = 0.0  # after a failure in place, the writer alone for a while
+        self._here_commits = 0  # commits in place since the writer last checkpointed
+        self._checkpoint_due = False
         self._hasher = record_hasher(session_id, user)
         self._ts_form = _ts_form(self._store)
         self._lock = threading.Lock()
@@ -89,6 +104,7 @@ class Writer:
         self._futures: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[str]]] = {}
         self._abandoned: set[int] = set()  # durable tickets whose waiter gave up
         self._stopping = False
+        self._idle = False  # the writer waits for a first record with no deadline of its own
         self._head: tuple[int, str] | None = None  # (count, last_hash) as committed
         self._head_exists = False
         self.last_error: BaseException | None = None
@@ -108,8 +124,12 @@ class Writer:
         payload: str,
         durable: bool = False,
         sync: bool = True,
+        wake: bool = True,
     ) -> int:
         """Queue a record; returns its ticket (``sync``: see ``RowStore.write``).
+
+        ``wake=False`` leaves a durable record for ``commit_here`` to try first (which
+        wakes the writer when it cannot commit it).
 
         Raises:
             AuditUnavailableError: ``close`` has begun, so the record might never be written.
@@ -128,11 +148,13 @@ class Writer:
             self._queue.append(pending)
             if durable:
                 self._urgent = ticket
-                self._work.notify()
-            elif len(self._queue) == 1 or len(self._queue) == _MAX_BATCH:
-                # The writer waits for a first record, or lingers while fewer than a batch
-                # are queued: records arrive one at a time, so the queue passes through both
-                # sizes (a notify beyond them would wake no one, at a cost per record).
+                if wake or self._here is None:
+                    self._work.notify()
+            elif self._idle or len(self._queue) == _MAX_BATCH:
+                # Only an idle writer needs waking for an ordinary record: a busy one takes
+                # the queue when its commit is done, and one that lingers (or has just
+                # committed, see ``_await_work``) takes it within the linger anyway. A wake
+                # costs both threads more than the record's own work; a full batch wakes it.
                 self._work.notify()
             return ticket
 
@@ -160,6 +182,11 @@ class Writer:
         Raises:
             AuditUnavailableError: not committed within ``timeout`` seconds, or refused.
         """
+        found = self.commit_here(ticket)
+        if found is not None:
+            if isinstance(found, AuditUnavailableError):
+                raise found
+            return found
         settled = self.wait(ticket, timeout)
         with self._lock:
             found = self._outcomes.pop(ticket, None)
@@ -181,6 +208,59 @@ class Writer:
                 return fut
         _resolve(fut, found)
         return fut
+
+    def commit_here(self, ticket: int) -> Outcome | None:
+        """Commit a durable ``ticket`` (and everything queued before it) in the calling
+        thread, on a connection of this thread's own, instead of waking the writer thread
+        and waiting for it; ``None`` when it cannot be done at once (the store has no such
+        path, the writer is writing, the store is locked, anything failed): then wait for
+        the writer as usual (it was told of the ticket when it was queued).
+
+        Only a SQLite file in WAL mode has the path (``RowStore.in_place_possible``): a
+        commit there writes its pages to the log without waiting for the disk; the
+        connection waits for no lock and runs no checkpoint (the writer thread does, see
+        ``_run``). Hand-over costs two thread wake-ups, several times the commit itself.
+        """
+        found = self._try_here(ticket)
+        if found is None:
+            with self._lock:
+                if self._settled < ticket:
+                    self._work.notify()  # ``submit(wake=False)`` left it to us
+                else:
+                    found = self._outcomes.pop(ticket, None)
+        return found
+
+    def _try_here(self, ticket: int) -> Outcome | None:
+        here = self._here
+        if here is None or not here.usable or not self._chain.acquire(blocking=False):
+            return None
+        try:
+            with self._lock:
+                if self._settled >= ticket:  # the writer has just committed it
+                    return self._outcomes.pop(ticket, None)
+                if self._stopping or time.monotonic() < self._here_off_until:
+                    return None
+                batch = list(itertools.islice(self._queue, _MAX_BATCH))
+            if not batch or batch[-1].ticket < ticket:
+                return None
+            try:
+                hashes = self._write(batch, here)
+            except Exception:  # the writer writes it (isolating a bad record, retrying)
+                _log.debug("audit: a commit in place failed; the writer takes it", exc_info=True)
+                self._head = None  # reloaded from the store, whatever happened
+                self._here_off_until = time.monotonic() + _HERE_PAUSE
+                return None
+            self._settle(list(zip(batch, hashes, strict=True)))
+            with self._lock:
+                found = self._outcomes.pop(ticket, None)
+                self._here_commits += 1
+                if self._here_commits >= _CHECKPOINT_EVERY and not self._checkpoint_due:
+                    # The log grows until the writer thread checkpoints it (see ``_run``).
+                    self._checkpoint_due = True
+                    self._work.notify()
+            return found
+        finally:
+            self._chain.release()
 
     def forget(self, ticket: int) -> None:
         """Drop what is kept for a durable ticket whose waiter gave up."""
@@ -233,14 +313,23 @@ class Writer:
         try:
             while True:
                 with self._lock:
-                    batch = self._next_batch()
-                    if batch is None:
+                    if not self._await_work():
                         return
                     if self._stopping and stop_deadline is None:
                         stop_deadline = time.monotonic() + self._stop_grace
-                done, error = self._commit(batch, bisect=failures >= _BISECT_AFTER)
-                if done:
-                    self._settle(done)
+                    checkpoint, self._checkpoint_due = self._checkpoint_due, False
+                    if checkpoint:
+                        self._here_commits = 0
+                if checkpoint:
+                    self._store.checkpoint()
+                with self._chain:
+                    with self._lock:  # what a commit in place left of it
+                        batch = list(itertools.islice(self._queue, _MAX_BATCH))
+                    if not batch:
+                        continue
+                    done, error = self._commit(batch, bisect=failures >= _BISECT_AFTER)
+                    if done:
+                        self._settle(done)
                 if error is None:
                     backoff, failures = 0.05, 0
                     continue
@@ -259,18 +348,34 @@ class Writer:
                 backoff = min(backoff * 2, _MAX_BACKOFF)
         finally:
             self._store.close()
+            if self._here is not None:
+                with self._chain:
+                    self._here.close()
             self._fail_waiters()
 
-    def _next_batch(self) -> list[Pending] | None:
-        # Called with the lock held.
-        while not self._queue and not self._stopping:
-            self._work.wait()
+    def _await_work(self) -> bool:
+        """Wait until a batch is due (lingering for ordinary records); ``False`` once stopped
+        with nothing queued. Called with the lock held."""
+        lingered = False
+        if not self._queue and not self._stopping and self._linger > 0:
+            # Just committed (or started): ordinary records that arrive within the linger
+            # are not woken for (``submit``); they share the transaction of the first
+            # durable record, or are committed when the linger is over.
+            self._work.wait(self._linger)
+            lingered = bool(self._queue)
+        while not self._queue and not self._stopping and not self._checkpoint_due:
+            self._idle = True
+            try:
+                self._work.wait()
+            finally:
+                self._idle = False
         if not self._queue:
-            return None
-        if self._linger > 0:
+            return not self._stopping  # a checkpoint is due, or nothing is left to write
+        if self._linger > 0 and not lingered:
             deadline = time.monotonic() + self._linger
             while (
-                not self._stopping
+                self._queue  # a commit in place may take the queue meanwhile
+                and not self._stopping
                 and self._urgent < self._queue[0].ticket
                 and len(self._queue) < _MAX_BATCH
             ):
@@ -278,7 +383,7 @@ class Writer:
                 if remaining <= 0:
                     break
                 self._work.wait(remaining)
-        return list(itertools.islice(self._queue, _MAX_BATCH))
+        return True
 
     def _commit(
         self, batch: list[Pending], *, bisect: bool
@@ -334,15 +439,17 @@ class Writer:
         )
         return [(item, refused)], None
 
-    def _write(self, batch: list[Pending]) -> list[str]:
+    def _write(self, batch: list[Pending], store: RowStore | None = None) -> list[str]:
+        # Called with the chain lock held.
+        store = self._store if store is None else store
         sid, user = self._session_id, self._user
         if self._head is None:
-            found = self._store.load_head(sid)
+            found = store.load_head(sid)
             self._head_exists = found is not None
             self._head = found if found is not None else (0, GENESIS)
         count, prev = self._head
         stamps, hashes = self._hasher.link(count, prev, batch)
-        text_ts, utc = self._store.text_ts, dt.UTC
+        text_ts, utc = store.text_ts, dt.UTC
         if self._ts_form == "text":  # the store's text of a UTC stamp, cut from it
             times: list[dt.datetime | str] = [
                 f"{stamp[:10]} {stamp[11:-1]}" if item.ts.tzinfo is utc else text_ts(item.ts, stamp)
@@ -362,7 +469,7 @@ class Writer:
         ]  # fmt: skip
         count, prev = rows[-1][1], hashes[-1]
         sync = any(item.durable and item.sync for item in batch)
-        self._store.write(sid, rows, self._head_exists, sync=sync)
+        store.write(sid, rows, self._head_exists, sync=sync)
         self._head = (count, prev)
         self._head_exists = True
         return hashes
