@@ -175,6 +175,12 @@ class Redactor:
         self._clean_re = (
             None if self._clean_literals is None else re.compile(_trie(self._clean_literals))
         )
+        # Text with escapes takes the same shortcut when no literal holds a character an
+        # escape of ``_PLAIN_ESCAPE`` stands for (a quote, a backslash, a control character):
+        # then a literal in the decoded text lies between escapes, verbatim in the JSON text.
+        self._escapes_ok = self._clean_literals is not None and not any(
+            c in '"\\' or ord(c) < 0x20 for lit in self._clean_literals for c in lit
+        )
 
     def extend(self, *patterns: RedactionPattern) -> Redactor:
         """A new redactor with ``patterns`` added to this one's."""
@@ -228,11 +234,15 @@ class Redactor:
         """
         if self._text_check_ok:
             escaped = "\\" in text
-            if self._clean_literals is not None and not escaped and text.isascii():
+            clean_re = self._clean_re if self._clean_literals is not None else None
+            if clean_re is not None and text.isascii():
                 # Every key and string of the payload is in the text verbatim (no escapes),
                 # and for ASCII text lower() folds case as the patterns' (?i) does: a text
                 # without any literal has no match and no secret key (one scan, no key list).
-                if self._clean_re is not None and self._clean_re.search(text.lower()) is None:
+                # With escapes, each one becomes a NUL (in no literal); an escape of any
+                # other kind (``\\u0070`` for ``p``) leaves its backslash: the long way.
+                probe = _PLAIN_ESCAPE.sub("\x00", text) if escaped and self._escapes_ok else text
+                if "\\" not in probe and clean_re.search(probe.lower()) is None:
                     return text, value
             probe = _ESCAPE.sub(_unescape, text) if escaped else text
             hit = any(rx.search(probe) for rx in self._candidates(probe))
@@ -285,6 +295,9 @@ _JSON_KEY = re.compile(r'"([^"]*)":')
 # unescaped quote followed by a colon.
 _JSON_KEY_ESCAPED = re.compile(r'"((?:[^"\\]|\\.)*)":')
 _ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.DOTALL)
+# The escapes a JSON encoder writes for a quote, a backslash and control characters: what
+# each stands for is in no literal of the clean-text shortcut (``_escapes_ok``).
+_PLAIN_ESCAPE = re.compile(r'\\(?:["\\bfnrt]|u00[01][0-9a-fA-F])')
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
 
 

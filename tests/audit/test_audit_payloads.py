@@ -337,3 +337,39 @@ def test_the_trigger_shortcut_folds_case_as_the_patterns_do(text: str) -> None:
     assert "hunter2" not in redactor.redact_text(text)
     payload = json.dumps({"note": text}, ensure_ascii=False)
     assert "hunter2" not in redactor.redact_json(payload, None)[0]
+
+
+def test_s29_text_with_escapes_takes_the_shortcut_only_when_it_is_sound() -> None:
+    """The clean-text shortcut on JSON text with escapes (``\\n``, ``\\"``, ``\\u0001``...)
+    gives what the long way gives, for random payloads whose secrets sit next to, or are
+    broken by, characters the encoder escapes; an escape of another kind (``\\u0070`` for
+    ``p``) and a pattern whose trigger holds an escaped character take the long way."""
+    import json
+    import random
+
+    from pi_notebook.audit.redact import RedactionPattern, dumps
+
+    fast = Redactor()
+    slow = Redactor()
+    slow._clean_literals = None  # pyright: ignore[reportPrivateUsage]
+    assert fast._escapes_ok  # pyright: ignore[reportPrivateUsage]
+    pieces = ["\n", "\t", '"', "\\", "\x01", "\x1f", "é", " ", "=", ":", "x", "pass", "word",
+              "password=hunter2", "Bearer abcdefghijkl", "sk-ant-abcdefghijk", "api_key", "tok",
+              "en", "postgresql://u:pw@h/db", "AKIAABCDEFGHIJKLMNOP", "1 row\n\n| 1 |"]  # fmt: skip
+    rng = random.Random(16)
+    for _ in range(3000):
+        words = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 5))) for _ in range(4)]
+        payload = {words[0]: words[1], "text": words[2], "n": {words[3]: 1}}
+        text = dumps(payload)
+        got, want = fast.redact_json(text), slow.redact_json(text)
+        assert got[0] == want[0], payload
+    clean = dumps({"text": '1 row\n\n| "a" |\t\\ \x01', "row_count": 1})
+    assert fast.redact_json(clean) == (clean, None)
+    # ``p`` escaped: not an escape the encoder writes; the long way finds the key.
+    sneaky = '{"\\u0070assword":"hunter2","x":"\\u0070assword=hunter2"}'
+    assert "hunter2" not in fast.redact_json(sneaky)[0]
+    assert json.loads(fast.redact_json(sneaky)[0]) == {"password": "***", "x": "password=***"}
+    # A trigger with a newline in it: escaped text never takes the shortcut.
+    custom = Redactor((RedactionPattern(name="nl", regex="a\nb", triggers=("a\nb",)),))
+    assert not custom._escapes_ok  # pyright: ignore[reportPrivateUsage]
+    assert json.loads(custom.redact_json(dumps({"x": "1 a\nb 2"}))[0]) == {"x": "1 *** 2"}
