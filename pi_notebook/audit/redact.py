@@ -235,14 +235,17 @@ class Redactor:
         if self._text_check_ok:
             escaped = "\\" in text
             clean_re = self._clean_re if self._clean_literals is not None else None
-            if clean_re is not None and text.isascii():
+            if clean_re is not None:
                 # Every key and string of the payload is in the text verbatim (no escapes),
-                # and for ASCII text lower() folds case as the patterns' (?i) does: a text
-                # without any literal has no match and no secret key (one scan, no key list).
-                # With escapes, each one becomes a NUL (in no literal); an escape of any
-                # other kind (``\\u0070`` for ``p``) leaves its backslash: the long way.
+                # and ``_fold`` (``lower()`` for ASCII text) folds case as the patterns' (?i)
+                # does: a text without any literal has no match and no secret key (one scan,
+                # no key list). With escapes, each one becomes a NUL (in no literal); an
+                # escape of any other kind (``\\u0070`` for ``p``) leaves its backslash: the
+                # long way.
                 probe = _PLAIN_ESCAPE.sub("\x00", text) if escaped and self._escapes_ok else text
-                if "\\" not in probe and clean_re.search(probe.lower()) is None:
+                if "\\" not in probe and (
+                    clean_re.search(probe.lower() if probe.isascii() else _fold(probe)) is None
+                ):
                     return text, value
             probe = _ESCAPE.sub(_unescape, text) if escaped else text
             hit = any(rx.search(probe) for rx in self._candidates(probe))

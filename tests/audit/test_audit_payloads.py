@@ -341,9 +341,11 @@ def test_the_trigger_shortcut_folds_case_as_the_patterns_do(text: str) -> None:
 
 def test_s29_text_with_escapes_takes_the_shortcut_only_when_it_is_sound() -> None:
     """The clean-text shortcut on JSON text with escapes (``\\n``, ``\\"``, ``\\u0001``...)
-    gives what the long way gives, for random payloads whose secrets sit next to, or are
-    broken by, characters the encoder escapes; an escape of another kind (``\\u0070`` for
-    ``p``) and a pattern whose trigger holds an escaped character take the long way."""
+    and on non-ASCII text gives what the long way gives, for random payloads whose secrets
+    sit next to, or are broken by, characters the encoder escapes, or are spelt with the
+    characters a (?i) pattern takes for ASCII letters (``ſ``, ``K``, ``İ``, ``ı``); an escape
+    of another kind (``\\u0070`` for ``p``) and a pattern whose trigger holds an escaped
+    character take the long way."""
     import json
     import random
 
@@ -355,7 +357,9 @@ def test_s29_text_with_escapes_takes_the_shortcut_only_when_it_is_sound() -> Non
     assert fast._escapes_ok  # pyright: ignore[reportPrivateUsage]
     pieces = ["\n", "\t", '"', "\\", "\x01", "\x1f", "é", " ", "=", ":", "x", "pass", "word",
               "password=hunter2", "Bearer abcdefghijkl", "sk-ant-abcdefghijk", "api_key", "tok",
-              "en", "postgresql://u:pw@h/db", "AKIAABCDEFGHIJKLMNOP", "1 row\n\n| 1 |"]  # fmt: skip
+              "en", "postgresql://u:pw@h/db", "AKIAABCDEFGHIJKLMNOP", "1 row\n\n| 1 |",
+              "…", "ß", "paſſword=hunter2", "cooKie", "İ", "ı", "Bearer abcdefghİjkl", "ſecret",
+              "TOKEN"]  # fmt: skip
     rng = random.Random(16)
     for _ in range(3000):
         words = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 5))) for _ in range(4)]
@@ -363,8 +367,9 @@ def test_s29_text_with_escapes_takes_the_shortcut_only_when_it_is_sound() -> Non
         text = dumps(payload)
         got, want = fast.redact_json(text), slow.redact_json(text)
         assert got[0] == want[0], payload
-    clean = dumps({"text": '1 row\n\n| "a" |\t\\ \x01', "row_count": 1})
+    clean = dumps({"text": '1 row\n\n| "a" |\t\\ \x01 Querying…', "row_count": 1})
     assert fast.redact_json(clean) == (clean, None)
+    assert "hunter2" not in fast.redact_json(dumps({"paſſword": "hunter2"}))[0]
     # ``p`` escaped: not an escape the encoder writes; the long way finds the key.
     sneaky = '{"\\u0070assword":"hunter2","x":"\\u0070assword=hunter2"}'
     assert "hunter2" not in fast.redact_json(sneaky)[0]
