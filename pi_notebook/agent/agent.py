@@ -33,8 +33,8 @@ class AgentState:
 
     model: Model
     system_prompt: str = ""
-    tools: list[AgentTool[Any]] = field(default_factory=list[AgentTool[Any]])
-    messages: list[Message] = field(default_factory=list[Message])
+    tools: list[AgentTool[Any]] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
     is_running: bool = False
 
 

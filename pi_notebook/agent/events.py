@@ -37,7 +37,7 @@ class AgentStartEvent:
 
 @dataclass(kw_only=True)
 class AgentEndEvent:
-    messages: list[Message] = field(default_factory=list[Message])
+    messages: list[Message] = field(default_factory=list)
     type: Literal["agent_end"] = "agent_end"
 
 
@@ -49,7 +49,7 @@ class TurnStartEvent:
 @dataclass(kw_only=True)
 class TurnEndEvent:
     message: AssistantMessage
-    tool_results: list[ToolResultMessage] = field(default_factory=list[ToolResultMessage])
+    tool_results: list[ToolResultMessage] = field(default_factory=list)
     type: Literal["turn_end"] = "turn_end"
 
 

@@ -41,7 +41,7 @@ class ToolResult:
     events, audit) and is never sent to the model. Secrets never go into ``content``.
     """
 
-    content: list[ResultContent] = field(default_factory=list[ResultContent])
+    content: list[ResultContent] = field(default_factory=list)
     details: Any = None
     usage: Usage | None = None
     terminate: bool = False

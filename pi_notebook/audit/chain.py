@@ -45,7 +45,7 @@ class VerifyReport:
     """
 
     ok: bool = True
-    problems: list[str] = field(default_factory=list[str])
+    problems: list[str] = field(default_factory=list)
     sessions: int = 0
     records: int = 0
 

@@ -211,8 +211,8 @@ def _pandas_or_numpy(obj: Any) -> Any:
             return {
                 "_type": "DataFrame",
                 "shape": list(obj.shape),
-                "columns": [_key(c) for c in list(obj.columns)[:_MAX_ITEMS]],
-                "dtypes": [str(t) for t in _dtypes(obj)[:_MAX_ITEMS]],
+                "columns": [_key(c) for c in _column_names(obj, pd)],
+                "dtypes": [_dtype_text(t) for t in _dtypes(obj)[:_MAX_ITEMS]],
             }
         if isinstance(obj, pd.Series):
             return {
@@ -230,6 +230,42 @@ def _pandas_or_numpy(obj: Any) -> Any:
         if isinstance(obj, np.generic):
             return to_jsonable(obj.item())
     return _NOTHING
+
+
+def _column_names(frame: Any, pd: Any) -> list[Any]:
+    """The first ``_MAX_ITEMS`` column labels, as ``list(frame.columns)`` gives them.
+
+    Text columns (pandas' Arrow-backed ``str`` dtype, the default from pandas 3) are read
+    from their Arrow array at once: iterating the index costs several times the rest of a
+    small frame's summary. Labels with a missing value, and anything else, the plain way."""
+    columns = frame.columns
+    try:
+        if isinstance(columns.dtype, pd.StringDtype):
+            array = columns._values._pa_array  # pyright: ignore[reportUnknownMemberType]
+            if array.null_count == 0:  # pyright: ignore[reportUnknownMemberType]
+                names = array.slice(0, _MAX_ITEMS).to_pylist()  # pyright: ignore[reportUnknownMemberType]
+                if len(names) == min(len(columns), _MAX_ITEMS):  # pyright: ignore[reportUnknownArgumentType]
+                    return names  # pyright: ignore[reportUnknownVariableType]
+    except Exception:  # another pandas, another storage: the plain way
+        pass
+    return list(columns[:_MAX_ITEMS])
+
+
+_DTYPE_TEXT: dict[int, tuple[Any, str]] = {}  # id -> (the dtype, kept alive; its text)
+
+
+def _dtype_text(dtype: Any) -> str:
+    """``str(dtype)``, remembered for NumPy's built-in dtypes (immutable singletons, and
+    ``str`` of one costs more than the rest of a small frame's summary)."""
+    found = _DTYPE_TEXT.get(id(dtype))
+    if found is not None and found[0] is dtype:
+        return found[1]
+    text = str(dtype)
+    if getattr(dtype, "isbuiltin", 0) == 1 and type(dtype).__module__.startswith("numpy"):
+        if len(_DTYPE_TEXT) >= 256:
+            _DTYPE_TEXT.clear()
+        _DTYPE_TEXT[id(dtype)] = (dtype, text)
+    return text
 
 
 def _dtypes(frame: Any) -> list[Any]:

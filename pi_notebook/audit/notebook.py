@@ -98,7 +98,7 @@ class NotebookReport:
     """
 
     ok: bool = True
-    problems: list[str] = field(default_factory=list[str])
+    problems: list[str] = field(default_factory=list)
     outputs: int = 0
     calls: int = 0
 

@@ -118,7 +118,7 @@ class ToolExecutionUpdate(AuditRecord):
     """The update's number within the call (1-based, counting skipped ones)."""
     skipped_before: int = 0
     """Updates left out by the rate limit since the previous recorded one."""
-    partial_result: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    partial_result: Mapping[str, Any] = field(default_factory=dict)
     """The bounded summary of the partial result (``summarise_result``)."""
 
 
@@ -269,7 +269,7 @@ class ToolResultRecord(AuditRecord):
     """The arguments that were executed."""
     is_error: bool = False
     """Whether ``execute`` returned an error result."""
-    result: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    result: Mapping[str, Any] = field(default_factory=dict)
     """Its bounded summary (``summarise_result``)."""
 
 
@@ -282,7 +282,7 @@ class ToolExecutionEnd(AuditRecord):
     """Whether the call ended as an error result."""
     duration_ms: float | None = None
     """Wall time from start to end, approval wait included."""
-    result: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    result: Mapping[str, Any] = field(default_factory=dict)
     """The bounded summary of the final result (``summarise_result``)."""
     updates: int = 0
     """How many updates the call sent (in the payload only when there were any)."""

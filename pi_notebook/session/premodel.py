@@ -88,7 +88,7 @@ class SystemPromptState:
 class PreparedPrompt:
     """What one prompt sends: injected messages, then the user's message."""
 
-    messages: list[Message] = field(default_factory=list[Message])
+    messages: list[Message] = field(default_factory=list)
     system_prompt: PromptOverride | None = None
 
 

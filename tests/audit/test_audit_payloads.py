@@ -378,3 +378,42 @@ def test_s29_text_with_escapes_takes_the_shortcut_only_when_it_is_sound() -> Non
     custom = Redactor((RedactionPattern(name="nl", regex="a\nb", triggers=("a\nb",)),))
     assert not custom._escapes_ok  # pyright: ignore[reportPrivateUsage]
     assert json.loads(custom.redact_json(dumps({"x": "1 a\nb 2"}))[0]) == {"x": "1 *** 2"}
+
+
+def test_s29_a_dataframe_summary_reads_labels_and_dtypes_as_the_plain_way() -> None:
+    """The summary's shortcuts (text labels read from their Arrow array, the text of NumPy's
+    built-in dtypes remembered) give what ``list(frame.columns)`` and ``str(dtype)`` give:
+    text, object, number, missing and tuple labels, more labels than are kept, every kind of
+    dtype, the same dtype again after others."""
+    import numpy as np
+    import pandas as pd
+
+    from pi_notebook.audit.encode import _key  # pyright: ignore[reportPrivateUsage]
+
+    wide = pd.DataFrame(np.zeros((1, 1200)), columns=[f"c{i}" for i in range(1200)])
+    frames = [
+        pd.DataFrame({"a": [1], "b": ["x"], "c": [1.5], "d": [True]}),
+        pd.DataFrame(np.array([[1, 2]]), columns=pd.Index(["x", "y"], dtype=object)),
+        pd.DataFrame(np.array([[1, 2]]), columns=[3, 4]),
+        pd.DataFrame(np.array([[1, 2]]), columns=pd.Index(["x", None], dtype="str")),
+        pd.DataFrame(np.array([[1, 2]]), columns=pd.MultiIndex.from_tuples([("a", 1), ("a", 2)])),
+        pd.DataFrame(
+            {
+                "t": pd.to_datetime(["2024-01-01"], utc=True),
+                "n": pd.array([1], "Int64"),
+                "k": pd.Categorical(["a"]),
+                "s": pd.array(["x"], dtype="string"),
+                "i8": np.array([1], dtype=np.int8),
+                "u": np.array([1], dtype=">u4"),
+                "o": np.array([(1, 2.0)], dtype=[("a", "i4"), ("b", "f8")]).astype(object),
+            }
+        ),
+        pd.DataFrame(),
+        wide,
+    ]
+    for _ in range(2):  # the second time from what was remembered
+        for frame in frames:
+            summary = to_jsonable(frame)
+            assert summary["columns"] == [_key(c) for c in list(frame.columns)[:1000]]
+            assert summary["dtypes"] == [str(t) for t in list(frame.dtypes)[:1000]]
+            assert summary["shape"] == list(frame.shape)
