@@ -96,6 +96,8 @@ def _convert(obj: Any, depth: int, seen: set[int]) -> Any:
             return _container(obj, depth, seen)
         finally:
             seen.discard(id(obj))
+    if cls in _MODEL_TYPES and depth <= _MAX_DEPTH:  # seen to reach ``model_dump`` before
+        return _dump_or_fields(obj, depth, seen)
     if isinstance(obj, float):
         # NaN and infinities are not JSON; keep them readable rather than emitting invalid text.
         return obj if math.isfinite(obj) else repr(obj)
@@ -168,6 +170,20 @@ def _scalar_or_object(obj: Any, depth: int, seen: set[int]) -> Any:
         return _convert(obj.value, depth + 1, seen)
     if isinstance(obj, BaseException):
         return {"_type": "exception", "type": type_name(obj), "message": _safe_str(obj)}
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(obj, pydantic.BaseModel):
+        # Every check above is one of the type, and each said no: the next model of this
+        # type goes straight to its dump (a call's arguments are in every decision record).
+        if len(_MODEL_TYPES) >= 1024:
+            _MODEL_TYPES.clear()
+        _MODEL_TYPES.add(type(obj))
+    return _dump_or_fields(obj, depth, seen)
+
+
+_MODEL_TYPES: set[type] = set()  # pydantic model types that reached ``_dump_or_fields``
+
+
+def _dump_or_fields(obj: Any, depth: int, seen: set[int]) -> Any:
     dump = getattr(obj, "model_dump", None)
     if callable(dump) and not isinstance(obj, type):
         try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections import deque
 from typing import Any
 
@@ -105,12 +106,12 @@ def _checked(value: Any) -> int | None:
 
 
 def _frames(message: Any) -> list[str]:
-    import pandas as pd
-
     details = getattr(message, "details", None)
-    if not isinstance(details, dict):
+    pd = sys.modules.get("pandas")  # not imported: no DataFrame anywhere (and none imported)
+    if pd is None or not isinstance(details, dict) or not details:
         return []
-    return [k for k, v in details.items() if isinstance(v, pd.DataFrame)]  # pyright: ignore[reportUnknownVariableType]
+    frame = pd.DataFrame
+    return [k for k, v in details.items() if isinstance(v, frame)]  # pyright: ignore[reportUnknownVariableType]
 
 
 def _drop(message: Any) -> None:

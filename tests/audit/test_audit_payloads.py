@@ -417,3 +417,55 @@ def test_s29_a_dataframe_summary_reads_labels_and_dtypes_as_the_plain_way() -> N
             assert summary["columns"] == [_key(c) for c in list(frame.columns)[:1000]]
             assert summary["dtypes"] == [str(t) for t in list(frame.dtypes)[:1000]]
             assert summary["shape"] == list(frame.shape)
+
+
+def test_s29_a_model_type_seen_before_converts_as_the_first_time() -> None:
+    """A pydantic model type that once reached ``model_dump`` goes straight there the next
+    time, with the same outcome: plain and nested models, a model that is also a mapping
+    (the container way, never remembered), one whose JSON dump fails (the python dump), and
+    one nested deeper than the limit (summarised)."""
+    from collections.abc import Mapping
+
+    from pi_notebook.audit.encode import _MODEL_TYPES  # pyright: ignore[reportPrivateUsage]
+
+    class Inner(BaseModel):
+        n: int = 1
+
+    class Outer(BaseModel):
+        sql: str = "SELECT 1"
+        inner: Inner = Inner()
+        tags: list[str] = ["a"]
+
+    class MappingModel(BaseModel, Mapping[str, int]):  # pyright: ignore[reportIncompatibleMethodOverride, reportIncompatibleVariableOverride]
+        a: int = 1
+
+        def __getitem__(self, key: str) -> int:
+            return {"a": self.a}[key]
+
+        def __iter__(self) -> Iterator[str]:  # pyright: ignore[reportIncompatibleMethodOverride]
+            return iter(["a"])
+
+        def __len__(self) -> int:
+            return 1
+
+    class Odd(BaseModel):
+        value: object = None
+
+        def model_dump(self, **kwargs: Any) -> dict[str, Any]:  # pyright: ignore[reportIncompatibleMethodOverride]
+            if kwargs.get("mode") == "json":
+                raise ValueError("no JSON form")
+            return {"python": True}
+
+    deep: Any = Outer()
+    for _ in range(25):  # the model at depth 25, one past the limit
+        deep = [deep]
+    values = [Outer(), Inner(n=5), MappingModel(), Odd(), deep, [Outer(), {"m": Inner()}]]
+    first = [to_jsonable(v) for v in values]
+    assert first[0] == {"sql": "SELECT 1", "inner": {"n": 1}, "tags": ["a"]}
+    assert first[2] == {"a": 1} and first[3] == {"python": True}
+    innermost = first[4]
+    while isinstance(innermost, list):
+        innermost = innermost[0]  # pyright: ignore[reportUnknownVariableType]
+    assert innermost["_note"] == "nested too deeply" and innermost["_type"].endswith("Outer")
+    assert Outer in _MODEL_TYPES and MappingModel not in _MODEL_TYPES
+    assert [to_jsonable(v) for v in values] == first
