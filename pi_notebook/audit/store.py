@@ -136,25 +136,39 @@ class RowStore:
                 # the busy timeout, instead of failing on a lock upgrade mid-transaction.
                 conn.driver_connection.isolation_level = None  # pyright: ignore[reportOptionalMemberAccess]
                 if self._in_place:
-                    self._conn = conn
-                    self._in_place_settings(conn.driver_connection)
+                    try:
+                        self._in_place_settings(conn.driver_connection)
+                    except BaseException:
+                        conn.invalidate()
+                        raise
             else:
                 conn.driver_connection.autocommit = True  # pyright: ignore[reportOptionalMemberAccess]
                 self._sync = True
             self._conn = conn
         return self._conn
 
-    def _in_place_settings(self, driver: Any) -> None:
+    @property
+    def ready(self) -> bool:
+        """Whether this store holds an open connection (an in-place store is opened by the
+        writer thread, ``open``, so that a caller never waits for a connection)."""
+        return self._conn is not None
+
+    def open(self) -> None:
+        """Open the connection now if it is not open; never raises (``ready`` tells)."""
+        if not self._raw or self._conn is not None:
+            return
         try:
-            mode = driver.execute("PRAGMA journal_mode").fetchone()[0]
-            if str(mode).lower() != "wal":  # a commit would wait for the disk: not here
-                self.usable = False
-                raise RuntimeError(f"the audit store is in {mode} mode, not WAL")
-            driver.execute("PRAGMA busy_timeout=0")
-            driver.execute("PRAGMA wal_autocheckpoint=0")
-        except BaseException:
-            self._discard()
-            raise
+            self._connection()
+        except Exception:  # the next ``open``, or the writer's own connection, says more
+            _log.debug("audit: opening a store connection failed", exc_info=True)
+
+    def _in_place_settings(self, driver: Any) -> None:
+        mode = driver.execute("PRAGMA journal_mode").fetchone()[0]
+        if str(mode).lower() != "wal":  # a commit would wait for the disk: not here
+            self.usable = False
+            raise RuntimeError(f"the audit store is in {mode} mode, not WAL")
+        driver.execute("PRAGMA busy_timeout=0")
+        driver.execute("PRAGMA wal_autocheckpoint=0")
 
     def checkpoint(self) -> None:
         """A passive checkpoint of a SQLite store's log (commits in place run none); never

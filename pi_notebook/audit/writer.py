@@ -232,7 +232,7 @@ class Writer:
 
     def _try_here(self, ticket: int) -> Outcome | None:
         here = self._here
-        if here is None or not here.usable or not self._chain.acquire(blocking=False):
+        if here is None or not here.ready or not self._chain.acquire(blocking=False):
             return None
         try:
             with self._lock:
@@ -311,6 +311,9 @@ class Writer:
         backoff, failures = 0.05, 0
         stop_deadline: float | None = None
         try:
+            if self._here is not None:
+                with self._chain:
+                    self._here.open()
             while True:
                 with self._lock:
                     if not self._await_work():
@@ -323,6 +326,10 @@ class Writer:
                 if checkpoint:
                     self._store.checkpoint()
                 with self._chain:
+                    if self._here is not None and self._here.usable and not self._here.ready:
+                        # Callers commit in place only on a connection already open: opening
+                        # one (its connect hooks, a lock on the file) is no work for a caller.
+                        self._here.open()
                     with self._lock:  # what a commit in place left of it
                         batch = list(itertools.islice(self._queue, _MAX_BATCH))
                     if not batch:

@@ -56,14 +56,33 @@ def eventually(check: Callable[[], bool], what: str) -> None:
         time.sleep(0.01)
 
 
+def in_place_ready(log: AuditLog) -> None:
+    """Wait until the writer thread has opened the in-place connection (callers never open
+    it themselves)."""
+    here = log._writer._here  # pyright: ignore[reportPrivateUsage]
+    chain = log._writer._chain  # pyright: ignore[reportPrivateUsage]
+    assert here is not None
+    eventually(lambda: here.ready and not chain.locked(), "the in-place connection")
+
+
 def test_a_durable_record_on_a_sqlite_file_is_committed_by_its_caller(
-    tmp_path: Path, writes: list[tuple[str, list[str]]]
+    tmp_path: Path, writes: list[tuple[str, list[str]]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``await commit`` and ``record(durable=True)`` write the queued records and their own in
     the calling thread, in one transaction, committed (visible to another connection) when
-    they return; the hash returned is the stored one and the chain verifies."""
+    they return; the hash returned is the stored one and the chain verifies. The connection
+    they use was opened by the writer thread."""
+    opened: list[str] = []
+    original = RowStore._in_place_settings  # pyright: ignore[reportPrivateUsage]
+
+    def spy(self: RowStore, driver: Any) -> None:
+        opened.append(threading.current_thread().name)
+        original(self, driver)
+
+    monkeypatch.setattr(RowStore, "_in_place_settings", spy)
     url = f"sqlite:///{tmp_path / 'audit.sqlite'}"
     with AuditLog(url, session_id="here", linger_s=5.0) as log:
+        in_place_ready(log)
         log.record("start", {"n": 1})
         log.record("decision", {"n": 2})
         digest = asyncio.run(log.commit("final_args", {"sql": "SELECT 1"}))
@@ -73,6 +92,7 @@ def test_a_durable_record_on_a_sqlite_file_is_committed_by_its_caller(
         log.record("end", {"n": 3})
         again = log.record("final_args", {"sql": "SELECT 2"}, durable=True)
         assert writes[-1] == (me, ["end", "final_args"])
+        assert opened == ["pi-audit-here"]
         frame = log.to_dataframe()
         assert frame["hash"].tolist()[2] == digest
         assert frame["hash"].tolist()[-1] == again
@@ -90,6 +110,7 @@ def test_a_locked_store_leaves_the_durable_record_to_the_writer(
     monkeypatch.setattr(writer_module, "_HERE_PAUSE", 0.0)
     url = f"sqlite:///{tmp_path / 'audit.sqlite'}"
     with AuditLog(url, session_id="locked", durable_timeout_s=10) as log:
+        in_place_ready(log)
         log.record("first", {}, durable=True)  # creates the head; in place
         other = sa.create_engine(url).raw_connection()
         other.driver_connection.isolation_level = None  # pyright: ignore[reportOptionalMemberAccess]
@@ -99,6 +120,7 @@ def test_a_locked_store_leaves_the_durable_record_to_the_writer(
         digest = log.record("while locked", {}, durable=True)
         other.close()
         assert writes[-1] == (f"pi-audit-{'locked'[:8]}", ["while locked"])
+        in_place_ready(log)  # the failed attempt dropped its connection; the writer reopened it
         log.record("after", {}, durable=True)
         assert writes[-1] == (threading.current_thread().name, ["after"])
         frame = log.to_dataframe()
@@ -115,6 +137,7 @@ def test_a_busy_chain_leaves_the_durable_record_to_the_writer(
     instead of writing beside it."""
     url = f"sqlite:///{tmp_path / 'audit.sqlite'}"
     with AuditLog(url, session_id="busy") as log:
+        in_place_ready(log)
         chain: threading.Lock = log._writer._chain  # pyright: ignore[reportPrivateUsage]
         chain.acquire()
         threading.Timer(0.3, chain.release).start()
@@ -130,6 +153,10 @@ def test_a_store_not_in_wal_mode_is_never_written_in_place(
     waits for the disk, so every record goes through the writer thread."""
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'audit.sqlite'}")
     with AuditLog(engine, session_id="journal") as log:
+        here = log._writer._here  # pyright: ignore[reportPrivateUsage]
+        assert here is not None
+        eventually(lambda: not here.usable, "the writer finds the journal mode")
+        assert not here.ready
         for i in range(3):
             log.record("durable", {"i": i}, durable=True)
         assert [thread for thread, _ in writes] == ["pi-audit-journal"] * 3
@@ -180,6 +207,7 @@ def test_the_writer_checkpoints_what_commits_in_place_leave(
     monkeypatch.setattr(RowStore, "checkpoint", spy)
     url = f"sqlite:///{tmp_path / 'audit.sqlite'}"
     with AuditLog(url, session_id="ckpt") as log:
+        in_place_ready(log)
         for i in range(2000):
             log.record("durable", {"i": i, "pad": "x" * 5000}, durable=True)
             if len(calls) >= 2:
@@ -204,6 +232,7 @@ def test_ordinary_records_are_written_without_a_flush_or_a_wake(
     written within the linger, as is one queued to an idle writer."""
     url = f"sqlite:///{tmp_path / 'audit.sqlite'}"
     with AuditLog(url, session_id="nowake", linger_s=0.05) as log:
+        in_place_ready(log)
         log.record("first", {})  # the writer is idle: woken, lingers, commits
         eventually(lambda: stored_kinds(url, "nowake") == ["first"], "the first record")
         log.record("durable", {}, durable=True)
