@@ -125,11 +125,11 @@ async def test_d5_an_approved_write_is_seen_by_the_next_inline_read(
 ) -> None:
     from pi_notebook.sql.backend import query_args_hash
 
-    assert (await backend.run("r1", "SELECT count(*) AS n FROM t")).dataframe["n"][0] == 10
+    assert (await backend.run("r1", "SELECT count(*) AS n FROM t")).dataframe["n"].tolist() == [10]
     sql = "INSERT INTO t VALUES (10)"
     backend.capabilities.grant("w1", query_args_hash(sql, backend.dialect), 60)
     await backend.run("w1", sql)
-    assert (await backend.run("r2", "SELECT count(*) AS n FROM t")).dataframe["n"][0] == 11
+    assert (await backend.run("r2", "SELECT count(*) AS n FROM t")).dataframe["n"].tolist() == [11]
 
 
 async def test_d5_a_busy_inline_path_hands_the_read_to_the_worker(
@@ -168,3 +168,17 @@ def test_d5_an_in_memory_database_has_no_inline_path() -> None:
         assert asyncio.run(b.run("r1", "SELECT 1 AS one")).dataframe["one"].tolist() == [1]
     finally:
         b.dispose()
+
+
+async def test_d5_a_full_pool_is_never_waited_for_on_the_loop(
+    backend: DatabaseBackend,
+) -> None:
+    pool = backend.engine.pool
+    held = [backend.engine.raw_connection() for _ in range(pool.size())]  # pyright: ignore[reportAttributeAccessIssue]
+    try:
+        out = await backend.run("r1", "SELECT count(*) AS n FROM t")
+    finally:
+        for raw in held:
+            raw.close()
+    assert out.dataframe["n"].tolist() == [10]
+    assert _worker_started(backend)  # the worker took it (its checkout may wait; the loop not)

@@ -128,6 +128,9 @@ class InlineReads:
 
     def _connection(self) -> Any:
         if self._raw is None:
+            pool = self._engine.pool
+            if isinstance(pool, sa.QueuePool) and pool.checkedout() >= pool.size():
+                return None  # a checkout might wait for a connection: never on the loop
             try:
                 raw = self._engine.raw_connection()
             except Exception:  # the worker connects, bounded by the timeouts, and reports
