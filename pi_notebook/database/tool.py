@@ -70,7 +70,10 @@ def make_query_tool(
     async def execute(
         tool_call_id: str, params: QueryDatabaseParams, signal: Any, on_update: Any, ctx: Any
     ) -> ToolResult:
-        on_update(ToolResult(content=[TextContent(text="Querying…")], details={"phase": "query"}))
+        def querying() -> None:  # only when it does not finish at once (see backend.run)
+            on_update(
+                ToolResult(content=[TextContent(text="Querying…")], details={"phase": "query"})
+            )
 
         def progress(rows: int) -> None:
             on_update(
@@ -85,7 +88,7 @@ def make_query_tool(
         in_session = getattr(ctx, "audit", None) is not None
         outcome = await backend.run(tool_call_id, params.sql, signal=signal, on_progress=progress,
                                     audit=audit_of(pi, ctx), count_rows=params.count_rows,
-                                    record_result=not in_session)  # fmt: skip
+                                    record_result=not in_session, on_slow=querying)  # fmt: skip
         if outcome.has_rows:
             ext.keep_result(tool_call_id, outcome.dataframe)
         details = outcome.details()

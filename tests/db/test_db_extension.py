@@ -195,6 +195,18 @@ async def test_s13_on_update_reports_query_phase_and_rows(make_run: Any, tmp_pat
     assert {e.tool_call_id for e in events if e.type.startswith("tool_execution")} == {"call-0"}
 
 
+async def test_s13_a_read_that_runs_at_once_sends_no_query_phase(
+    make_run: Any, tmp_path: Path
+) -> None:
+    """A short read of a SQLite file runs on the loop at once (no worker, see
+    ``sql/backend/inline.py``): there is no running phase to show, so no 'Querying…'."""
+    events: list[Any] = []
+    run = await make_run(f"sqlite:///{tmp_path / 'q.sqlite'}", ["SELECT 1 AS one"], events=events)
+    [result] = run.results()
+    assert not result.is_error and result.details["row_count"] == 1
+    assert [e for e in events if e.type == "tool_execution_update"] == []
+
+
 async def test_register_by_path_uses_env_url_else_sample(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,7 +11,6 @@ a transaction that is always rolled back, before a person is asked.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -198,8 +197,13 @@ class DatabaseBackend:
         audit: AuditSink | None = None,
         count_rows: bool = False,
         record_result: bool = True,
+        on_slow: Callable[[], None] | None = None,
     ) -> QueryOutcome:
         """Decide on ``sql`` and run it.
+
+        ``on_slow`` is called when the statement goes to the worker thread (every write, and
+        a read that does not finish at once, see :mod:`.inline`): the moment to tell a person
+        it is running. A read that ran at once never calls it.
 
         ``record_result=False`` leaves out the ``query_result`` record, for a caller whose
         audit records the outcome anyway (a session's recorder: the end record holds the
@@ -237,7 +241,6 @@ class DatabaseBackend:
                 raise QueryRefused(f"Refused: {check.reason}. Nothing was run.")
             bounds = Bounds(expected_rows=check.expected_rows, max_rows=check.max_rows)
         audited = None
-        committed: asyncio.Task[str | None] | None = None
         if audit is not None:  # without an audit log there is nothing to record first
             final = FinalArgs(sql=sql, args_hash=final_hash, verdict=verdict.kind,
                               reasons=list(reasons), dialect=self.dialect, **ids)  # fmt: skip
@@ -245,12 +248,10 @@ class DatabaseBackend:
                 # Committed before the statement is even handed to the worker.
                 await self._durable(audit, final)
             elif self._may_inline(kind, sql):
-                # A short read may run on this thread (see :mod:`.inline`): the record is
-                # queued first (the task's first step, which ``sleep(0)`` lets run now), the
-                # read runs while the writer commits it, and nothing of the read leaves
-                # ``_run_as`` before the commit.
-                committed = asyncio.ensure_future(commit_before(audit, final, sync=False))
-                await asyncio.sleep(0)
+                # A short read may run on this thread (see :mod:`.inline`): its record is
+                # committed first (on a SQLite store by this very call, see
+                # ``AuditLog.commit``), so nothing of the read can leave before it.
+                await self._durable(audit, final, sync=False)
             else:
                 # A read's record is queued now (its place in the chain) and the worker waits
                 # for its commit before anything of the read (rows or error) leaves it: the
@@ -264,7 +265,7 @@ class DatabaseBackend:
             return await self._run_as(kind, sql, tool_call_id=tool_call_id, final_hash=final_hash,
                                       signal=signal, on_progress=on_progress, audit=audit,
                                       bounds=bounds, count_rows=count_rows, audited=audited,
-                                      committed=committed, record_result=record_result)  # fmt: skip
+                                      on_slow=on_slow, record_result=record_result)  # fmt: skip
         except DriftError as drift:
             raise self._drift(drift, bounds or Bounds(), sql, final_hash, audit, ids) from None
         except AuditBlocked:
@@ -377,7 +378,7 @@ class DatabaseBackend:
         bounds: Bounds | None = None,
         count_rows: bool = False,
         audited: Callable[[], object] | None = None,
-        committed: asyncio.Task[str | None] | None = None,
+        on_slow: Callable[[], None] | None = None,
         record_result: bool = True,
     ) -> QueryOutcome:
         """Run ``sql`` as ``kind`` WITHOUT the policy check. Internal and for tests only: it is
@@ -393,21 +394,20 @@ class DatabaseBackend:
         try:
             fetched = self._inline_read(kind, sql, settings, on_progress, audited)
             if fetched is None:
+                if on_slow is not None:
+                    try:
+                        on_slow()
+                    except Exception:  # a broken listener must not break the statement
+                        pass
                 fetched = await self._execution.call(
                     run_statement, self.engine, self.backend, kind, sql, settings,
                     bounds=bounds, plan=plan, adbc=self._adbc, slot=self._slot, signal=signal,
                     on_progress=on_progress, audited=audited,
                 )  # fmt: skip
         except QueryError as error:
-            await _audited_first(committed)  # the record first, even for the read's error text
             failure = QueryAbort if isinstance(error, QueryAborted) else QueryFailure
             record_after(audit, failure(error=str(error), args_hash=final_hash, **ids))
             raise
-        except BaseException:
-            if committed is not None:
-                committed.cancel()  # stop waiting; the record stays queued
-            raise
-        await _audited_first(committed)
         outcome = shape(fetched, kind=kind, dialect=self.dialect, args_hash=final_hash,
                         seconds=time.perf_counter() - started)  # fmt: skip
         if record_result and audit is not None:
@@ -436,20 +436,6 @@ class DatabaseBackend:
         if self._inline is None or audited is not None or not self._may_inline(kind, sql):
             return None  # a large result takes the Arrow reader, from the worker
         return self._inline.read(sql, settings, on_progress)
-
-
-async def _audited_first(committed: asyncio.Task[str | None] | None) -> None:
-    """Wait for the commit of the record that must precede a read's result.
-
-    Raises:
-        AuditBlocked: it was not committed (the read's rows or error are withheld).
-    """
-    if committed is None:
-        return
-    try:
-        await committed
-    except Exception as exc:
-        raise AuditBlocked(str(exc)) from exc
 
 
 def _arrow_reader(
