@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from pi_notebook.sql.backend.frames import FrameBuilder, duckdb_rows
-from pi_notebook.sql.backend.readonly import RunKind
+from pi_notebook.sql.backend.readonly import RunKind, take_pending_begin
 
 __all__ = [
     "CHUNK",
@@ -151,7 +151,8 @@ def execute_and_fetch(
     if backend == "duckdb":
         return _duckdb(raw.driver_connection, kind, sql, settings, progress, limit)
     if backend == "postgresql" and kind == "read":
-        return _postgres_read(raw.driver_connection, sql, settings, progress, limit)
+        return _postgres_read(raw.driver_connection, sql, settings, progress, limit,
+                              begin=take_pending_begin(raw))  # fmt: skip
     if backend == "mysql" and kind == "read":
         import pymysql.cursors
 
@@ -224,9 +225,15 @@ def _postgres_read(
     settings: RunSettings,
     progress: Callable[[int], None] | None,
     limit: int | None,
+    *,
+    begin: str | None = None,
 ) -> Fetched:
+    """A read on PostgreSQL; ``begin`` (``BEGIN READ ONLY`` and its settings, when the
+    transaction is not open yet) goes in front of its first statement."""
     cur = conn.cursor()
     if not CURSOR_TEXT.match(sql):  # SHOW, EXPLAIN...: small results, streamed
+        if begin is not None:
+            cur.execute(begin)
         rows = cur.stream(sql, size=CHUNK)
         try:
             chunks = iter(lambda: list(itertools.islice(rows, CHUNK)), [])
@@ -239,10 +246,14 @@ def _postgres_read(
             cur.close()
     try:
         # A server-side cursor: the first batch comes with the DECLARE in one round trip,
-        # and stopping at the cap is just not fetching more (the rollback closes it).
+        # and stopping at the cap is just not fetching more (the rollback closes it). When
+        # the transaction opens in the same message and that first batch is all the read
+        # will take (a capped read), it also ends there: one round trip for the whole read.
         first = _PG_BATCH if limit is None else min(limit, _PG_BATCH)
-        cur.execute(f"DECLARE {_PG_CURSOR} NO SCROLL CURSOR FOR {sql}\n; "
-                    f"FETCH FORWARD {first} FROM {_PG_CURSOR}")  # fmt: skip
+        text = f"DECLARE {_PG_CURSOR} NO SCROLL CURSOR FOR {sql}\n; FETCH FORWARD {first} FROM {_PG_CURSOR}"
+        if begin is not None:
+            text = f"{begin}; {text}" + ("; ROLLBACK" if first == limit else "")
+        cur.execute(text)
         while cur.description is None and cur.nextset():  # on to the FETCH's result
             pass
         return _collect(cur, _pg_batches(cur, first), settings, progress, limit)

@@ -14,12 +14,20 @@ from pi_notebook.sql.catalogs import SECRET_TABLES
 from pi_notebook.sql.functions import REJECT_FUNCTIONS
 from pi_notebook.sql.pragmas import sqlite_allows
 
-__all__ = ["RunKind", "begin", "finish", "install_sqlite_guard", "sqlite_control"]
+__all__ = [
+    "RunKind",
+    "begin",
+    "finish",
+    "install_sqlite_guard",
+    "sqlite_control",
+    "take_pending_begin",
+]
 
 RunKind = Literal["read", "write"]
 
 _GUARD_KEY = "pi_notebook_sqlite_guard"
 _QUERY_ONLY_KEY = "pi_notebook_sqlite_query_only"
+_PENDING_BEGIN_KEY = "pi_notebook_pg_pending_begin"
 
 # The guard's policy is the classifier's: the pragma table (``sql/pragmas.py``), the functions
 # that must never run and the tables that hold secrets (``sql/functions.py``,
@@ -133,9 +141,12 @@ def begin(
         timeout = f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}"
         if raw.driver_connection.autocommit:
             # The backend's engine runs psycopg in autocommit and opens the transaction
-            # itself: one round trip for BEGIN and its settings.
-            mode = "BEGIN READ ONLY" if kind == "read" else "BEGIN"
-            _exec(raw, backend, f"{mode}; {timeout}")
+            # itself: BEGIN and its settings in one round trip. A read's is sent with its
+            # first statement (see ``take_pending_begin``), a round trip less.
+            if kind == "read":
+                raw.info[_PENDING_BEGIN_KEY] = f"BEGIN READ ONLY; {timeout}"
+            else:
+                _exec(raw, backend, f"BEGIN; {timeout}")
         else:
             # psycopg opens the transaction itself; SET TRANSACTION as its first statement
             # makes it exactly ``BEGIN READ ONLY``.
@@ -178,9 +189,22 @@ def begin(
         raise ValueError(f"no read-only mode for {backend}")
 
 
+def take_pending_begin(raw: Any) -> str | None:
+    """The ``BEGIN READ ONLY`` (with its settings) that :func:`begin` left for a PostgreSQL
+    read to send in front of its first statement, once; ``None`` when the transaction is
+    open already. Whoever runs the read's first statement must take it and send it first."""
+    return raw.info.pop(_PENDING_BEGIN_KEY, None)
+
+
 def finish(raw: Any, backend: str, kind: RunKind, *, commit: bool) -> None:
-    """End the transaction: commit an approved write that succeeded, roll back anything else."""
+    """End the transaction: commit an approved write that succeeded, roll back anything else.
+
+    (A PostgreSQL read may have ended its transaction in its last round trip already; the
+    driver's rollback then sends nothing.)
+    """
     do_commit = commit and kind == "write"
+    if backend == "postgresql":
+        raw.info.pop(_PENDING_BEGIN_KEY, None)  # never left for the next run
     if backend == "duckdb":
         _exec(raw, backend, "COMMIT" if do_commit else "ROLLBACK")
     elif backend == "sqlite":
