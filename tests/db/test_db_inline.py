@@ -182,3 +182,32 @@ async def test_d5_a_full_pool_is_never_waited_for_on_the_loop(
             raw.close()
     assert out.dataframe["n"].tolist() == [10]
     assert _worker_started(backend)  # the worker took it (its checkout may wait; the loop not)
+
+
+async def test_d6_a_read_aborted_while_its_record_commits_does_not_run(
+    backend: DatabaseBackend,
+) -> None:
+    from pi_notebook.ai.abort import AbortController
+    from pi_notebook.sql.backend import QueryAborted
+
+    controller = AbortController()
+
+    class AbortingAudit:
+        """Commits the final arguments, and the person presses Stop meanwhile."""
+
+        def __init__(self) -> None:
+            self.kinds: list[str] = []
+
+        def record(self, kind: str, payload: object = None, **_ids: object) -> None:
+            self.kinds.append(kind)
+
+        async def commit(self, record: object, payload: object = None, **_ids: object) -> str:
+            self.kinds.append(getattr(record, "kind", str(record)))
+            controller.abort()
+            return "hash"
+
+    sink = AbortingAudit()
+    with pytest.raises(QueryAborted, match="nothing was run"):
+        await backend.run("r1", "SELECT count(*) AS n FROM t", signal=controller.signal, audit=sink)
+    assert sink.kinds[0] == "final_args"
+    assert _inline(backend).stopped == 0

@@ -4,8 +4,9 @@ Whatever the ``tool_call`` handlers did, :meth:`DatabaseBackend.run` decides aga
 is about to run: it classifies it, requires the one-shot capability for anything that is not a
 pure read (bound to this call id and the canonical hash of these final arguments, and to the
 rows the approval allows), records the final arguments durably, and runs the statement in a
-worker thread inside the engine's read-only mode (reads) or a transaction that commits only on
-success (approved writes). :meth:`DatabaseBackend.preview` measures what a write would do, in
+worker thread (a short read of a SQLite file on the caller's thread, see :mod:`.inline`) inside
+the engine's read-only mode (reads) or a transaction that commits only on success (approved
+writes). :meth:`DatabaseBackend.preview` measures what a write would do, in
 a transaction that is always rolled back, before a person is asked.
 """
 
@@ -392,7 +393,9 @@ class DatabaseBackend:
         settings = replace(self.settings, count_rows=True) if count_rows else self.settings
         started = time.perf_counter()
         try:
-            fetched = self._inline_read(kind, sql, settings, on_progress, audited)
+            aborted = signal is not None and signal.aborted  # the worker's path reports it
+            fetched = None if aborted else self._inline_read(kind, sql, settings, on_progress,
+                                                             audited)  # fmt: skip
             if fetched is None:
                 if on_slow is not None:
                     try:
