@@ -326,18 +326,29 @@ class RowStore:
         start = 0
         while size >= _SQLITE_MIN_MULTI and len(rows) - start >= _SQLITE_MIN_MULTI:
             if len(rows) - start >= size:
-                statement = self._multi_insert.get(size)
-                if statement is None:
-                    statement = f"INSERT INTO pi_audit_records ({_COLUMNS}) VALUES " + ", ".join(
-                        [self._row_marks] * size
-                    )
-                    self._multi_insert[size] = statement
+                statement = self._multi_statement(size)
                 cur.execute(statement, list(chain.from_iterable(rows[start : start + size])))
                 start += size
             else:
                 size //= 2
-        if start < len(rows):
-            cur.executemany(self._insert, rows[start:] if start else rows)
+        rest = rows[start:] if start else rows
+        if 1 < len(rest) <= (self._multi_rows or 0):
+            # A short batch (a call's few records, committed in place) or the tail of a large
+            # one: one statement too, not a step and a GIL hand-back per row (about 3x
+            # faster for four rows).
+            cur.execute(self._multi_statement(len(rest)), list(chain.from_iterable(rest)))
+        elif rest:
+            cur.executemany(self._insert, rest)
+
+    def _multi_statement(self, size: int) -> str:
+        """The INSERT of ``size`` rows (kept: one shape per size for the statement cache)."""
+        statement = self._multi_insert.get(size)
+        if statement is None:
+            statement = f"INSERT INTO pi_audit_records ({_COLUMNS}) VALUES " + ", ".join(
+                [self._row_marks] * size
+            )
+            self._multi_insert[size] = statement
+        return statement
 
     # -- SQLAlchemy Core path (MySQL, MariaDB, ...) -------------------------------
     def _write_core(self, session_id: str, rows: Sequence[Row], head_exists: bool) -> None:

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.pool import Pool
 
 import pi_notebook.audit.writer as writer_module
 from pi_notebook.audit import AuditLog
@@ -220,6 +222,7 @@ def test_the_writer_checkpoints_what_commits_in_place_leave(
         try:
             # The writer may be checkpointing again (commits in place went on while it ran
             # one): then ours is busy for a moment, never for good.
+            busy, logged, done = 1, -1, -2
             for _ in range(100):
                 busy, logged, done = raw.driver_connection.execute(  # pyright: ignore[reportOptionalMemberAccess]
                     "PRAGMA wal_checkpoint(PASSIVE)"
@@ -248,7 +251,10 @@ def test_ordinary_records_are_written_without_a_flush_or_a_wake(
             lambda: stored_kinds(url, "nowake") == ["first", "durable", "second"],
             "the record after the commit",
         )
-        assert [kinds for _, kinds in writes] == [["first"], ["durable"], ["second"]]
+        # Each written once, in order. (When the durable record's commit in place meets the
+        # writer still settling "first", the writer commits it, and may take "second" along.)
+        assert [kind for _, kinds in writes for kind in kinds] == ["first", "durable", "second"]
+        assert writes[0][1] == ["first"]
 
 
 def test_durable_records_from_threads_and_a_loop_form_one_chain(tmp_path: Path) -> None:
@@ -288,3 +294,27 @@ def test_durable_records_from_threads_and_a_loop_form_one_chain(tmp_path: Path) 
     assert len(stored) == len(frame)
     for key, digest in hashes.items():
         assert stored[key] == digest
+
+
+def test_a_short_batch_is_one_insert_statement(tmp_path: Path) -> None:
+    """A call's few records, committed together, go in as one multi-row INSERT (not one
+    statement step per row), in order, in one chain."""
+    statements: list[str] = []
+
+    def trace(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(statements.append)
+
+    event.listen(Pool, "connect", trace)
+    try:
+        url = f"sqlite:///{tmp_path / 'audit.sqlite'}"
+        with AuditLog(url, session_id="short", linger_s=5.0) as log:
+            in_place_ready(log)
+            for i in range(3):
+                log.record("ordinary", {"i": i})
+            log.record("durable", {}, durable=True)  # commits the four together
+            inserts = [s for s in statements if s.startswith("INSERT INTO pi_audit_records")]
+            assert len(inserts) == 1 and inserts[0].count("'ordinary'") == 3
+            assert stored_kinds(url, "short") == ["ordinary"] * 3 + ["durable"]
+            assert log.verify().ok
+    finally:
+        event.remove(Pool, "connect", trace)
