@@ -436,8 +436,8 @@ class DatabaseBackend:
     ) -> Fetched | None:
         """A short SQLite read run here, without the worker hop (see :mod:`.inline`), or
         ``None``: the worker runs it."""
-        if self._inline is None or audited is not None or not self._may_inline(kind, sql):
-            return None  # a large result takes the Arrow reader, from the worker
+        if audited is not None or self._inline is None or not self._may_inline(kind, sql):
+            return None  # the worker waits for ``audited``; see ``_may_inline`` for the rest
         return self._inline.read(sql, settings, on_progress)
 
 
