@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from pi_notebook.sql.backend import frames
 from pi_notebook.sql.backend.frames import FrameBuilder, _numeric_frame, column_labels
 
 _VALUES: list[Any] = [0, 1, -1, 2**53, 2**53 + 1, -(2**53) - 1, 2**63 - 1, -(2**63), 2**63,
@@ -27,7 +28,14 @@ def _same(got: pd.DataFrame, ref: pd.DataFrame) -> None:
     assert got.columns.dtype == object and type(got.index) is type(ref.index)
 
 
-def test_numeric_fast_path_matches_from_records_on_random_results() -> None:
+@pytest.mark.parametrize("blocks", [True, False], ids=["block-manager", "public-constructor"])
+def test_numeric_fast_path_matches_from_records_on_random_results(
+    blocks: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if blocks:
+        assert frames._BLOCKS is not None  # pyright: ignore[reportPrivateUsage]  # the pinned pandas passes the check
+    else:
+        monkeypatch.setattr(frames, "_BLOCKS", None)
     rng = random.Random(16)
     taken = 0
     for _ in range(6_000):
@@ -71,3 +79,40 @@ def test_duplicate_column_names_keep_their_order() -> None:
     builder.add([(1, 2, 3)])
     frame = builder.build()
     assert list(frame.columns) == ["x", "x", "y"] and frame.iloc[0].tolist() == [1, 2, 3]
+
+
+def _built(columns: list[str], rows: list[tuple[Any, ...]]) -> pd.DataFrame:
+    builder = FrameBuilder(columns)
+    builder.add(rows)
+    return builder.build()
+
+
+@pytest.mark.parametrize("rows", [[(1, 2)], [("a", 2)]], ids=["numeric", "from-records"])
+def test_results_share_no_index_a_user_can_rename(rows: list[tuple[Any, ...]]) -> None:
+    """The labels and row numbers are built once and reused, each frame with its own view:
+    naming one result's columns or index, or changing its cells, leaves the next alone."""
+    first, second = _built(["x", "y"], rows), _built(["x", "y"], rows)
+    first.columns.name, first.index.name = "renamed", "row"
+    first.iloc[0, 1] = 99
+    assert second.columns.name is None and second.index.name is None
+    assert second.iloc[0, 1] == 2 and list(second.columns) == ["x", "y"]
+    third = _built(["x", "y"], rows)
+    assert third.columns.name is None and third.index.name is None
+
+
+def test_a_pandas_that_builds_other_frames_gets_the_public_constructor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The block path is checked against ``pd.DataFrame`` at import: a pandas whose block
+    manager gives anything else (or has none) is not used."""
+    assert frames._blocks() is not None  # pyright: ignore[reportPrivateUsage]
+
+    def wrong_manager(blocks: Any, axes: Any, **_: Any) -> Any:
+        from pandas.core.internals.managers import BlockManager
+
+        return BlockManager(blocks, [axes[0], pd.RangeIndex(1, len(axes[1]) + 1)])
+
+    import pandas.core.internals.managers as managers
+
+    monkeypatch.setattr(managers, "BlockManager", wrong_manager)
+    assert frames._blocks() is None  # pyright: ignore[reportPrivateUsage]
