@@ -221,49 +221,18 @@ async def _execute(
     call = prepared.tool_call
     if signal.aborted:  # aborted while the batch was being prepared
         return ToolCallOutcome(tool_call=call, result=error_result(ABORTED_TEXT), is_error=True)
-    accepting = True
-    last_update: asyncio.Future[None] | None = None
-    loop = asyncio.get_running_loop()
-
-    async def deliver(previous: asyncio.Future[None] | None, partial: ToolResult) -> None:
-        if previous is not None:
-            await previous  # keep updates in the order they were sent
-        await emit(
-            ToolExecutionUpdateEvent(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                args=call.arguments,
-                partial_result=partial,
-            )
-        )
-
-    def schedule(partial: ToolResult) -> None:
-        nonlocal last_update
-        # S13: updates after execute returned are dropped; so are those nobody listens to.
-        if accepting and wanted(config, "tool_execution_update"):
-            last_update = asyncio.ensure_future(deliver(last_update, partial))
-
-    def on_update(partial: ToolResult) -> None:
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            schedule(partial)
-        else:  # a worker thread reporting progress
-            loop.call_soon_threadsafe(schedule, partial)
-
+    updates = _Updates(call, config, emit)
     try:
-        result = await prepared.tool.execute(call.id, prepared.args, signal, on_update)
+        result = await prepared.tool.execute(call.id, prepared.args, signal, updates.send)
         is_error = False
     except (Exception, asyncio.CancelledError) as exc:
         if is_own_cancellation(exc):
             raise
         result, is_error = error_result(exception_text(exc)), True
     finally:
-        accepting = False
-    if last_update is not None:
-        await last_update  # S13: emitted updates arrive before the end event
+        updates.accepting = False
+    if updates.last is not None:
+        await updates.last  # S13: emitted updates arrive before the end event
     if not isinstance(result, ToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
         result, is_error = (
             error_result(f"Tool {call.name} returned {type(result).__name__}, not a ToolResult"),
@@ -302,6 +271,47 @@ async def _execute(
             if patch.is_error is not None:
                 is_error = patch.is_error
     return ToolCallOutcome(tool_call=call, result=result, is_error=is_error)
+
+
+class _Updates:
+    """The ``on_update`` channel of one executing call (S13): each partial result becomes a
+    ``tool_execution_update`` event, in the order sent, while ``execute`` runs; updates
+    from a worker thread are handed to the loop; updates nobody listens to, or sent after
+    ``execute`` returned, are dropped."""
+
+    __slots__ = ("_loop", "accepting", "call", "config", "emit", "last")
+
+    def __init__(self, call: ToolCall, config: LoopConfig, emit: EmitFn) -> None:
+        self.call, self.config, self.emit = call, config, emit
+        self.accepting = True
+        self.last: asyncio.Future[None] | None = None
+        self._loop = asyncio.get_running_loop()
+
+    def send(self, partial: ToolResult) -> None:
+        """The ``on_update`` callback ``execute`` gets (any thread)."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._schedule(partial)
+        else:  # a worker thread reporting progress
+            self._loop.call_soon_threadsafe(self._schedule, partial)
+
+    def _schedule(self, partial: ToolResult) -> None:
+        if self.accepting and wanted(self.config, "tool_execution_update"):
+            self.last = asyncio.ensure_future(self._deliver(self.last, partial))
+
+    async def _deliver(self, previous: asyncio.Future[None] | None, partial: ToolResult) -> None:
+        if previous is not None:
+            await previous  # keep updates in the order they were sent
+        call = self.call
+        await self.emit(
+            ToolExecutionUpdateEvent(
+                tool_call_id=call.id, tool_name=call.name, args=call.arguments,
+                partial_result=partial,
+            )
+        )  # fmt: skip
 
 
 async def _emit_start(call: ToolCall, config: LoopConfig, emit: EmitFn) -> None:

@@ -87,7 +87,9 @@ class QueryOutcome:
 
 
 def _cell(value: Any, column: str, width: int) -> str:
-    text = format_value(value, column).replace("\n", "\\n").replace("|", "\\|")
+    text = format_value(value, column)
+    if "\n" in text or "|" in text:
+        text = text.replace("\n", "\\n").replace("|", "\\|")
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -114,30 +116,30 @@ def render_preview(
     if not has_rows:
         return _fit(f"Statement executed; {row_count:,} row(s) affected.", max_chars)
     kept = len(rows) if kept is None else kept
-    lines = [_head(len(columns), row_count, row_count_exact, truncated, kept)]
-    shown_cols = list(range(min(len(columns), max_columns)))
-    hidden = [str(columns[i]) for i in range(len(shown_cols), len(columns))]
-    budget = max_chars - len(lines[0]) - 200  # room for the closing notes
+    head = _head(len(columns), row_count, row_count_exact, truncated, kept)
+    names = [str(c) for c in columns[:max_columns]]
+    budget = max_chars - len(head) - 200  # room for the closing notes
     aimed = max(1, min(len(rows), max_rows, _ROWS_AIMED)) + 1  # + the header line
-    width = budget // aimed // max(1, len(shown_cols)) - 3
-    width = max(_MIN_CELL_CHARS, min(_CELL_CHARS, width))
-    names = [str(columns[i]) for i in shown_cols]
-    lines.append(" | ".join(_cell(n, "", width) for n in names))
-    used = sum(len(line) + 1 for line in lines)
+    width = max(_MIN_CELL_CHARS, min(_CELL_CHARS, budget // aimed // max(1, len(names)) - 3))
+    header = " | ".join([_cell(n, "", width) for n in names])
+    lines = [head, header]
+    used = len(head) + len(header) + 2
+    room = max_chars - 200
     shown = 0
     for row in rows[:max_rows]:
-        line = " | ".join(_cell(row[i], names[k], width) for k, i in enumerate(shown_cols))
-        if used + len(line) + 1 > max_chars - 200:
+        line = " | ".join([_cell(row[k], name, width) for k, name in enumerate(names)])
+        if used + len(line) + 1 > room:
             break
         lines.append(line)
         used += len(line) + 1
         shown += 1
-    total = f"{row_count:,}" if row_count_exact else (
-        f"more than {kept:,}" if row_count <= kept + 1 else f"at least {row_count:,}")  # fmt: skip
     if shown < row_count:
+        total = f"{row_count:,}" if row_count_exact else (
+            f"more than {kept:,}" if row_count <= kept + 1 else f"at least {row_count:,}")  # fmt: skip
         lines.append(f"[preview shows {shown} of {total} rows; the user sees the kept rows as a "
                      "table. Use aggregates or LIMIT to look at more.]")  # fmt: skip
-    if hidden:
+    if len(columns) > len(names):
+        hidden = [str(c) for c in columns[len(names) :]]
         listed = ", ".join(hidden)
         if len(listed) > 120:
             listed = listed[:119] + "…"
