@@ -70,22 +70,40 @@ class ExtensionContext:
     """Per-call context: ``has_ui``, ``ui``, ``cwd``, ``model``, ``signal``, ``audit``,
     ``session`` (read view), ``abort()``, ``is_idle()``, ``get_system_prompt()``.
 
-    Values are taken when the context is created, so a handler sees the signal of the
-    run it was called in even if it keeps ``ctx`` around.
+    ``signal`` is taken when the context is created, so a handler sees the signal of the
+    run it was called in even if it keeps ``ctx`` around. The rest are the session's own,
+    fixed for its life, and read from it on use (a context is made for every handler and
+    call, and most read none of them).
     """
 
-    __slots__ = ("_host", "audit", "cwd", "extension_path", "has_ui", "model", "signal", "ui")
+    __slots__ = ("_host", "extension_path", "signal")
 
     def __init__(self, host: SessionHost, *, extension_path: str | None = None) -> None:
         self._host = host
         self.extension_path = extension_path
-        ui = host.ui
-        self.has_ui: bool = ui is not None
-        self.ui: Any = ui if ui is not None else _NO_UI
-        self.cwd: str = host.cwd
-        self.model: Model = host.model
         self.signal: AbortSignal | None = host.signal
-        self.audit: AuditLog | None = host.audit
+
+    @property
+    def ui(self) -> Any:
+        """The session's UI, or one that refuses every dialog when it has none."""
+        ui = self._host.ui
+        return ui if ui is not None else _NO_UI
+
+    @property
+    def has_ui(self) -> bool:
+        return self._host.ui is not None
+
+    @property
+    def cwd(self) -> str:
+        return self._host.cwd
+
+    @property
+    def model(self) -> Model:
+        return self._host.model
+
+    @property
+    def audit(self) -> AuditLog | None:
+        return self._host.audit
 
     @property
     def session(self) -> SessionReadView:
