@@ -77,14 +77,22 @@ def classify(sql: str, dialect: str) -> Verdict:
     >>> classify("SELECT 1; DROP TABLE t", "mysql").kind
     'reject'
     """
+    if type(sql) is str and type(dialect) is str and len(sql) <= lexical.MAX_SQL_CHARS:
+        return _classify_cached(sql, dialect)  # the usual case: checked once, then remembered
     problem = lexical.input_problem(sql, dialect)
     if problem is not None:
         return reject(problem)
-    return _classify_cached(sql, lexical.DIALECTS[dialect.lower()])
+    return _classify_cached(sql, dialect)  # a str subclass
 
 
 @lru_cache(maxsize=CACHE_SIZE)
 def _classify_cached(sql: str, dialect: str) -> Verdict:
+    """The verdict on text within :data:`lexical.MAX_SQL_CHARS` (unusable input included:
+    its refusal is remembered as well)."""
+    problem = lexical.input_problem(sql, dialect)
+    if problem is not None:
+        return reject(problem)
+    dialect = lexical.DIALECTS[dialect.lower()]
     try:
         assessment = assess(sql, dialect, 0)
     except RecursionError:
@@ -99,7 +107,7 @@ def classify_uncached(sql: str, dialect: str) -> Verdict:
     problem = lexical.input_problem(sql, dialect)
     if problem is not None:
         return reject(problem)
-    return _classify_cached.__wrapped__(sql, lexical.DIALECTS[dialect.lower()])
+    return _classify_cached.__wrapped__(sql, dialect)
 
 
 def assess(sql: str, dialect: str, depth: int) -> Assessment:

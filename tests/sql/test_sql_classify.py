@@ -73,6 +73,23 @@ def test_d10_non_text_and_unknown_dialect_are_rejected() -> None:
     assert classify("SELECT 1", "mariadb").kind == "read"
 
 
+@pytest.mark.parametrize(
+    "sql", ["", "SELECT 1\x00", "SELECT '\ud800'", "SELECT " + "1 + " * 60_000 + "1"]
+)
+def test_d10_unusable_text_is_refused_every_time_and_as_a_str_subclass(sql: str) -> None:
+    """The cached path checks the input too: a refusal stays a refusal when repeated (then
+    remembered), in any spelling of the dialect, and for a ``str`` subclass."""
+
+    class Text(str):
+        pass
+
+    for dialect in ("sqlite", "SQLite", "postgresql"):
+        for _ in range(2):
+            assert classify(sql, dialect).kind == "reject"
+        assert classify(Text(sql), dialect).kind == "reject"
+    assert classify(Text("SELECT 1"), "sqlite").kind == "read"
+
+
 @pytest.mark.parametrize("dialect", ["sqlite", "postgres", "mysql", "duckdb"])
 def test_d1_trailing_semicolon_and_comment_is_one_statement(dialect: str) -> None:
     for sql in ("SELECT 1;", "SELECT 1; -- done", "SELECT 1 ; /* done */", "SELECT 1;;"):

@@ -134,6 +134,11 @@ def _numeric_frame(rows: Sequence[tuple[Any, ...]], labels: pd.Index) -> pd.Data
     Anything else (columns of different kinds, text, dates, decimals, a column of NULLs only,
     booleans with NULLs, huge integers) returns ``None`` and takes ``from_records`` itself.
     """
+    if len(rows) == 1:  # one row (a count, a sum, ``SELECT 1``): one value per column
+        types = set(map(type, rows[0]))
+        kind = types.pop() if len(types) == 1 else None
+        values = _array(rows, kind) if kind is not None and kind in _DTYPES else None
+        return None if values is None else _block_frame(values, labels)
     kinds: list[type] = []
     for values in zip(*rows, strict=True):
         types = set(map(type, values))
@@ -148,11 +153,16 @@ def _numeric_frame(rows: Sequence[tuple[Any, ...]], labels: pd.Index) -> pd.Data
             return None
     if not kinds or any(kind is not kinds[0] for kind in kinds):
         return None  # several dtypes: pandas' own assembly costs as much as from_records
+    values = _array(rows, kinds[0])
+    return None if values is None else _block_frame(values, labels)
+
+
+def _array(rows: Sequence[tuple[Any, ...]], kind: type) -> np.ndarray[Any, Any] | None:
+    """``rows`` as one array of ``kind``'s dtype; ``None`` if a value does not fit it."""
     try:
-        values = np.array(rows, dtype=_DTYPES[kinds[0]])
+        return np.array(rows, dtype=_DTYPES[kind])
     except OverflowError:  # an integer beyond 64 bits: from_records keeps it as an object
         return None
-    return _block_frame(values, labels)
 
 
 def _block_frame(values: np.ndarray[Any, Any], labels: pd.Index) -> pd.DataFrame:
