@@ -47,6 +47,9 @@ _MAX_BACKOFF = 2.0
 _BISECT_AFTER = 3  # failures of one batch before even a "store" error is bisected
 _HERE_PAUSE = 1.0  # seconds after a failed commit in place during which the writer commits
 _CHECKPOINT_EVERY = 500  # commits in place between two checkpoints by the writer thread
+_HIGH_WATER = 10_000  # queued records at which ``submit`` waits for the writer to catch up
+_LOW_WATER = _HIGH_WATER - _MAX_BATCH  # ... until this many are left
+_PRESSURE_WAIT_S = 0.5  # the longest such wait: a stuck store never holds a caller longer
 
 
 @dataclass(slots=True)
@@ -104,6 +107,8 @@ class Writer:
         self._futures: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[str]]] = {}
         self._abandoned: set[int] = set()  # durable tickets whose waiter gave up
         self._stopping = False
+        self._failing = False  # the last write failed (the writer retries): no back-pressure
+        self._stalled_at = -1  # ``_settled`` when a back-pressure wait last timed out
         self._idle = False  # the writer waits for a first record with no deadline of its own
         self._head: tuple[int, str] | None = None  # (count, last_hash) as committed
         self._head_exists = False
@@ -156,7 +161,26 @@ class Writer:
                 # committed, see ``_await_work``) takes it within the linger anyway. A wake
                 # costs both threads more than the record's own work; a full batch wakes it.
                 self._work.notify()
+            if len(self._queue) >= _HIGH_WATER and not self._failing:
+                self._catch_up()
             return ticket
+
+    def _catch_up(self) -> None:
+        """Back-pressure (called with the lock held): a caller that queues records faster
+        than the store takes them waits until the writer is ``_MAX_BATCH`` records lower,
+        for at most ``_PRESSURE_WAIT_S``. The queue stays bounded while the store works, and
+        the waiting caller leaves the GIL to the writer, which otherwise gets it back only
+        at the interpreter's switch interval after each statement and falls behind."""
+        if threading.current_thread() is self._thread or self._stalled_at == self._settled:
+            return  # the writer's own thread, or a writer that made no progress in a whole wait
+        self._work.notify()
+        deadline = time.monotonic() + _PRESSURE_WAIT_S
+        while len(self._queue) > _LOW_WATER and not self._stopping and not self._failing:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._stalled_at = self._settled  # no more waits until it moves again
+                return
+            self._done.wait(remaining)
 
     def wait(self, ticket: int | None = None, timeout: float | None = None) -> bool:
         """Block until every ticket up to ``ticket`` (default: all issued) is settled."""
@@ -339,7 +363,13 @@ class Writer:
                         self._settle(done)
                 if error is None:
                     backoff, failures = 0.05, 0
+                    if self._failing:
+                        with self._lock:
+                            self._failing = False
                     continue
+                with self._lock:
+                    self._failing = True
+                    self._done.notify_all()  # callers held back by ``_catch_up`` go on
                 self.last_error, failures = error, failures + 1
                 _log.warning(
                     "audit: writing %d record(s) failed, will retry: %s",
