@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -160,3 +161,74 @@ async def test_duckdb_arrow_read_reports_the_statements_own_error() -> None:
     finally:
         backend.dispose()
     assert out.dataframe["x"].tolist() == [42]
+
+
+class _Reader:
+    """Record batches made one at a time, as a driver streams them (none kept here)."""
+
+    def __init__(self, batches: int, rows: int) -> None:
+        import pyarrow as pa
+
+        self.schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+        self._batches, self._rows = batches, rows
+
+    def __iter__(self) -> Any:
+        import pyarrow as pa
+
+        for b in range(self._batches):
+            ids = pa.array(range(b * self._rows, (b + 1) * self._rows), pa.int64())
+            yield pa.record_batch([ids, pa.array([f"row {i:08d}" * 8 for i in ids.to_pylist()])],
+                                  schema=self.schema)  # fmt: skip
+
+    def close(self) -> None:
+        pass
+
+
+class _Cursor:
+    def __init__(self, reader: _Reader) -> None:
+        self._reader = reader
+
+    def adbc_cancel(self) -> None:
+        pass
+
+    def execute(self, sql: str) -> None:
+        pass
+
+    def fetch_record_batch(self) -> _Reader:
+        return self._reader
+
+
+@needs_adbc
+@pytest.mark.parametrize("count_rows", [False, True])
+def test_an_arrow_read_keeps_only_the_capped_rows_even_when_counting(
+    count_rows: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting every row (``count_rows``) reads the whole result but keeps only the first
+    ``row_cap`` rows' batches: what the read holds does not grow with the result."""
+    import pyarrow as pa
+
+    import pi_notebook.sql.backend.arrow as arrow_module
+    from pi_notebook.sql.backend.arrow import AdbcPostgres
+    from pi_notebook.sql.backend.cancel import Canceller
+    from pi_notebook.sql.backend.fetch import RunSettings
+
+    settings = RunSettings(row_cap=250, count_limit=1_000_000, statement_timeout_s=30,
+                           progress_every=10_000, count_rows=count_rows, arrow=True)  # fmt: skip
+    before = pa.total_allocated_bytes()
+    held: list[int] = []  # Arrow memory alive when the read's table becomes the DataFrame
+    to_frame = arrow_module.to_frame
+
+    def spy(table: Any) -> Any:
+        held.append(pa.total_allocated_bytes() - before)
+        return to_frame(table)
+
+    monkeypatch.setattr(arrow_module, "to_frame", spy)
+    stream = AdbcPostgres._stream  # pyright: ignore[reportPrivateUsage]
+    fetched = stream(None, _Cursor(_Reader(batches=40, rows=100)), "SELECT", settings,  # type: ignore[arg-type]
+                     Canceller(), None)  # fmt: skip
+    assert fetched is not None and fetched.frame is not None
+    assert len(fetched.frame) == 250 and fetched.frame["id"].tolist() == list(range(250))
+    assert fetched.row_count == (4_000 if count_rows else 251)
+    assert fetched.row_count_exact == count_rows
+    one_batch = 100 * (8 + 4 + 8 * 12)  # ids, offsets and text of a 100-row batch
+    assert held and held[0] < 5 * one_batch  # three batches (the third sliced), not forty

@@ -261,10 +261,13 @@ class AdbcPostgres:
         try:
             cur.execute(sql + _END)
             reader = cur.fetch_record_batch()
-            batches: list[Any] = []
-            seen, steps = 0, ProgressSteps(progress, settings.progress_every)
+            batches: list[Any] = []  # the first ``row_cap`` rows: counting keeps no more
+            seen, kept, steps = 0, 0, ProgressSteps(progress, settings.progress_every)
             for batch in reader:
-                batches.append(batch)
+                if kept < settings.row_cap:
+                    taken = batch.slice(0, settings.row_cap - kept)
+                    batches.append(taken)
+                    kept += taken.num_rows
                 seen += batch.num_rows
                 steps.update(seen)
                 if (limit is not None and seen >= limit) or seen >= settings.count_limit:
