@@ -274,6 +274,28 @@ async def test_tool_result_images_go_inside_the_tool_result_block(loopback):
     ]}  # fmt: skip
 
 
+async def test_a_text_only_model_gets_a_note_in_place_of_each_tool_image(loopback):
+    server = await loopback(TEXT_REPLY)
+    context = Context(
+        messages=[
+            UserMessage(content="Look"),
+            AssistantMessage(
+                stop_reason="toolUse", content=[ToolCall(id="toolu_1", name="shot", arguments={})]
+            ),
+            ToolResultMessage(
+                tool_call_id="toolu_1",
+                tool_name="shot",
+                content=[ImageContent(data="AAA=", mime_type="image/png")],
+            ),
+        ],
+    )
+    await collect(model_for(server.url, images=False), context)
+    assert server.requests[0].body["messages"][2] == {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": False,
+         "content": "(tool image omitted: model does not support images)"},
+    ]}  # fmt: skip
+
+
 # -- retries ---------------------------------------------------------------------------------
 async def test_429_then_overloaded_then_success(loopback):
     server = await loopback(

@@ -299,6 +299,36 @@ async def test_tool_result_images_follow_the_tool_messages_in_a_user_message(loo
     ]  # fmt: skip
 
 
+async def test_a_text_only_model_gets_a_note_in_place_of_each_tool_image(loopback):
+    """``images=False`` (Pi's text-only input): no image is sent, each becomes a note the model
+    can read, the text stays; the session's history keeps the images."""
+    server = await loopback(TEXT_REPLY)
+    result = ToolResultMessage(
+        tool_call_id="call_1",
+        tool_name="shot",
+        content=[TextContent(text="a chart"), ImageContent(data="AAA=", mime_type="image/png")],
+    )
+    context = Context(
+        messages=[
+            UserMessage(content="Look"),
+            AssistantMessage(
+                stop_reason="toolUse", content=[ToolCall(id="call_1", name="shot", arguments={})]
+            ),
+            result,
+        ],
+    )
+    model = model_for(server.url, images=False)
+    assert not model.accepts_images and model_for(server.url).accepts_images
+    await collect(model, context)
+    body = server.requests[0].body
+    assert body["messages"][2:] == [
+        {"role": "tool", "tool_call_id": "call_1",
+         "content": "a chart\n(tool image omitted: model does not support images)"},
+    ]  # fmt: skip
+    assert "image_url" not in json.dumps(body)
+    assert isinstance(result.content[1], ImageContent)  # the history is not changed
+
+
 # -- retries ---------------------------------------------------------------------------------
 async def test_429_with_retry_after_then_500_then_success(loopback):
     server = await loopback(

@@ -29,7 +29,7 @@ from ..messages import (
 from ..model import Context, RequestHook
 from ..stream import AssistantStream
 from .errors import Failure, describe_sdk_error, host_port, missing_key_failure
-from .history import replayable
+from .history import replayable, without_images
 from .retry import Closable, RetryPolicy, SdkStream, run_request
 
 __all__ = ["AnthropicModel"]
@@ -53,6 +53,8 @@ class AnthropicModel:
         timeout_s: connect/read timeout for each request, in seconds.
         retry_base_delay_s: first backoff delay; doubles on each retry (with jitter).
         retry_max_delay_s: cap on any wait, including the server's ``Retry-After``.
+        images: whether the model takes images. ``False`` (a text-only model) sends each
+            image of a tool result as a note saying it was left out, as Pi does.
 
     A missing key is reported when the model is first streamed, as an error event.
     """
@@ -68,8 +70,10 @@ class AnthropicModel:
         timeout_s: float = 120.0,
         retry_base_delay_s: float = 1.0,
         retry_max_delay_s: float = 30.0,
+        images: bool = True,
     ) -> None:
         self._id = model_id
+        self._images = images
         self._base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
         self._api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
         self._auth_token = None if self._api_key else os.environ.get("ANTHROPIC_AUTH_TOKEN") or None
@@ -89,6 +93,11 @@ class AnthropicModel:
     def provider(self) -> str:
         """The provider family, as recorded on every message."""
         return "anthropic"
+
+    @property
+    def accepts_images(self) -> bool:
+        """Whether tool results' images are sent (``images=False``: a note stands in)."""
+        return self._images
 
     def __repr__(self) -> str:  # never shows the key
         return f"AnthropicModel({self._id!r}, base_url={self._host!r})"
@@ -143,7 +152,7 @@ class AnthropicModel:
         request: dict[str, Any] = {
             "model": self._id,
             "max_tokens": self._max_output_tokens,
-            "messages": _convert(replayable(context.messages)),
+            "messages": _convert(self._history(context)),
         }
         if context.system_prompt:
             # Marking the stable prefix lets the API cache it across turns.
@@ -156,6 +165,10 @@ class AnthropicModel:
                 for t in context.tools
             ]
         return request
+
+    def _history(self, context: Context) -> list[Message]:
+        history = replayable(context.messages)
+        return history if self._images else without_images(history)
 
     # -- errors -------------------------------------------------------------
     def _describe(self, exc: BaseException) -> Failure:

@@ -8,10 +8,12 @@ refers to it, and a call that never got a result is given an explicit error resu
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from ..messages import (
     AssistantMessage,
+    ImageContent,
     Message,
     TextContent,
     ToolCall,
@@ -19,9 +21,12 @@ from ..messages import (
     UserMessage,
 )
 
-__all__ = ["replayable"]
+__all__ = ["TOOL_IMAGE_OMITTED", "replayable", "without_images"]
 
 MISSING_RESULT = "No result was recorded for this tool call."
+TOOL_IMAGE_OMITTED = "(tool image omitted: model does not support images)"
+"""What a model without image input reads in place of each image of a tool result (Pi's
+words)."""
 
 
 def replayable(messages: Sequence[Message]) -> list[Message]:
@@ -59,4 +64,23 @@ def replayable(messages: Sequence[Message]) -> list[Message]:
             close_pending()
             out.append(message)
     close_pending()
+    return out
+
+
+def without_images(messages: Sequence[Message]) -> list[Message]:
+    """The messages for a model that takes no images (as Pi does for a model whose input is
+    text only): each image in a tool result becomes :data:`TOOL_IMAGE_OMITTED`, so the
+    model knows one was there and the API is never sent what it would refuse. The
+    history itself is not changed."""
+    out: list[Message] = []
+    for message in messages:
+        if isinstance(message, ToolResultMessage) and any(
+            isinstance(part, ImageContent) for part in message.content
+        ):
+            content = [
+                TextContent(text=TOOL_IMAGE_OMITTED) if isinstance(part, ImageContent) else part
+                for part in message.content
+            ]
+            message = dataclasses.replace(message, content=content)
+        out.append(message)
     return out

@@ -35,7 +35,7 @@ from .errors import (
     host_port,
     missing_key_failure,
 )
-from .history import replayable
+from .history import replayable, without_images
 from .retry import Closable, RetryPolicy, SdkStream, run_request
 
 __all__ = ["OpenAIChatModel"]
@@ -64,6 +64,8 @@ class OpenAIChatModel:
         timeout_s: connect/read timeout for each request, in seconds.
         retry_base_delay_s: first backoff delay; doubles on each retry (with jitter).
         retry_max_delay_s: cap on any wait, including the server's ``Retry-After``.
+        images: whether the model takes images. ``False`` (a text-only model) sends each
+            image of a tool result as a note saying it was left out, as Pi does.
 
     A missing key is reported when the model is first streamed, as an error event.
     """
@@ -79,8 +81,10 @@ class OpenAIChatModel:
         timeout_s: float = 120.0,
         retry_base_delay_s: float = 1.0,
         retry_max_delay_s: float = 30.0,
+        images: bool = True,
     ) -> None:
         self._id = model_id
+        self._images = images
         self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self._secret = api_key or os.environ.get("OPENAI_API_KEY") or None
         self._official = _is_openai_host(self._base_url)
@@ -104,6 +108,11 @@ class OpenAIChatModel:
     def provider(self) -> str:
         """The provider family, as recorded on every message."""
         return "openai"
+
+    @property
+    def accepts_images(self) -> bool:
+        """Whether tool results' images are sent (``images=False``: a note stands in)."""
+        return self._images
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIChatModel({self._id!r}, base_url={self._host!r})"
@@ -154,7 +163,7 @@ class OpenAIChatModel:
         messages: list[dict[str, Any]] = []
         if context.system_prompt:
             messages.append({"role": "system", "content": context.system_prompt})
-        messages.extend(_convert_all(replayable(context.messages)))
+        messages.extend(_convert_all(self._history(context)))
         request: dict[str, Any] = {
             "model": self._id,
             "messages": messages,
@@ -168,6 +177,10 @@ class OpenAIChatModel:
             field = "max_completion_tokens" if self._official else "max_tokens"
             request[field] = self._max_output_tokens
         return request
+
+    def _history(self, context: Context) -> list[Message]:
+        history = replayable(context.messages)
+        return history if self._images else without_images(history)
 
     # -- errors -------------------------------------------------------------
     def _describe(self, exc: BaseException) -> Failure:
