@@ -14,7 +14,10 @@ Registered by the database extension when it has a ``data_policy``:
 * ``before_provider_request``: the last check. A payload that carries a protected value seen
   in this session is refused (nothing is sent); from the next prompt on, protected values are
   masked in the messages of every request, text and tool-call arguments (a ``context``
-  handler added then), so the session can go on. A request that passes is remembered: what
+  handler added then), and in the system prompt as this extension and those loaded before it
+  built it (a ``before_agent_start`` handler added then), so the session can go on. What an
+  extension loaded later adds to the system prompt is not masked: a protected value there
+  keeps being refused (fail closed). A request that passes is remembered: what
   the model had before a protected result showed it is not protected (see
   :mod:`.protected_values`).
 """
@@ -119,6 +122,12 @@ def register_data_policy(
     def mask_refused(event: Any, ctx: Any) -> dict[str, Any] | None:
         return {"messages": scrub_messages(event.messages, guard.seen)}  # a copy: safe to change
 
+    def mask_prompt(event: Any, ctx: Any) -> dict[str, str] | None:
+        # Registered after the refusal, so it runs after this extension's own summary and
+        # note, and after every extension loaded before this one.
+        scrubbed = guard.seen.scrub(event.system_prompt)
+        return None if scrubbed == event.system_prompt else {"system_prompt": scrubbed}
+
     def last_check(event: Any, ctx: Any) -> dict[str, Any] | None:
         columns = guard.seen.find(event.payload_text)
         if not columns:
@@ -126,6 +135,7 @@ def register_data_policy(
             return None
         if not refused:  # from the next prompt on (a copy of the history per request costs)
             pi.on("context", mask_refused)
+            pi.on("before_agent_start", mask_prompt)
         refused.update(columns)
         return {
             "block": True,

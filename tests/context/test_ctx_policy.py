@@ -368,6 +368,41 @@ async def test_a_refused_value_in_a_tool_call_is_masked_so_the_session_goes_on(s
     assert_nothing_leaked(model, set(EMAILS))
 
 
+async def test_a_refused_value_in_the_system_prompt_is_masked_so_the_session_goes_on(shop) -> None:
+    """A protected value that reached the system prompt (here an extension loaded before the
+    database's adds it, as a semantic file or a column comment could) is refused once, then
+    masked there too: the session goes on."""
+    _, url = shop
+    leak = {"on": False}
+
+    def prompt_note(pi: Any) -> None:
+        def add(event: Any, ctx: Any) -> dict[str, str] | None:
+            if not leak["on"]:
+                return None
+            return {"system_prompt": f"{event.system_prompt}\n\nVIP customer: {EMAILS[1]}"}
+
+        pi.on("before_agent_start", add)
+
+    model = ScriptedModel([
+        tool_call("query_database", {"sql": "SELECT email FROM customers"}), text("three"),
+        text("hello again"),
+    ])  # fmt: skip
+    ext = database_extension(url=url, data_policy=POLICY)
+    session = create_agent_session(model=model, extensions=[prompt_note, ext], audit=False)
+    try:
+        await session.prompt("list the emails")
+        leak["on"] = True
+        before = len(model.calls)
+        await session.prompt("hello")
+        assert len(model.calls) == before and len(model.blocked) == 1  # refused, nothing sent
+        await session.prompt("hello?")
+        assert len(model.calls) == before + 1 and len(model.blocked) == 1  # masked, sent
+        assert "VIP customer: [protected]" in model.calls[-1].system_prompt
+    finally:
+        await session.close()
+    assert_nothing_leaked(model, set(EMAILS))
+
+
 async def test_values_reaching_the_model_through_other_tools_are_masked(shop) -> None:
     _, url = shop
     namespace: dict[str, Any] = {}
