@@ -368,6 +368,8 @@ def test_browser_quickstart_walked_by_a_person_then_reopened(page: Any, lab: Lab
         "window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})"
     )
     expect(page.locator("body[data-jp-theme-light='false']")).to_have_count(1, timeout=SLOW)
+    # JupyterLab shows its splash while the theme loads: the screenshot waits for it to go.
+    expect(page.locator("#jupyterlab-splash")).to_have_count(0, timeout=SLOW)
     background = record.locator(".pi-card").first.evaluate(
         "e => getComputedStyle(e).backgroundColor"
     )
