@@ -182,8 +182,6 @@ class AuditLog:
         )
         found = self._writer.commit_here(ticket)  # a SQLite file: no hand-over to the writer
         if found is not None:
-            if isinstance(found, AuditUnavailableError):
-                raise found
             return found
         future = self._writer.future(ticket, asyncio.get_running_loop())
         try:

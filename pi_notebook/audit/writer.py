@@ -208,8 +208,6 @@ class Writer:
         """
         found = self.commit_here(ticket)
         if found is not None:
-            if isinstance(found, AuditUnavailableError):
-                raise found
             return found
         settled = self.wait(ticket, timeout)
         with self._lock:
@@ -233,12 +231,16 @@ class Writer:
         _resolve(fut, found)
         return fut
 
-    def commit_here(self, ticket: int) -> Outcome | None:
+    def commit_here(self, ticket: int) -> str | None:
         """Commit a durable ``ticket`` (and everything queued before it) in the calling
         thread, on a connection of this thread's own, instead of waking the writer thread
-        and waiting for it; ``None`` when it cannot be done at once (the store has no such
-        path, the writer is writing, the store is locked, anything failed): then wait for
-        the writer as usual (it was told of the ticket when it was queued).
+        and waiting for it, and return its hash; ``None`` when it cannot be done at once (the
+        store has no such path, the writer is writing, the store is locked, anything
+        failed): then wait for the writer as usual (it was told of the ticket when it was
+        queued).
+
+        Raises:
+            AuditUnavailableError: the record was refused (it is settled as not stored).
 
         Only a SQLite file in WAL mode has the path (``RowStore.in_place_possible``): a
         commit there writes its pages to the log without waiting for the disk; the
@@ -252,6 +254,8 @@ class Writer:
                     self._work.notify()  # ``submit(wake=False)`` left it to us
                 else:
                     found = self._outcomes.pop(ticket, None)
+        if isinstance(found, AuditUnavailableError):
+            raise found
         return found
 
     def _try_here(self, ticket: int) -> Outcome | None:

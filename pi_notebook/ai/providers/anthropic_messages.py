@@ -29,7 +29,7 @@ from ..messages import (
 from ..model import Context, RequestHook
 from ..stream import AssistantStream
 from .errors import Failure, describe_sdk_error, host_port, missing_key_failure
-from .history import replayable, without_images
+from .history import replayable
 from .retry import Closable, RetryPolicy, SdkStream, run_request
 
 __all__ = ["AnthropicModel"]
@@ -152,7 +152,7 @@ class AnthropicModel:
         request: dict[str, Any] = {
             "model": self._id,
             "max_tokens": self._max_output_tokens,
-            "messages": _convert(self._history(context)),
+            "messages": _convert(replayable(context.messages, images=self._images)),
         }
         if context.system_prompt:
             # Marking the stable prefix lets the API cache it across turns.
@@ -165,10 +165,6 @@ class AnthropicModel:
                 for t in context.tools
             ]
         return request
-
-    def _history(self, context: Context) -> list[Message]:
-        history = replayable(context.messages)
-        return history if self._images else without_images(history)
 
     # -- errors -------------------------------------------------------------
     def _describe(self, exc: BaseException) -> Failure:

@@ -29,8 +29,9 @@ TOOL_IMAGE_OMITTED = "(tool image omitted: model does not support images)"
 words)."""
 
 
-def replayable(messages: Sequence[Message]) -> list[Message]:
-    """The messages to send: failed turns dropped, every tool call paired with a result."""
+def replayable(messages: Sequence[Message], *, images: bool = True) -> list[Message]:
+    """The messages to send: failed turns dropped, every tool call paired with a result;
+    for a model that takes no images (``images=False``), see :func:`without_images`."""
     out: list[Message] = []
     pending: dict[str, ToolCall] = {}
     dropped: set[str] = set()
@@ -64,7 +65,7 @@ def replayable(messages: Sequence[Message]) -> list[Message]:
             close_pending()
             out.append(message)
     close_pending()
-    return out
+    return out if images else without_images(out)
 
 
 def without_images(messages: Sequence[Message]) -> list[Message]:

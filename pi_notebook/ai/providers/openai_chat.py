@@ -35,7 +35,7 @@ from .errors import (
     host_port,
     missing_key_failure,
 )
-from .history import replayable, without_images
+from .history import replayable
 from .retry import Closable, RetryPolicy, SdkStream, run_request
 
 __all__ = ["OpenAIChatModel"]
@@ -163,7 +163,7 @@ class OpenAIChatModel:
         messages: list[dict[str, Any]] = []
         if context.system_prompt:
             messages.append({"role": "system", "content": context.system_prompt})
-        messages.extend(_convert_all(self._history(context)))
+        messages.extend(_convert_all(replayable(context.messages, images=self._images)))
         request: dict[str, Any] = {
             "model": self._id,
             "messages": messages,
@@ -177,10 +177,6 @@ class OpenAIChatModel:
             field = "max_completion_tokens" if self._official else "max_tokens"
             request[field] = self._max_output_tokens
         return request
-
-    def _history(self, context: Context) -> list[Message]:
-        history = replayable(context.messages)
-        return history if self._images else without_images(history)
 
     # -- errors -------------------------------------------------------------
     def _describe(self, exc: BaseException) -> Failure:

@@ -281,7 +281,7 @@ class AdbcPostgres:
                 pass
         finally:
             canceller.stopped()
-        table = pa.Table.from_batches(batches, schema=schema).slice(0, settings.row_cap)
+        table = pa.Table.from_batches(batches, schema=schema)  # at most ``row_cap`` rows
         frame = to_frame(table)
         if frame is None:  # a value outside what Python holds (infinity, BC): DBAPI path
             return None
