@@ -16,6 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import orjson
+
 __all__ = [
     "GENESIS",
     "Linkable",
@@ -187,24 +189,18 @@ class SessionHasher:
         """Chain ``records`` after the record ``seq`` whose hash is ``prev_hash``: their
         timestamps' ``format_ts`` texts and their hashes, in order (what ``__call__`` gives
         one at a time, with the loop's per-record work cut: no call per record, a timestamp's
-        date and time formatted once per second, our own hex digests not escaped)."""
+        date and time formatted once per second, and the canonical text written by
+        ``orjson``, whose text of strings, integers and null is the canonical encoder's,
+        character for character, at a fraction of the cost)."""
         stamps: list[str] = []
         hashes: list[str] = []
-        if _encode_str(prev_hash) != f'"{prev_hash}"':  # a head that needs escaping: rare
-            for item in records:
-                seq += 1
-                stamps.append(format_ts(item.ts))
-                prev_hash = self(seq, stamps[-1], item.kind, item.tool_call_id, item.tool_name,
-                                 item.policy_version, item.payload, prev_hash)  # fmt: skip
-                hashes.append(prev_hash)
-            return stamps, hashes
-        get, text_of, encode, sha256 = self._known.get, self._text_of, _encode_str, hashlib.sha256
-        middle, end, utc = self._middle, self._end, dt.UTC
+        sha256, dumps, utc = hashlib.sha256, orjson.dumps, dt.UTC
+        session_id, user = self.session_id, self.user
         low = high = _NEVER  # the second [low, high) whose text is ``second``
         second = ""
         for item in records:
             seq += 1
-            ts, payload, tool_call_id = item.ts, item.payload, item.tool_call_id
+            ts, payload = item.ts, item.payload
             if ts.tzinfo is utc and low <= ts < high:
                 stamp = f"{second}{ts.microsecond:06d}Z"
             elif ts.tzinfo is utc:
@@ -214,18 +210,20 @@ class SessionHasher:
                 second = stamp[:-7]
             else:
                 stamp = format_ts(ts)
-            if type(payload) is not str:  # only the writer's text is spelled out here
-                prev_hash = self(seq, stamp, item.kind, tool_call_id, item.tool_name,
+            try:
+                if type(payload) is not str:  # only the writer's text takes the short way
+                    raise TypeError
+                canonical = dumps({  # keys in sorted order, as the canonical text has them
+                    "kind": item.kind, "payload": payload, "policy_version": item.policy_version,
+                    "prev_hash": prev_hash, "seq": seq, "session_id": session_id,
+                    "tool_call_id": item.tool_call_id, "tool_name": item.tool_name, "ts": stamp,
+                    "user": user,
+                })  # fmt: skip
+            except TypeError:  # text orjson refuses (a lone surrogate), or another type
+                prev_hash = self(seq, stamp, item.kind, item.tool_call_id, item.tool_name,
                                  item.policy_version, payload, prev_hash)  # fmt: skip
             else:
-                kind, tool_name, policy_version = item.kind, item.tool_name, item.policy_version
-                prev_hash = sha256(
-                    f'{{"kind":{get(kind) or text_of(kind)},"payload":{encode(payload)},'
-                    f'"policy_version":{get(policy_version) or text_of(policy_version)},'
-                    f'"prev_hash":"{prev_hash}","seq":{seq}{middle}'
-                    f'{"null" if tool_call_id is None else encode(tool_call_id)},"tool_name":'
-                    f'{get(tool_name) or text_of(tool_name)},"ts":"{stamp}"{end}'.encode()
-                ).hexdigest()
+                prev_hash = sha256(canonical).hexdigest()
             stamps.append(stamp)
             hashes.append(prev_hash)
         return stamps, hashes

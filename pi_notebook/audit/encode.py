@@ -101,10 +101,10 @@ def _convert(obj: Any, depth: int, seen: set[int]) -> Any:
     if isinstance(obj, float):
         # NaN and infinities are not JSON; keep them readable rather than emitting invalid text.
         return obj if math.isfinite(obj) else repr(obj)
-    if isinstance(obj, str):
-        return str(obj)
-    if isinstance(obj, int):  # bool handled above; IntEnum and int subclasses
-        return obj.value if isinstance(obj, enum.Enum) else int(obj)
+    if isinstance(obj, str):  # a subclass: its text, as the encoders write it (not its str())
+        return str.__str__(obj)
+    if isinstance(obj, int):  # bool handled above; IntEnum and int subclasses (their value)
+        return obj.value if isinstance(obj, enum.Enum) else int.__int__(obj)
     if depth > _MAX_DEPTH:
         return {"_type": type_name(obj), "repr": _safe_repr(obj), "_note": "nested too deeply"}
     if isinstance(obj, Mapping | list | tuple | set | frozenset):

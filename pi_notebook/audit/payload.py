@@ -1,8 +1,8 @@
 """What a record's payload and ids become before they are queued: storable on every engine.
 
-The payload becomes canonical JSON (the C encoder converts models, DataFrames and the like
-through ``to_jsonable`` as it meets them), redacted, truncated to a size, with lone surrogates
-escaped; the ids are cut to their column sizes (with a digest, so distinct ids stay distinct)
+The payload becomes canonical JSON (orjson, or the C encoder, converts models, DataFrames and
+the like through ``to_jsonable`` as it meets them), redacted, truncated to a size, with lone
+surrogates escaped; the ids are cut to their column sizes (with a digest, so distinct ids stay distinct)
 and rid of NUL. So a record the store refuses should not exist; the writer still isolates one.
 """
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
+
+import orjson as _orjson
 
 from .encode import safe_field, to_jsonable
 from .redact import Redactor, dumps, truncate
@@ -53,6 +55,12 @@ def _direct_encoder() -> Any:
 
 
 _C_ENCODE = _direct_encoder()
+# Sorted keys; dataclasses and dates go to ``to_jsonable``, as from the C encoder (orjson would
+# write them its own way). Subclasses of str, int, dict and list are written as their base
+# type, as the C encoder writes them (``str()`` of one may say something else).
+_ORJSON_OPTIONS = (
+    _orjson.OPT_SORT_KEYS | _orjson.OPT_PASSTHROUGH_DATACLASS | _orjson.OPT_PASSTHROUGH_DATETIME
+)
 
 
 def encode_payload(payload: Mapping[str, Any] | None, redactor: Redactor, max_bytes: int) -> str:
@@ -67,14 +75,18 @@ def encode_payload(payload: Mapping[str, Any] | None, redactor: Redactor, max_by
         payload = {}
     if type(payload) is dict:
         try:
-            # Most payloads are plain JSON already: let the C encoder take them as they
-            # are, converting only the values it does not know (models, DataFrames) on
-            # the way; anything it still refuses (NaN, odd keys, cycles) takes the
-            # slow path below.
-            if _C_ENCODE is not None:
-                text = "".join(_C_ENCODE(payload, 0))
-            else:
-                text = _ENCODER_CONVERTING.encode(payload)
+            # Most payloads are plain JSON already: orjson writes them as they are, converting
+            # only the values it does not know (models, DataFrames, dates) through
+            # ``to_jsonable`` on the way, as the C encoder does. It writes NaN and infinities
+            # as null, though: a text with a null goes to the C encoder, which refuses them.
+            # Anything still refused (huge integers, odd keys, cycles) takes the slow path.
+            text = _orjson.dumps(payload, default=to_jsonable, option=_ORJSON_OPTIONS).decode()
+            if "null" in text:
+                text = (
+                    "".join(_C_ENCODE(payload, 0))
+                    if _C_ENCODE is not None
+                    else _ENCODER_CONVERTING.encode(payload)
+                )
         except (TypeError, ValueError, RecursionError):
             text = ""
     if not text:

@@ -3,13 +3,18 @@ clean-text regex of redaction, the C encoder made once; and the chain they write
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime as dt
+import decimal
+import enum
 import json
+import math
 import random
 import threading
 import time
-from pathlib import Path
+import uuid
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
@@ -115,6 +120,112 @@ def test_the_encoder_made_once_gives_the_encoders_text() -> None:
     assert encode_payload({"password": "hunter2"}, Redactor(), 1 << 20) == dumps(
         {"password": "***"}
     )
+
+
+class Colour(enum.Enum):
+    RED = "red"
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+class Tag(str):
+    def __str__(self) -> str:  # the encoders write the text itself, not this
+        return "not the text"
+
+
+class Count(int):
+    def __repr__(self) -> str:
+        return "not the number"
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    label: str
+
+
+def _random_text(rng: random.Random) -> str:
+    alphabet = ['"', "\\", "\n", "\x00", "\x1f", "\x7f", "\u2028", "é", "\U0001f600", "a", "Z", " "]
+    return "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> Any:
+    import numpy as np
+
+    leaves: list[Any] = [
+        lambda: _random_text(rng),
+        lambda: rng.randint(-(2**70), 2**70),  # beyond 64 bits now and then: the slow way
+        lambda: rng.randint(-5, 5),
+        lambda: rng.choice([True, False]),
+        lambda: dt.datetime(2026, 1, 2, 3, 4, 5, rng.randint(0, 999_999), tzinfo=dt.UTC),
+        lambda: dt.date(2026, 12, 3),
+        lambda: uuid.UUID(int=rng.getrandbits(128)),
+        lambda: decimal.Decimal("1.10"),
+        lambda: Colour.RED,
+        lambda: Level.HIGH,
+        lambda: Tag("tagged"),
+        lambda: Count(rng.randint(0, 9)),
+        lambda: Point(rng.randint(0, 9), _random_text(rng)),
+        lambda: np.int64(rng.randint(-9, 9)),
+        lambda: {rng.randint(0, 9), rng.randint(0, 9)},
+        lambda: b"bytes",
+        lambda: PurePosixPath("/tmp/x"),
+    ]
+    if depth < 3 and rng.random() < 0.4:
+        if rng.random() < 0.5:
+            keys = [_random_text(rng) for _ in range(rng.randint(0, 4))]
+            made = {k: _random_value(rng, depth + 1) for k in keys}
+            return collections.OrderedDict(made) if rng.random() < 0.2 else made
+        items = [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+        return tuple(items) if rng.random() < 0.3 else items
+    return rng.choice(leaves)()
+
+
+def test_orjson_writes_the_canonical_encoders_text() -> None:
+    """A payload without null takes orjson: the text is the standard encoder's, character
+    for character, converting what it does not know alike (dates, dataclasses, enums,
+    subclasses, sets, NumPy values, bytes); with a float, it parses to the same value; NaN
+    and infinities are still written as text, not null."""
+    redactor = Redactor(patterns=())
+    rng = random.Random(7)
+    for _ in range(3000):
+        payload = {_random_text(rng): _random_value(rng) for _ in range(rng.randint(0, 4))}
+        assert encode_payload(payload, redactor, 1 << 24) == _ENCODER_CONVERTING.encode(payload)
+    for value in (2.5, 1e-05, 2.5e-07, 1e16, -0.0, 5e-324, 1.5e300):
+        assert json.loads(encode_payload({"x": value}, redactor, 1 << 20)) == {"x": value}
+    for value, text in ((math.nan, "nan"), (math.inf, "inf"), (-math.inf, "-inf")):
+        assert json.loads(encode_payload({"x": [value]}, redactor, 1 << 20)) == {"x": [text]}
+
+
+def test_link_gives_record_hash_for_any_text() -> None:
+    """The batch hasher's orjson text is the canonical encoder's for every string: random
+    text of every kind of character hashes as ``record_hash`` hashes it, and a lone
+    surrogate fails alike (the writer then isolates the record)."""
+    rng = random.Random(5)
+    base = dt.datetime(2026, 12, 3, 17, 0, tzinfo=dt.UTC)
+    items = [
+        Item(base, _random_text(rng) or "k", _random_text(rng), rng.choice([None, "t"]),
+             rng.choice([None, _random_text(rng)]), _random_text(rng))
+        for _ in range(500)
+    ]  # fmt: skip
+    hasher = record_hasher('s "é"', _random_text(rng))
+    stamps, hashes = hasher.link(0, GENESIS, items)
+    for i, item in enumerate(items):
+        assert hashes[i] == record_hash(
+            session_id='s "é"', seq=i + 1, ts=stamps[i], kind=item.kind,
+            tool_call_id=item.tool_call_id, tool_name=item.tool_name, user=hasher.user,
+            policy_version=item.policy_version, payload=item.payload,
+            prev_hash=GENESIS if i == 0 else hashes[i - 1],
+        )  # fmt: skip
+    lone = Item(base, "k", None, None, None, "a\ud800b")
+    with pytest.raises(UnicodeEncodeError):
+        hasher.link(0, GENESIS, [lone])
+    with pytest.raises(UnicodeEncodeError):
+        record_hash(session_id="s", seq=1, ts=stamps[0], kind="k", tool_call_id=None,
+                    tool_name=None, user=None, policy_version=None, payload=lone.payload,
+                    prev_hash=GENESIS)  # fmt: skip
 
 
 def test_records_from_threads_across_seconds_verify_in_order(tmp_path: Path) -> None:
