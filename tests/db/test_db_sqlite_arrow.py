@@ -197,6 +197,23 @@ def test_sqlite_arrow_child_opens_the_file_read_only(tmp_path: Path) -> None:
     conn.close()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pipe sizes are Linux's")
+def test_sqlite_arrow_child_writes_into_a_wide_pipe(tmp_path: Path) -> None:
+    """The child's stdout pipe holds 1 MiB, not the default 64 KiB: the Arrow batches of a
+    large read then pass in a few hand-overs, not hundreds (and it reads the same)."""
+    import fcntl
+
+    url = _fill(tmp_path / "db.sqlite")
+    reader = SqliteArrow(url.removeprefix("sqlite:///"), 64 << 20)
+    try:
+        assert reader.table("SELECT count(*) AS n FROM typed").to_pylist() == [{"n": ROWS}]
+        proc = reader._proc  # pyright: ignore[reportPrivateUsage]
+        assert proc is not None and proc.stdout is not None
+        assert fcntl.fcntl(proc.stdout.fileno(), fcntl.F_GETPIPE_SZ) >= 1 << 20
+    finally:
+        reader.close()
+
+
 async def test_sqlite_arrow_child_sends_no_value_past_the_kernels_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
