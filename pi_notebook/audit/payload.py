@@ -2,8 +2,9 @@
 
 The payload becomes canonical JSON (orjson, or the C encoder, converts models, DataFrames and
 the like through ``to_jsonable`` as it meets them), redacted, truncated to a size, with lone
-surrogates escaped; the ids are cut to their column sizes (with a digest, so distinct ids stay distinct)
-and rid of NUL. So a record the store refuses should not exist; the writer still isolates one.
+surrogates escaped; the ids are cut to their column sizes (with a digest, so distinct ids
+stay distinct) and rid of NUL. So a record the store refuses should not exist; the writer
+still isolates one.
 """
 
 from __future__ import annotations

@@ -282,9 +282,9 @@ def _widen(proc: subprocess.Popen[bytes]) -> None:
     """Give the child's stdout pipe 1 MiB where the system allows it (Linux), not 64 KiB.
 
     The child writes Arrow batches of megabytes; through a 64 KiB pipe the two processes take
-    turns every 64 KiB, hundreds of wake-ups a large read: on two cores that made the kernel's
-    1M-row read 1.2-1.4x ADBC in-process, with 1 MiB 1.0-1.15x (``bench/bench_db.py``). A
-    system that refuses keeps the default pipe, which works the same, only slower."""
+    turns every 64 KiB, hundreds of wake-ups a large read: on two cores that put the kernel's
+    1M-row read at up to 1.4x ADBC in-process, with 1 MiB at 1.0-1.15x (``bench/bench_db.py``).
+    A system that refuses keeps the default pipe, which works the same, only slower."""
     resize = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
     if resize is None or proc.stdout is None:
         return
