@@ -11,8 +11,8 @@ is a test. Rows:
    (10,000) against the same read with ``LIMIT 10000``, both through the tool. Targets: at
    most 1.5x the time and 10 MiB more peak memory.
 3. The big table into a DataFrame (row cap = its rows): the tool against ``pandas.read_sql`` on a DBAPI
-   connection (SQLAlchemy) and on ADBC. Targets: at most 1.3x the ADBC time and 1.5x its peak
-   memory.
+   connection (SQLAlchemy) and on ADBC. Targets (for a million rows; a ``--quick`` run's
+   100,000 rows give reference figures): at most 1.3x the ADBC time and 1.5x its peak memory.
 4. Event-loop lag while the tool reads the big table (the kernel's loop stays responsive): the
    worst delay of a 1 ms ticker. Target: at most 20 ms; baseline: the idle loop's p99.
 
@@ -256,8 +256,13 @@ ROWS_OUT: list[tuple[str, str, str, str, str]] = []
 
 
 def report(
-    what: str, baseline: str, ours: str, measured: float, target: float, unit: str = "x"
+    what: str, baseline: str, ours: str, measured: float, target: float | None, unit: str = "x"
 ) -> None:
+    """One row; ``target=None`` prints it as a reference, outside the count of targets."""
+    if target is None:
+        print(f"{what:<44} {baseline:<26} {ours:<18} {measured:8.2f}{unit} (reference)",
+              flush=True)  # fmt: skip
+        return
     ok = "ok" if measured <= target else "MISS"
     ROWS_OUT.append(
         (what, baseline, ours, f"{measured:.2f}{unit} (target <= {target:g}{unit})", ok)
@@ -349,10 +354,13 @@ async def dataframe(url: str, label: str, rows: int, repeat: int) -> None:
     n = rows_label(rows)
     print(f"  read_sql on DBAPI ({label}): {t_dbapi:.3f} s, {m_dbapi:.0f} MiB peak "
           f"(ours {t_ours / t_dbapi:.2f}x the time, {m_ours / max(m_dbapi, 1e-9):.2f}x the memory)")  # fmt: skip
+    # The issue sets these two targets for a million rows; below that the reader process's
+    # fixed few MiB weigh on the ratio (a quick run's 100,000 rows: reference figures).
+    full = rows >= 1_000_000
     report(f"{n} rows into a DataFrame ({label})", f"ADBC {t_adbc:.3f} s", f"ours {t_ours:.3f} s",
-           t_ours / t_adbc, 1.3)  # fmt: skip
+           t_ours / t_adbc, 1.3 if full else None)  # fmt: skip
     report(f"  its peak memory ({label})", f"ADBC {m_adbc:.0f} MiB", f"ours {m_ours:.0f} MiB",
-           m_ours / max(m_adbc, 1e-9), 1.5)  # fmt: skip
+           m_ours / max(m_adbc, 1e-9), 1.5 if full else None)  # fmt: skip
     report(f"  event-loop lag during it ({label})", "", f"max {max(lags) * 1e3:.1f} ms",
            max(lags) * 1e3, 20, " ms")  # fmt: skip
 
