@@ -75,21 +75,11 @@ def encode_payload(payload: Mapping[str, Any] | None, redactor: Redactor, max_by
     if payload is None:
         payload = {}
     if type(payload) is dict:
-        try:
-            # Most payloads are plain JSON already: orjson writes them as they are, converting
-            # only the values it does not know (models, DataFrames, dates) through
-            # ``to_jsonable`` on the way, as the C encoder does. It writes NaN and infinities
-            # as null, though: a text with a null goes to the C encoder, which refuses them.
-            # Anything still refused (huge integers, odd keys, cycles) takes the slow path.
-            text = _orjson.dumps(payload, default=to_jsonable, option=_ORJSON_OPTIONS).decode()
-            if "null" in text:
-                text = (
-                    "".join(_C_ENCODE(payload, 0))
-                    if _C_ENCODE is not None
-                    else _ENCODER_CONVERTING.encode(payload)
-                )
-        except (TypeError, ValueError, RecursionError):
-            text = ""
+        # Most payloads are plain JSON already: the fast encoders write them as they are,
+        # converting only the values they do not know (models, DataFrames, dates) through
+        # ``to_jsonable`` on the way; whatever both refuse (NaN, keys of mixed types, cycles)
+        # takes the slow path below.
+        text = _orjson_text(payload) or _c_text(payload)
     if not text:
         value = to_jsonable(payload)
         if not isinstance(value, dict):
@@ -105,6 +95,28 @@ def encode_payload(payload: Mapping[str, Any] | None, redactor: Redactor, max_by
         except UnicodeEncodeError:  # lone surrogates: no store takes them; escape them
             text = _ASCII_ENCODER.encode(json.loads(text) if value is None else value)
     return text
+
+
+def _orjson_text(payload: dict[str, Any]) -> str:
+    """``payload`` written by orjson (the C encoder's text at a fraction of its cost), or ""
+    when orjson refuses it (keys that are not text, integers past 64 bits, lone surrogates)
+    or the text holds a null, which may be a NaN or an infinity: orjson writes those as null,
+    where the C encoder refuses them."""
+    try:
+        text = _orjson.dumps(payload, default=to_jsonable, option=_ORJSON_OPTIONS).decode()
+    except (TypeError, ValueError, RecursionError):
+        return ""
+    return "" if "null" in text else text
+
+
+def _c_text(payload: dict[str, Any]) -> str:
+    """``payload`` written by the C encoder made once, or "" when it refuses it."""
+    try:
+        if _C_ENCODE is not None:
+            return "".join(_C_ENCODE(payload, 0))
+        return _ENCODER_CONVERTING.encode(payload)
+    except (TypeError, ValueError, RecursionError):
+        return ""
 
 
 def storable_ids(
