@@ -36,6 +36,7 @@ from pi_notebook.extensions import ExtensionAPI
 from pi_notebook.sample_db import sample_database_url
 from pi_notebook.sql import classify
 from pi_notebook.sql.backend import DatabaseBackend
+from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
 
 __all__ = ["DatabaseExtension", "QueryDatabaseParams", "database_extension", "register"]
 
@@ -49,6 +50,8 @@ class DatabaseExtension:
         url: SQLAlchemy URL; ``None`` reads ``PI_NOTEBOOK_DATABASE_URL`` when the factory
             runs, else uses the bundled sample database.
         row_cap: rows kept per result DataFrame.
+        max_result_bytes: bytes of values kept per result besides the row cap (default 64 MiB;
+            ``None``: rows only); a read that reaches it stops and says so.
         approval_timeout_s: how long the user has to decide; no decision is a denial.
         statement_timeout_s: a statement running longer is cancelled.
         capability_ttl_s: how long an approval stays usable before the call executes.
@@ -67,9 +70,11 @@ class DatabaseExtension:
                  keep_results: int = 20, semantic: str | Path | dict[str, Any] | None = None,
                  schema_budget_chars: int = 2_000, schema_ttl_s: float | None = 600,
                  data_policy: DataPolicy | Mapping[str, Any] | str | Path | None = None,
+                 max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
                  ) -> None:  # fmt: skip
         self.url = url
         self.row_cap = row_cap
+        self.max_result_bytes = max_result_bytes
         self.approval_timeout_s = approval_timeout_s
         self.statement_timeout_s = statement_timeout_s
         self.capability_ttl_s = capability_ttl_s
@@ -106,7 +111,8 @@ class DatabaseExtension:
     def __call__(self, pi: ExtensionAPI) -> None:
         url = self.url or os.environ.get(ENV_URL) or sample_database_url()
         backend = DatabaseBackend(url, row_cap=self.row_cap, approvals=CapabilityStore(),
-                                  statement_timeout_s=self.statement_timeout_s)  # fmt: skip
+                                  statement_timeout_s=self.statement_timeout_s,
+                                  max_result_bytes=self.max_result_bytes)  # fmt: skip
         self.backend = backend
         # Decisions are on record in the session's audit; this is the view of them.
         self.approvals = AuditApprovals(pi.audit)

@@ -49,13 +49,13 @@ class _Spy:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.sql: list[str] = []
-        real = SqliteArrow.table
+        real = SqliteArrow._table  # pyright: ignore[reportPrivateUsage]
 
         def table(reader: SqliteArrow, sql: str, *args: Any, **kwargs: Any) -> Any:
             self.sql.append(sql)
             return real(reader, sql, *args, **kwargs)
 
-        monkeypatch.setattr(SqliteArrow, "table", table)
+        monkeypatch.setattr(SqliteArrow, "_table", table)
 
 
 async def _run(url: str, sql: str, *, arrow: bool, **options: Any) -> Any:

@@ -61,6 +61,7 @@ from pi_notebook.sql.backend.fetch import (
     read_limit,
 )
 from pi_notebook.sql.backend.frames import column_labels
+from pi_notebook.sql.backend.sizes import arrow_rows_within
 
 __all__ = [
     "ARROW_MIN_CAP",
@@ -148,13 +149,24 @@ def _bounds(column: Any, pc: Any) -> tuple[Any, Any]:
     return found["min"].as_py(), found["max"].as_py()
 
 
-def fetched_from_table(table: Any, frame: pd.DataFrame, seen: int, exact: bool) -> Fetched:
+def fetched_from_table(
+    table: Any, frame: pd.DataFrame, seen: int, exact: bool, *, size_capped: bool = False
+) -> Fetched:
     """The :class:`Fetched` of an Arrow read: ``frame`` (from :func:`to_frame`) holds the
     kept rows of ``table``; ``seen`` rows were read, all of them when ``exact``."""
     head = list(frame.head(50).astype(object).where(frame.head(50).notna(), None).itertuples(index=False, name=None))  # fmt: skip
     return Fetched(columns=[str(n) for n in table.column_names], row_count=seen,
-                   row_count_exact=exact, truncated=seen > len(frame), head=head,
-                   frame=frame)  # fmt: skip
+                   row_count_exact=exact, truncated=seen > len(frame), size_capped=size_capped,
+                   head=head, frame=frame)  # fmt: skip
+
+
+def within_size(table: Any, settings: RunSettings) -> tuple[Any, bool]:
+    """``table`` cut to the rows that fit ``settings.max_result_bytes``, and whether it was."""
+    budget = settings.max_result_bytes
+    if budget is None:
+        return table, False
+    rows = arrow_rows_within(table, budget)
+    return (table, False) if rows == table.num_rows else (table.slice(0, rows), True)
 
 
 def duckdb_arrow_read(conn: Any, sql: str, settings: RunSettings) -> Fetched | None:
@@ -173,11 +185,12 @@ def duckdb_arrow_read(conn: Any, sql: str, settings: RunSettings) -> Fetched | N
         if _transaction_aborted(conn):
             raise
         return None
-    kept = table.slice(0, settings.row_cap)
+    kept, sized = within_size(table.slice(0, settings.row_cap), settings)
     frame = to_frame(kept)
     if frame is None:
         return None
-    return fetched_from_table(kept, frame, table.num_rows, table.num_rows <= settings.row_cap)
+    exact = table.num_rows <= settings.row_cap and not sized
+    return fetched_from_table(kept, frame, table.num_rows, exact, size_capped=sized)
 
 
 def _transaction_aborted(conn: Any) -> bool:
@@ -263,17 +276,26 @@ class AdbcPostgres:
             reader = cur.fetch_record_batch()
             batches: list[Any] = []  # the first ``row_cap`` rows: counting keeps no more
             seen, kept, steps = 0, 0, ProgressSteps(progress, settings.progress_every)
+            cap, budget, sized = settings.row_cap, settings.max_result_bytes, False
             for batch in reader:
-                if kept < settings.row_cap:
-                    taken = batch.slice(0, settings.row_cap - kept)
+                if kept < cap:
+                    taken = batch.slice(0, cap - kept)
+                    if budget is not None:  # the bytes kept so far stay within the bound
+                        rows = arrow_rows_within(taken, budget)
+                        budget -= taken.slice(0, rows).nbytes
+                        if rows < taken.num_rows:
+                            taken, sized, cap = taken.slice(0, rows), True, kept + rows
                     batches.append(taken)
                     kept += taken.num_rows
                 seen += batch.num_rows
                 steps.update(seen)
-                if (limit is not None and seen >= limit) or seen >= settings.count_limit:
+                stop = limit is not None and (seen >= limit or sized)
+                if stop or seen >= settings.count_limit:
                     cur.adbc_cancel()  # the rest of the COPY is not needed
                     break
-            exact = seen < limit if limit is not None else seen < settings.count_limit
+            exact = (
+                (seen < limit and not sized) if limit is not None else seen < settings.count_limit
+            )
             schema = reader.schema
             try:
                 reader.close()
@@ -286,7 +308,11 @@ class AdbcPostgres:
         if frame is None:  # a value outside what Python holds (infinity, BC): DBAPI path
             return None
         return fetched_from_table(
-            table, frame, min(seen, limit) if limit is not None else seen, exact
+            table,
+            frame,
+            min(seen, limit) if limit is not None else seen,
+            exact,
+            size_capped=sized,
         )
 
     def _checkout(self) -> Any:

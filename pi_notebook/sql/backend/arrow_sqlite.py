@@ -64,6 +64,7 @@ from pi_notebook.sql.backend.fetch import (
     RunSettings,
     read_limit,
 )
+from pi_notebook.sql.backend.sizes import arrow_rows_within
 
 try:
     import fcntl
@@ -172,8 +173,9 @@ class SqliteArrow:
         if limit is None or not os.path.isfile(self.path) or self._deaths >= _MAX_DEATHS:
             return None  # an exact count (sqlite3 counts), no file, or no working process
         try:
-            table = self.table(sql, limit=limit, canceller=canceller, progress=progress,
-                               progress_every=settings.progress_every)  # fmt: skip
+            table, sized_at = self._table(sql, limit=limit, canceller=canceller, progress=progress,
+                                       progress_every=settings.progress_every,
+                                       max_bytes=settings.max_result_bytes)  # fmt: skip
         except ChildFailed:
             if canceller.reason is not None:
                 raise
@@ -184,6 +186,8 @@ class SqliteArrow:
         frame = to_frame(kept)
         if frame is None:
             return None
+        if sized_at is not None:  # stopped at the size bound: more rows came than are kept
+            return fetched_from_table(kept, frame, sized_at, False, size_capped=True)
         return fetched_from_table(kept, frame, table.num_rows, table.num_rows < limit)
 
     def table(
@@ -201,6 +205,23 @@ class SqliteArrow:
         Raises:
             ChildFailed: the child refused or failed (or was killed by ``canceller``).
         """
+        return self._table(sql, params, limit=limit, canceller=canceller, progress=progress,
+                           progress_every=progress_every)[0]  # fmt: skip
+
+    def _table(
+        self,
+        sql: str,
+        params: list[Any] | None = None,
+        *,
+        limit: int | None = None,
+        canceller: Canceller | None = None,
+        progress: Callable[[int], None] | None = None,
+        progress_every: int = 10_000,
+        max_bytes: int | None = None,
+    ) -> tuple[Any, int | None]:
+        """``table``, keeping at most ``max_bytes`` of values (Arrow's ``nbytes``): the table,
+        and, when it stopped there, the rows received by then (the child is then stopped: a
+        new one serves the next read)."""
         import pyarrow as pa
 
         with self._lock:
@@ -215,14 +236,26 @@ class SqliteArrow:
                 _expect_ok(stdout)
                 reader = pa.ipc.open_stream(stdout)
                 batches: list[Any] = []
-                seen, steps = 0, ProgressSteps(progress, progress_every)
+                seen, steps, sized = 0, ProgressSteps(progress, progress_every), False
                 for batch in reader:
+                    if max_bytes is not None:
+                        rows = arrow_rows_within(batch, max_bytes)
+                        if rows < batch.num_rows:
+                            batches.append(batch.slice(0, rows))
+                            seen, sized = seen + batch.num_rows, True
+                            break
+                        max_bytes -= batch.nbytes
                     batches.append(batch)
                     seen += batch.num_rows
                     steps.update(seen)
-                _expect_ok(stdout)
+                if sized:  # the rest of the stream is not wanted: stop the child now
+                    self._stop()
+                else:
+                    _expect_ok(stdout)
                 self._deaths = 0
-                return pa.Table.from_batches(batches, schema=reader.schema)
+                return pa.Table.from_batches(batches, schema=reader.schema), (
+                    seen if sized else None
+                )
             except ChildFailed:
                 self._deaths = 0
                 raise

@@ -58,6 +58,7 @@ from pi_notebook.sql.backend.inline import InlineReads
 from pi_notebook.sql.backend.measure import METHOD_TEXT
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.backend.results import QueryOutcome, shape
+from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
 from pi_notebook.sql.backend.worker import (
     AuditBlocked,
     Bounds,
@@ -100,6 +101,8 @@ class DatabaseBackend:
         arrow: read large results through Arrow (PostgreSQL over ADBC, DuckDB natively,
             SQLite files over ADBC in a child process; see :mod:`.arrow`). Default: when
             pyarrow is installed and ``row_cap`` is at least ``ARROW_MIN_CAP``.
+        max_result_bytes: most bytes of values a read keeps, besides the row cap (see
+            :mod:`.sizes`; default 64 MiB); ``None``: rows only.
     """
 
     def __init__(
@@ -115,6 +118,7 @@ class DatabaseBackend:
         tool_name: str = TOOL_NAME,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         arrow: bool | None = None,
+        max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         self.url = make_url(url)
         self.backend = supported_backend(self.url)
@@ -130,6 +134,7 @@ class DatabaseBackend:
             statement_timeout_s=statement_timeout_s,
             progress_every=progress_every,
             arrow=use_arrow,
+            max_result_bytes=max_result_bytes,
         )
         self.engine = create_backend_engine(self.url, connect_timeout_s=connect_timeout_s,
                                             statement_timeout_s=statement_timeout_s)  # fmt: skip

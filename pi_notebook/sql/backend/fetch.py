@@ -16,6 +16,9 @@ than N rows" without reading the rest (issue 16), unless the caller asked for th
 * DuckDB: the relation gets a ``LIMIT`` (DuckDB's own relational API, not text pasted
   around the statement), so a sort becomes a top-N.
 
+A read also stops keeping rows once their values pass ``max_result_bytes`` (:mod:`.sizes`):
+the rows that fit are kept, and the read ends there as at the cap (a count goes on).
+
 Writes run to completion (a write's RETURNING rows are counted, the first ``row_cap``
 kept). What does not belong here: the transaction, the cancel window, the policy decision.
 """
@@ -32,6 +35,7 @@ import pandas as pd
 
 from pi_notebook.sql.backend.frames import FrameBuilder, duckdb_rows
 from pi_notebook.sql.backend.readonly import RunKind, take_pending_begin
+from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES, chunk_bytes, rows_within
 
 __all__ = [
     "CHUNK",
@@ -66,6 +70,7 @@ class RunSettings:
         progress_every: rows between two progress reports.
         count_rows: count every row (up to ``count_limit``) instead of stopping at the cap.
         arrow: reads may take the Arrow path (see :mod:`.arrow`).
+        max_result_bytes: most bytes of values kept (see :mod:`.sizes`); ``None``: no bound.
     """
 
     row_cap: int
@@ -74,6 +79,7 @@ class RunSettings:
     progress_every: int
     count_rows: bool = False
     arrow: bool = False
+    max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES
 
 
 class ProgressSteps:
@@ -107,6 +113,7 @@ class Fetched:
             a statement without a result set affected.
         row_count_exact: False when fetching stopped before the end of the result.
         truncated: the DataFrame holds fewer rows than the statement returned.
+        size_capped: the read stopped keeping rows at ``max_result_bytes``, not the row cap.
         has_rows: the statement returned a result set.
         head: the first rows as tuples (what the model's preview is rendered from).
         kept: the rows the DataFrame keeps, when known before it is built.
@@ -118,6 +125,7 @@ class Fetched:
     row_count: int
     row_count_exact: bool = True
     truncated: bool = False
+    size_capped: bool = False
     has_rows: bool = True
     head: list[tuple[Any, ...]] = field(default_factory=list[tuple[Any, ...]])
     kept: int | None = None
@@ -199,24 +207,31 @@ def _collect(
         return Fetched(columns=[], row_count=max(int(cur.rowcount or 0), 0), has_rows=False)
     columns = [str(d[0]) for d in desc]
     builder = FrameBuilder(columns)
-    seen, exact = 0, True
+    seen, exact, sized = 0, True, False
     steps = ProgressSteps(progress, settings.progress_every)
-    cap = settings.row_cap
+    cap, budget, used = settings.row_cap, settings.max_result_bytes, 0
     for chunk in chunks:
         if limit is not None and seen + len(chunk) > limit:
             chunk = chunk[: limit - seen]
         if builder.count < cap:
-            builder.add(chunk[: cap - builder.count])
+            keep = chunk[: cap - builder.count]
+            if budget is not None:
+                size = chunk_bytes(keep)
+                if used + size > budget:  # keep the rows that fit, and nothing after them
+                    keep = keep[: rows_within(keep, budget - used)]
+                    sized, cap = True, builder.count + len(keep)
+                used += size
+            builder.add(keep)
         seen += len(chunk)
         steps.update(seen)
-        if (limit is not None and seen >= limit) or seen >= settings.count_limit:
+        if (limit is not None and (seen >= limit or sized)) or seen >= settings.count_limit:
             exact = False
             if on_early_stop is not None:
                 on_early_stop()
             break
     return Fetched(columns=columns, row_count=seen, row_count_exact=exact,
-                   truncated=seen > builder.count, head=builder.head, kept=builder.count,
-                   builder=builder)  # fmt: skip
+                   truncated=seen > builder.count, size_capped=sized, head=builder.head,
+                   kept=builder.count, builder=builder)  # fmt: skip
 
 
 def _postgres_read(

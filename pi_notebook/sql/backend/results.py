@@ -52,6 +52,8 @@ class QueryOutcome:
             cap"). For a statement without a result set, the rows affected.
         truncated: True when ``dataframe`` holds fewer rows than the statement returned.
         row_count_exact: False when fetching stopped before the end of the result.
+        size_capped: True when the rows kept stopped at the size bound (``max_result_bytes``
+            of values, see :mod:`.sizes`) rather than the row cap.
         duration_ms: wall time of the statement, fetch included.
         statement_kind: ``"read"`` or ``"write"``, the backend's own verdict.
         dialect: the sqlglot dialect the statement was checked with.
@@ -64,6 +66,7 @@ class QueryOutcome:
     row_count: int
     truncated: bool
     row_count_exact: bool = True
+    size_capped: bool = False
     duration_ms: float
     statement_kind: str
     dialect: str
@@ -79,6 +82,7 @@ class QueryOutcome:
             "row_count": self.row_count,
             "row_count_exact": self.row_count_exact,
             "truncated": self.truncated,
+            "size_capped": self.size_capped,
             "duration_ms": self.duration_ms,
             "statement_kind": self.statement_kind,
             "dialect": self.dialect,
@@ -102,6 +106,7 @@ def render_preview(
     truncated: bool,
     has_rows: bool,
     kept: int | None = None,
+    size_capped: bool = False,
     max_rows: int = PREVIEW_ROWS,
     max_chars: int = PREVIEW_CHARS,
     max_columns: int = PREVIEW_COLUMNS,
@@ -111,12 +116,17 @@ def render_preview(
 
     The first line always states the counts, and the last says what was left out, so the
     model never mistakes a preview for the whole result. ``kept`` is the number of rows in
-    the DataFrame (default: ``len(rows)``).
+    the DataFrame (default: ``len(rows)``); ``size_capped`` says the rows kept stopped at the
+    size bound.
     """
     if not has_rows:
         return _fit(f"Statement executed; {row_count:,} row(s) affected.", max_chars)
     kept = len(rows) if kept is None else kept
-    head = _head(len(columns), row_count, row_count_exact, truncated, kept)
+    head = (
+        _size_head(len(columns), row_count, row_count_exact, kept)
+        if size_capped
+        else _head(len(columns), row_count, row_count_exact, truncated, kept)
+    )
     names = [str(c) for c in columns[:max_columns]]
     budget = max_chars - len(head) - 200  # room for the closing notes
     aimed = max(1, min(len(rows), max_rows, _ROWS_AIMED)) + 1  # + the header line
@@ -160,12 +170,20 @@ def _head(columns: int, row_count: int, exact: bool, truncated: bool, kept: int)
             f"first {kept:,}.")  # fmt: skip
 
 
+def _size_head(columns: int, row_count: int, exact: bool, kept: int) -> str:
+    total = f"{row_count:,} rows" if exact else f"At least {row_count:,} rows"
+    return (f"{total}, {columns} column(s); the DataFrame keeps the first {kept:,}: the "
+            "values kept reached the size limit for one result. Select fewer or narrower "
+            "columns (or cut long text), or aggregate, to see more.")  # fmt: skip
+
+
 def render_fetched(fetched: Fetched) -> str:
     """The model's preview of ``fetched`` (whose DataFrame is built)."""
     kept = fetched.kept if fetched.kept is not None else len(fetched.build())
     return render_preview(fetched.columns, fetched.head, row_count=fetched.row_count,
                           row_count_exact=fetched.row_count_exact, truncated=fetched.truncated,
-                          has_rows=fetched.has_rows, kept=kept)  # fmt: skip
+                          has_rows=fetched.has_rows, kept=kept,
+                          size_capped=fetched.size_capped)  # fmt: skip
 
 
 def shape(
@@ -177,7 +195,7 @@ def shape(
     preview = fetched.preview if fetched.preview is not None else render_fetched(fetched)
     return QueryOutcome(dataframe=frame, columns=fetched.columns, row_count=fetched.row_count,
                         truncated=fetched.truncated, row_count_exact=fetched.row_count_exact,
-                        duration_ms=round(seconds * 1000, 3), statement_kind=kind,
+                        size_capped=fetched.size_capped, duration_ms=round(seconds * 1000, 3), statement_kind=kind,
                         dialect=dialect, args_hash=args_hash, has_rows=fetched.has_rows,
                         preview=preview)  # fmt: skip
 
