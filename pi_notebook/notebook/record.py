@@ -199,7 +199,11 @@ def _rows_note(card: CardState) -> str | None:
     frame = result_dataframe(details)
     if details.get("statement_kind") == "write" and (frame is None or not len(frame.columns)):
         return f"{format_count(count)} row{'' if count == 1 else 's'} changed"
-    more = "" if details.get("row_count_exact", True) else "more than "
+    exact = details.get("row_count_exact", True)
+    if details.get("size_capped") and frame is not None:  # stopped at the size bound
+        of = format_count(count) if exact else f"at least {format_count(count)}"
+        return f"{format_count(len(frame))} of {of} rows kept (size limit)"
+    more = "" if exact else "more than "
     return f"{more}{format_count(count)} row{'' if count == 1 else 's'}"
 
 

@@ -269,3 +269,20 @@ def test_the_record_reads_without_its_style_block() -> None:
     assert "<td class='' style='text-align:left'>a</td>" in stripped
     # The colours stay in the style block, from JupyterLab's variables.
     assert "border-left-color:var(--jp-success-color1" in RECORD_CSS
+
+
+def test_a_card_says_when_a_read_stopped_at_the_size_limit() -> None:
+    """A read that reached ``max_result_bytes`` says how many rows it kept of how many, and
+    why, not "more than N rows" (which reads as the row cap)."""
+    frame = pd.DataFrame({"i": range(9), "pad": ["x" * 10] * 9})
+    capped = {"dataframe": frame, "row_count": 200, "row_count_exact": False,
+              "truncated": True, "size_capped": True}  # fmt: skip
+    plain = record_bundle(_state(*_call("c", "SELECT 1", capped)), INFO)["text/plain"]
+    assert "9 of at least 200 rows kept (size limit)" in plain
+    counted = {**capped, "row_count_exact": True}
+    plain = record_bundle(_state(*_call("c", "SELECT 1", counted)), INFO)["text/plain"]
+    assert "9 of 200 rows kept (size limit)" in plain
+    capped_rows = {"dataframe": frame, "row_count": 10, "row_count_exact": False,
+                   "truncated": True}  # fmt: skip
+    plain = record_bundle(_state(*_call("c", "SELECT 1", capped_rows)), INFO)["text/plain"]
+    assert "more than 10 rows" in plain and "size limit" not in plain
