@@ -282,9 +282,9 @@ class AdbcPostgres:
                     taken = batch.slice(0, cap - kept)
                     if budget is not None:  # the bytes kept so far stay within the bound
                         rows = arrow_rows_within(taken, budget)
-                        budget -= taken.slice(0, rows).nbytes
                         if rows < taken.num_rows:
                             taken, sized, cap = taken.slice(0, rows), True, kept + rows
+                        budget -= taken.nbytes
                     batches.append(taken)
                     kept += taken.num_rows
                 seen += batch.num_rows

@@ -190,23 +190,14 @@ class SqliteArrow:
             return fetched_from_table(kept, frame, sized_at, False, size_capped=True)
         return fetched_from_table(kept, frame, table.num_rows, table.num_rows < limit)
 
-    def table(
-        self,
-        sql: str,
-        params: list[Any] | None = None,
-        *,
-        limit: int | None = None,
-        canceller: Canceller | None = None,
-        progress: Callable[[int], None] | None = None,
-        progress_every: int = 10_000,
-    ) -> Any:
-        """Run ``sql`` in the child and return its rows as a ``pyarrow.Table``.
+    def table(self, sql: str, params: list[Any] | None = None, **options: Any) -> Any:
+        """Run ``sql`` in the child and return its rows as a ``pyarrow.Table`` (``options``:
+        ``limit``, ``canceller``, ``progress``, ``progress_every``, as :meth:`_table`).
 
         Raises:
             ChildFailed: the child refused or failed (or was killed by ``canceller``).
         """
-        return self._table(sql, params, limit=limit, canceller=canceller, progress=progress,
-                           progress_every=progress_every)[0]  # fmt: skip
+        return self._table(sql, params, **options)[0]
 
     def _table(
         self,

@@ -36,6 +36,8 @@ _FIXED_TYPES = frozenset(
      dt.timedelta, uuid.UUID}
 )  # fmt: skip
 _SIZED_TYPES = frozenset({str, bytes, bytearray, memoryview})
+_TEXT_OR_NULL = frozenset({str, type(None)})
+_BYTES_OR_NULL = frozenset({bytes, type(None)})
 
 
 def value_bytes(value: Any) -> int:
@@ -59,7 +61,7 @@ def chunk_bytes(chunk: Sequence[tuple[Any, ...]]) -> int:
         kinds = set(map(type, column))
         if kinds <= _FIXED_TYPES:
             total += _FIXED * len(column)
-        elif kinds <= {str, type(None)} or kinds <= {bytes, type(None)}:
+        elif kinds <= _TEXT_OR_NULL or kinds <= _BYTES_OR_NULL:
             nulls = column.count(None) if type(None) in kinds else 0
             total += sum(map(len, filter(_not_none, column))) + _FIXED * nulls
         else:
