@@ -167,9 +167,20 @@ class ScriptedModel:
     _script: list[ScriptedTurn | BaseException | Callable[[Context], Any]] = field(
         default_factory=list[ScriptedTurn | BaseException | Callable[[Context], Any]], init=False
     )
+    _wire: dict[int, str] = field(default_factory=dict[int, str], init=False)
+    """The JSON text of each scripted call's arguments, by ``id`` of its part: a provider
+    receives its arguments as text and never encodes them, nor does a replay of one."""
 
     def __post_init__(self) -> None:
         self._script = [_normalise(s, f"step {i + 1}") for i, s in enumerate(self.steps)]
+        for step in self._script:
+            if isinstance(step, ScriptedTurn):
+                for part in step.parts:
+                    if isinstance(part, ToolCall):
+                        try:
+                            self._wire[id(part)] = json.dumps(part.arguments)
+                        except (TypeError, ValueError):
+                            pass  # not JSON: it fails when streamed, as it always did
 
     @property
     def remaining(self) -> int:
@@ -242,7 +253,9 @@ class ScriptedModel:
             else:
                 index, event = out.tool_call_start(id=part.id, name=part.name)
                 yield event
-                raw = json.dumps(part.arguments)
+                raw = self._wire.get(id(part))
+                if raw is None:  # a step a callable made, or arguments that are not JSON
+                    raw = json.dumps(part.arguments)
                 for i in range(0, len(raw), self.chunk_size * 4):
                     yield out.tool_call_delta(index, raw[i : i + self.chunk_size * 4])
                 yield out.tool_call_end(index)

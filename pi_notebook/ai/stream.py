@@ -7,7 +7,10 @@ calls on an :class:`AssistantStream`, so the event protocol lives in one place.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+import orjson
 
 from .events import (
     AssistantMessageEvent,
@@ -26,8 +29,18 @@ from .messages import AssistantMessage, StopReason, TextContent, ToolCall, Usage
 __all__ = ["AssistantStream", "parse_tool_arguments"]
 
 
+_LONG_NUMBER = re.compile(r"[0-9]{19}")
+"""Nineteen digits in a row: perhaps an integer past 64 bits, which orjson would read as a
+float (losing digits) where the json module keeps it exact. Such texts go to the json module."""
+
+
 def parse_tool_arguments(raw: str) -> tuple[Any, str | None]:
     """Parse a tool call's JSON arguments: ``(arguments, None)`` or ``({}, error)``."""
+    if _LONG_NUMBER.search(raw) is None:
+        try:  # orjson parses a call's arguments several times faster than the json module
+            return orjson.loads(raw), None
+        except orjson.JSONDecodeError:
+            pass  # empty text, NaN, a lone surrogate...: the json module decides, as before
     if raw.strip() == "":
         return {}, None
     try:
