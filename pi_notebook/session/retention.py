@@ -59,13 +59,6 @@ class ResultRetention:
         self._keep: int | None = _default_keep() if keep == "env" else _checked(keep)
         self._holding: deque[Any] = deque()
 
-    @classmethod
-    def attach(cls, agent: Any, keep: int | str | None = "env") -> ResultRetention:
-        """A retention subscribed to ``agent``'s events (what the session installs)."""
-        retention = cls(keep)
-        agent.subscribe(retention.on_event, events=("message_end",))
-        return retention
-
     @property
     def keep(self) -> int | None:
         return self._keep

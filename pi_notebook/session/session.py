@@ -139,7 +139,8 @@ class AgentSession:
         self._prompts = SystemPromptState(self.agent.state)
         # Events nobody wants (no subscriber, no extension handler) are not even built.
         self.agent.subscribe(self._dispatch, events=self._wants)
-        self.result_retention = ResultRetention.attach(self.agent)  # bounds kept result DataFrames
+        # Bounds the result DataFrames kept; fed by ``_dispatch``, after every subscriber.
+        self.result_retention = ResultRetention()
 
         sources: list[ExtensionSource] = []
         if audit is not None:
@@ -412,8 +413,6 @@ class AgentSession:
             self._usage.observe(event)
         if self.runner.has_handlers(kind):
             await self.runner.emit(event)
-        if not self._subscribers:
-            return
         for listener in list(self._subscribers):
             try:
                 returned = listener(event)
@@ -421,6 +420,8 @@ class AgentSession:
                     await maybe_await(returned)
             except Exception:
                 log.exception("session subscriber failed on %s", kind)
+        if kind == "message_end":  # once everyone has seen its DataFrames
+            self.result_retention.on_event(event)
 
     # -- public API -------------------------------------------------------------
     def subscribe(self, listener: SessionListener) -> Callable[[], None]:

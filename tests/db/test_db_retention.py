@@ -86,3 +86,30 @@ def test_keep_is_configurable_and_applies_at_once(monkeypatch: pytest.MonkeyPatc
     assert ResultRetention().keep == 5
     monkeypatch.setenv("PI_NOTEBOOK_KEEP_RESULTS", "all")
     assert ResultRetention().keep is None
+
+
+async def test_subscribers_see_the_dataframe_before_retention_drops_it(tmp_path: Path) -> None:
+    """With ``keep=0`` a result's DataFrame is dropped at its ``message_end``, once every
+    subscriber has seen it there (the notebook copies it into its record then)."""
+    ext = database_extension(f"sqlite:///{tmp_path / 'k.sqlite'}")
+    session = create_agent_session(
+        model=ScriptedModel([tool_call("query_database", {"sql": "SELECT 1 AS one"}), text("ok")]),
+        extensions=[ext], audit=False,
+    )  # fmt: skip
+    session.result_retention.keep = 0
+    seen: list[Any] = []
+
+    def listener(event: Any) -> None:
+        if event.type == "message_end" and event.message.role == "toolResult":
+            seen.append(event.message.details["dataframe"])
+
+    session.subscribe(listener)
+    try:
+        await session.prompt("go")
+        assert len(seen) == 1 and isinstance(seen[0], pd.DataFrame) and list(seen[0]) == ["one"]
+        (result,) = [m for m in session.messages if m.role == "toolResult"]
+        assert result.details["dataframe"] == DROPPED_NOTE
+        assert result.details["dataframe_dropped"] is True
+        assert session.result_retention.holding == 0
+    finally:
+        await session.close()
