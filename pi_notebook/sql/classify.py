@@ -188,7 +188,7 @@ def _balanced(tokens: list[Token]) -> bool:
 
 def _parse(tokens: list[Token], sql: str, dialect: str) -> exp.Expr | Finding:
     try:
-        statements = lexical.dialect_of(dialect).parser().parse(tokens, sql)
+        statements = lexical.parser_of(dialect).parse(tokens, sql)
     except RecursionError:
         return rejects("the SQL is nested too deeply to parse")
     except Exception as exc:

@@ -18,7 +18,9 @@ from functools import lru_cache
 from operator import attrgetter
 
 from sqlglot.dialects.dialect import Dialect
+from sqlglot.parser import Parser
 from sqlglot.tokenizer_core import Token, TokenType
+from sqlglot.tokens import Tokenizer
 
 from pi_notebook.sql import functions
 from pi_notebook.sql.findings import Finding, rejects, writes
@@ -82,6 +84,29 @@ def dialect_of(name: str) -> Dialect:
     found = cache.get(name)
     if found is None:
         found = cache[name] = Dialect.get_or_raise(name)
+    return found
+
+
+def tokenizer_of(name: str) -> Tokenizer:
+    """The dialect's tokenizer, reused per thread: making one costs several times what
+    tokenising a short statement does, and ``tokenize`` starts afresh on every call."""
+    cache: dict[str, Tokenizer] | None = getattr(_local, "tokenizers", None)
+    if cache is None:
+        cache = _local.tokenizers = {}
+    found = cache.get(name)
+    if found is None:
+        found = cache[name] = dialect_of(name).tokenizer()
+    return found
+
+
+def parser_of(name: str) -> Parser:
+    """The dialect's parser, reused per thread (``parse`` starts afresh on every call)."""
+    cache: dict[str, Parser] | None = getattr(_local, "parsers", None)
+    if cache is None:
+        cache = _local.parsers = {}
+    found = cache.get(name)
+    if found is None:
+        found = cache[name] = dialect_of(name).parser()
     return found
 
 
@@ -158,17 +183,17 @@ def tokenize(sql: str, dialect: str) -> list[Token]:
     comments and semicolons from every check. That text is tokenised again here, with
     offsets into ``sql``, so the checks see what the engine will see.
     """
-    language = dialect_of(dialect)
-    tokens = language.tokenize(sql)
-    if language.tokenizer_class.COMMANDS.isdisjoint(token_types(tokens)):
+    tokenizer = tokenizer_of(dialect)
+    tokens = tokenizer.tokenize(sql)
+    if tokenizer.COMMANDS.isdisjoint(token_types(tokens)):
         return tokens
-    return _expand_commands(language, tokens, sql, 0, 0)
+    return _expand_commands(tokenizer, tokens, sql, 0, 0)
 
 
 def _expand_commands(
-    language: Dialect, tokens: list[Token], sql: str, offset: int, depth: int
+    tokenizer: Tokenizer, tokens: list[Token], sql: str, offset: int, depth: int
 ) -> list[Token]:
-    commands = language.tokenizer_class.COMMANDS
+    commands = tokenizer.COMMANDS
     expanded: list[Token] = []
     for index, token in enumerate(tokens):
         if token.token_type != TokenType.STRING or index == 0:
@@ -190,8 +215,8 @@ def _expand_commands(
             continue
         if depth >= 3:
             raise ValueError("commands nested too deeply")
-        inner = language.tokenize(token.text)
-        expanded.extend(_expand_commands(language, inner, sql, start, depth + 1))
+        inner = tokenizer.tokenize(token.text)  # the outer tokens are a list of their own
+        expanded.extend(_expand_commands(tokenizer, inner, sql, start, depth + 1))
     return expanded
 
 

@@ -179,3 +179,56 @@ def test_d2_classifying_first_does_not_change_the_canonical_form() -> None:
         lexical.tokens_of.cache_clear()
         classify_uncached(case.sql, case.dialect)
         assert canonicalize_uncached(case.sql, case.dialect) == fresh, case.id
+
+
+def test_d2_postgres_folds_only_ascii_letters_of_a_name() -> None:
+    # PostgreSQL lowers A-Z in an unquoted name and keeps every other letter as written
+    # (verified on PostgreSQL 15, UTF-8: ``SELECT 1 AS ÉCOLE, 2 AS Straße`` labels ``École``
+    # and ``straße``).
+    assert canonicalize("SELECT Nom FROM ÉCOLE", "postgres") == "SELECT nom FROM École"
+    assert canonicalize("SELECT x FROM Straße", "postgres") == "SELECT x FROM straße"
+    assert canonicalize("SELECT x FROM ÉCOLE", "postgres") != canonicalize(
+        "SELECT x FROM école", "postgres"
+    )
+
+
+def test_d2_reused_tokenizers_and_parsers_give_every_thread_its_own_results() -> None:
+    """The tokenizer and parser are made once per thread and dialect; tokenising and
+    parsing start afresh each time, also after a failure, and threads never share one."""
+    import threading
+
+    from pi_notebook.sql import classify, lexical
+
+    assert lexical.tokenizer_of("postgres") is lexical.tokenizer_of("postgres")
+    assert lexical.parser_of("postgres") is lexical.parser_of("postgres")
+    first = lexical.tokenize("SELECT a FROM t", "postgres")
+    assert classify("SELECT (", "postgres").kind == "reject"  # a parse that fails midway
+    assert [t.text for t in first] == ["SELECT", "a", "FROM", "t"]  # not overwritten
+    assert classify("SELECT a FROM t", "postgres").kind == "read"
+
+    made: dict[int, tuple[object, str]] = {}
+    failures: list[str] = []
+
+    def work(i: int) -> None:
+        for j in range(200):
+            sql = f"SELECT c{i}_{j} FROM t{i} WHERE x = {j}"
+            lexical.tokens_of.cache_clear()
+            form = canonicalize(sql, "postgres")
+            if (
+                form
+                != sql.lower()
+                .replace("select", "SELECT")
+                .replace("from", "FROM")
+                .replace("where", "WHERE")
+                or classify(sql, "postgres").kind != "read"
+            ):
+                failures.append(form)
+        made[i] = (lexical.tokenizer_of("postgres"), "done")
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert len({id(tokenizer) for tokenizer, _ in made.values()}) == 4
