@@ -168,9 +168,14 @@ async def _bench(args: argparse.Namespace) -> None:
             log.close()
         target = 600e-6 if backend == "sqlite" else 1500e-6
         print(f"bare SQLAlchemy execute     {bare * 1e6:9.1f} us per call")
+        # The issue sets the no-audit target on SQLite, whose reads run on the loop; on
+        # PostgreSQL the worker hop and the read's round trips come on top (a reference).
+        over = plain - bare
+        verdict = f"target +100 us: {'met' if over <= 100e-6 else 'NOT met'}"
         print(
             f"session, no audit           {plain * 1e6:9.1f} us per call "
-            f"({plain / bare:.1f}x bare, +{(plain - bare) * 1e6:.0f} us; target +100 us)"
+            f"({plain / bare:.1f}x bare, +{over * 1e6:.0f} us; "
+            f"{verdict if backend == 'sqlite' else 'reference'})"
         )
         print(
             f"session with audit          {audited * 1e6:9.1f} us per call "

@@ -8,16 +8,24 @@ than N rows" without reading the rest (issue 16), unless the caller asked for th
 * PostgreSQL: a query runs as a server-side cursor inside the read-only transaction
   (``DECLARE ... CURSOR FOR <query>`` and the first ``FETCH`` in one round trip; the text is
   only prefixed, and ``statement_timeout`` applies), so libpq never holds more than a batch
-  and stopping at the cap costs nothing; other reads (SHOW, EXPLAIN) stream;
+  and stopping at the cap costs nothing; other reads (SHOW, EXPLAIN) stream. Under a size
+  bound the first batch is 128 rows (nothing is known yet of their width) and each later one
+  about 4 MiB of rows as wide as those seen (:func:`_pg_batches`): the size of a ``FETCH``
+  bounds the server's work too, since PostgreSQL computes a ``FETCH``'s rows whole (into a
+  tuplestore, spilling to disk) before it sends the first, so one ``FETCH`` of the cap read
+  in libpq's chunks would bound only what the client holds, and could not be cancelled
+  until it was all sent;
 * MySQL/MariaDB: ``sql_select_limit`` makes the server stop at the cap (set by
   :mod:`.readonly`), and an unbuffered ``SSCursor`` streams what comes; a result longer than
   that (an explicit larger ``LIMIT``) is stopped with ``KILL QUERY`` before the cursor is
   drained, so the connection is clean before it goes back to the pool;
 * DuckDB: the relation gets a ``LIMIT`` (DuckDB's own relational API, not text pasted
-  around the statement), so a sort becomes a top-N.
+  around the statement), so a sort becomes a top-N, and its result streams ``CHUNK`` rows at
+  a time (:func:`~.frames.duckdb_chunks`).
 
 A read also stops keeping rows once their values pass ``max_result_bytes`` (:mod:`.sizes`):
-the rows that fit are kept, and the read ends there as at the cap (a count goes on).
+the rows that fit are kept, and the read ends there as at the cap (a count goes on). So what
+the process holds while reading is the rows kept plus one batch, on every engine.
 
 Writes run to completion (a write's RETURNING rows are counted, the first ``row_cap``
 kept). What does not belong here: the transaction, the cancel window, the policy decision.
@@ -33,7 +41,12 @@ from typing import Any
 
 import pandas as pd
 
-from pi_notebook.sql.backend.frames import FrameBuilder, duckdb_rows
+from pi_notebook.sql.backend.frames import (
+    DuckdbEdgeDays,
+    FrameBuilder,
+    duckdb_chunks,
+    duckdb_fixed_chunks,
+)
 from pi_notebook.sql.backend.readonly import RunKind, take_pending_begin
 from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES, chunk_bytes, rows_within
 
@@ -57,6 +70,18 @@ CURSOR_TEXT = re.compile(r"^\s*(?:\(\s*)*(?:SELECT|WITH|VALUES|TABLE)\b", re.I)
 
 _PG_CURSOR = "pi_read"
 _PG_BATCH = 10_001
+"""Most rows one ``FETCH`` brings: what narrow rows are fetched by, and every ``FETCH`` of a
+read without a size bound."""
+_PG_FIRST = 128
+"""Rows of a size-bounded read's first ``FETCH``, while nothing is known of how wide its rows
+are: a first batch of the row cap plus one could be gigabytes of documents. A read whose
+limit is no more (a row cap under 128) still takes it all, ``ROLLBACK`` included, in one
+round trip."""
+_PG_BATCH_BYTES = 4 << 20
+"""Bytes of values a later ``FETCH`` brings at most, by the widest rows seen so far: large
+enough that round trips cost nothing next to the transfer, small next to the size bound."""
+_PG_SAMPLE = 32
+"""Rows of a batch measured to estimate its bytes per row (spread over the batch)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -263,28 +288,62 @@ def _postgres_read(
         # A server-side cursor: the first batch comes with the DECLARE in one round trip,
         # and stopping at the cap is just not fetching more (the rollback closes it). When
         # the transaction opens in the same message and that first batch is all the read
-        # will take (a capped read), it also ends there: one round trip for the whole read.
-        first = _PG_BATCH if limit is None else min(limit, _PG_BATCH)
+        # will take (a row cap under _PG_FIRST), it also ends there: one round trip in all.
+        end = limit if limit is not None else settings.count_limit
+        sized = settings.max_result_bytes is not None
+        first = min(end, _PG_FIRST if sized else _PG_BATCH)
         text = f"DECLARE {_PG_CURSOR} NO SCROLL CURSOR FOR {sql}\n; FETCH FORWARD {first} FROM {_PG_CURSOR}"
         if begin is not None:
-            text = f"{begin}; {text}" + ("; ROLLBACK" if first == limit else "")
+            text = f"{begin}; {text}" + ("; ROLLBACK" if first == end else "")
         cur.execute(text)
         while cur.description is None and cur.nextset():  # on to the FETCH's result
             pass
-        return _collect(cur, _pg_batches(cur, first), settings, progress, limit)
+        batches = _pg_batches(cur, first, end, measure=sized, ends_transaction=begin is not None)
+        return _collect(cur, batches, settings, progress, limit)
     finally:
         cur.close()
 
 
-def _pg_batches(cur: Any, first: int) -> Iterator[list[tuple[Any, ...]]]:
-    batch = cur.fetchall()
+def _pg_batches(
+    cur: Any, first: int, end: int, *, measure: bool, ends_transaction: bool
+) -> Iterator[list[tuple[Any, ...]]]:
+    """The rows of the read's cursor, one ``FETCH`` at a time, up to ``end`` rows in all.
+
+    The first batch (``first`` rows) came with the ``DECLARE``. With ``measure`` (the read
+    has a size bound), each later ``FETCH`` asks for about :data:`_PG_BATCH_BYTES` of the
+    widest rows seen so far, so libpq and the driver never hold more than that at once on
+    top of the rows kept; without it, :data:`_PG_BATCH` rows. With ``ends_transaction`` (the
+    read opened its transaction in its first message), the ``FETCH`` that takes the read to
+    ``end`` carries the ``ROLLBACK`` too, saving the round trip after it.
+    """
+    asked, fetched, widest = first, 0, 0.0
+    batch: list[tuple[Any, ...]] = cur.fetchall()
     while batch:
         yield batch
-        if len(batch) < first:
-            return
-        cur.execute(f"FETCH FORWARD {_PG_BATCH} FROM {_PG_CURSOR}")
-        first = _PG_BATCH
+        fetched += len(batch)
+        if len(batch) < asked or fetched >= end:
+            return  # the result ended, or the read has all it takes (and may be rolled back)
+        if measure:
+            widest = max(widest, _bytes_per_row(batch))
+        asked = _next_batch_rows(end - fetched, widest)
+        last = ends_transaction and asked == end - fetched
+        cur.execute(f"FETCH FORWARD {asked} FROM {_PG_CURSOR}" + ("; ROLLBACK" if last else ""))
         batch = cur.fetchall()
+
+
+def _next_batch_rows(left: int, widest: float) -> int:
+    """Rows of the next ``FETCH``: :data:`_PG_BATCH_BYTES` of rows ``widest`` bytes wide (at
+    least one row; ``0``: unknown), never more than :data:`_PG_BATCH` nor than ``left``."""
+    rows = _PG_BATCH if widest <= 0 else max(1, int(_PG_BATCH_BYTES // widest))
+    return min(rows, _PG_BATCH, left)
+
+
+def _bytes_per_row(batch: list[tuple[Any, ...]]) -> float:
+    """Bytes of values per row in ``batch``, from at most about :data:`_PG_SAMPLE` rows
+    spread over it (sizing a batch needs an estimate, and measuring every row of ten
+    thousand narrow ones would cost more than their round trip)."""
+    sample = batch[:: max(1, len(batch) // _PG_SAMPLE)]
+    return chunk_bytes(sample) / len(sample)
 
 
 def _duckdb(
@@ -305,16 +364,35 @@ def _duckdb(
         relation = conn.sql(sql)
         if relation is None:
             return Fetched(columns=[], row_count=0, has_rows=False)
-        columns = list(relation.columns)
-        rows = duckdb_rows(relation.limit(limit))
-        return _collect(None, iter([rows] if rows else []), settings, progress, limit,
-                        description=lambda: [(c,) for c in columns])  # fmt: skip
+        return _duckdb_read(conn, relation, settings, progress, limit)
     conn.execute(sql)
     fetched = _collect(conn, _chunks(conn), settings, progress, None)
     if kind == "write" and fetched.columns == ["Count"] and fetched.row_count == 1:
         # DuckDB answers DML with a one-row "Count" result instead of a rowcount.
         return Fetched(columns=[], row_count=int(fetched.head[0][0]), has_rows=False)
     return fetched
+
+
+def _duckdb_read(
+    conn: Any,
+    relation: Any,
+    settings: RunSettings,
+    progress: Callable[[int], None] | None,
+    limit: int,
+) -> Fetched:
+    """A DuckDB read of ``relation`` under its ``LIMIT``, streamed ``CHUNK`` rows at a time,
+    so stopping at the size bound stops the query; read again, once, with its infinite dates
+    named when it holds a day on the edge (see :class:`~.frames.DuckdbEdgeDays`)."""
+    columns = [(c,) for c in relation.columns]
+    limited = relation.limit(limit)
+
+    def collect(chunks: Iterator[list[tuple[Any, ...]]]) -> Fetched:
+        return _collect(None, chunks, settings, progress, limit, description=lambda: columns)
+
+    try:
+        return collect(duckdb_chunks(conn, limited, CHUNK))
+    except DuckdbEdgeDays as edge:
+        return collect(duckdb_fixed_chunks(conn, limited, edge, CHUNK))
 
 
 def _stop_unbuffered(cur: Any, interrupt: Callable[[], None] | None) -> None:

@@ -18,14 +18,23 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["ARROW_AFTER", "HAVE_PYARROW", "FrameBuilder", "column_labels", "duckdb_rows"]
+__all__ = [
+    "ARROW_AFTER",
+    "HAVE_PYARROW",
+    "DuckdbEdgeDays",
+    "FrameBuilder",
+    "column_labels",
+    "duckdb_chunks",
+    "duckdb_fixed_chunks",
+    "duckdb_rows",
+]
 
 ARROW_AFTER = 2_048
 """Rows kept as Python tuples before a result switches to Arrow chunks."""
@@ -327,6 +336,27 @@ _DUCKDB_TEMPORAL = frozenset(
     {"DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_S", "TIMESTAMP_MS",
      "TIMESTAMP_NS", "TIMESTAMPTZ"}
 )  # fmt: skip
+_DUCKDB_DAYLESS = frozenset(
+    {"BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+     "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "VARCHAR", "BLOB", "UUID", "TIME",
+     "TIME WITH TIME ZONE", "INTERVAL", "BIT", "JSON", "BIGNUM", "VARINT"}
+)  # fmt: skip
+"""Column types whose values are never a date (checking them cost more than the fetch)."""
+
+
+class DuckdbEdgeDays(Exception):
+    """Raised by :func:`duckdb_chunks`: the rows hold a date or timestamp on the first or last
+    day Python holds, maybe an infinite one. The rows yielded so far must be dropped and read
+    again with :func:`duckdb_fixed_chunks`, given this exception.
+
+    Attributes:
+        flat: the date and timestamp columns holding such a day (by position).
+        nested: the nested columns (list, struct) holding one.
+    """
+
+    def __init__(self, flat: list[int], nested: list[int]) -> None:
+        super().__init__(f"days on the edge of Python's dates in columns {flat + nested}")
+        self.flat, self.nested = flat, nested
 
 
 def duckdb_rows(relation: Any) -> list[tuple[Any, ...]]:
@@ -340,26 +370,104 @@ def duckdb_rows(relation: Any) -> list[tuple[Any, ...]]:
     each such column alongside (one execution, so rows and flags belong together), and an
     infinite value becomes the text ``"infinity"`` or ``"-infinity"``; a nested column
     (list, struct) holding such a day comes back as DuckDB's own text for it.
+
+    This reads the whole result at once; a read under the row cap streams it instead with
+    :func:`duckdb_chunks`.
     """
     rows = relation.fetchall()
     if not rows:
         return rows
-    types = [str(t) for t in relation.types]
+    flat, nested = _edge_columns(_duckdb_types(relation), rows)
+    if not flat and not nested:
+        return rows
+    flagged = relation.project(_flag_columns(flat, nested)).fetchall()
+    return _named_infinities(flagged, len(relation.columns), flat, nested)
+
+
+def duckdb_chunks(conn: Any, relation: Any, size: int) -> Iterator[list[tuple[Any, ...]]]:
+    """The rows of the DuckDB relation ``relation`` on ``conn``, ``size`` at a time, from one
+    streamed run: the reader holds a chunk, not the result, and stopping early stops the
+    query. (DuckDB computes a streamed result ahead of what is fetched, in vectors of 2,048
+    rows: a vector or two on DuckDB 2.0, more on 1.x, whose threads read further ahead.)
+
+    Each chunk is checked for days on the edge as :func:`duckdb_rows` checks its rows. At the
+    first one, the rest of the run is read (and dropped) to find every column holding one,
+    and :class:`DuckdbEdgeDays` is raised (see there).
+    """
+    types = _duckdb_types(relation)
+    fetch = _duckdb_stream(conn, relation)
+    while chunk := fetch(size):
+        flat, nested = _edge_columns(types, chunk)
+        if flat or nested:
+            while rest := fetch(size):
+                more_flat, more_nested = _edge_columns(types, rest)
+                flat, nested = sorted({*flat, *more_flat}), sorted({*nested, *more_nested})
+            raise DuckdbEdgeDays(flat, nested)
+        yield chunk
+
+
+def duckdb_fixed_chunks(
+    conn: Any, relation: Any, edge: DuckdbEdgeDays, size: int
+) -> Iterator[list[tuple[Any, ...]]]:
+    """The rows of ``relation`` as :func:`duckdb_rows` gives them, infinite values named,
+    ``size`` at a time from one streamed run with the flags ``edge`` calls for."""
+    width = len(relation.columns)
+    flagged = relation.project(_flag_columns(edge.flat, edge.nested))
+    fetch = _duckdb_stream(conn, flagged)
+    while chunk := fetch(size):
+        yield _named_infinities(chunk, width, edge.flat, edge.nested)
+
+
+def _duckdb_stream(conn: Any, relation: Any) -> Callable[[int], list[tuple[Any, ...]]]:
+    """A function that fetches the next rows of one streamed run of ``relation``.
+
+    DuckDB 1.x relations stream their own ``fetchmany``; from 2.0 a relation keeps no result
+    between calls and has no ``fetchmany`` (its ``fetchall`` materializes the whole result
+    first), so its SQL text, the statement the relation itself would run, is executed on
+    ``conn``, whose result streams. (The class is asked: a 2.x relation's attributes name
+    its columns.)
+    """
+    if hasattr(type(relation), "fetchmany"):
+        return relation.fetchmany
+    conn.execute(relation.sql_query())
+    return conn.fetchmany
+
+
+def _duckdb_types(relation: Any) -> list[str]:
+    return [str(t) for t in relation.types]
+
+
+def _edge_columns(types: list[str], rows: list[tuple[Any, ...]]) -> tuple[list[int], list[int]]:
+    """The date or timestamp columns (flat) and the other columns (nested: lists, structs)
+    whose values in ``rows`` hold a day on the edge; never-a-date types are not looked at."""
     flat: list[int] = []
     nested: list[int] = []
-    for index in range(len(types)):
+    for index, kind in enumerate(types):
+        if kind in _DUCKDB_DAYLESS or kind.startswith(("DECIMAL(", "ENUM(")):
+            continue
         values = [row[index] for row in rows]
-        if types[index] in _DUCKDB_TEMPORAL:
+        if kind in _DUCKDB_TEMPORAL:
             if any(_edge_day(value) for value in values):
                 flat.append(index)
         elif any(_holds_edge_day(value) for value in values):
             nested.append(index)
-    if not flat and not nested:
-        return rows
+    return flat, nested
+
+
+def _flag_columns(flat: list[int], nested: list[int]) -> str:
+    """The projection that reads every column with ``isinf()`` of each ``flat`` column and
+    DuckDB's text of each ``nested`` one alongside."""
     extra = [f"isinf(#{i + 1})" for i in flat] + [f"CAST(#{i + 1} AS VARCHAR)" for i in nested]
-    width = len(types)
+    return ", ".join(["*", *extra])
+
+
+def _named_infinities(
+    flagged: list[tuple[Any, ...]], width: int, flat: list[int], nested: list[int]
+) -> list[tuple[Any, ...]]:
+    """Rows read with :func:`_flag_columns`, back to ``width`` columns: an infinite value as
+    ``"infinity"``/``"-infinity"``, a nested column as its text."""
     fixed: list[tuple[Any, ...]] = []
-    for row in relation.project(", ".join(["*", *extra])).fetchall():
+    for row in flagged:
         values = list(row[:width])
         for k, index in enumerate(flat):
             if row[width + k]:
