@@ -359,3 +359,21 @@ async def test_duckdb_streamed_read_names_an_infinite_date_met_in_a_later_chunk(
     assert len(frame) == 3_000 and not out.truncated and not out.size_capped
     assert frame["d"].iloc[1500] == "infinity" and frame["d"].iloc[1499] == dt.date(2024, 1, 1)
     assert frame["l"].iloc[1] == "[-infinity]" and frame["l"].iloc[0] == "[]"
+
+
+async def test_duckdb_arrow_read_streams_batches_and_stops_at_the_size_bound(
+    tmp_path: Path,
+) -> None:
+    """300,000 narrow rows under a row cap of a million: the Arrow read used to take the
+    capped table whole (all 300,000 rows seen) before cutting it to the bound; now it reads
+    record batches and stops the query after the first one passes the bound."""
+    pytest.importorskip("duckdb_engine")
+    pytest.importorskip("pyarrow")
+    url = f"duckdb:///{tmp_path / 'db.duckdb'}"
+    sql = "SELECT i, 'row ' || i AS label FROM range(300000) AS t(i)"
+    out = await _read(url, sql, arrow=True, row_cap=1_000_000)
+    assert out.size_capped and out.truncated and not out.row_count_exact
+    assert 0 < len(out.dataframe) < out.row_count <= 65_536  # one batch seen, not 300,000
+    assert out.dataframe["i"].tolist() == list(range(len(out.dataframe)))
+    whole = await _read(url, sql.replace("300000", "3000"), arrow=True, row_cap=1_000_000)
+    assert not whole.size_capped and whole.row_count_exact and len(whole.dataframe) == 3_000

@@ -36,9 +36,9 @@ Security review (what changes against the DBAPI path, and why it holds):
   the schema before any row is read and take the DBAPI path too; ``numeric`` becomes float,
   as ``from_records(coerce_float=True)`` makes it.
 * **DuckDB** reads through its own relation API on the backend's connection (same
-  ``BEGIN TRANSACTION READ ONLY``, same locked configuration), ``to_arrow_table`` of a
-  relation with a ``LIMIT``; out-of-range dates and types outside the safe set fall back to
-  row fetching too.
+  ``BEGIN TRANSACTION READ ONLY``, same locked configuration), a relation with a ``LIMIT``
+  read as a stream of record batches (stopped at the size bound); out-of-range dates and
+  types outside the safe set fall back to row fetching too.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from __future__ import annotations
 import importlib.util
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -66,9 +67,11 @@ from pi_notebook.sql.backend.sizes import arrow_rows_within
 __all__ = [
     "ARROW_MIN_CAP",
     "AdbcPostgres",
+    "Taken",
     "arrow_available",
     "duckdb_arrow_read",
     "fetched_from_table",
+    "take_batches",
     "to_frame",
 ]
 
@@ -160,13 +163,48 @@ def fetched_from_table(
                    head=head, frame=frame)  # fmt: skip
 
 
-def within_size(table: Any, settings: RunSettings) -> tuple[Any, bool]:
-    """``table`` cut to the rows that fit ``settings.max_result_bytes``, and whether it was."""
-    budget = settings.max_result_bytes
-    if budget is None:
-        return table, False
-    rows = arrow_rows_within(table, budget)
-    return (table, False) if rows == table.num_rows else (table.slice(0, rows), True)
+@dataclass
+class Taken:
+    """What :func:`take_batches` kept of a stream of record batches."""
+
+    batches: list[Any]
+    seen: int  # rows read (all of them when ``exact``)
+    exact: bool
+    sized: bool  # the rows kept stopped at the size bound
+
+
+def take_batches(
+    reader: Any,
+    settings: RunSettings,
+    progress: Callable[[int], None] | None,
+    *,
+    stop: Callable[[], None] = lambda: None,
+) -> Taken:
+    """Read ``reader``'s record batches, keeping the first ``row_cap`` rows within
+    ``max_result_bytes``, and stop (calling ``stop``, which ends the producer) at the read's
+    limit, at the size bound, or at ``count_limit`` when counting: the process holds the rows
+    kept plus one batch."""
+    limit = read_limit(settings)
+    batches: list[Any] = []  # the first ``row_cap`` rows: counting keeps no more
+    seen, kept, steps = 0, 0, ProgressSteps(progress, settings.progress_every)
+    cap, budget, sized = settings.row_cap, settings.max_result_bytes, False
+    for batch in reader:
+        if kept < cap:
+            taken = batch.slice(0, cap - kept)
+            if budget is not None:  # the bytes kept so far stay within the bound
+                rows = arrow_rows_within(taken, budget)
+                if rows < taken.num_rows:
+                    taken, sized, cap = taken.slice(0, rows), True, kept + rows
+                budget -= taken.nbytes
+            batches.append(taken)
+            kept += taken.num_rows
+        seen += batch.num_rows
+        steps.update(seen)
+        if (limit is not None and (seen >= limit or sized)) or seen >= settings.count_limit:
+            stop()
+            break
+    exact = (seen < limit and not sized) if limit is not None else seen < settings.count_limit
+    return Taken(batches, min(seen, limit) if limit is not None else seen, exact, sized)
 
 
 def duckdb_arrow_read(conn: Any, sql: str, settings: RunSettings) -> Fetched | None:
@@ -176,8 +214,11 @@ def duckdb_arrow_read(conn: Any, sql: str, settings: RunSettings) -> Fetched | N
     relation = conn.sql(sql)
     if relation is None or limit is None:
         return None
+    import pyarrow as pa
+
     try:
-        table = relation.limit(limit).to_arrow_table()
+        reader = _duckdb_reader(relation.limit(limit))
+        taken = take_batches(reader, settings, None, stop=reader.close)
     except Exception:
         # A value Arrow cannot hold: fetch it as rows. But a statement that failed in DuckDB
         # itself has aborted the transaction, where the row path could only report "the
@@ -185,12 +226,22 @@ def duckdb_arrow_read(conn: Any, sql: str, settings: RunSettings) -> Fetched | N
         if _transaction_aborted(conn):
             raise
         return None
-    kept, sized = within_size(table.slice(0, settings.row_cap), settings)
-    frame = to_frame(kept)
+    table = pa.Table.from_batches(taken.batches, schema=reader.schema)
+    frame = to_frame(table)
     if frame is None:
         return None
-    exact = table.num_rows <= settings.row_cap and not sized
-    return fetched_from_table(kept, frame, table.num_rows, exact, size_capped=sized)
+    return fetched_from_table(table, frame, taken.seen, taken.exact, size_capped=taken.sized)
+
+
+def _duckdb_reader(relation: Any) -> Any:
+    """The relation's result as a stream of Arrow record batches (``to_arrow_reader`` from
+    DuckDB 2.0, ``fetch_record_batch`` before): stopping early stops the query."""
+    if hasattr(relation, "to_arrow_reader"):
+        return relation.to_arrow_reader(_DUCKDB_BATCH_ROWS)
+    return relation.fetch_record_batch(_DUCKDB_BATCH_ROWS)
+
+
+_DUCKDB_BATCH_ROWS = 65_536
 
 
 def _transaction_aborted(conn: Any) -> bool:
@@ -269,33 +320,12 @@ class AdbcPostgres:
                 progress: Callable[[int], None] | None) -> Fetched | None:  # fmt: skip
         import pyarrow as pa
 
-        limit = read_limit(settings)
         canceller.started(cur.adbc_cancel)
         try:
             cur.execute(sql + _END)
             reader = cur.fetch_record_batch()
-            batches: list[Any] = []  # the first ``row_cap`` rows: counting keeps no more
-            seen, kept, steps = 0, 0, ProgressSteps(progress, settings.progress_every)
-            cap, budget, sized = settings.row_cap, settings.max_result_bytes, False
-            for batch in reader:
-                if kept < cap:
-                    taken = batch.slice(0, cap - kept)
-                    if budget is not None:  # the bytes kept so far stay within the bound
-                        rows = arrow_rows_within(taken, budget)
-                        if rows < taken.num_rows:
-                            taken, sized, cap = taken.slice(0, rows), True, kept + rows
-                        budget -= taken.nbytes
-                    batches.append(taken)
-                    kept += taken.num_rows
-                seen += batch.num_rows
-                steps.update(seen)
-                stop = limit is not None and (seen >= limit or sized)
-                if stop or seen >= settings.count_limit:
-                    cur.adbc_cancel()  # the rest of the COPY is not needed
-                    break
-            exact = (
-                (seen < limit and not sized) if limit is not None else seen < settings.count_limit
-            )
+            # Stopping cancels the rest of the COPY.
+            taken = take_batches(reader, settings, progress, stop=cur.adbc_cancel)
             schema = reader.schema
             try:
                 reader.close()
@@ -303,17 +333,11 @@ class AdbcPostgres:
                 pass
         finally:
             canceller.stopped()
-        table = pa.Table.from_batches(batches, schema=schema)  # at most ``row_cap`` rows
+        table = pa.Table.from_batches(taken.batches, schema=schema)  # at most ``row_cap`` rows
         frame = to_frame(table)
         if frame is None:  # a value outside what Python holds (infinity, BC): DBAPI path
             return None
-        return fetched_from_table(
-            table,
-            frame,
-            min(seen, limit) if limit is not None else seen,
-            exact,
-            size_capped=sized,
-        )
+        return fetched_from_table(table, frame, taken.seen, taken.exact, size_capped=taken.sized)
 
     def _checkout(self) -> Any:
         with self._lock:
