@@ -15,9 +15,15 @@ is a test. Rows:
    100,000 rows give reference figures): at most 1.3x the ADBC time and 1.5x its peak memory.
 4. Event-loop lag while the tool reads the big table (the kernel's loop stays responsive): the
    worst delay of a 1 ms ticker. Target: at most 20 ms; baseline: the idle loop's p99.
+5. The full session path (``bench_session.py``'s measure): one ``SELECT 1`` call through an
+   ``AgentSession`` with the database extension and the audit recorder writing to a real
+   store (the data's engine), and the same session without the audit, against bare
+   SQLAlchemy. Targets: the audited call at most 600 us on SQLite and 1.5 ms on PostgreSQL;
+   without the audit at most 100 us over bare SQLAlchemy on SQLite (a reference on
+   PostgreSQL, where the worker hop and the read's round trips come on top).
 
 Ours and the baselines of a row alternate, ``--repeat`` times, and each shows its best time
-(the machine is shared). The audited path through a whole session is ``bench_session.py``.
+(the machine is shared).
 
 Peak memory is the growth of the process's peak resident set (``VmHWM``) during one call, in
 a fresh interpreter per measurement, so memory held by C libraries (libpq, Arrow) counts, and so
@@ -274,6 +280,25 @@ def report(
 
 
 # -- the rows -------------------------------------------------------------------------------
+async def session_path(url: str, label: str, audit_url: str, calls: int, repeat: int) -> None:
+    from bench_session import measure  # this directory is on sys.path when the script runs
+
+    from pi_notebook.audit.schema import metadata
+
+    engine = sa.create_engine(audit_url)
+    metadata.drop_all(engine)  # each run's records in a store of their own
+    engine.dispose()
+    bare, plain, audited, _ = await measure(url, audit_url, calls, repeat)
+    target_us = 600 if label == "SQLite" else 1500
+    bare_text = f"bare {bare * 1e6:.1f} us"
+    report(f"audited call through a session ({label})", bare_text,
+           f"ours {audited * 1e6:.1f} us", audited * 1e6, target_us, " us")  # fmt: skip
+    line = f"  the session without audit, added ({label})"
+    added = (plain - bare) * 1e6
+    report(line, bare_text, f"ours {plain * 1e6:.1f} us", added,
+           100 if label == "SQLite" else None, " us")  # fmt: skip
+
+
 async def fixed_cost(url: str, label: str, number: int, target_us: float | None) -> None:
     tool = Tool(url, CAP)
     engine = sa.create_engine(url)
@@ -375,6 +400,9 @@ async def main(args: argparse.Namespace) -> None:
         await fixed_cost(sqlite_url, "SQLite", 500 if args.quick else 2000, 100)
         await capped(sqlite_url, "SQLite", args.rows, repeat * 2)
         await dataframe(sqlite_url, "SQLite", args.rows, repeat)
+        calls = 200 if args.quick else 400
+        audit_url = f"sqlite:///{Path(tmp) / 'audit.sqlite'}"
+        await session_path(sqlite_url, "SQLite", audit_url, calls, repeat)
         if args.pg != "none":
             print(f"filling PostgreSQL with {args.rows:,} rows...", flush=True)
             pg_url, drop = fill_postgres(args.pg, args.rows)
@@ -382,6 +410,7 @@ async def main(args: argparse.Namespace) -> None:
                 await fixed_cost(pg_url, "PostgreSQL", 300 if args.quick else 1000, None)
                 await capped(pg_url, "PostgreSQL", args.rows, repeat * 2)
                 await dataframe(pg_url, "PostgreSQL", args.rows, repeat)
+                await session_path(pg_url, "PostgreSQL", pg_url, calls, repeat)
             finally:
                 drop()
     misses = [r for r in ROWS_OUT if r[4] != "ok"]

@@ -119,6 +119,24 @@ def _records_per_call(log: AuditLog, tag: str) -> float:
     return len(ours) / max(1, ours.nunique())
 
 
+async def measure(
+    db_url: str, audit_url: str, calls: int, repeat: int
+) -> tuple[float, float, float, float]:
+    """Seconds per call of bare SQLAlchemy, the session without audit and with it (each the
+    best of ``repeat``, alternating so load on the shared machine hits each alike), and the
+    audit records per call."""
+    bare, plain, audited = float("inf"), float("inf"), float("inf")
+    per_call_records = 0.0
+    for r in range(repeat):
+        bare = min(bare, bare_per_call(db_url, calls * 10))
+        plain = min(plain, await session_per_call(db_url, None, calls, f"p{r}"))
+        log = AuditLog(audit_url)
+        audited = min(audited, await session_per_call(db_url, log, calls, f"a{r}"))
+        per_call_records = _records_per_call(log, f"a{r}")
+        log.close()
+    return bare, plain, audited, per_call_records
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--url", help="SQLAlchemy URL for data and audit (default: SQLite files)")
@@ -156,16 +174,9 @@ async def _bench(args: argparse.Namespace) -> None:
             log.close()
             pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
             return
-        bare, plain, audited = float("inf"), float("inf"), float("inf")
-        per_call_records = 0.0
-        for r in range(args.repeat):
-            # Alternate the three so load on the shared machine hits each alike.
-            bare = min(bare, bare_per_call(db_url, args.calls * 10))
-            plain = min(plain, await session_per_call(db_url, None, args.calls, f"p{r}"))
-            log = AuditLog(audit_url)
-            audited = min(audited, await session_per_call(db_url, log, args.calls, f"a{r}"))
-            per_call_records = _records_per_call(log, f"a{r}")
-            log.close()
+        bare, plain, audited, per_call_records = await measure(
+            db_url, audit_url, args.calls, args.repeat
+        )
         target = 600e-6 if backend == "sqlite" else 1500e-6
         print(f"bare SQLAlchemy execute     {bare * 1e6:9.1f} us per call")
         # The issue sets the no-audit target on SQLite, whose reads run on the loop; on
