@@ -284,17 +284,32 @@ async def test_postgres_counted_read_fetches_batches_sized_by_the_bytes_per_row_
 async def test_postgres_narrow_capped_read_takes_the_rest_in_one_fetch_that_rolls_back(
     pg_url: str, wire: _Wire
 ) -> None:
-    """Narrow rows (the common read): the first batch shows them small, so the second
-    ``FETCH`` takes all the row cap allows (10,001 - 128) and ends the transaction in the same
-    message: two round trips, where a first batch of the whole cap took one."""
+    """Narrow rows (the common read): the batches grow fourfold each (they are small) until
+    the last takes what the row cap allows and ends the transaction in the same message."""
     out = await _pg_run(pg_url, "SELECT g FROM generate_series(1, 20000) AS g", wire)
     assert len(out.dataframe) == 10_000 and out.truncated and not out.size_capped
     assert out.dataframe["g"].iloc[-1] == 10_000 and out.row_count == 10_001
-    assert wire.batches == [128, 9_873]
-    first, second = wire.sent
+    assert wire.batches == [128, 512, 2_048, 7_313]
+    first, *middle, last = wire.sent
     assert first.startswith("BEGIN READ ONLY; SET LOCAL statement_timeout")
     assert first.endswith("FETCH FORWARD 128 FROM pi_read")
-    assert second == "FETCH FORWARD 9873 FROM pi_read; ROLLBACK"
+    assert middle == ["FETCH FORWARD 512 FROM pi_read", "FETCH FORWARD 2048 FROM pi_read"]
+    assert last == "FETCH FORWARD 7313 FROM pi_read; ROLLBACK"
+
+
+@pytest.mark.postgres
+async def test_postgres_rows_that_widen_as_the_read_goes_on_come_in_growing_batches(
+    pg_url: str, wire: _Wire
+) -> None:
+    """Rows ordered by width (10 bytes to 40 KB) under a 20 MB bound: the first 128 rows are
+    narrow, and a second ``FETCH`` sized by them alone took every row left (some 75 MB at
+    once). Batches now grow at most fourfold, so each meets the rows' growth in steps."""
+    sql = "SELECT i, repeat('x', i * 10) AS pad FROM generate_series(1, 4000) AS i ORDER BY i"
+    out = await _pg_run(pg_url, sql, wire, 20_000_000)
+    assert out.size_capped and 1_900 < len(out.dataframe) < 2_100
+    assert wire.batches[:2] == [128, 512]
+    assert all(b <= 4 * a for a, b in zip(wire.batches, wire.batches[1:], strict=False))
+    assert max(wire.batch_bytes) <= 16 << 20, wire.batch_bytes
 
 
 @pytest.mark.postgres

@@ -82,6 +82,10 @@ _PG_BATCH_BYTES = 4 << 20
 enough that round trips cost nothing next to the transfer, small next to the size bound."""
 _PG_SAMPLE = 32
 """Rows of a batch measured to estimate its bytes per row (spread over the batch)."""
+_PG_GROWTH = 4
+"""A size-bounded read's ``FETCH`` takes at most this many times the rows of the one before:
+rows that grow wider as the read goes on (``ORDER BY length(body)``) are met in batches that
+grow slowly, not in one ``FETCH`` sized by the narrow rows of the first."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -311,8 +315,10 @@ def _pg_batches(
 
     The first batch (``first`` rows) came with the ``DECLARE``. With ``measure`` (the read
     has a size bound), each later ``FETCH`` asks for about :data:`_PG_BATCH_BYTES` of the
-    widest rows seen so far, so libpq and the driver never hold more than that at once on
-    top of the rows kept; without it, :data:`_PG_BATCH` rows. With ``ends_transaction`` (the
+    widest rows seen so far, and at most :data:`_PG_GROWTH` times the rows of the batch
+    before, so libpq and the driver hold about that much at once on top of the rows kept
+    (rows much wider than all before them can still pass it: a ``FETCH`` is counted in
+    rows); without it, :data:`_PG_BATCH` rows. With ``ends_transaction`` (the
     read opened its transaction in its first message), the ``FETCH`` that takes the read to
     ``end`` carries the ``ROLLBACK`` too, saving the round trip after it.
     """
@@ -323,10 +329,12 @@ def _pg_batches(
         fetched += len(batch)
         if len(batch) < asked or fetched >= end:
             return  # the result ended, or the read has all it takes (and may be rolled back)
+        left = end - fetched
         if measure:
             widest = max(widest, _bytes_per_row(batch))
-        asked = _next_batch_rows(end - fetched, widest)
-        last = ends_transaction and asked == end - fetched
+            left = min(left, len(batch) * _PG_GROWTH)
+        asked = _next_batch_rows(left, widest)
+        last = ends_transaction and fetched + asked == end
         cur.execute(f"FETCH FORWARD {asked} FROM {_PG_CURSOR}" + ("; ROLLBACK" if last else ""))
         batch = cur.fetchall()
 
