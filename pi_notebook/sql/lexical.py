@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from operator import attrgetter
+from typing import TypeVar
 
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.parser import Parser
@@ -74,40 +75,36 @@ MYSQL_RESERVED = frozenset(
 
 _token_type = attrgetter("token_type")
 _local = threading.local()
+_T = TypeVar("_T")
+
+
+def _per_thread(slot: str, name: str, make: Callable[[str], _T]) -> _T:
+    """``make(name)``, made once per thread and kept in the thread's ``slot``: sqlglot's
+    dialects, tokenizers and parsers are not thread-safe, and making one costs more than
+    using it on a short statement."""
+    cache: dict[str, _T] | None = getattr(_local, slot, None)
+    if cache is None:
+        cache = {}
+        setattr(_local, slot, cache)
+    found = cache.get(name)
+    if found is None:
+        found = cache[name] = make(name)
+    return found
 
 
 def dialect_of(name: str) -> Dialect:
-    """A sqlglot dialect instance, reused per thread (its tokenizer is not thread-safe)."""
-    cache: dict[str, Dialect] | None = getattr(_local, "dialects", None)
-    if cache is None:
-        cache = _local.dialects = {}
-    found = cache.get(name)
-    if found is None:
-        found = cache[name] = Dialect.get_or_raise(name)
-    return found
+    """A sqlglot dialect instance, reused per thread."""
+    return _per_thread("dialects", name, Dialect.get_or_raise)
 
 
 def tokenizer_of(name: str) -> Tokenizer:
-    """The dialect's tokenizer, reused per thread: making one costs several times what
-    tokenising a short statement does, and ``tokenize`` starts afresh on every call."""
-    cache: dict[str, Tokenizer] | None = getattr(_local, "tokenizers", None)
-    if cache is None:
-        cache = _local.tokenizers = {}
-    found = cache.get(name)
-    if found is None:
-        found = cache[name] = dialect_of(name).tokenizer()
-    return found
+    """The dialect's tokenizer, reused per thread (``tokenize`` starts afresh on every call)."""
+    return _per_thread("tokenizers", name, lambda n: dialect_of(n).tokenizer())
 
 
 def parser_of(name: str) -> Parser:
     """The dialect's parser, reused per thread (``parse`` starts afresh on every call)."""
-    cache: dict[str, Parser] | None = getattr(_local, "parsers", None)
-    if cache is None:
-        cache = _local.parsers = {}
-    found = cache.get(name)
-    if found is None:
-        found = cache[name] = dialect_of(name).parser()
-    return found
+    return _per_thread("parsers", name, lambda n: dialect_of(n).parser())
 
 
 def token_types(tokens: Sequence[Token]) -> list[TokenType]:

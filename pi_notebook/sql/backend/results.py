@@ -195,9 +195,9 @@ def shape(
     preview = fetched.preview if fetched.preview is not None else render_fetched(fetched)
     return QueryOutcome(dataframe=frame, columns=fetched.columns, row_count=fetched.row_count,
                         truncated=fetched.truncated, row_count_exact=fetched.row_count_exact,
-                        size_capped=fetched.size_capped, duration_ms=round(seconds * 1000, 3), statement_kind=kind,
-                        dialect=dialect, args_hash=args_hash, has_rows=fetched.has_rows,
-                        preview=preview)  # fmt: skip
+                        size_capped=fetched.size_capped, duration_ms=round(seconds * 1000, 3),
+                        statement_kind=kind, dialect=dialect, args_hash=args_hash,
+                        has_rows=fetched.has_rows, preview=preview)  # fmt: skip
 
 
 def _fit(text: str, max_chars: int) -> str:
