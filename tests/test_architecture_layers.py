@@ -83,29 +83,31 @@ def _imported_name(node: ast.Call) -> str | None:
     return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
 
 
+def _targets(node: ast.Import | ast.ImportFrom | ast.Call, module: str, root: Path) -> list[str]:
+    """The dotted names one import statement (or ``import_module`` call) of ``module`` imports."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.Call):
+        name = _imported_name(node)
+        return [name] if name else []
+    source = node.module or ""
+    if node.level:
+        is_package = root.joinpath(*module.split("."), "__init__.py").is_file()
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        source = ".".join([*base, *([node.module] if node.module else [])])
+    subs = (f"{source}.{alias.name}" for alias in node.names)
+    return [sub if _is_module(root, sub) else source for sub in subs]
+
+
 def scan_imports(root: Path, package: str) -> Iterator[Import]:
     """Every import of ``package``'s own modules, in every file under ``root/package``."""
     for path in sorted((root / package).rglob("*.py")):
         module = _module_name(root, path)
-        is_package = path.name == "__init__.py"
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = module.split(".") if is_package else module.split(".")[:-1]
-                    base = base[: len(base) - (node.level - 1)]
-                    source = ".".join([*base, *([node.module] if node.module else [])])
-                else:
-                    source = node.module or ""
-                for alias in node.names:
-                    sub = f"{source}.{alias.name}"
-                    targets.append(sub if _is_module(root, sub) else source)
-            elif isinstance(node, ast.Call):
-                name = _imported_name(node)
-                targets = [name] if name else []
-            for target in targets:
+            if not isinstance(node, ast.Import | ast.ImportFrom | ast.Call):
+                continue
+            for target in _targets(node, module, root):
                 if target == package or target.startswith(package + "."):
                     yield Import(module, path, node.lineno, target)
 
@@ -164,6 +166,7 @@ def test_a_forbidden_import_is_named_with_its_file_and_line(tmp_path: Path) -> N
     (pkg / "__init__.py").write_text("")
     (pkg / "high" / "deep" / "thing.py").write_text("X = 1\n")
     (pkg / "low" / "ok.py").write_text("from . import other\n")
+    (pkg / "low" / "__init__.py").write_text("from .ok import other\nfrom ..high import deep\n")
     (pkg / "low" / "other.py").write_text("")
     (pkg / "low" / "bad.py").write_text(
         "def late():\n    from ..high.deep import thing\n    return thing\n"
@@ -178,6 +181,7 @@ def test_a_forbidden_import_is_named_with_its_file_and_line(tmp_path: Path) -> N
     )
     found = violations(rules[0], list(scan_imports(tmp_path, "pkg")), tmp_path)
     assert found == [
+        "pkg/low/__init__.py:2 imports pkg.high.deep: pkg.low never imports pkg.high",
         "pkg/low/bad.py:2 imports pkg.high.deep.thing: pkg.low never imports pkg.high",
         "pkg/low/dynamic.py:2 imports pkg.high: pkg.low never imports pkg.high",
         "pkg/low/face.py:1 imports pkg: pkg.low never imports pkg.__init__",
