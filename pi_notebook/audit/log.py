@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..errors import AuditUnavailableError, ConfigurationError
+from ..identity import current_user
 from .chain import VerifyReport
 from .encode import safe_field, safe_text
-from .engine import current_user, default_audit_url, make_engine
+from .engine import default_audit_url, make_engine
 from .payload import encode_payload, storable_ids
 from .records import AuditRecord
 from .redact import Redactor
