@@ -321,6 +321,7 @@ class AuditLog:
         since: Any = None,
         kind: str | Sequence[str] | None = None,
         decode: bool = True,
+        user: str | None = None,
     ) -> pd.DataFrame:
         """The records as a DataFrame, one row per record, ordered by session and seq (D9).
 
@@ -331,9 +332,13 @@ class AuditLog:
             since: Only records at or after this time (datetime, pandas Timestamp or ISO
                 string; naive means UTC).
             kind: Only records of this kind (or these kinds).
+            user: Only records written by this user's sessions (``current_user()`` of the
+                writing process), e.g. one person's records in a team's shared store.
             decode: Payloads as dicts (the default); ``False`` keeps them as JSON text,
                 which is several times faster on large stores (``decode_payloads(frame)``
                 decodes later).
+
+        Every filter runs in the store's SQL: nothing is loaded to be thrown away.
 
         Returns:
             Columns id, session_id, seq, timestamp (datetime64, UTC), kind, tool_call_id,
@@ -350,6 +355,7 @@ class AuditLog:
             tool_call_id=tool_call_id,
             since=since,
             kind=kind,
+            user=user,
             decode=decode,
         )
 

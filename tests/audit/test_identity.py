@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pi_notebook import create_agent_session
-from pi_notebook.audit import AuditLog
+from pi_notebook.audit import AuditLog, frames
 from pi_notebook.database import database_extension
 from pi_notebook.identity import current_user
 from pi_notebook.testing import ScriptedModel, text, tool_call
@@ -76,3 +76,33 @@ async def test_every_record_of_a_session_carries_the_user(
     log.close()
     assert len(frame) >= 3
     assert set(frame["user"]) == {"ana"}
+
+
+def test_shared_store_filters_by_user_in_sql(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Two people's sessions in one store; one person's records are selected by the store."""
+    import sqlalchemy as sa
+
+    url = f"sqlite:///{tmp_path}/shared.sqlite"
+    clean_env.setenv("PI_NOTEBOOK_USER", "ana")
+    ana = AuditLog(url)
+    clean_env.setenv("PI_NOTEBOOK_USER", "bo")
+    bo = AuditLog(url)
+    for i in range(3):
+        ana.record("note", {"i": i})
+    bo.record("note", {"i": 99})
+    ana.close()
+    bo.flush()
+    statements: list[str] = []
+    fetch = frames._fetch
+
+    def seen(engine: sa.Engine, query: sa.Select) -> list:  # type: ignore[type-arg]
+        statements.append(str(query))
+        return fetch(engine, query)
+
+    clean_env.setattr(frames, "_fetch", seen)
+    frame = bo.to_dataframe(user="ana")
+    bo.close()
+    assert list(frame["user"]) == ["ana"] * 3
+    assert [p["i"] for p in frame["payload"]] == [0, 1, 2]
+    assert frame["session_id"].nunique() == 1 and frame["session_id"][0] == ana.session_id
+    assert len(statements) == 1 and 'WHERE pi_audit_records."user" =' in statements[0]
