@@ -8,14 +8,13 @@ fails fast. What does not belong here: the schema (``schema``) and writing (``st
 
 from __future__ import annotations
 
-import getpass
 import os
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event as sa_event
 
-__all__ = ["current_user", "default_audit_url", "make_engine", "sqlite_pragmas"]
+__all__ = ["default_audit_url", "make_engine", "sqlite_pragmas"]
 
 _ENV = "PI_NOTEBOOK_AUDIT_URL"
 
@@ -61,10 +60,3 @@ def make_engine(url: str | sa.URL) -> sa.Engine:
         engine = sa.create_engine(parsed)
     sa_event.listen(engine, "connect", sqlite_pragmas)
     return engine
-
-
-def current_user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # no login name in some containers
-        return "unknown"

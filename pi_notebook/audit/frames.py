@@ -72,6 +72,7 @@ def read_records(
     tool_call_id: str | None = None,
     since: Any = None,
     kind: str | Sequence[str] | None = None,
+    user: str | None = None,
     calls_only: bool = False,
     decode: bool = True,
 ) -> pd.DataFrame:
@@ -106,6 +107,8 @@ def read_records(
         query = query.where(c.tool_name == tool)
     if tool_call_id is not None:
         query = query.where(c.tool_call_id == tool_call_id)
+    if user is not None:
+        query = query.where(c.user == user)
     if calls_only:
         query = query.where(c.tool_call_id.is_not(None))
     if since is not None:

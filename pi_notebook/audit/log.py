@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..errors import AuditUnavailableError, ConfigurationError
+from ..identity import current_user
 from .chain import VerifyReport
 from .encode import safe_field, safe_text
-from .engine import current_user, default_audit_url, make_engine
+from .engine import default_audit_url, make_engine
 from .payload import encode_payload, storable_ids
 from .records import AuditRecord
 from .redact import Redactor
@@ -320,6 +321,7 @@ class AuditLog:
         since: Any = None,
         kind: str | Sequence[str] | None = None,
         decode: bool = True,
+        user: str | None = None,
     ) -> pd.DataFrame:
         """The records as a DataFrame, one row per record, ordered by session and seq (D9).
 
@@ -330,9 +332,13 @@ class AuditLog:
             since: Only records at or after this time (datetime, pandas Timestamp or ISO
                 string; naive means UTC).
             kind: Only records of this kind (or these kinds).
+            user: Only records written by this user's sessions (``current_user()`` of the
+                writing process), e.g. one person's records in a team's shared store.
             decode: Payloads as dicts (the default); ``False`` keeps them as JSON text,
                 which is several times faster on large stores (``decode_payloads(frame)``
                 decodes later).
+
+        Every filter runs in the store's SQL: nothing is loaded to be thrown away.
 
         Returns:
             Columns id, session_id, seq, timestamp (datetime64, UTC), kind, tool_call_id,
@@ -349,6 +355,7 @@ class AuditLog:
             tool_call_id=tool_call_id,
             since=since,
             kind=kind,
+            user=user,
             decode=decode,
         )
 

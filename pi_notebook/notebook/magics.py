@@ -120,13 +120,15 @@ class PiMagics(Magics):
     # -- records -------------------------------------------------------------------
     @line_magic
     def pi_audit(self, line: str) -> Any:
-        """Audit records as a DataFrame (this notebook's session unless ``--all``)."""
+        """Audit records as a DataFrame (this notebook's session unless ``--all`` or ``--user``:
+        one person's records are looked up across every session of the store)."""
         parser = _Parser(
-            "%pi_audit [--tool NAME] [--call ID] [--kind KIND] [--since TIME] [--all] [--calls] "
+            "%pi_audit [--tool NAME] [--call ID] [--kind KIND] [--since TIME] [--user NAME] [--all] "
+            "[--calls] "
             "[--verify-notebook PATH]"
         )
         parser.add_argument("--verify-notebook", metavar="PATH")
-        for option in ("--tool", "--call", "--kind", "--since"):
+        for option in ("--tool", "--call", "--kind", "--since", "--user"):
             parser.add_argument(option)
         parser.add_argument("--all", action="store_true")
         parser.add_argument("--calls", action="store_true", help="one row per call")
@@ -136,12 +138,13 @@ class PiMagics(Magics):
             raise UsageError("No audit log: run %load_ext pi_notebook first.")
         if args.verify_notebook is not None:
             return self._verify_notebook(args.verify_notebook, audit)
-        session = None if args.all else audit.session_id
+        session = None if args.all or args.user is not None else audit.session_id
         if args.calls:
             return audit.calls_dataframe(session=session)
         try:
             return audit.to_dataframe(session=session, tool=args.tool, tool_call_id=args.call,
-                                      since=args.since, kind=args.kind)  # fmt: skip
+                                      since=args.since, kind=args.kind,
+                                      user=args.user)  # fmt: skip
         except ValueError as exc:
             raise UsageError(
                 f"{exc}; give --since as an ISO time such as 2024-05-01T12:00"

@@ -268,3 +268,13 @@ async def test_unload_closes_the_session_then_the_audit_log(shell: InteractiveSh
     assert session.closed
     assert audit._closed  # pyright: ignore[reportPrivateUsage]
     assert audit.verify().ok  # the store is still readable, only this writer is closed
+
+
+async def test_pi_audit_user_looks_across_sessions(loaded: InteractiveShell) -> None:
+    """``--user NAME``: one person's records from every session of the store."""
+    audit = current().audit
+    assert audit is not None
+    mine = loaded.run_line_magic("pi_audit", f"--user {audit.user}")
+    assert len(mine) >= 1 and set(mine["user"]) == {audit.user}
+    nobody = loaded.run_line_magic("pi_audit", "--user no-such-person")
+    assert len(nobody) == 0
