@@ -3,7 +3,11 @@
     python scripts/lab.py             # start JupyterLab, print the URL of the quickstart
     python scripts/lab.py --headless  # execute the quickstart and print each cell's text output
 
-Notebooks run with ``notebooks/`` as their working directory; nothing else depends on it.
+JupyterLab serves the repository, and opens your own copies of the notebooks in
+``my-notebooks/`` (made on first start, never overwritten, ignored by git): saving them leaves
+the repository clean, and their links to ``../docs/`` work as in ``notebooks/``. Jupyter's news
+prompt is switched off for this server only (``scripts/jupyter_config``, added to
+``JUPYTER_CONFIG_PATH``); your own JupyterLab settings, such as the theme, still apply.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -18,8 +23,26 @@ import time
 import urllib.request
 from pathlib import Path
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = REPO / "notebooks"
 QUICKSTART = NOTEBOOKS / "quickstart.ipynb"
+WORK = "my-notebooks"
+"""The folder, beside ``notebooks/``, that holds the copies JupyterLab opens."""
+LAB_CONFIG = Path(__file__).resolve().parent / "jupyter_config"
+
+
+def working_copies(root: Path = REPO) -> Path:
+    """``root/my-notebooks`` with a copy of each notebook of ``root/notebooks`` it lacks.
+
+    A copy that exists is the user's work: it is never replaced.
+    """
+    work = root / WORK
+    work.mkdir(exist_ok=True)
+    for source in sorted((root / "notebooks").glob("*.ipynb")):
+        target = work / source.name
+        if not target.exists():
+            shutil.copyfile(source, target)
+    return work
 
 
 def _free_port() -> int:
@@ -59,20 +82,25 @@ def headless(path: Path = QUICKSTART, timeout: int = 300) -> int:
     return 0
 
 
-def lab(port: int | None = None, open_browser: bool = False) -> int:
+def lab(port: int | None = None, open_browser: bool = False, root: Path = REPO) -> int:
     """Run JupyterLab on 127.0.0.1 (token auth) with the quickstart open, until interrupted."""
     port = port or _free_port()
     token = secrets.token_hex(16)
+    work = working_copies(root)
+    env = dict(os.environ)
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+        [str(LAB_CONFIG), *filter(None, [env.get("JUPYTER_CONFIG_PATH")])]
+    )
     command = [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", f"--port={port}",
-               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={NOTEBOOKS}",
+               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
                "--ServerApp.port_retries=0", "--LabApp.news_url=",
                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]  # fmt: skip
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")  # containers run as root; the server still binds 127.0.0.1
     if not open_browser:
         command.append("--no-browser")
-    server = subprocess.Popen(command)
-    url = f"http://127.0.0.1:{port}/lab/tree/{QUICKSTART.name}?token={token}"
+    server = subprocess.Popen(command, env=env)
+    url = f"http://127.0.0.1:{port}/lab/tree/{work.name}/{QUICKSTART.name}?token={token}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -82,7 +110,9 @@ def lab(port: int | None = None, open_browser: bool = False) -> int:
             if server.poll() is not None:
                 return server.returncode or 1
             time.sleep(0.5)
-    print(f"JupyterLab is running; open the quickstart at:\n{url}", flush=True)
+    print(f"JupyterLab is running; open the quickstart at:\n{url}\n"
+          f"(your copies of the notebooks are in {work}; saving them leaves the repository "
+          "clean)", flush=True)  # fmt: skip
     try:
         return server.wait()
     except KeyboardInterrupt:
@@ -97,8 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--open", action="store_true", help="also open a browser")
+    parser.add_argument("--root", type=Path, default=REPO, help=argparse.SUPPRESS)  # tests
     args = parser.parse_args(argv)
-    return headless() if args.headless else lab(args.port, args.open)
+    return headless() if args.headless else lab(args.port, args.open, args.root)
 
 
 if __name__ == "__main__":

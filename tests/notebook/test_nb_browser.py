@@ -317,29 +317,33 @@ def test_browser_quickstart_walked_by_a_person_then_reopened(page: Any, lab: Lab
     _idle(page)
     code = panel.locator(".jp-CodeCell")
     _run_cell(page, 0)  # %load_ext
-    expect(code.nth(0).locator(".jp-OutputArea-output")).to_contain_text("pi_notebook: model")
+    expect(code.nth(0).locator(".jp-OutputArea-output")).to_contain_text(
+        "pi_notebook: model", timeout=SLOW
+    )
     _run_cell(page, 1)  # the read: busy until done, then its record
     read = code.nth(1).locator(".pi-record")
     expect(read).to_be_visible(timeout=SLOW)
     expect(read.locator("table.pi-table")).to_contain_text("status")
     _run_cell(page, 2)  # %pi_result: nothing to wait for
     expect(code.nth(2).locator(".jp-OutputArea-output")).to_contain_text("orders")
-    _run_cell(page, 3)  # the write (--background): a person clicks Approve in its card
-    approve = code.nth(3).locator(".pi-approval").get_by_role("button", name="Approve", exact=True)
+    _run_cell(page, 3)  # a plot of the result DataFrame (matplotlib comes with `make lab`)
+    expect(code.nth(3).locator(".jp-OutputArea-output img")).to_have_count(1, timeout=SLOW)
+    _run_cell(page, 4)  # the write (--background): a person clicks Approve in its card
+    approve = code.nth(4).locator(".pi-approval").get_by_role("button", name="Approve", exact=True)
     expect(approve).to_be_enabled(timeout=SLOW)
-    expect(code.nth(3).locator(".pi-approval textarea")).to_have_value(
+    expect(code.nth(4).locator(".pi-approval textarea")).to_have_value(
         re.compile("UPDATE customers")
     )
-    expect(code.nth(3).locator(".pi-approval")).to_contain_text("Would change 1 row")
-    _doc_shot(code.nth(3), "approval-prompt.png")
+    expect(code.nth(4).locator(".pi-approval")).to_contain_text("Would change 1 row")
+    _doc_shot(code.nth(4), "approval-prompt.png")
     approve.click()
-    expect(code.nth(3).locator(".pi-record .pi-card .pi-status")).to_contain_text(
+    expect(code.nth(4).locator(".pi-record .pi-card .pi-status")).to_contain_text(
         "approved · 1 row changed", timeout=SLOW)  # fmt: skip
-    _run_cell(page, 4)  # the cell written for unattended runs still works after the click
-    output = code.nth(4).locator(".jp-OutputArea-output")
+    _run_cell(page, 5)  # the cell written for unattended runs still works after the click
+    output = code.nth(5).locator(".jp-OutputArea-output")
     expect(output).to_contain_text("done approved", timeout=SLOW)
     expect(
-        code.nth(4).locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']")
+        code.nth(5).locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']")
     ).to_have_count(0)
     assert _city(lab, 1) == "Oslo"
     # Save, close, shut the kernel down, reopen.
@@ -360,9 +364,9 @@ def test_browser_quickstart_walked_by_a_person_then_reopened(page: Any, lab: Lab
     expect(record.locator(".pi-card .pi-status")).to_contain_text("allowed")
     expect(panel).not_to_contain_text("Error displaying widget")
     expect(panel).not_to_contain_text("model not found")
-    expect(code.nth(3).locator(".pi-record")).to_contain_text("approved · 1 row changed")
+    expect(code.nth(4).locator(".pi-record")).to_contain_text("approved · 1 row changed")
     _doc_shot(code.nth(1), "record-reopened.png")
-    _doc_shot(code.nth(3), "record-write-reopened.png")
+    _doc_shot(code.nth(4), "record-write-reopened.png")
     # The dark theme: the record takes JupyterLab's colours.
     page.evaluate(
         "window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})"

@@ -48,6 +48,9 @@ def test_quickstart_executes() -> None:
     # %pi_result gave the same rows as a DataFrame (an HTML table with the status column).
     frame = _cell_with(notebook, "%pi_result").outputs[0]["data"]
     assert "<table" in frame["text/html"] and "delivered" in frame["text/html"]
+    # It is an ordinary DataFrame: the next cell plots it.
+    plot = _cell_with(notebook, "orders_by_status.plot.bar").outputs
+    assert any("image/png" in o.get("data", {}) for o in plot)
     # The write's record says it was approved and changed one row.
     write = _cell_with(notebook, "%%pi --background").outputs[0]["data"]["text/plain"]
     assert "approved · 1 row changed" in write
