@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -62,6 +63,23 @@ def test_s36_lesson_answers_the_ten_questions() -> None:
     text = _texts(notebook)
     for number in range(1, 11):
         assert f"'Q{number} ok'" in text
+
+
+def test_the_lesson_asks_before_it_answers() -> None:
+    """Each self-test question shows the question; its answer is folded away until the
+    learner opens it, and the checking cell comes after it."""
+    notebook = nbformat.read(NOTEBOOKS / "tool_system_lesson.ipynb", as_version=4)
+    cells = notebook.cells
+    questions = [i for i, c in enumerate(cells)
+                 if c.cell_type == "markdown" and re.match(r"### Q\d+\. ", c.source)]  # fmt: skip
+    assert len(questions) == 10
+    for index in questions:
+        head, _, rest = cells[index].source.partition("\n")
+        assert head.rstrip().endswith("?"), head
+        before, _, folded = rest.partition("<details><summary>")
+        assert not before.strip() and "</details>" in folded, cells[index].source
+        check = cells[index + 1]
+        assert check.cell_type == "code" and "assert" in check.source
 
 
 def _answered_by_a_person(notebook: nbformat.NotebookNode, how: str) -> None:
