@@ -97,8 +97,11 @@ async def run_pi_cell(options: str, body: str) -> None:
             await asyncio.wait_for(asyncio.shield(_finished(run)), _SETTLE_AFTER_INTERRUPT_S)
         except (TimeoutError, asyncio.CancelledError):
             pass
+        status = run.state.status
         raise RunInterrupted(
-            f"the run was stopped ({run.state.status}); its record is above."
+            "the run was stopped; its record is above."
+            if status == "stopped"
+            else f"the run ended ({status}) as the kernel was interrupted; its record is above."
         ) from None
 
 

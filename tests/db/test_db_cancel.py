@@ -72,9 +72,12 @@ async def test_d6_statement_timeout_cancels_at_driver(tmp_path: object) -> None:
     backend = DatabaseBackend("sqlite://", statement_timeout_s=0.2)
     try:
         started = time.perf_counter()
-        with pytest.raises(QueryError, match="statement timeout"):
+        with pytest.raises(QueryError, match="statement timeout") as caught:
             await backend.run("t", LONG_READ["sqlite"])
         assert time.perf_counter() - started < 10  # the recursive read never ends by itself
+        # The error says how to allow longer statements, in a notebook and in code.
+        assert "%config PiNotebook.statement_timeout" in str(caught.value)
+        assert "statement_timeout_s=" in str(caught.value)
     finally:
         backend.dispose()
 

@@ -213,6 +213,7 @@ def test_kernel_interrupt_stops_a_slow_query(kernel: tuple[Kernel, Path]) -> Non
     errors = [m["content"] for m in k.messages(msg_id) if m["msg_type"] == "error"]
     assert errors and errors[0]["ename"] == "RunInterrupted"
     assert errors[0]["traceback"] == [f"KeyboardInterrupt: {errors[0]['evalue']}"]
+    assert errors[0]["evalue"] == "the run was stopped; its record is above."
     record = k.record(msg_id)
     assert "■ stopped (interrupted)" in record["data"]["text/plain"]
     (call,) = record["metadata"]["pi_notebook"]["calls"]

@@ -43,7 +43,14 @@ from pi_notebook.sql.backend.errors import (
 )
 from pi_notebook.sql.backend.worker import AuditBlocked, DriftError
 
-__all__ = ["Execution"]
+__all__ = ["RAISE_TIMEOUT", "Execution"]
+
+RAISE_TIMEOUT = (
+    "To allow longer statements, raise the statement timeout: "
+    "`%config PiNotebook.statement_timeout = 120` in a notebook, "
+    "`database_extension(statement_timeout_s=120)` in code."
+)
+"""What a timed-out call's error says to do about it."""
 
 _IDLE_EXIT_S = 60.0
 What = Literal["Query", "Preview"]
@@ -218,7 +225,7 @@ class Execution:
             f"Could not connect to {safe_url(self.url)}: no answer within the statement "
             f"timeout ({self.timeout_s:g} s)." if exc.connecting else
             f"{what} cancelled: it waited longer than the statement timeout "
-            f"({self.timeout_s:g} s); nothing was run."
+            f"({self.timeout_s:g} s); nothing was run. {RAISE_TIMEOUT}"
         )  # fmt: skip
 
     def _error(self, exc: Exception, canceller: Canceller, what: What) -> QueryError:
@@ -227,7 +234,7 @@ class Execution:
         if canceller.reason == "timeout":
             return QueryTimeout(
                 f"{what} cancelled: it ran longer than the statement timeout "
-                f"({self.timeout_s:g} s); nothing was written."
+                f"({self.timeout_s:g} s); nothing was written. {RAISE_TIMEOUT}"
             )
         if isinstance(exc, ConnectFailed):
             return QueryError(describe_error(exc.cause, self.url, connecting=True))
