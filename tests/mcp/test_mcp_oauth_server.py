@@ -249,6 +249,15 @@ async def test_write_scope_asks_and_the_write_runs_only_when_approved(
         assert not approved.is_error, approved.content
         assert server.count() == before + 1
         assert len(elicit.asked) == 2 and "INSERT INTO t VALUES (7)" in elicit.asked[1]
+        assert elicit.asked[1].startswith("Database write: writer-wes via oauth-test asks")
+        assert approved.meta is not None
+        records = await _records(
+            server.audit_url, approved.meta["pi-notebook/call"]["tool_call_id"]
+        )
+        approval = records[records["kind"] == "approval"].iloc[-1]["payload"]
+        assert approval["decision"] == "approved"
+        assert approval["approver"] == "writer-wes via oauth-test"
+        assert records.iloc[0]["payload"]["requester"] == "writer-wes"
     finally:
         await owned.__aexit__()
 
