@@ -13,8 +13,9 @@ A token is accepted only if all of these hold (anything else is a 401, fail clos
 * its ``alg`` is an asymmetric signature algorithm (:data:`ASYMMETRIC_ALGORITHMS`; never
   ``none`` and never an HMAC, so a public key can never serve as a shared secret), the key
   it names is a signing key of that algorithm, and the signature checks;
-* ``iss`` is the issuer, ``aud`` is (or contains) the audience, ``exp`` has not passed and
-  ``nbf`` (when present) has, with :data:`LEEWAY_S` seconds for clock skew;
+* ``iss`` is the issuer, ``aud`` is (or contains) the audience, ``exp`` has not passed (the
+  SDK checks it again, without leeway) and ``nbf`` (when present) has, with
+  :data:`LEEWAY_S` seconds for clock skew; an RSA key is at least 2048 bits;
 * it has a ``sub`` (the person the audit names as requester).
 
 Scopes come from ``scope`` (space-separated text) or else ``scp`` (a list). The raw token is
@@ -62,7 +63,7 @@ ASYMMETRIC_ALGORITHMS = frozenset(
 """The only signature algorithms a token may use."""
 
 LEEWAY_S = 30.0
-"""Clock skew allowed on ``exp``, ``nbf`` and ``iat``."""
+"""Clock skew allowed on ``nbf`` and ``iat`` (``exp`` is checked again by the SDK, exactly)."""
 
 MIN_REFRESH_S = 30.0
 """The shortest time between two key-set fetches prompted by an unknown ``kid``."""
@@ -364,7 +365,10 @@ class JwtVerifier:
                     audience=self.audience,
                     issuer=self.issuer,
                     leeway=self.leeway_s,
-                    options={"require": ["exp", "iss", "aud", "sub"]},
+                    options={
+                        "require": ["exp", "iss", "aud", "sub"],
+                        "enforce_minimum_key_length": True,  # no RSA key under 2048 bits
+                    },
                 )
             except jwt.InvalidSignatureError as exc:
                 last = exc

@@ -26,14 +26,15 @@ class TestIssuer:
     """An authorization server that only publishes what a resource server reads.
 
     ``documents`` maps a path to the JSON served there; ``keys`` (kid -> private key) are
-    published at ``/jwks`` and can be changed while it runs (key rotation). ``hits`` counts
-    the requests per path.
+    published at ``/jwks`` with ``extra_jwks`` and can be changed while it runs (key
+    rotation). ``hits`` counts the requests per path.
     """
 
     __test__ = False
 
     def __init__(self, *, path: str = "", metadata: str = "oauth") -> None:
         self.keys: dict[str, RSAPrivateKey] = {"k1": rsa_key()}
+        self.extra_jwks: list[dict[str, Any]] = []  # published as they are
         self.hits: dict[str, int] = {}
         self.documents: dict[str, Any] = {}
         issuer = self
@@ -43,7 +44,8 @@ class TestIssuer:
             def do_GET(self) -> None:
                 issuer.hits[self.path] = issuer.hits.get(self.path, 0) + 1
                 if self.path == "/jwks":
-                    body: Any = {"keys": [public_jwk(k, kid) for kid, k in issuer.keys.items()]}
+                    published = [public_jwk(k, kid) for kid, k in issuer.keys.items()]
+                    body: Any = {"keys": published + issuer.extra_jwks}
                 else:
                     body = issuer.documents.get(self.path)
                 if body is None:

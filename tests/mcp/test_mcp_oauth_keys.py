@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import doctest
+import json
 import subprocess
 import sys
+import time
+import warnings
 from pathlib import Path
 
+import jwt
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric.ec import SECP256R1
+from cryptography.hazmat.primitives.asymmetric.ec import generate_private_key as ec_key
 
 import pi_notebook.mcp.oauth as oauth
 from pi_notebook.errors import ConfigurationError
@@ -115,6 +122,42 @@ async def test_an_audience_list_containing_ours_is_accepted() -> None:
                                keys=JwksCache(issuer.jwks_uri))  # fmt: skip
         assert await verifier.verify_token(issuer.token(aud=["other", "pi-notebook"])) is not None
         assert await verifier.verify_token(issuer.token(aud=["other", "third"])) is None
+
+
+async def test_only_asymmetric_signing_keys_of_the_tokens_algorithm_verify() -> None:
+    with TestIssuer() as issuer:
+        verifier = JwtVerifier(issuer=issuer.url, audience="pi-notebook",
+                               keys=JwksCache(issuer.jwks_uri))  # fmt: skip
+        claims = {"iss": issuer.url, "aud": "pi-notebook", "sub": "ana", "scope": "db:read",
+                  "exp": int(time.time()) + 300}  # fmt: skip
+        ec = ec_key(SECP256R1())
+        ec_jwk = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(ec.public_key()))
+        issuer.extra_jwks += [
+            {**ec_jwk, "kid": "ec", "alg": "ES256"},
+            {**ec_jwk, "kid": "ec-enc", "use": "enc"},  # an encryption key never verifies
+            {"kty": "oct", "kid": "shared", "k": "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXh4eHh4eA"},
+        ]
+        weak = rsa.generate_private_key(public_exponent=65537, key_size=1024)
+        issuer.keys["weak"] = weak
+        es256 = jwt.encode(claims, ec, algorithm="ES256", headers={"kid": "ec"})
+        accepted = await verifier.verify_token(es256)
+        assert accepted is not None and accepted.subject == "ana"
+        enc = jwt.encode(claims, ec, algorithm="ES256", headers={"kid": "ec-enc"})
+        assert await verifier.verify_token(enc) is None
+        secret = b"secret-secret-secret-secret-xxxxxx"
+        hs = jwt.encode(claims, secret, algorithm="HS256", headers={"kid": "shared"})
+        assert await verifier.verify_token(hs) is None
+        # The RSA key's kid with an EC algorithm: the key's type does not fit; refused.
+        mixed = jwt.encode(claims, ec, algorithm="ES256", headers={"kid": "k1"})
+        assert await verifier.verify_token(mixed) is None
+        # A short RSA key in the set does not verify, even with a valid signature.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # PyJWT warns when signing with a short key
+            short = jwt.encode(claims, weak, algorithm="RS256", headers={"kid": "weak"})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # as in production: a warning would not refuse it
+            assert await verifier.verify_token(short) is None
+        assert await verifier.verify_token(issuer.token()) is not None  # the good key still is
 
 
 @pytest.mark.parametrize(
