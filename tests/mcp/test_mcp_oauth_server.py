@@ -304,3 +304,45 @@ async def test_the_audit_names_each_token_subject_and_never_holds_a_token(server
     for token in server.tokens:
         signature = token.rsplit(".", 1)[1]
         assert signature.encode() not in stored and signature not in logged
+
+
+async def test_concurrent_callers_each_act_with_their_own_scopes_and_name(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One server, two people at once: wes's write waits on his answer while ana's arrives."""
+    monkeypatch.setattr(client_session, "LATEST_HANDSHAKE_VERSION", "2025-06-18")
+    wes_asked, ana_done = asyncio.Event(), asyncio.Event()
+
+    async def wes_answers(context: Any, params: Any) -> ElicitResult:
+        wes_asked.set()
+        await asyncio.wait_for(ana_done.wait(), 20)  # answer only after ana's call is over
+        return ElicitResult(action="accept", content={"approve": True})
+
+    ana_elicit = Elicitations([True])
+    wes = server.client(server.token(sub="wes", scope="db:read db:write"), elicit=wes_answers,
+                        mode="legacy")  # fmt: skip
+    ana = server.client(server.token(sub="ana", scope="db:read"), elicit=ana_elicit, mode="legacy")
+    wes_client, ana_client = await wes.__aenter__(), await ana.__aenter__()
+    try:
+        wes_call = asyncio.ensure_future(
+            wes_client.call_tool("query_database", {"sql": "INSERT INTO t VALUES (12)"})
+        )
+        await asyncio.wait_for(wes_asked.wait(), 20)
+        ana_result = await ana_client.call_tool("query_database", {"sql": "INSERT INTO t VALUES (11)"})  # fmt: skip
+        ana_done.set()
+        wes_result = await wes_call
+        assert ana_result.is_error and "db:write" in ana_result.content[0].text
+        assert not wes_result.is_error, wes_result.content
+        assert ana_elicit.asked == []
+        with sqlite3.connect(server.db) as conn:
+            values = {row[0] for row in conn.execute("SELECT a FROM t WHERE a IN (11, 12)")}
+        assert values == {12}
+        for result, sub in [(ana_result, "ana"), (wes_result, "wes")]:
+            assert result.meta is not None
+            records = await _records(server.audit_url, result.meta["pi-notebook/call"]["tool_call_id"])  # fmt: skip
+            assert records.iloc[0]["payload"]["requester"] == sub
+        approval = records[records["kind"] == "approval"].iloc[-1]["payload"]
+        assert approval["approver"] == "wes via oauth-test"
+    finally:
+        await ana.__aexit__()
+        await wes.__aexit__()
