@@ -52,6 +52,7 @@ __all__ = [
     "JwtVerifier",
     "discover",
     "discovery_urls",
+    "require_secure",
     "token_scopes",
 ]
 
@@ -88,8 +89,12 @@ def _is_loopback(host: str | None) -> bool:
         return False
 
 
-def _require_secure(url: str, what: str) -> None:
-    """HTTPS, or plain HTTP to this machine only (a test or a local issuer)."""
+def require_secure(url: str, what: str) -> None:
+    """HTTPS, or plain HTTP to this machine only (a test or a local issuer).
+
+    Raises:
+        ConfigurationError: any other URL (naming ``what`` it is).
+    """
     parts = urlsplit(url)
     if parts.scheme == "https" and parts.hostname:
         return
@@ -148,7 +153,7 @@ async def discover(
         ConfigurationError: the issuer is not an https URL, no metadata answered, or the
             metadata names another issuer or no usable ``jwks_uri``.
     """
-    _require_secure(issuer, "issuer")
+    require_secure(issuer, "issuer")
     failures: list[str] = []
     async with _client(client, timeout) as http:
         for url in discovery_urls(issuer):
@@ -169,7 +174,7 @@ async def discover(
             jwks_uri = document.get("jwks_uri")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
             if not isinstance(jwks_uri, str) or not jwks_uri:
                 raise ConfigurationError(f"the metadata at {url} has no jwks_uri")
-            _require_secure(jwks_uri, "jwks_uri")
+            require_secure(jwks_uri, "jwks_uri")
             return IssuerMetadata(issuer=named, jwks_uri=jwks_uri, source=url)
     raise ConfigurationError(
         f"could not read the metadata of the issuer {issuer!r}: " + "; ".join(failures)
@@ -211,7 +216,7 @@ class JwksCache:
         min_refresh_s: float = MIN_REFRESH_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        _require_secure(jwks_uri, "jwks_uri")
+        require_secure(jwks_uri, "jwks_uri")
         self.jwks_uri = jwks_uri
         self._timeout = timeout
         self._max_age_s = max_age_s

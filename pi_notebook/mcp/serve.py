@@ -4,7 +4,8 @@ Usage::
 
     python -m pi_notebook.mcp serve --database-url URL [--audit-url URL] [--data-policy FILE]
                                     [--approval-timeout SECONDS]
-                                    [--http PORT [--issuer URL --audience AUD]]
+                                    [--http PORT [--issuer URL --audience AUD
+                                                  [--resource-url URL]]]
 
 Over stdio by default (a desktop client starts it as a child process). ``--http PORT`` serves
 streamable HTTP on 127.0.0.1 only (``--http 0`` picks a free port), in one of two ways:
@@ -17,7 +18,10 @@ streamable HTTP on 127.0.0.1 only (``--http 0`` picks a free port), in one of tw
   ``db:read`` and ``db:write``; a request without a valid token gets 401 with
   ``WWW-Authenticate: Bearer ... resource_metadata="..."``, one without ``db:read`` 403.
   ``db:write`` is needed even to ask for a write (:mod:`pi_notebook.mcp.scopes`), and the
-  token's ``sub`` is the requester in each call's ``mcp_request`` audit record.
+  token's ``sub`` is the requester in each call's ``mcp_request`` audit record. Behind a
+  proxy, ``--resource-url https://HOST/mcp`` names the URL clients use (default
+  ``http://127.0.0.1:PORT/mcp``); the proxy passes ``/mcp`` and
+  ``/.well-known/oauth-protected-resource/mcp`` through unchanged.
 * Without an issuer (for one person on one machine only): one shared bearer token,
   ``PI_NOTEBOOK_MCP_TOKEN`` when set, else a random one printed once at start. Whoever holds
   it may read and ask for writes, and the audit cannot tell its holders apart.
@@ -56,7 +60,7 @@ from pi_notebook.ai.model import Context
 from pi_notebook.database import DatabaseExtension
 from pi_notebook.errors import ConfigurationError
 from pi_notebook.mcp.approval import McpApprovalUI
-from pi_notebook.mcp.oauth import JwksCache, JwtVerifier, discover
+from pi_notebook.mcp.oauth import JwksCache, JwtVerifier, discover, require_secure
 from pi_notebook.mcp.scopes import READ_SCOPE, SCOPES, scope_gate
 from pi_notebook.mcp.server import SERVED_TOOLS, GovernedToolServer
 from pi_notebook.secrets import safe_url
@@ -111,6 +115,7 @@ class ServeOptions(argparse.Namespace):
     http: int | None
     issuer: str | None
     audience: str | None
+    resource_url: str | None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -137,6 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     serve_p.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio (0: any free port)")  # fmt: skip
     serve_p.add_argument("--issuer", metavar="URL", help="with --http: accept only JWTs of this OAuth issuer (its JWKS found through RFC 8414 / OpenID discovery)")  # fmt: skip
     serve_p.add_argument("--audience", metavar="AUD", help="with --issuer: the aud the tokens must carry")  # fmt: skip
+    serve_p.add_argument("--resource-url", metavar="URL", help="with --issuer: the URL clients reach /mcp at, behind a proxy (default http://127.0.0.1:PORT/mcp)")  # fmt: skip
     return parser
 
 
@@ -147,6 +153,15 @@ def _check_auth_options(options: ServeOptions) -> None:
         raise ConfigurationError("--issuer and --audience apply to --http only")
     if options.issuer is not None and not (options.audience or "").strip():
         raise ConfigurationError("--audience must not be empty")
+    if options.resource_url is not None:
+        if options.issuer is None:
+            raise ConfigurationError("--resource-url applies with --issuer only")
+        require_secure(options.resource_url, "resource URL")
+        if urlsplit(options.resource_url).path != "/mcp" or "?" in options.resource_url:
+            raise ConfigurationError(
+                f"the resource URL {options.resource_url!r} must end in /mcp, as the server "
+                "serves it (the proxy passes the path through unchanged)"
+            )
 
 
 def _database_extension(options: ServeOptions) -> DatabaseExtension:
@@ -206,6 +221,7 @@ class _HttpAuth:
 
     verifier: TokenVerifier
     issuer: str | None = None  # None: the local shared token
+    resource_url: str | None = None  # None: http://127.0.0.1:PORT/mcp
     shown_token: str | None = None  # a generated shared token, printed once
 
 
@@ -217,7 +233,9 @@ async def _http_auth(options: ServeOptions) -> _HttpAuth:
         verifier = JwtVerifier(
             issuer=metadata.issuer, audience=options.audience, keys=JwksCache(metadata.jwks_uri)
         )
-        return _HttpAuth(verifier=verifier, issuer=metadata.issuer)
+        return _HttpAuth(
+            verifier=verifier, issuer=metadata.issuer, resource_url=options.resource_url
+        )
     token = os.environ.get(TOKEN_ENV)
     if token is not None and not token.strip():
         raise SystemExit(
@@ -236,7 +254,7 @@ def _http_app(server: GovernedToolServer, auth: _HttpAuth, base: str) -> Any:
             auth=AuthSettings(issuer_url=base, resource_server_url=None),  # pyright: ignore[reportArgumentType]
             token_verifier=auth.verifier,
         )
-    resource = f"{base}/mcp"
+    resource = auth.resource_url or f"{base}/mcp"
     app = server.server.streamable_http_app(
         host="127.0.0.1",
         auth=AuthSettings(
@@ -277,6 +295,8 @@ async def _serve_http(server: GovernedToolServer, port: int, auth: _HttpAuth) ->
         print(f"pi_notebook MCP server listening on {base}/mcp", flush=True)
         if auth.issuer is not None:
             print(f"Accepting tokens of {auth.issuer}", flush=True)
+            if auth.resource_url is not None:
+                print(f"Clients reach it at {auth.resource_url}", flush=True)
         elif auth.shown_token is not None:
             print(f"Bearer token (shown once; set {TOKEN_ENV} to choose it): {auth.shown_token}",
                   flush=True)  # fmt: skip

@@ -176,7 +176,12 @@ def test_scopes_come_from_scope_text_or_an_scp_list(claims: dict[str, object], s
     [(["--http", "0", "--issuer", "http://127.0.0.1:9/"], "give --issuer and --audience together"),
      (["--issuer", "http://127.0.0.1:9/", "--audience", "a"], "apply to --http only"),
      (["--http", "0", "--issuer", "http://id.example.com", "--audience", "a"], "must be an https"),
-     (["--http", "0", "--issuer", "http://127.0.0.1:9", "--audience", " "], "must not be empty")],
+     (["--http", "0", "--issuer", "http://127.0.0.1:9", "--audience", " "], "must not be empty"),
+     (["--http", "0", "--resource-url", "https://mcp.example.com/mcp"], "with --issuer only"),
+     (["--http", "0", "--issuer", "http://127.0.0.1:9", "--audience", "a",
+       "--resource-url", "http://mcp.example.com/mcp"], "must be an https"),
+     (["--http", "0", "--issuer", "http://127.0.0.1:9", "--audience", "a",
+       "--resource-url", "https://mcp.example.com/db"], "must end in /mcp")],
 )  # fmt: skip
 def test_the_server_does_not_start_with_a_bad_issuer_setting(
     args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -346,3 +346,35 @@ async def test_concurrent_callers_each_act_with_their_own_scopes_and_name(
     finally:
         await ana.__aexit__()
         await wes.__aexit__()
+
+
+async def test_behind_a_proxy_the_metadata_names_the_public_resource_url(tmp_path: Path) -> None:
+    public = "https://mcp.example.com/mcp"
+    with TestIssuer() as issuer:
+        proc = await asyncio.to_thread(
+            subprocess.Popen,
+            [sys.executable, "-m", "pi_notebook.mcp", "serve", "--database-url",
+             f"sqlite:///{tmp_path / 'x.sqlite'}", "--http", "0", "--issuer", issuer.url,
+             "--audience", AUDIENCE, "--resource-url", public],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            env=child_env(PI_NOTEBOOK_DATA_DIR=str(tmp_path)),
+        )  # fmt: skip
+        assert proc.stdout is not None
+        try:
+            lines = [await asyncio.to_thread(proc.stdout.readline) for _ in range(3)]
+            assert lines[2].strip() == f"Clients reach it at {public}", lines
+            local = lines[0].split()[-1]
+            async with httpx2.AsyncClient() as plain:
+                refused = await plain.post(local, json=INITIALIZE, headers=HEADERS)
+                base = local.removesuffix("/mcp")
+                metadata = await plain.get(f"{base}/.well-known/oauth-protected-resource/mcp")
+            challenge = refused.headers["www-authenticate"]
+            assert refused.status_code == 401
+            assert (
+                'resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"'
+                in challenge
+            )
+            assert metadata.json()["resource"] == public
+            assert metadata.json()["authorization_servers"] == [issuer.url]
+        finally:
+            stop(proc)
