@@ -3,7 +3,13 @@
 Every ``tools/call`` becomes one governed call of the session (``AgentSession.call_tool``) with
 a fresh call id, so the gate, the backend's final check, one-shot capabilities and the audit
 apply exactly as in the notebook. Each call's audit trail starts with an ``mcp_request``
-record naming the client (from ``clientInfo``), the protocol revision and the transport.
+record naming the client (from ``clientInfo``), the protocol revision and the transport, and,
+over authenticated HTTP, the caller: ``requester`` (the token's ``sub``), ``client_id``,
+``issuer`` and ``scopes`` (:mod:`pi_notebook.mcp.scopes`). One server serves many callers, so
+the caller is a fact of each call, joined to the call's other records by its
+``tool_call_id``; the caller's scopes are enforced in the session's ``tool_call`` chain. A
+question names the subject with the client (``ana via claude-code``), and so does the
+approval record's ``approver``: the person who answered is the token's subject.
 
 Reads run at once. A write asks the client's user through MCP elicitation (see
 :mod:`pi_notebook.mcp.approval` for the two protocol eras); a client without elicitation
@@ -23,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp.server import Server
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
@@ -52,6 +59,7 @@ from pi_notebook.mcp.approval import (
     approval_message,
     serving,
 )
+from pi_notebook.mcp.scopes import Principal, acting_as, principal_of
 from pi_notebook.session import AgentSession
 from pi_notebook.sql import classify
 from pi_notebook.sql.backend import query_args_hash
@@ -112,6 +120,14 @@ def _peer(ctx: ServerRequestContext[Any, Any], transport: str) -> _Peer:
         elicitation=elicitation,
         transport=transport,
     )
+
+
+def _asker(peer: _Peer, principal: Principal | None) -> str:
+    """Who asks, as a question shows it and an approval records its approver: the token's
+    subject through the client (``ana via claude-code``), or the client alone."""
+    if principal is None or principal.subject is None:
+        return peer.client
+    return f"{principal.subject} via {peer.client}"
 
 
 class GovernedToolServer:
@@ -178,8 +194,9 @@ class GovernedToolServer:
         if params.name not in self.served_tools():
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         peer = _peer(ctx, self.transport)
+        principal = principal_of(get_access_token())  # None over stdio
         modern = peer.protocol_version in MODERN_PROTOCOL_VERSIONS
-        approval = RequestApproval(client=peer.client, mode="unavailable")
+        approval = RequestApproval(client=_asker(peer, principal), mode="unavailable")
         if peer.elicitation and modern:
             approval.mode = "input_required"
             approval.answer = self._prior_answer(params)
@@ -194,11 +211,11 @@ class GovernedToolServer:
             approval.elicit = elicit
         call_id = f"mcp_{uuid.uuid4().hex}"
         arguments = dict(params.arguments or {})
-        self._record_request(call_id, params.name, peer, approval, ctx)
-        with serving(approval):
+        self._record_request(call_id, params.name, peer, approval, ctx, principal)
+        with serving(approval), acting_as(principal):
             message = await self.session.call_tool(params.name, arguments, tool_call_id=call_id)
         if approval.asked is not None and approval.mode == "input_required":
-            return self._ask(approval.asked, peer.client, call_id)
+            return self._ask(approval.asked, approval.client, call_id)
         return self._result(message, params.name, arguments, peer, approval)
 
     def _prior_answer(self, params: CallToolRequestParams) -> PriorAnswer | None:
@@ -232,13 +249,16 @@ class GovernedToolServer:
         peer: _Peer,
         approval: RequestApproval,
         ctx: ServerRequestContext[Any, Any],
+        principal: Principal | None,
     ) -> None:
         audit = self.session.audit
         if audit is None:
             return
+        caller = principal.describe() if principal is not None else {"requester": None}
         audit.record(
             "mcp_request",
             {
+                **caller,
                 "client": peer.client,
                 "client_version": peer.client_version,
                 "protocol_version": peer.protocol_version,
