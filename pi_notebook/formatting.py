@@ -88,7 +88,7 @@ def _grouped(text: str, column: str) -> str:
     where the rules above put them."""
     whole, dot, fraction = text.partition(".")
     digits = len(whole) - (whole[:1] == "-")
-    if digits <= 3 or is_code_column(column) or (not dot and digits < 5):
+    if digits <= 3 or (not dot and digits < 5) or is_code_column(column):
         return text
     sign = "-" if whole[:1] == "-" else ""
     return f"{sign}{int(whole[len(sign) :]):,}{dot}{fraction}"
@@ -104,22 +104,35 @@ def format_float(value: float | numbers.Real, column: str = "") -> str:
     ``12345678901234.0`` → ``12,345,678,901,234``; ``1e20`` → ``1e+20``.
     """
     number = float(value)
-    if math.isnan(number):
+    if number != number:
         return "NaN"
-    if math.isinf(number):
+    if number in (math.inf, -math.inf):
         return "inf" if number > 0 else "-inf"
-    text = repr(number) if isinstance(value, float) else str(value)
-    if "e" in text:
-        return text
+    if not isinstance(value, float):  # NumPy's narrower floats: their own shortest text
+        text = str(value)
+        if "e" in text:
+            return text
+        return _grouped(text.removesuffix(".0"), column)
+    size = abs(number)
+    if size < 1_000 or is_code_column(column):
+        text = repr(number)  # no separators to add
+    else:
+        text = f"{number:,}"  # repr's digits, grouped (an exponent stays as repr writes it)
     if text.endswith(".0"):
         text = text[:-2]
-    return _grouped(text, column)
+        if size < _GROUP_FROM and "," in text:  # a whole number: separators from 10,000
+            text = text.replace(",", "")
+    return text
 
 
 def _format_decimal(value: Decimal, column: str) -> str:
     if not value.is_finite():
         return str(value)
-    return _grouped(f"{value:f}", column)
+    exponent = value.as_tuple().exponent
+    whole = isinstance(exponent, int) and exponent >= 0
+    if (whole and abs(value) < _GROUP_FROM) or is_code_column(column):
+        return f"{value:f}"
+    return f"{value:,f}"
 
 
 def format_value(value: Any, column: str = "") -> str:
