@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from pi_notebook.notebook import current
+from pi_notebook import create_agent_session
+from pi_notebook.database import database_extension
+from pi_notebook.notebook import RunInfo, RunState, current, record_bundle, reduce
+from pi_notebook.notebook.record import card_html
+from pi_notebook.testing import ScriptedModel, text
 
 # column -> the exact string every surface shows for it
 SQLITE_SQL = ("SELECT 70131.16 AS revenue, 1234567.89 AS amount, 0.125 AS share, 1e-7 AS tiny, "
@@ -62,9 +66,9 @@ def _check(run: object, record: dict[str, str], shown: dict[str, str]) -> None:
     record_rows = [line.split() for line in record["text/plain"].splitlines()]
     assert expected in record_rows
     for rounded in ROUNDED:
-        for text in (content, output["data"]["text/html"], record["text/html"],
-                     record["text/plain"]):  # fmt: skip
-            assert rounded not in text
+        for surface in (content, output["data"]["text/html"], record["text/html"],
+                        record["text/plain"]):  # fmt: skip
+            assert rounded not in surface
 
 
 async def test_d7_sqlite_numbers_are_exact_in_card_record_and_model_content(
@@ -84,3 +88,35 @@ async def test_d7_postgres_numbers_are_exact_in_card_record_and_model_content(
     frame = run.view.cards[0].dataframe  # type: ignore[attr-defined]
     assert str(frame["amount"].dtype) == "float64"  # the analyst's DataFrame keeps its dtypes
     _check(run, record, PG_SHOWN)
+
+
+@pytest.mark.parametrize("engine", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def test_d7_a_direct_session_call_and_its_record_write_the_same_exact_strings(
+    engine: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """``AgentSession.call_tool`` through the database extension, its events reduced and
+    rendered by the record renderer: the card, both record forms and the model's content."""
+    if engine == "sqlite":
+        db = tmp_path / "direct.db"
+        sqlite3.connect(db).close()
+        url, sql, shown = f"sqlite:///{db}", SQLITE_SQL, SQLITE_SHOWN
+    else:
+        url, sql, shown = str(request.getfixturevalue("pg_url")), PG_SQL, PG_SHOWN
+    session = create_agent_session(model=ScriptedModel([text("unused")]),
+                                   extensions=[database_extension(url)], audit=False)  # fmt: skip
+    events: list[object] = []
+    session.subscribe(events.append)
+    try:
+        result = await session.call_tool("query_database", {"sql": sql}, tool_call_id="n1")
+    finally:
+        await session.close()
+    assert not result.is_error
+    expected = list(shown.values())
+    assert " ".join(p.text for p in result.content).splitlines()[2].split(" | ") == expected
+    state = RunState()
+    for i, event in enumerate(events):
+        state = reduce(state, event, now=float(i))
+    assert _html_cells(card_html(state.cards["n1"], "Query database")) == expected
+    record = record_bundle(state, RunInfo(run_id="r", model="direct"))
+    assert _html_cells(record["text/html"]) == expected
+    assert expected in [line.split() for line in record["text/plain"].splitlines()]
