@@ -108,8 +108,8 @@ def format_float(value: float | numbers.Real, column: str = "") -> str:
         return "NaN"
     if number in (math.inf, -math.inf):
         return "inf" if number > 0 else "-inf"
-    if not isinstance(value, float):  # NumPy's narrower floats: their own shortest text
-        text = str(value)
+    if not isinstance(value, float) and type(value).__module__ == "numpy":
+        text = str(value)  # NumPy's narrower floats: their own shortest text
         if "e" in text:
             return text
         return _grouped(text.removesuffix(".0"), column)
