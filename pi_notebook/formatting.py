@@ -1,24 +1,32 @@
 """Numbers for people, one rule for every place a value is shown.
 
-The tool card's table in a notebook (``pi_notebook.notebook.format``) and the text preview
-the model reads (``pi_notebook.sql.backend.results``) write a value the same way, so what a
-person sees is what the model talks about:
+The tool card's table in a notebook (``pi_notebook.notebook.format``), the durable record
+and the text preview the model reads (``pi_notebook.sql.backend.results``) write a value the
+same way, from the same values (the first rows as the database returned them, see
+``QueryOutcome.head``), so what a person sees is what the model talks about. A number is
+written exactly: no digit the database returned is dropped.
 
 - ``NULL`` for a missing value; ``true`` / ``false`` for a boolean.
-- Integers get thousands separators from 10,000 on (``1,234,567``; ``2024`` stays ``2024``,
-  so a year reads as a year), and never in a column whose name says it holds codes rather
-  than quantities: ``id``, ``*_id``, ``year``, ``*_year``, ``yr``, ``code``, ``*_code``,
-  ``zip``, ``zipcode``, ``postcode``, ``phone``, ``no``, ``nr`` (``customer_id`` 10001 stays
-  ``10001``).
-- Floats get separators, about six significant digits, trailing zeros dropped, and no
-  exponent between 1e-4 and 1e15 (``1,234.57``, ``0.37``, ``12,300,000,000``, ``1.2e-05``).
-- Decimals keep their scale (up to six places) with separators (``1,234.50``); beyond that
-  they are written as floats.
+- A whole number (an integer, or a float or decimal without a fraction) gets thousands
+  separators from 10,000 on (``1,234,567``; ``2024`` stays ``2024``, so a year reads as a
+  year); a number with a fraction gets them from 1,000 (``1,234.5``).
+- No separators, ever, in a column whose name says it holds codes rather than quantities:
+  ``id``, ``*_id``, ``year``, ``*_year``, ``yr``, ``code``, ``*_code``, ``zip``, ``zipcode``,
+  ``postcode``, ``phone``, ``no``, ``nr`` (``customer_id`` 10001 stays ``10001``).
+- A decimal keeps every digit and its own scale, written out in full (money keeps its
+  cents: ``Decimal("70131.10")`` is ``70,131.10``, ``Decimal("1E-7")`` is ``0.0000001``), as
+  ``psql`` writes a ``numeric``.
+- A float is the shortest text that reads back as the same float (Python's ``repr``; for
+  NumPy's narrower floats, NumPy's shortest text for that type): ``70131.16`` is
+  ``70,131.16``, ``0.125`` is ``0.125``, ``2.0`` is ``2``. Where that text has an exponent,
+  the exponent stays: below 1e-4 and from 1e16 on (``1e-07``, ``1.2e-05``, ``1e+20``), as
+  PostgreSQL and DuckDB write a ``double``. ``NaN``, ``inf`` and ``-inf`` are words.
 - A datetime is ISO with a space (``2024-05-01 12:00:00``); bytes are ``<n bytes>``.
 
 NumPy and pandas scalars (``int64``, ``float32``, the nullable ``Int64``'s values) follow the
 same rules as Python's. A table right-aligns a column whose values are all numbers
-(:func:`is_number`) once missing values are set aside (:func:`is_missing`).
+(:func:`is_number`) once missing values are set aside (:func:`is_missing`). Where a table
+cuts long text to a width, it never cuts a number: a cut number would be a wrong one.
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ __all__ = [
 ]
 
 CODE_COLUMN = re.compile(r"(?:^|_)(?:id|year|yr|code|zip|zipcode|postcode|phone|no|nr)$", re.I)
-"""Column names whose integers are codes, not quantities (no thousands separators)."""
+"""Column names whose numbers are codes, not quantities (no thousands separators)."""
 _GROUP_FROM = 10_000
 
 
@@ -75,33 +83,64 @@ def format_count(n: int) -> str:
     return f"{n:,}"
 
 
-def format_float(value: float) -> str:
-    """A float: separators, about six significant digits, no exponent in everyday sizes."""
-    if math.isnan(value):
+def _grouped(text: str, column: str) -> str:
+    """``text`` (a plain number: sign, digits, maybe a fraction) with thousands separators
+    where the rules above put them."""
+    whole, dot, fraction = text.partition(".")
+    digits = len(whole) - (whole[:1] == "-")
+    if digits <= 3 or (not dot and digits < 5) or is_code_column(column):
+        return text
+    sign = "-" if whole[:1] == "-" else ""
+    return f"{sign}{int(whole[len(sign) :]):,}{dot}{fraction}"
+
+
+def format_float(value: float | numbers.Real, column: str = "") -> str:
+    """A float as the shortest text that reads back as the same float (``repr``), with
+    separators and without a ``.0`` of a whole number; an exponent stays where ``repr``
+    writes one (below 1e-4, from 1e16 on). NumPy's ``float32`` and ``float16`` take NumPy's
+    shortest text for their own type (``0.1``, not ``0.10000000149011612``).
+
+    Examples: ``70131.16`` → ``70,131.16``; ``0.125`` → ``0.125``; ``1e-7`` → ``1e-07``;
+    ``12345678901234.0`` → ``12,345,678,901,234``; ``1e20`` → ``1e+20``.
+    """
+    number = float(value)
+    if number != number:
         return "NaN"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    size = abs(value)
-    if size == 0:
-        return "0"
-    if size >= 1e15 or size < 1e-4:
-        return f"{value:.4g}"
-    if size >= 1:
-        digits = int(math.log10(size)) + 1
-        text = f"{value:,.{max(0, 6 - digits)}f}"
+    if number in (math.inf, -math.inf):
+        return "inf" if number > 0 else "-inf"
+    if not isinstance(value, float) and type(value).__module__ == "numpy":
+        text = str(value)  # NumPy's narrower floats: their own shortest text
+        if "e" in text:
+            return text
+        return _grouped(text.removesuffix(".0"), column)
+    size = abs(number)
+    if size < 1_000 or is_code_column(column):
+        text = repr(number)  # no separators to add
     else:
-        text = f"{value:.{3 - math.floor(math.log10(size))}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
+        text = f"{number:,}"  # repr's digits, grouped (an exponent stays as repr writes it)
+    if text.endswith(".0"):
+        text = text[:-2]
+        if size < _GROUP_FROM and "," in text:  # a whole number: separators from 10,000
+            text = text.replace(",", "")
     return text
 
 
+def _format_decimal(value: Decimal, column: str) -> str:
+    if not value.is_finite():
+        return str(value)
+    exponent = value.as_tuple().exponent
+    whole = isinstance(exponent, int) and exponent >= 0
+    if (whole and abs(value) < _GROUP_FROM) or is_code_column(column):
+        return f"{value:f}"
+    return f"{value:,f}"
+
+
 def format_value(value: Any, column: str = "") -> str:
-    """One value as a person reads it: ``NULL``, ``12,345``, ``1,234.57``, ``0.0001235``.
+    """One value as a person reads it: ``NULL``, ``12,345``, ``70,131.16``, ``1e-07``.
 
     Args:
         value: a value from a database row or a DataFrame cell.
-        column: the column's name (integers in code-like columns get no separators).
+        column: the column's name (numbers in code-like columns get no separators).
     """
     kind = type(value)
     if kind is str:  # the common exact types first, as the general rules below write them
@@ -110,7 +149,7 @@ def format_value(value: Any, column: str = "") -> str:
         grouped = abs(value) >= _GROUP_FROM and not is_code_column(column)
         return f"{value:,}" if grouped else str(value)
     if kind is float:
-        return format_float(value)
+        return format_float(value, column)
     if value is None or kind.__name__ in ("NAType", "NaTType"):
         return "NULL"
     if _is_bool(value):
@@ -121,14 +160,9 @@ def format_value(value: Any, column: str = "") -> str:
             return f"{number:,}"
         return str(number)
     if isinstance(value, numbers.Real):
-        return format_float(float(value))
+        return format_float(value, column)
     if isinstance(value, Decimal):
-        if not value.is_finite():
-            return str(value)
-        exponent = value.as_tuple().exponent
-        if isinstance(exponent, int) and exponent >= -6 and abs(value) < 10**15:
-            return f"{value:,}"
-        return format_float(float(value))
+        return _format_decimal(value, column)
     if isinstance(value, dt.datetime):
         return value.isoformat(sep=" ")
     if isinstance(value, bytes | bytearray | memoryview):

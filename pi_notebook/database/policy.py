@@ -195,11 +195,16 @@ class LineagePolicy:
         keep: list[int] = []
         cells: list[list[Any]] = []
         head = frame.head(PREVIEW_ROWS)
+        # The rows as the database returned them (a numeric keeps its digits and scale), as
+        # the user's card shows them; the DataFrame's values when the backend kept none.
+        exact = outcome.head[:PREVIEW_ROWS]
+        if len(exact) != len(head) or any(len(row) != frame.shape[1] for row in exact):
+            exact = None
         for i, column in enumerate(lineage.columns):
             label = str(outcome.columns[i]) if i < len(outcome.columns) else column.name
             name = _unique(label, protected)
             action, sources = self.policy.strongest(column.sources)
-            values = head.iloc[:, i].tolist()
+            values = [row[i] for row in exact] if exact is not None else head.iloc[:, i].tolist()
             if action is None:
                 keep.append(i)
                 cells.append(values)

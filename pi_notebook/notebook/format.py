@@ -2,10 +2,13 @@
 
 A card's table writes each value as the preview the model reads does
 (:func:`pi_notebook.formatting.format_value`, with the column's name, so ``2024`` and
-``customer_id`` 10001 get no separators and ``1234567`` gets them), shows a missing value
-(``None``, NaN, ``NA``, ``NaT``) as ``NULL``, and right-aligns a column whose values are all
-numbers (Decimal and nullable ``Int64`` included). Every value that came from a database or a
-model is escaped before it becomes HTML.
+``customer_id`` 10001 get no separators and ``1234567`` gets them), and from the same values:
+the rows the database returned, where the backend kept them for the DataFrame
+(:func:`pi_notebook.exact_rows.rows_of`: a ``numeric`` keeps its digits and scale, where the
+DataFrame holds a float), the DataFrame's own cells past them. It shows a missing value
+(``None``, NaN, ``NA``, ``NaT``) as ``NULL``, right-aligns a column whose values are all
+numbers (Decimal and nullable ``Int64`` included), and cuts long text but never a number.
+Every value that came from a database or a model is escaped before it becomes HTML.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..exact_rows import rows_of
 from ..formatting import format_count, format_value, is_missing, is_number
 
 if TYPE_CHECKING:
@@ -36,12 +40,14 @@ def format_seconds(seconds: float) -> str:
 
 
 def cell_text(value: Any, column: str = "") -> str:
-    """One table cell as text: ``NULL`` if missing, else the shared format, at most 200
-    characters."""
+    """One table cell as text: ``NULL`` if missing, else the shared format; text is cut at
+    200 characters, a number never."""
     if is_missing(value):
         return "NULL"
     text = format_value(value, column)
-    return text if len(text) <= _CELL_CHARS else text[: _CELL_CHARS - 1] + "…"
+    if len(text) <= _CELL_CHARS or is_number(value):
+        return text
+    return text[: _CELL_CHARS - 1] + "…"
 
 
 # Inline layout that JupyterLab's sanitizer keeps when it strips the record's <style> (see
@@ -61,22 +67,37 @@ def _numeric(values: Sequence[Any]) -> bool:
     return bool(present) and all(is_number(v) for v in present)
 
 
+def _columns(frame: pd.DataFrame, max_rows: int) -> tuple[list[str], list[list[Any]]]:
+    """The column names and the values of the first ``max_rows`` rows, column by column: as
+    the database returned them where the backend kept them, else the DataFrame's."""
+    head = frame.head(max_rows)
+    columns = [str(c) for c in head.columns]
+    exact = rows_of(frame)[: len(head)]
+    if exact and all(len(row) == len(columns) for row in exact):
+        cols = [list(values) for values in zip(*exact, strict=True)]
+        if len(exact) < len(head):  # rows past the kept ones: the DataFrame's values
+            rest = head.iloc[len(exact) :]
+            for i, col in enumerate(cols):
+                col.extend(rest.iloc[:, i])
+        return columns, cols
+    return columns, [list(head.iloc[:, i]) for i in range(len(columns))]
+
+
 def frame_html(frame: pd.DataFrame, *, max_rows: int = 10, total: int | None = None) -> str:
     """An escaped HTML table of the first ``max_rows`` rows, numbers formatted per column.
 
     The table sits in a ``pi-table-wrap`` box that scrolls both ways inside the card. A note
     under it says how many rows were left out of the preview.
     """
-    head = frame.head(max_rows)
-    columns = [str(c) for c in head.columns]
-    cols = [list(head.iloc[:, i]) for i in range(len(columns))]
+    columns, cols = _columns(frame, max_rows)
+    shown = len(cols[0]) if cols else len(frame.head(max_rows))
     numeric = [_numeric(c) for c in cols]
     out = [f"<div class='pi-table-wrap' style='{_WRAP}'><table class='dataframe pi-table'>"
            "<thead><tr>"]  # fmt: skip
     for name, is_num in zip(columns, numeric, strict=True):
         out.append(f"<th {_align(is_num)}>{html.escape(name)}</th>")
     out.append("</tr></thead><tbody>")
-    for r in range(len(head)):
+    for r in range(shown):
         out.append("<tr>")
         for c in range(len(columns)):
             text = cell_text(cols[c][r], columns[c])
@@ -84,21 +105,22 @@ def frame_html(frame: pd.DataFrame, *, max_rows: int = 10, total: int | None = N
         out.append("</tr>")
     out.append("</tbody></table></div>")
     rows = len(frame) if total is None else total
-    if rows > len(head):
+    if rows > shown:
         out.append(
-            f"<div class='pi-table-note' style='opacity:0.75'>first {format_count(len(head))} of "
+            f"<div class='pi-table-note' style='opacity:0.75'>first {format_count(shown)} of "
             f"{format_count(rows)} rows</div>"
         )
     return "".join(out)
 
 
 def frame_text(frame: pd.DataFrame, *, max_rows: int = 10, max_width: int = 40) -> str:
-    """The first ``max_rows`` rows as aligned plain text, formatted as :func:`frame_html`."""
-    head = frame.head(max_rows)
-    columns = [str(c) for c in head.columns]
-    cols = [list(head.iloc[:, i]) for i in range(len(columns))]
+    """The first ``max_rows`` rows as aligned plain text, formatted as :func:`frame_html`
+    (text cut at ``max_width``, a number never)."""
+    columns, cols = _columns(frame, max_rows)
+    shown = len(cols[0]) if cols else len(frame.head(max_rows))
     numeric = [_numeric(c) for c in cols]
-    cells = [[_clip(cell_text(v, name), max_width) for v in col]
+    cells = [[cell_text(v, name) if is_number(v) else _clip(cell_text(v, name), max_width)
+              for v in col]
              for col, name in zip(cols, columns, strict=True)]  # fmt: skip
     widths = [
         max([len(_clip(n, max_width)), *map(len, c)]) for n, c in zip(columns, cells, strict=True)
@@ -109,7 +131,7 @@ def frame_text(frame: pd.DataFrame, *, max_rows: int = 10, max_width: int = 40) 
                          for t, w, num in zip(texts, widths, numeric, strict=True)).rstrip()  # fmt: skip
 
     rows = [line([_clip(n, max_width) for n in columns])]
-    rows += [line([c[r] for c in cells]) for r in range(len(head))]
+    rows += [line([c[r] for c in cells]) for r in range(shown)]
     return "\n".join(rows)
 
 

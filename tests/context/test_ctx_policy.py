@@ -503,3 +503,26 @@ async def test_describe_database_and_the_prompt_mark_protected_columns(shop) -> 
     body = content_text(result.content)
     assert "[protected: values masked]" in body and "[protected: values dropped]" in body
     assert "customers.email (mask), customers.phone (drop)" in model.calls[0].system_prompt
+
+
+async def test_d7_numbers_under_the_policy_are_the_card_s_exact_strings(shop) -> None:
+    """With a data policy the model's preview is written by the policy; its numbers are still
+    the strings of the user's card: a numeric keeps its scale (``120.50``)."""
+    import re
+
+    from pi_notebook.notebook.format import frame_html
+
+    engine, url = shop
+    sql = ("SELECT o.total, c.email FROM orders o JOIN customers c "
+           "ON c.customer_id = o.customer_id ORDER BY o.order_id")  # fmt: skip
+    model = ScriptedModel([tool_call("query_database", {"sql": sql}, id="q"), text("done")])
+    session = await run(url, model, "go")
+    [result] = [m for m in session.messages if m.role == "toolResult"]
+    lines = content_text(result.content).splitlines()
+    model_totals = [line.split(" | ")[0] for line in lines[2:5]]
+    assert [line.split(" | ")[1] for line in lines[2:5]] == ["[masked]"] * 3
+    card = frame_html(result.details["dataframe"])
+    card_totals = re.findall(r"<td class='pi-num'[^>]*>([^<]*)</td>", card)
+    assert model_totals == card_totals
+    exact = ["120.5", "30", "99.9"] if engine == "sqlite" else ["120.50", "30.00", "99.90"]
+    assert model_totals == exact

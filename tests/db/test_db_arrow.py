@@ -232,3 +232,35 @@ def test_an_arrow_read_keeps_only_the_capped_rows_even_when_counting(
     assert fetched.row_count_exact == count_rows
     one_batch = 100 * (8 + 4 + 8 * 12)  # ids, offsets and text of a 100-row batch
     assert held and held[0] < 5 * one_batch  # three batches (the third sliced), not forty
+
+
+def _cells(out: Any) -> tuple[str, str]:
+    """The model's preview and the card's table of ``out``."""
+    from pi_notebook.notebook.format import frame_html
+
+    return out.preview, frame_html(out.dataframe)
+
+
+@pytest.mark.parametrize("engine", ["postgres", "duckdb"])
+async def test_d7_arrow_read_writes_decimals_exactly_as_the_dbapi_path(
+    engine: str, request: pytest.FixtureRequest, tmp_path: object
+) -> None:
+    """A numeric is a float in the DataFrame on both paths; the preview and the card still
+    write the server's digits and scale (``70,131.10``, ``0.0000001``)."""
+    if engine == "postgres":
+        if not arrow_available("postgresql"):
+            pytest.skip("no pyarrow/ADBC")
+        url = str(request.getfixturevalue("pg_url"))
+        sql = ("SELECT 70131.10::numeric(12, 2) AS price, 0.0000001::numeric AS tiny, "
+               "1234567.89::numeric AS amount, 0.125::float8 AS share")  # fmt: skip
+    else:
+        url = f"duckdb:///{tmp_path}/d.duckdb"
+        sql = ("SELECT 70131.10::DECIMAL(12, 2) AS price, 0.0000001::DECIMAL(18, 7) AS tiny, "
+               "1234567.89::DECIMAL(18, 2) AS amount, 0.125::DOUBLE AS share")  # fmt: skip
+    arrow, dbapi = await _both(url, sql)
+    assert str(arrow.dataframe["price"].dtype) == "float64"  # type: ignore[attr-defined]
+    preview, card = _cells(arrow)
+    assert (preview, card) == _cells(dbapi)
+    assert preview.splitlines()[2] == "70,131.10 | 0.0000001 | 1,234,567.89 | 0.125"
+    for shown in ("70,131.10", "0.0000001", "1,234,567.89", "0.125"):
+        assert f">{shown}</td>" in card

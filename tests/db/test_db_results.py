@@ -107,17 +107,31 @@ def test_d7_preview_budget_holds_for_any_shape() -> None:
         (2024, "year", "2024"),
         (1234567, "customer_id", "1234567"),
         (12300000000.0, "revenue", "12,300,000,000"),
-        (1234.5678, "price", "1,234.57"),
+        (1234.5678, "price", "1,234.5678"),
         (0.370000, "ratio", "0.37"),
-        (3.14159265, "pi", "3.14159"),
-        (0.000123456, "p", "0.0001235"),
+        (3.14159265, "pi", "3.14159265"),
+        (0.000123456, "p", "0.000123456"),
         (2.0, "x", "2"),
         (-45678.9, "delta", "-45,678.9"),
         (float("nan"), "x", "NaN"),
         (1e20, "x", "1e+20"),
         (Decimal("1234.50"), "total", "1,234.50"),
         (Decimal("98765.4321"), "total", "98,765.4321"),
-        (Decimal("0.12345678901"), "rate", "0.1235"),
+        (Decimal("0.12345678901"), "rate", "0.12345678901"),
+        (70131.16, "revenue", "70,131.16"),
+        (0.125, "share", "0.125"),
+        (1e-7, "tiny", "1e-07"),
+        (12345678901234, "big", "12,345,678,901,234"),
+        (12345678901234.0, "big", "12,345,678,901,234"),
+        (9007199254740993, "big", "9,007,199,254,740,993"),
+        (10001.0, "customer_id", "10001"),
+        (2024.0, "n", "2024"),
+        (Decimal("1234567.89"), "amount", "1,234,567.89"),
+        (Decimal("70131.10"), "price", "70,131.10"),
+        (Decimal("1E-7"), "tiny", "0.0000001"),
+        (Decimal("2024"), "n", "2024"),
+        (Decimal("123456789012345678901234.5"), "huge", "123,456,789,012,345,678,901,234.5"),
+        (Decimal("NaN"), "x", "NaN"),
         (None, "x", "NULL"),
         (True, "flag", "true"),
         (b"\x00\x01", "blob", "<2 bytes>"),
@@ -130,7 +144,17 @@ def test_d7_numbers_are_formatted_for_people(value: object, column: str, shown: 
 def test_d7_preview_formats_numbers_in_cells() -> None:
     text = render_preview(["n", "amount"], [(12345678, 1234567.891)], row_count=1,
                           row_count_exact=True, truncated=False, has_rows=True)  # fmt: skip
-    assert text.splitlines()[2] == "12,345,678 | 1,234,568"
+    assert text.splitlines()[2] == "12,345,678 | 1,234,567.891"
+
+
+def test_d7_a_wide_preview_cuts_text_but_never_a_number() -> None:
+    columns = [f"c{i}" for i in range(40)]
+    row = (Decimal("123456789012345678901234.5"), 1234567.891, "x" * 60, *range(37))
+    text = render_preview(columns, [row], row_count=1, row_count_exact=True, truncated=False,
+                          has_rows=True)  # fmt: skip
+    cells = text.splitlines()[2].split(" | ")
+    assert cells[:2] == ["123,456,789,012,345,678,901,234.5", "1,234,567.891"]
+    assert cells[2].endswith("…") and len(cells[2]) < 60
 
 
 @pytest.mark.postgres

@@ -72,6 +72,8 @@ def test_text_and_cards_keep_their_order_in_every_form() -> None:
 
 
 def test_numbers_for_people() -> None:
+    from decimal import Decimal
+
     assert format_value(12_300_000_000.0) == "12,300,000,000"
     assert format_value(1234567) == "1,234,567"
     assert format_value(19.99) == "19.99"
@@ -85,6 +87,15 @@ def test_numbers_for_people() -> None:
     assert ">19.99<" in html and ">5.5<" in html and ">100<" in html  # as the model reads them
     assert ">30,000<" in html and "pi-num" in html
     assert "e+" not in frame_html(pd.DataFrame({"big": [1.23e10, 4.5e12]}))
+    # A DataFrame of floats alone (no rows kept by a backend): each its shortest exact text,
+    # and a number is never cut to the text form's width.
+    exact = pd.DataFrame({"revenue": [70131.16, 0.125, 1e-7, 12345678901234.0, 1 / 3]})
+    assert [c for _, c in _cells(frame_html(exact))] == [
+        "70,131.16", "0.125", "1e-07", "12,345,678,901,234", "0.3333333333333333"]  # fmt: skip
+    long = pd.DataFrame({"n": [Decimal("1" * 45 + ".5")], "t": ["x" * 45]})
+    plain = record_bundle(_state(*_call("c", "SELECT 1", {"dataframe": long, "row_count": 1})),
+                          INFO)["text/plain"]  # fmt: skip
+    assert f"{int('1' * 45):,}.5" in plain and "x" * 45 not in plain
 
 
 def _cells(html: str) -> list[tuple[str, str]]:
@@ -136,6 +147,9 @@ def test_one_formatter_for_the_card_and_the_preview() -> None:
     # NumPy scalars (a DataFrame's cells) are written as Python's.
     assert shared(np.int64(123456), "n") == "123,456" and shared(np.int64(2024), "n") == "2024"
     assert shared(np.float32(0.5), "x") == "0.5" and shared(np.bool_(True), "x") == "true"
+    # A narrower float is its own shortest text, not its float64 widening (0.10000000149...).
+    assert shared(np.float32(0.1), "x") == "0.1" and shared(np.float32(70131.16)) == "70,131.16"
+    assert shared(np.float64(70131.16), "x") == "70,131.16"
 
 
 def test_a_write_says_how_many_rows_it_changed_and_a_text_result_is_shown() -> None:

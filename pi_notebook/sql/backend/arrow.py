@@ -47,6 +47,7 @@ import importlib.util
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import pandas as pd
@@ -117,10 +118,7 @@ def to_frame(table: Any) -> pd.DataFrame | None:
 def _convert(column: Any, pa: Any, pc: Any) -> Any:
     t = column.type
     if isinstance(t, pa.ExtensionType):
-        if (
-            getattr(t, "extension_name", "") == "arrow.opaque"
-            and getattr(t, "type_name", "") == "numeric"
-        ):
+        if _is_pg_numeric(t, pa):
             storage = pa.chunked_array([c.storage for c in column.chunks], type=t.storage_type)
             try:
                 return pc.cast(storage, pa.float64())
@@ -157,10 +155,45 @@ def fetched_from_table(
 ) -> Fetched:
     """The :class:`Fetched` of an Arrow read: ``frame`` (from :func:`to_frame`) holds the
     kept rows of ``table``; ``seen`` rows were read, all of them when ``exact``."""
-    head = list(frame.head(50).astype(object).where(frame.head(50).notna(), None).itertuples(index=False, name=None))  # fmt: skip
     return Fetched(columns=[str(n) for n in table.column_names], row_count=seen,
                    row_count_exact=exact, truncated=seen > len(frame), size_capped=size_capped,
-                   head=head, frame=frame)  # fmt: skip
+                   head=_head(table, frame), frame=frame)  # fmt: skip
+
+
+_HEAD_ROWS = 50
+
+
+def _head(table: Any, frame: pd.DataFrame) -> list[tuple[Any, ...]]:
+    """The first rows as the DBAPI path returns them (what the model's preview and the card
+    are written from): the DataFrame's values (``NULL`` as ``None``), except that a
+    ``numeric`` or ``decimal`` column, a float in the DataFrame, keeps the server's digits and
+    scale as a ``Decimal``."""
+    import pyarrow as pa
+
+    first = frame.head(_HEAD_ROWS)
+    if not first.shape[1]:
+        return [() for _ in range(len(first))]
+    values = first.astype(object).where(first.notna(), None)
+    columns = [values.iloc[:, i].tolist() for i in range(values.shape[1])]
+    for i, column in enumerate(table.columns[: len(columns)]):
+        if pa.types.is_decimal(column.type):
+            columns[i] = column.slice(0, len(first)).to_pylist()
+        elif _is_pg_numeric(column.type, pa):
+            texts = pa.chunked_array(
+                [c.storage for c in column.chunks], type=column.type.storage_type
+            )
+            columns[i] = [
+                None if t is None else Decimal(t) for t in texts.slice(0, len(first)).to_pylist()
+            ]
+    return list(zip(*columns, strict=True))
+
+
+def _is_pg_numeric(arrow_type: Any, pa: Any) -> bool:
+    return (
+        isinstance(arrow_type, pa.ExtensionType)
+        and getattr(arrow_type, "extension_name", "") == "arrow.opaque"
+        and getattr(arrow_type, "type_name", "") == "numeric"
+    )
 
 
 @dataclass

@@ -4,9 +4,10 @@ preview for the model (``content``).
 The preview is built from the first fetched rows, not from the DataFrame (pandas'
 ``to_string`` alone costs more than the whole fixed overhead budget of a query), and keeps to
 its budget in rows, columns and characters however wide the result (D7, issue 15.8). Numbers
-are written for people: thousands separators, a sensible precision, no exponent for
-everyday magnitudes, by the same function the notebook's cards use
-(:func:`pi_notebook.formatting.format_value`).
+are written for people and exactly (thousands separators, every digit the database returned,
+a decimal's own scale, a float's shortest round-trip text), by the same function the
+notebook's cards and records use (:func:`pi_notebook.formatting.format_value`), from the same
+rows (:attr:`QueryOutcome.head`); a number is never cut to fit a cell's width.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from pi_notebook.formatting import format_value
+from pi_notebook.exact_rows import remember
+from pi_notebook.formatting import format_value, is_number
 from pi_notebook.sql.backend.fetch import Fetched
 
 __all__ = [
@@ -59,6 +61,10 @@ class QueryOutcome:
         dialect: the sqlglot dialect the statement was checked with.
         args_hash: canonical hash of the final arguments.
         preview: the text the model sees.
+        head: the first rows (at most 50) as the database returned them (a ``numeric`` as a
+            ``Decimal`` with its scale, where the DataFrame holds a float): the values the
+            model's preview, the notebook's card and its record are written from, so the
+            person and the model read the same text for each cell.
     """
 
     dataframe: pd.DataFrame
@@ -73,6 +79,7 @@ class QueryOutcome:
     args_hash: str
     has_rows: bool = True
     preview: str = field(default="")
+    head: list[tuple[Any, ...]] = field(default_factory=list[tuple[Any, ...]])
 
     def details(self) -> dict[str, Any]:
         """The ``details`` dict of the tool result (for the application, never the model)."""
@@ -94,7 +101,9 @@ def _cell(value: Any, column: str, width: int) -> str:
     text = format_value(value, column)
     if "\n" in text or "|" in text:
         text = text.replace("\n", "\\n").replace("|", "\\|")
-    return text if len(text) <= width else text[: width - 1] + "…"
+    if len(text) <= width or is_number(value):  # a number is never cut: it would be wrong
+        return text
+    return text[: width - 1] + "…"
 
 
 def render_preview(
@@ -192,12 +201,14 @@ def shape(
     """The outcome of one statement (the worker already built the DataFrame and, through
     :func:`render_fetched`, the preview)."""
     frame = fetched.build()
+    remember(frame, fetched.head)  # the card and the record write the cells the model reads
     preview = fetched.preview if fetched.preview is not None else render_fetched(fetched)
     return QueryOutcome(dataframe=frame, columns=fetched.columns, row_count=fetched.row_count,
                         truncated=fetched.truncated, row_count_exact=fetched.row_count_exact,
                         size_capped=fetched.size_capped, duration_ms=round(seconds * 1000, 3),
                         statement_kind=kind, dialect=dialect, args_hash=args_hash,
-                        has_rows=fetched.has_rows, preview=preview)  # fmt: skip
+                        has_rows=fetched.has_rows, preview=preview,
+                        head=fetched.head)  # fmt: skip
 
 
 def _fit(text: str, max_chars: int) -> str:
