@@ -44,7 +44,7 @@ def request(sql: str = "DELETE FROM t WHERE a < 4", *, digest: str = "h" * 64,
 
 
 def ui() -> McpApprovalUI:
-    return McpApprovalUI(explain=lambda sql: ["it writes"], hash_statement=lambda sql: "x" * 64)
+    return McpApprovalUI()
 
 
 def test_the_message_shows_statement_reasons_preview_and_binding() -> None:
