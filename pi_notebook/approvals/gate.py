@@ -144,8 +144,8 @@ async def ask(
     if signal is not None and signal.aborted:
         return GateAnswer(decision="aborted", reason=ABORTED_REASON)
     ui = ctx.ui
-    method = approval_method(ui)
-    via: Literal["request_approval", "confirm"] = "request_approval" if method else "confirm"
+    typed = approval_method(ui) is not None
+    via: Literal["request_approval", "confirm"] = "request_approval" if typed else "confirm"
     started = _clock()
 
     def answer(decision: Decision, reason: str, **more: Any) -> GateAnswer:
@@ -153,9 +153,9 @@ async def ask(
         return GateAnswer(decision=decision, reason=reason, via=via, waited_ms=waited, **more)
 
     try:
-        if method is not None:
-            pending: Any = method(request)
-        else:
+        if typed:
+            pending: Any = ui.request_approval(request)
+        else:  # the one place a confirm-only UI is adapted: True / False read in _validated
             pending = ui.confirm(request.title, message if message is not None
                                  else default_message(request), signal=signal,
                                  timeout=request.timeout_s)  # fmt: skip

@@ -60,13 +60,11 @@ class NotebookUI:
         return NotebookUI(self._get_run, default_timeout=self.default_timeout,
                           tool_call_id=tool_call_id, prompts=self.prompts)  # fmt: skip
 
-    def _show(self, prompt: Prompt, tool_call_id: str | None,
-              reasons: tuple[str, ...] = ()) -> Run | None:  # fmt: skip
+    def _show(self, prompt: Prompt) -> None:
         self.prompts.append(prompt)
         run = self._get_run()
         if run is not None:
-            run.attach_prompt(prompt, tool_call_id, reasons=reasons)
-        return run
+            run.attach_prompt(prompt, self.tool_call_id)
 
     def _timeout(self, timeout: float | None) -> float:
         return self.default_timeout if timeout is None else timeout
@@ -76,7 +74,7 @@ class NotebookUI:
         """Ask Approve / Reject on this call's card; False unless approved in time."""
         prompt = ApprovalPrompt(title=title, sql=message, reason="",
                                 timeout=self._timeout(timeout), tool_call_id=self.tool_call_id)  # fmt: skip
-        self._show(prompt, self.tool_call_id)
+        self._show(prompt)
         return await prompt.wait(signal) == "approved"
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalOutcome:
@@ -88,22 +86,27 @@ class NotebookUI:
         """
         timeout = request.timeout_s if request.timeout_s is not None else self.default_timeout
         prompt = ApprovalPrompt.for_request(request, timeout=timeout)
-        run = self._show(prompt, request.tool_call_id, tuple(request.reasons))
-        await prompt.wait(run.session.signal if run is not None else None)
+        self.prompts.append(prompt)
+        run = self._get_run()
+        signal = None
+        if run is not None:  # on the card the request names
+            run.attach_prompt(prompt, request.tool_call_id, reasons=tuple(request.reasons))
+            signal = run.session.signal
+        await prompt.wait(signal)
         return prompt.outcome()
 
     async def select(self, title: str, options: Sequence[str], *,
                      signal: AbortSignal | None = None, timeout: float | None = None) -> str | None:  # fmt: skip
         """Let the user pick one option; None if cancelled, expired or aborted."""
         prompt = ChoicePrompt(title=title, options=options, timeout=self._timeout(timeout))
-        self._show(prompt, self.tool_call_id)
+        self._show(prompt)
         return prompt.value if await prompt.wait(signal) == "answered" else None
 
     async def input(self, title: str, placeholder: str = "", *,
                     signal: AbortSignal | None = None, timeout: float | None = None) -> str | None:  # fmt: skip
         """Let the user type a line; None if cancelled, expired or aborted."""
         prompt = TextPrompt(title=title, placeholder=placeholder, timeout=self._timeout(timeout))
-        self._show(prompt, self.tool_call_id)
+        self._show(prompt)
         return prompt.value if await prompt.wait(signal) == "answered" else None
 
     def notify(self, message: str, level: str = "info") -> None:
