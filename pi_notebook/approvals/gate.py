@@ -1,8 +1,11 @@
 """The one approval gate: ask a person about one call and get an exact decision.
 
-:func:`ask` puts an :class:`~pi_notebook.approvals.ApprovalRequest` to the call's UI: through
-``ui.request_approval(request)`` when the UI defines it as an ``async def`` method, else through
-the chapter's ``ui.confirm(title, message, signal=, timeout=)``. The decision is exact:
+:func:`ask` is the only way a gate asks. It puts an
+:class:`~pi_notebook.approvals.ApprovalRequest` to the call's UI (``ctx.ui``, bound to the
+call): through ``ui.request_approval(request)`` when the UI defines it as an ``async def``
+method, else -- and only here -- through the chapter's
+``ui.confirm(title, message, signal=, timeout=)``, whose ``True`` / ``False`` is read as
+``approved`` / ``rejected``. The decision is exact:
 
 - ``approved`` / ``rejected``: what the person answered, whenever they answered it;
 - ``expired``: the gate's own deadline (``request.timeout_s``) passed with no answer (the UI
@@ -23,23 +26,21 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, Literal, Protocol, cast
 
 from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.approvals.hashing import canonical_json
-from pi_notebook.approvals.protocol import ApprovalOutcome, ApprovalRequest, Grant
+from pi_notebook.approvals.protocol import ApprovalOutcome, ApprovalRequest, Decision, Grant
 
 __all__ = [
     "NO_UI_REASON",
     "REJECTED_REASON",
+    "AskContext",
     "GateAnswer",
-    "GateDecision",
     "approval_method",
     "ask",
     "expired_reason",
 ]
-
-GateDecision: TypeAlias = Literal["approved", "rejected", "expired", "aborted", "no_ui"]
 
 REJECTED_REASON = "Rejected by user."
 NO_UI_REASON = "This call requires interactive approval."
@@ -54,12 +55,24 @@ def expired_reason(timeout_s: float | None) -> str:
     return f"Not approved: no decision within {timeout_s:g} s (the request expired)."
 
 
+class AskContext(Protocol):
+    """What :func:`ask` needs of the call's context (an ``ExtensionContext`` has it)."""
+
+    @property
+    def has_ui(self) -> bool: ...
+    @property
+    def ui(self) -> Any: ...
+    @property
+    def signal(self) -> AbortSignal | None: ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class GateAnswer:
     """What :func:`ask` found out.
 
     Attributes:
-        decision: see the module docstring.
+        decision: ``approved``, ``rejected``, ``expired``, ``aborted`` or ``no_ui`` (see the
+            module docstring).
         reason: the block reason for the model ("" when approved).
         outcome: the person's valid answer (``approved`` or ``rejected``), else ``None``.
         via: how the person was asked.
@@ -67,7 +80,7 @@ class GateAnswer:
         problem: why the UI's answer was not accepted, when it raised or was malformed.
     """
 
-    decision: GateDecision
+    decision: Decision
     reason: str
     outcome: ApprovalOutcome | None = None
     via: Literal["request_approval", "confirm", "none"] = "none"
@@ -107,7 +120,7 @@ def default_message(request: ApprovalRequest) -> str:
 
 async def ask(
     request: ApprovalRequest,
-    ctx: Any,
+    ctx: AskContext,
     *,
     signal: AbortSignal | None = None,
     message: str | None = None,
@@ -118,29 +131,31 @@ async def ask(
 
     Args:
         request: the question; ``request.timeout_s`` is the gate's deadline.
-        ctx: the call's extension context (``has_ui``, ``ui``, ``signal``).
+        ctx: the call's extension context (``has_ui``, ``ui``, ``signal``); its ``ui`` is bound
+            to the call, so a confirm-only UI's prompt lands on that call too.
         signal: the run's abort signal (default ``ctx.signal``).
-        message: the ``confirm`` message for a confirm-only UI (default: reasons and args).
+        message: the ``confirm`` message for a confirm-only UI (default: reasons and args;
+            the database gate gives the statement, as in the chapter).
         no_ui_reason: the block reason when the session has no UI.
     """
-    signal = signal if signal is not None else getattr(ctx, "signal", None)
-    if not getattr(ctx, "has_ui", False):
+    signal = signal if signal is not None else ctx.signal
+    if not ctx.has_ui:
         return GateAnswer(decision="no_ui", reason=no_ui_reason)
     if signal is not None and signal.aborted:
         return GateAnswer(decision="aborted", reason=ABORTED_REASON)
     ui = ctx.ui
-    method = approval_method(ui)
-    via: Literal["request_approval", "confirm"] = "request_approval" if method else "confirm"
+    typed = approval_method(ui) is not None
+    via: Literal["request_approval", "confirm"] = "request_approval" if typed else "confirm"
     started = _clock()
 
-    def answer(decision: GateDecision, reason: str, **more: Any) -> GateAnswer:
+    def answer(decision: Decision, reason: str, **more: Any) -> GateAnswer:
         waited = round((_clock() - started) * 1000, 3)
         return GateAnswer(decision=decision, reason=reason, via=via, waited_ms=waited, **more)
 
     try:
-        if method is not None:
-            pending: Any = method(request)
-        else:
+        if typed:
+            pending: Any = ui.request_approval(request)
+        else:  # the one place a confirm-only UI is adapted: True / False read in _validated
             pending = ui.confirm(request.title, message if message is not None
                                  else default_message(request), signal=signal,
                                  timeout=request.timeout_s)  # fmt: skip

@@ -12,23 +12,49 @@ capability the backend consumes, or storing the decision.
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    Protocol,
+    TypeAlias,
+    TypeGuard,
+    get_args,
+    runtime_checkable,
+)
 
 if TYPE_CHECKING:
     import pandas as pd  # pyright: ignore[reportMissingTypeStubs]
 
 __all__ = [
+    "DECISIONS",
     "ApprovalOutcome",
     "ApprovalRequest",
     "ApprovalUI",
     "Decision",
     "Grant",
     "WritePreview",
+    "is_decision",
 ]
 
-Decision: TypeAlias = Literal["approved", "rejected", "expired", "aborted"]
-"""A UI answers ``approved`` or ``rejected``; the gate itself stores ``expired`` (no answer
-before the deadline) and ``aborted`` (the run stopped while asking)."""
+Decision: TypeAlias = Literal[
+    "approved", "rejected", "expired", "aborted", "no_ui", "refused", "granted"
+]
+"""The one decision about a call, as the gate answers it, the audit stores it and the UIs show it.
+
+A person answers ``approved`` or ``rejected`` (the only answers a UI's
+:class:`ApprovalOutcome` may carry that count); the gate itself decides ``expired`` (no answer
+before the deadline), ``aborted`` (the run stopped while asking) and ``no_ui`` (nobody to
+ask); ``refused`` means the person approved but what they approved may not run (an edit that
+is refused, a grant that may not be created); ``granted`` means the call ran inside a scoped
+grant without asking (audit kind ``grant_use``)."""
+DECISIONS: tuple[Decision, ...] = get_args(Decision)
+"""Every :data:`Decision`, in the order above."""
+
+
+def is_decision(value: object) -> TypeGuard[Decision]:
+    """Whether ``value`` is one of the :data:`DECISIONS` (say, read back from the audit)."""
+    return value in DECISIONS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,7 +142,8 @@ class ApprovalOutcome:
     """A person's answer to an :class:`ApprovalRequest`.
 
     Attributes:
-        decision: ``approved`` or ``rejected`` (see :data:`Decision`).
+        decision: ``approved`` or ``rejected`` (see :data:`Decision`; a UI may say why it has
+            no answer with ``expired`` or ``aborted``, which the gate counts as no approval).
         edited_args: arguments that replace the request's; they are checked and hashed again
             and the approval binds to them.
         grant: a scope of later calls that run without asking (instead of one approval).

@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, cast, get_args
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from pi_notebook.approvals.protocol import Decision, is_decision
 
 if TYPE_CHECKING:
     import pandas as pd  # pyright: ignore[reportMissingTypeStubs]
@@ -23,21 +25,12 @@ if TYPE_CHECKING:
 __all__ = [
     "APPROVAL_COLUMNS",
     "APPROVAL_KINDS",
-    "ApprovalDecision",
     "ApprovalEntry",
     "ApprovalRecord",
     "AuditApprovals",
     "approvals_dataframe",
 ]
 
-ApprovalDecision: TypeAlias = Literal[
-    "approved", "rejected", "expired", "no_ui", "aborted", "refused", "granted"
-]
-"""``approved`` / ``rejected`` (the person), ``expired`` (the gate's deadline), ``no_ui``,
-``aborted`` (the run stopped while asking), ``refused`` (the person approved, but what they
-approved may not run: an edit that is refused, a grant that may not be created), ``granted``
-(ran inside a scoped grant without asking; kind ``grant_use``)."""
-DECISIONS: tuple[str, ...] = get_args(ApprovalDecision)
 APPROVAL_KINDS = ("approval", "grant_use")
 """Audit record kinds that hold a decision."""
 
@@ -47,7 +40,7 @@ class ApprovalEntry:
     """The payload of one ``approval`` (or ``grant_use``) audit record.
 
     Attributes:
-        decision: see :data:`ApprovalDecision`.
+        decision: see :data:`~pi_notebook.approvals.Decision`.
         args_hash: the hash the approval binds to (of the edited arguments, after an edit).
         args: the arguments approved, as shown (for SQL tools, ``{"sql": ...}``).
         reasons: why the call needed approval.
@@ -64,7 +57,7 @@ class ApprovalEntry:
         grant: the grant created by this decision, or used by this call.
     """
 
-    decision: ApprovalDecision
+    decision: Decision
     args_hash: str
     args: Mapping[str, Any]
     reasons: Sequence[str] = ()
@@ -81,7 +74,7 @@ class ApprovalEntry:
     grant: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        if self.decision not in DECISIONS:
+        if not is_decision(self.decision):
             raise ValueError(f"unknown approval decision {self.decision!r}")
 
     def payload(self) -> dict[str, Any]:
@@ -105,7 +98,7 @@ class ApprovalRecord:
     tool_call_id: str
     tool_name: str
     args_hash: str
-    decision: str
+    decision: Decision | None
     policy_version: str | None
     sql: str | None
     user: str | None = None
@@ -185,7 +178,9 @@ def approval_records(
                 tool_call_id=str(row.get("tool_call_id")),
                 tool_name=str(row.get("tool_name")),
                 args_hash=str(payload.get("args_hash", "")),
-                decision=str(payload.get("decision", "granted" if kind == "grant_use" else "")),
+                decision=_decision(
+                    payload.get("decision", "granted" if kind == "grant_use" else None)
+                ),
                 policy_version=_opt(row.get("policy_version")),
                 sql=_opt(cast(dict[str, Any], args).get("sql")) if isinstance(args, dict) else None,
                 user=_opt(payload.get("user", row.get("user"))),
@@ -206,6 +201,11 @@ def approval_records(
         )
     out.sort(key=lambda r: r.timestamp)  # the audit orders by session; decisions read by time
     return out
+
+
+def _decision(value: Any) -> Decision | None:
+    """The decision stored, or ``None`` for a record that holds none we know."""
+    return value if is_decision(value) else None
 
 
 def _datetime(value: Any) -> datetime:

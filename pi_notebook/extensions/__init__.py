@@ -22,7 +22,7 @@ from .events import (
 from .loader import ENTRY_POINT_GROUP, Diagnostic, entry_point_extensions, labelled_extension
 from .runner import ExtensionRunner, RuntimeNotInitializedError
 from .types import RegisteredTool, SourceInfo, ToolDefinition, ToolInfo, define_tool
-from .ui import NoUI, UIContext
+from .ui import CallBoundUI, NoUI, UIContext, bound_to_call
 from .wrapper import wrap_registered_tool, wrap_tool_definition
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "BeforeAgentStartEventResult",
     "BeforeProviderRequestEvent",
     "BeforeProviderRequestEventResult",
+    "CallBoundUI",
     "ContextEvent",
     "ContextEventResult",
     "Diagnostic",
@@ -54,6 +55,7 @@ __all__ = [
     "ToolResultEvent",
     "ToolResultEventResult",
     "UIContext",
+    "bound_to_call",
     "define_tool",
     "entry_point_extensions",
     "labelled_extension",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..ai.abort import AbortSignal
 from ..ai.messages import Message
 from ..ai.model import Model
-from .ui import NoUI, UIContext
+from .ui import NoUI, UIContext, bound_to_call
 
 if TYPE_CHECKING:
     from ..audit import AuditLog
@@ -67,27 +67,36 @@ class SessionReadView:
 
 
 class ExtensionContext:
-    """Per-call context: ``has_ui``, ``ui``, ``cwd``, ``model``, ``signal``, ``audit``,
-    ``session`` (read view), ``abort()``, ``is_idle()``, ``get_system_prompt()``.
+    """Per-call context: ``tool_call_id``, ``has_ui``, ``ui``, ``cwd``, ``model``, ``signal``,
+    ``audit``, ``session`` (read view), ``abort()``, ``is_idle()``, ``get_system_prompt()``.
 
     ``signal`` is taken when the context is created, so a handler sees the signal of the
-    run it was called in even if it keeps ``ctx`` around. The rest are the session's own,
-    fixed for its life, and read from it on use (a context is made for every handler and
-    call, and most read none of them).
+    run it was called in even if it keeps ``ctx`` around. ``tool_call_id`` is the call the
+    context serves (its ``tool_call`` and ``tool_result`` handlers, its ``execute``, its
+    approval), ``None`` for a handler of an event that belongs to no call; ``ui`` is bound to
+    that call. The rest are the session's own, fixed for its life, and read from it on use (a
+    context is made for every handler and call, and most read none of them).
     """
 
-    __slots__ = ("_host", "extension_path", "signal")
+    __slots__ = ("_host", "_ui", "extension_path", "signal", "tool_call_id")
 
-    def __init__(self, host: SessionHost, *, extension_path: str | None = None) -> None:
+    def __init__(self, host: SessionHost, *, extension_path: str | None = None,
+                 tool_call_id: str | None = None) -> None:  # fmt: skip
         self._host = host
         self.extension_path = extension_path
+        self.tool_call_id = tool_call_id
         self.signal: AbortSignal | None = host.signal
+        self._ui: Any = None
 
     @property
     def ui(self) -> Any:
-        """The session's UI, or one that refuses every dialog when it has none."""
-        ui = self._host.ui
-        return ui if ui is not None else _NO_UI
+        """The session's UI bound to this context's call (see
+        :func:`~pi_notebook.extensions.ui.bound_to_call`), or one that refuses every dialog
+        when the session has none."""
+        if self._ui is None:
+            ui = self._host.ui
+            self._ui = _NO_UI if ui is None else bound_to_call(ui, self.tool_call_id)
+        return self._ui
 
     @property
     def has_ui(self) -> bool:

@@ -87,12 +87,14 @@ class ExtensionRunner:
         if self._on_registered is not None:
             self._on_registered()
 
-    def create_context(self, extension_path: str | None = None) -> ExtensionContext:
-        """A fresh ``ctx`` for one call or one handler (C31)."""
+    def create_context(self, extension_path: str | None = None, *,
+                       tool_call_id: str | None = None) -> ExtensionContext:  # fmt: skip
+        """A fresh ``ctx`` for one call or one handler (C31), serving the call
+        ``tool_call_id`` when it is given (its ``ui`` is bound to that call)."""
         host = self._host
         if host is None:
             raise RuntimeNotInitializedError("create_context")
-        return ExtensionContext(host, extension_path=extension_path)
+        return ExtensionContext(host, extension_path=extension_path, tool_call_id=tool_call_id)
 
     def on_error(self, listener: ErrorListener) -> Callable[[], None]:
         """Host-level error listener (the session's); extensions use ``pi.on_error``."""
@@ -133,11 +135,12 @@ class ExtensionRunner:
     async def emit(self, event: Any) -> None:
         """Dispatch an ordinary event; raising handlers are reported, not propagated."""
         event_type: str = event.type
+        call_id: str | None = getattr(event, "tool_call_id", None)  # a tool_execution_* event
         for extension in self.extensions:
             handlers = extension.handlers.get(event_type)
             if not handlers:
                 continue
-            ctx = self.create_context(extension.path)  # one per extension and event
+            ctx = self.create_context(extension.path, tool_call_id=call_id)  # one per extension
             for handler in handlers:
                 try:
                     returned = handler(event, ctx)
@@ -172,7 +175,7 @@ class ExtensionRunner:
             handlers = extension.handlers.get("tool_call")
             if not handlers:
                 continue
-            ctx = self.create_context(extension.path)  # one per extension and event
+            ctx = self.create_context(extension.path, tool_call_id=event.tool_call_id)
             for handler in handlers:
                 raw = await maybe_await(handler(event, ctx))
                 decision = _tool_call_decision(raw, extension.path, event.tool_name)
@@ -187,7 +190,7 @@ class ExtensionRunner:
             handlers = extension.handlers.get("tool_result")
             if not handlers:
                 continue
-            ctx = self.create_context(extension.path)  # one per extension and event
+            ctx = self.create_context(extension.path, tool_call_id=event.tool_call_id)
             for handler in handlers:
                 try:
                     raw = await maybe_await(handler(event, ctx))

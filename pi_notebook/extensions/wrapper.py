@@ -1,6 +1,7 @@
 """The wrapper: a registered definition becomes an ``AgentTool`` (S4).
 
-It injects a fresh ``ctx`` as the fifth ``execute`` argument and reports tools that
+It injects a fresh ``ctx`` for the call (``create_context(tool_call_id)``: its ``ui`` is bound to
+the call) as the fifth ``execute`` argument and reports tools that
 ``execute`` added to the active set. Tool-call and tool-result interception are not
 here: they are the hooks the session installs into the agent core (S5). The one check
 that is here is the last one before ``execute``: ``before_execute`` (the session's approval
@@ -20,22 +21,26 @@ from ..ai.abort import AbortSignal
 from .context import ExtensionContext
 from .types import RegisteredTool, ToolDefinition
 
-__all__ = ["BeforeExecute", "wrap_registered_tool", "wrap_tool_definition"]
+__all__ = ["BeforeExecute", "ContextFactory", "wrap_registered_tool", "wrap_tool_definition"]
 
+ContextFactory = Callable[[str], ExtensionContext]
+"""``create_context(tool_call_id)``: a fresh ``ctx`` serving that call."""
 BeforeExecute = Callable[[str, ToolDefinition[Any], BaseModel], Awaitable[None]]
 """``before_execute(tool_call_id, definition, params)``: runs right before ``execute`` with the
 final arguments; raising refuses the call (the message becomes its error result)."""
 
 
 def wrap_tool_definition(
-    definition: ToolDefinition[Any], create_context: Callable[[], ExtensionContext]
+    definition: ToolDefinition[Any], create_context: ContextFactory
 ) -> AgentTool[Any]:
-    """The generic wrapper: ``execute`` gets ``create_context()`` at call time."""
+    """The generic wrapper: ``execute`` gets ``create_context(tool_call_id)`` at call time."""
 
     async def execute(
         tool_call_id: str, params: BaseModel, signal: AbortSignal, on_update: ToolUpdateCallback
     ) -> ToolResult:
-        return await definition.execute(tool_call_id, params, signal, on_update, create_context())
+        return await definition.execute(
+            tool_call_id, params, signal, on_update, create_context(tool_call_id)
+        )
 
     return AgentTool(
         name=definition.name,
@@ -50,7 +55,7 @@ def wrap_tool_definition(
 
 def wrap_registered_tool(
     registered: RegisteredTool,
-    create_context: Callable[[], ExtensionContext],
+    create_context: ContextFactory,
     active_tool_names: Callable[[], list[str]],
     before_execute: BeforeExecute | None = None,
 ) -> AgentTool[Any]:
@@ -68,7 +73,9 @@ def wrap_registered_tool(
             await before_execute(tool_call_id, definition, params)
         before = active_tool_names()
         # ``definition.execute`` directly: one coroutine fewer per call than ``tool.execute``.
-        result = await definition.execute(tool_call_id, params, signal, on_update, create_context())
+        result = await definition.execute(
+            tool_call_id, params, signal, on_update, create_context(tool_call_id)
+        )
         after = active_tool_names()
         if after == before:  # the usual case: execute changed nothing
             return result

@@ -1,8 +1,9 @@
 """Asking an MCP client's user to approve a call: the UI object the MCP server's session uses.
 
-The gate (a ``tool_call`` handler) asks ``ui.request_approval(request)`` (or, from older gates,
-``ui.confirm(title, sql)``). :class:`McpApprovalUI` answers for the MCP request being served,
-which :func:`serving` makes current:
+Every gate asks ``ui.request_approval(request)`` (through :func:`pi_notebook.approvals.ask`);
+an extension's own yes/no question comes as ``ui.confirm(title, message)`` and is put to the
+client as it is asked. :class:`McpApprovalUI` answers for the MCP request being served, which
+:func:`serving` makes current:
 
 * ``elicit`` (protocol revisions up to 2025-11-25, what desktop clients negotiate today): the
   question goes to the client as an ``elicitation/create`` request in the middle of the call,
@@ -34,15 +35,17 @@ from collections.abc import Awaitable, Callable, Generator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from mcp.types import ElicitResult
 
 from pi_notebook.ai.abort import AbortSignal
-from pi_notebook.approvals import ApprovalOutcome, ApprovalRequest, WritePreview
+from pi_notebook.approvals import ApprovalOutcome, ApprovalRequest, Decision, WritePreview
+from pi_notebook.approvals.hashing import args_hash
 
 __all__ = [
     "APPROVAL_SCHEMA",
+    "Leg",
     "McpApprovalUI",
     "PendingApprovals",
     "PriorAnswer",
@@ -56,6 +59,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Mode = Literal["elicit", "input_required", "unavailable"]
+Leg: TypeAlias = Decision | Literal["asked", "failed"]
+"""What one question of a request came to: a decision (``approved``, ``rejected``,
+``refused``), ``asked`` (deferred to the client's retry) or ``failed`` (the question failed)."""
 
 APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -76,10 +82,11 @@ _SAMPLE_ROWS = 5
 
 @dataclass(frozen=True, kw_only=True)
 class Question:
-    """What one approval asks: the statement (or arguments) shown, bound to ``args_hash``."""
+    """What one approval asks: the statement (or arguments, or message) shown, bound to
+    ``args_hash``; ``tool_name`` is ``None`` for an extension's own ``confirm``."""
 
     title: str
-    tool_name: str
+    tool_name: str | None
     statement: str
     args_hash: str
     reasons: tuple[str, ...] = ()
@@ -112,6 +119,7 @@ class RequestApproval:
         answer: an earlier round's answer (``input_required`` mode).
         asked: the question deferred to the client's retry (``input_required`` mode).
         refused: a question was refused because the client cannot be asked.
+        decisions: what each question of the request came to, in order.
     """
 
     client: str
@@ -120,7 +128,7 @@ class RequestApproval:
     answer: PriorAnswer | None = None
     asked: Question | None = None
     refused: bool = False
-    decisions: list[str] = field(default_factory=list[str])
+    decisions: list[Leg] = field(default_factory=list[Leg])
 
 
 _current: ContextVar[RequestApproval | None] = ContextVar("pi_notebook_mcp_request", default=None)
@@ -153,8 +161,9 @@ def _table(sample: Any) -> str:
 
 def approval_message(question: Question, client: str) -> str:
     """The text a client shows: who asks, the exact statement, why, the preview, the binding."""
+    what = f"this {question.tool_name} call" if question.tool_name else "this call"
     lines = [
-        f"{question.title}: {client} asks to run this {question.tool_name} call.",
+        f"{question.title}: {client} asks to run {what}.",
         "",
         *(f"    {line}" for line in question.statement.splitlines() or [""]),
         "",
@@ -236,21 +245,7 @@ class PendingApprovals:
 
 
 class McpApprovalUI:
-    """The UI of the MCP server's session: every question goes to the current MCP client.
-
-    Args:
-        explain: the reasons a statement needs approval (for gates that only ``confirm``).
-        hash_statement: the approval hash of a statement (for gates that only ``confirm``).
-    """
-
-    def __init__(
-        self,
-        *,
-        explain: Callable[[str], Sequence[str]],
-        hash_statement: Callable[[str], str],
-    ) -> None:
-        self._explain = explain
-        self._hash = hash_statement
+    """The UI of the MCP server's session: every question goes to the current MCP client."""
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalOutcome:
         """Ask the current client about ``request`` (see the module docstring)."""
@@ -278,13 +273,13 @@ class McpApprovalUI:
         signal: AbortSignal | None = None,
         timeout: float | None = None,
     ) -> bool:
-        """The ``confirm`` of gates that show the statement itself as ``message``."""
+        """An extension's own question: ``message`` is shown as it is, and a retry's answer
+        (``input_required``) binds to this title and message."""
         question = Question(
             title=title,
-            tool_name="query_database",
+            tool_name=None,
             statement=message,
-            args_hash=self._hash(message),
-            reasons=tuple(self._explain(message)),
+            args_hash=args_hash({"title": title, "message": message}),
         )
         return await self._decide(question, timeout)
 

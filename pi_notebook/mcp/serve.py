@@ -65,7 +65,6 @@ from pi_notebook.mcp.scopes import READ_SCOPE, SCOPES, scope_gate
 from pi_notebook.mcp.server import SERVED_TOOLS, GovernedToolServer
 from pi_notebook.secrets import safe_url
 from pi_notebook.session import AgentSession, create_agent_session
-from pi_notebook.sql.backend import query_args_hash
 
 __all__ = ["TOKEN_ENV", "ServeOptions", "StaticTokenVerifier", "main", "serve", "served_session"]
 
@@ -183,10 +182,7 @@ async def served_session(
     def dialect() -> str:
         return database.backend.dialect if database.backend is not None else "sqlite"
 
-    ui = McpApprovalUI(
-        explain=lambda sql: [database.explain_approval(sql)],
-        hash_statement=lambda sql: query_args_hash(sql, dialect()),
-    )
+    ui = McpApprovalUI()
     session = create_agent_session(
         model=_NoModel(),
         # The scope gate decides first: a token without db:write is never asked about a write.

@@ -14,16 +14,32 @@ import html
 import json
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, Literal, TypeAlias
 
 import ipywidgets as widgets
 
 from ..ai.abort import AbortSignal
+from ..approvals.protocol import ApprovalOutcome, ApprovalRequest, Decision, Grant, WritePreview
 from .format import format_count, frame_html
 
-__all__ = ["ApprovalPrompt", "ChoicePrompt", "GrantForm", "Prompt", "TextPrompt", "preview_html"]
+__all__ = [
+    "ApprovalPrompt",
+    "ChoicePrompt",
+    "GrantForm",
+    "Prompt",
+    "PromptAnswer",
+    "TextPrompt",
+    "preview_html",
+]
 
-_DECIDED_TEXT = {
+PromptAnswer: TypeAlias = Decision | Literal["answered", "cancelled"]
+"""How a prompt was answered: an approval prompt with a :data:`~pi_notebook.approvals.Decision`
+(``approved``, ``granted`` when the person granted a scope, ``rejected``, ``expired``,
+``aborted``), a choice or text prompt ``answered`` or ``cancelled`` (or ``expired``,
+``aborted``)."""
+
+_DECIDED_TEXT: dict[PromptAnswer, str] = {
     "approved": "✔ Approved",
     "granted": "✔ Granted: statements inside the scope run without asking",
     "rejected": "✘ Rejected",
@@ -44,12 +60,12 @@ class Prompt(widgets.VBox):
         self.title = title
         self.timeout = timeout
         self.self_expire = self_expire
-        self.decision: str | None = None
+        self.decision: PromptAnswer | None = None
         self.value: Any = None
         self.decided_at: float | None = None
         self.requested_at = time.time()
         self._controls = [*controls, *also_disable]
-        self._future: asyncio.Future[str] | None = None
+        self._future: asyncio.Future[PromptAnswer] | None = None
         self._listeners: list[Callable[[Prompt], None]] = []
         self.countdown = widgets.HTML(self._countdown_text(timeout))
         heading = widgets.HTML(f"<b>{html.escape(title)}</b>")
@@ -85,7 +101,7 @@ class Prompt(widgets.VBox):
         else:
             self._listeners.append(listener)
 
-    def _decide(self, decision: str, value: Any = None) -> bool:
+    def _decide(self, decision: PromptAnswer, value: Any = None) -> bool:
         if self.decision is not None:
             return False  # the first answer wins; a late click or timeout changes nothing
         self.decision, self.value, self.decided_at = decision, value, time.time()
@@ -120,7 +136,7 @@ class Prompt(widgets.VBox):
             self.countdown.value = self._countdown_text(remaining)
             await asyncio.sleep(min(1.0, remaining))
 
-    async def wait(self, signal: AbortSignal | None = None) -> str:
+    async def wait(self, signal: AbortSignal | None = None) -> PromptAnswer:
         """Wait for the answer; returns the decision string.
 
         An aborted ``signal`` answers ``aborted``; the deadline answers ``expired``; being
@@ -163,14 +179,16 @@ class ApprovalPrompt(Prompt):
 
     Args:
         title: what is asked, e.g. "Database write".
-        sql: the statement (or the arguments as JSON), shown as code.
-        reason: why it needs approval.
+        sql: the statement (or the arguments as JSON, or a ``confirm`` message), shown as code.
+        reason: why it needs approval (``""``: the prompt gives no reasons line).
         timeout: seconds until the prompt expires (``None``: never).
         tool_call_id: the call this approval is for.
+        request: the request shown (``None`` for a ``confirm``).
     """
 
     def __init__(self, *, title: str, sql: str, reason: str, timeout: float | None,
-                 tool_call_id: str | None = None, request: Any = None) -> None:  # fmt: skip
+                 tool_call_id: str | None = None,
+                 request: ApprovalRequest | None = None) -> None:  # fmt: skip
         self.sql = sql
         self.reason = reason
         self.tool_call_id = tool_call_id
@@ -180,13 +198,8 @@ class ApprovalPrompt(Prompt):
         self.editor: widgets.Textarea | None = None
         self.grant_form: GrantForm | None = None
         self._edited: str | None = None
-        self._grant: Any = None
-        args = getattr(request, "args", None)
-        if (
-            getattr(request, "editable", False)
-            and isinstance(args, dict)
-            and isinstance(args.get("sql"), str)
-        ):
+        self._grant: Grant | None = None
+        if request is not None and request.editable and isinstance(request.args.get("sql"), str):
             self.editor = widgets.Textarea(value=sql, rows=min(12, sql.count("\n") + 2),
                                            layout=widgets.Layout(width="100%"))  # fmt: skip
             self.editor.add_class("pi-sql-editor")
@@ -196,13 +209,15 @@ class ApprovalPrompt(Prompt):
                 self.editor])  # fmt: skip
         else:
             statement = widgets.HTML(f"<pre class='pi-sql'>{html.escape(sql)}</pre>")
-        body: list[widgets.Widget] = [statement,
-                                      widgets.HTML(f"<div class='pi-reasons'>Needs approval because: {html.escape(reason)}</div>")]  # fmt: skip
-        preview = getattr(request, "preview", None)
+        body: list[widgets.Widget] = [statement]
+        if reason:
+            body.append(widgets.HTML(f"<div class='pi-reasons'>Needs approval because: "
+                                     f"{html.escape(reason)}</div>"))  # fmt: skip
+        preview = request.preview if request is not None else None
         if preview is not None:
             body.append(widgets.HTML(preview_html(preview)))
         disable: list[widgets.DOMWidget] = []
-        scope = getattr(request, "grant_scope", None)
+        scope = request.grant_scope if request is not None else None
         if scope is not None:
             self.grant_form = GrantForm(scope, on_grant=self.grant)
             disable.extend(self.grant_form.controls)
@@ -215,12 +230,11 @@ class ApprovalPrompt(Prompt):
         self.add_class("pi-approval")
 
     @classmethod
-    def for_request(cls, request: Any, *, timeout: float | None) -> ApprovalPrompt:
+    def for_request(cls, request: ApprovalRequest, *, timeout: float | None) -> ApprovalPrompt:
         """The prompt for an ``ApprovalRequest``: its SQL (or arguments), reasons, preview."""
-        args = request.args if isinstance(request.args, dict) else {}
-        sql = args.get("sql")
+        sql = request.args.get("sql")
         if not isinstance(sql, str):
-            sql = json.dumps(args, indent=2, default=str, ensure_ascii=False)
+            sql = json.dumps(request.args, indent=2, default=str, ensure_ascii=False)
         reason = "; ".join(request.reasons) or f"{request.tool_name} needs your approval"
         return cls(title=request.title, sql=sql, reason=reason, timeout=timeout,
                    tool_call_id=request.tool_call_id, request=request)  # fmt: skip
@@ -245,7 +259,7 @@ class ApprovalPrompt(Prompt):
         """Reject (what the Reject button does). False if already decided."""
         return self._decide("rejected")
 
-    def grant(self, scope: Any) -> bool:
+    def grant(self, scope: Grant) -> bool:
         """Grant ``scope`` (a ``Grant``) instead of one approval (what the Grant button does).
 
         An edit of the SQL goes with it: this call runs as edited (checked again), the grant
@@ -256,26 +270,25 @@ class ApprovalPrompt(Prompt):
         self._grant, self._edited = scope, self._edit()
         return self._decide("granted")
 
-    def outcome(self) -> Any:
+    def outcome(self) -> ApprovalOutcome:
         """The ``ApprovalOutcome`` of the decision (approved with edits or a grant, else the
         denial as it was decided: rejected, expired or aborted)."""
-        from ..approvals import ApprovalOutcome
-
         decision = self.decision or "expired"
         if decision in ("approved", "granted"):
             args = dict(self.request.args) if self.request is not None else {}
             edited = {**args, "sql": self._edited} if self._edited is not None else None
             grant = self._grant if decision == "granted" else None
             return ApprovalOutcome("approved", edited_args=edited, grant=grant)
-        return ApprovalOutcome(decision if decision in ("rejected", "expired", "aborted")
-                               else "rejected")  # fmt: skip
+        if decision == "expired" or decision == "aborted":
+            return ApprovalOutcome(decision)
+        return ApprovalOutcome("rejected")
 
 
-def preview_html(preview: Any) -> str:
+def preview_html(preview: WritePreview) -> str:
     """A ``WritePreview`` as HTML: rows it would change, how that was measured, plan, sample."""
     parts = ["<div class='pi-preview'>"]
-    rows = getattr(preview, "affected_rows", None)
-    how = getattr(preview, "method", None)
+    rows = preview.affected_rows
+    how = preview.method
     if isinstance(rows, int):
         noun = "row" if rows == 1 else "rows"
         parts.append(f"<b>Would change {format_count(rows)} {noun}</b>")
@@ -283,14 +296,14 @@ def preview_html(preview: Any) -> str:
         parts.append("<b>Rows it would change: unknown</b>")
     if how:
         parts.append(f" <span class='pi-meta'>({html.escape(str(how))})</span>")
-    note = getattr(preview, "note", None)
+    note = preview.note
     if note:
         parts.append(f"<div class='pi-meta'>{html.escape(str(note))}</div>")
-    sample = getattr(preview, "sample", None)
-    if sample is not None and len(getattr(sample, "columns", ())):
+    sample = preview.sample
+    if sample is not None and len(sample.columns):
         parts.append("<div class='pi-meta'>Some of the rows it would touch:</div>")
         parts.append(frame_html(sample, max_rows=5))
-    plan = getattr(preview, "plan", None)
+    plan = preview.plan
     if plan:
         parts.append(
             f"<details><summary>Plan</summary><pre class='pi-args'>{html.escape(str(plan))}</pre></details>"
@@ -307,12 +320,11 @@ class GrantForm(widgets.VBox):
     edited (see :meth:`scope`).
     """
 
-    def __init__(self, scope: Any, *, on_grant: Callable[[Any], Any]) -> None:
+    def __init__(self, scope: Grant, *, on_grant: Callable[[Grant], Any]) -> None:
         self._base = scope
         self.operations = widgets.Text(value=", ".join(scope.operations), description="Operations")
         self.tables = widgets.Text(value=", ".join(scope.tables), description="Writes")
-        self.reads = widgets.Text(value=", ".join(getattr(scope, "reads", ())),
-                                  description="Only reads")  # fmt: skip
+        self.reads = widgets.Text(value=", ".join(scope.reads), description="Only reads")
         self.max_rows = widgets.IntText(value=scope.max_rows or 0, description="Max rows")
         self.minutes = widgets.BoundedIntText(value=max(1, round(scope.ttl_s / 60)), min=1,
                                               max=24 * 60, description="Minutes")  # fmt: skip
@@ -329,19 +341,16 @@ class GrantForm(widgets.VBox):
                                    widgets.HBox([self.max_rows, self.minutes, self.grant_button])])  # fmt: skip
         self.add_class("pi-grant")
 
-    def scope(self) -> Any:
+    def scope(self) -> Grant:
         """The ``Grant`` as the form says now (max rows 0 means no limit)."""
-        from dataclasses import replace
 
         def words(text: str) -> tuple[str, ...]:
             return tuple(w.strip() for w in text.split(",") if w.strip())
 
-        more: dict[str, Any] = {}
-        if hasattr(self._base, "reads"):
-            more["reads"] = words(self.reads.value)
         return replace(self._base, operations=tuple(w.upper() for w in words(self.operations.value)),
-                       tables=words(self.tables.value), max_rows=self.max_rows.value or None,
-                       ttl_s=float(self.minutes.value) * 60, **more)  # fmt: skip
+                       tables=words(self.tables.value), reads=words(self.reads.value),
+                       max_rows=self.max_rows.value or None,
+                       ttl_s=float(self.minutes.value) * 60)  # fmt: skip
 
 
 class ChoicePrompt(Prompt):

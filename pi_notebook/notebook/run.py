@@ -26,6 +26,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..agent.events import AgentEndEvent
+from ..approvals.protocol import is_decision
 from ..audit.notebook import output_digest, prompt_digest
 from ..errors import AwaitNotSupportedError
 from .prompts import ApprovalPrompt, Prompt
@@ -282,8 +283,10 @@ class Run:
                 approval = prompt
 
                 def resolved(_prompt: Prompt) -> None:
+                    decided = approval.decision
                     self.dispatch(ApprovalResolved(
-                        tool_call_id=tool_call_id, decision=approval.decision or "expired",
+                        tool_call_id=tool_call_id,
+                        decision=decided if is_decision(decided) else "expired",
                         edited_args=approval.outcome().edited_args))  # fmt: skip
 
                 approval.on_decided(resolved)

@@ -21,7 +21,7 @@ from ..session import AgentSession, create_agent_session
 from .config import PiNotebook
 from .record import drop_result_frames, result_dataframe
 from .run import Run
-from .ui import CALL_BEING_GATED, NotebookUI
+from .ui import NotebookUI
 
 __all__ = ["NotebookState", "safe_url"]
 
@@ -44,8 +44,7 @@ class NotebookState:
     def __init__(self, config: PiNotebook, namespace: dict[str, Any] | None = None) -> None:
         self.config = config
         self.namespace = namespace
-        self.ui = NotebookUI(lambda: self.active_run, default_timeout=config.approval_timeout,
-                             explain=self._explain_approval)  # fmt: skip
+        self.ui = NotebookUI(lambda: self.active_run, default_timeout=config.approval_timeout)
         self.runs: list[Run] = []
         self.active_run: Run | None = None
         self.database: DatabaseExtension | None = None
@@ -261,10 +260,6 @@ class NotebookState:
             self.stale = was_stale
             raise
 
-    def _explain_approval(self, sql: str) -> str | None:
-        explain = getattr(self.database, "explain_approval", None)
-        return str(explain(sql)) if callable(explain) else None
-
     def current_session(self) -> AgentSession:
         """The session, rebuilt first if the configuration changed."""
         if self.session is None or self.stale:
@@ -278,11 +273,7 @@ class NotebookState:
             if self.active_run is not None:
                 self.active_run.dispatch(event)
 
-        def gating(event: Any, ctx: Any) -> None:
-            CALL_BEING_GATED.set(event.tool_call_id)  # for confirm-only extensions (see ui)
-            forward(event, ctx)
-
-        pi.on("tool_call", gating)
+        pi.on("tool_call", forward)
         pi.on("tool_result", forward)
 
     def _close_later(self, session: AgentSession, then: Callable[[], None] | None = None) -> None:

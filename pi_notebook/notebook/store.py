@@ -21,11 +21,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
 from ..ai.messages import ImageContent, part_text, to_result_parts
+from ..approvals.protocol import Decision
 from .cardmap import CardMap
 
 __all__ = [
     "ApprovalRequested",
     "ApprovalResolved",
+    "CardDecision",
     "CardState",
     "CardStatus",
     "Decided",
@@ -45,6 +47,9 @@ TERMINAL: frozenset[str] = frozenset({"done", "error", "blocked"})
 SETTLED: frozenset[str] = frozenset({"done", "failed", "stopped", "blocked"})
 # Decisions that mean "the call did not run because someone or something said no".
 DENIED: frozenset[str] = frozenset({"rejected", "expired", "aborted", "refused"})
+CardDecision: TypeAlias = Decision | Literal["allowed"]
+"""Who let a call run or stopped it: a :data:`~pi_notebook.approvals.Decision`, or
+``allowed`` (it passed every ``tool_call`` handler without asking)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,7 +62,7 @@ class ApprovalRequested:
 @dataclass(frozen=True, kw_only=True)
 class ApprovalResolved:
     tool_call_id: str
-    decision: str  # approved, rejected, expired, aborted
+    decision: Decision  # approved, granted, rejected, expired, aborted
     edited_args: Any = None  # the arguments as the person edited them before approving
     type: Literal["approval_resolved"] = "approval_resolved"
 
@@ -67,7 +72,7 @@ class Decided:
     """A call's decision learnt after the fact (e.g. ``granted`` from the audit)."""
 
     tool_call_id: str
-    decision: str
+    decision: Decision
     type: Literal["decided"] = "decided"
 
 
@@ -113,8 +118,8 @@ class CardState:
     error: str | None = None
     gated: bool = False  # reached the tool_call handlers (so validation passed)
     executed: bool = False  # execute ran (a tool_result event was seen)
-    approval: str | None = None  # pending, approved, rejected, expired, aborted
-    decision: str | None = None  # allowed, approved, granted, rejected, expired, aborted, refused
+    approval: Decision | Literal["pending"] | None = None  # pending, approved, rejected, ...
+    decision: CardDecision | None = None
     aborted: bool = False  # ended while the run was being stopped
     reasons: tuple[str, ...] = ()  # why it needed approval, when it did
     original_args: Any = None  # what the model asked for, when the person edited it (args ran)
@@ -145,7 +150,8 @@ class CardState:
         if self.status == "error":
             return "aborted" if self.aborted else "error"
         if self.status == "blocked":
-            return self.decision if self.decision in DENIED else "refused"
+            decision = self.decision
+            return decision if decision is not None and decision in DENIED else "refused"
         return self.decision or "allowed"
 
 
@@ -185,13 +191,6 @@ class RunState:
 
     def card_list(self) -> list[CardState]:
         return list(self.cards.values())
-
-    def pending_card_id(self) -> str | None:
-        """The latest started card that has not ended (for callers that give no call id)."""
-        for card in reversed(self.cards.values()):
-            if card.status not in TERMINAL:
-                return card.tool_call_id
-        return None
 
 
 def _text_of(parts: Any) -> tuple[str, ...]:

@@ -1,66 +1,40 @@
 """The notebook's ``UIContext``: what ``ctx.ui`` does in a notebook.
 
+Every question is shown on the card of the call that asks. A call's context hands its
+extension ``NotebookUI.for_call(tool_call_id)`` as ``ctx.ui`` (see
+:func:`~pi_notebook.extensions.ui.bound_to_call`), so ``confirm``, ``select`` and ``input`` asked
+from a call's ``tool_call`` handler or its ``execute`` land on that call's card, however many
+calls run at once; nothing is guessed. A question asked outside any call (say, from an
+``agent_start`` handler) is shown below the cards.
+
 ``request_approval(request)`` renders the :class:`~pi_notebook.approvals.ApprovalRequest` it
 is given on the card of ``request.tool_call_id``: the SQL (editable when the request is), the
 reasons, the write preview, Approve / Reject and a scope to grant; it returns the person's
-:class:`~pi_notebook.approvals.ApprovalOutcome`. Nothing is guessed and nothing is asked back
-of the extension: the request carries all the prompt shows. The gate owns the deadline (it
-cancels the wait, which the prompt shows as expired).
+:class:`~pi_notebook.approvals.ApprovalOutcome`. The request carries all the prompt shows. The
+gate owns the deadline (it cancels the wait, which the prompt shows as expired).
 
-``confirm`` stays for extensions that only call it: the prompt lands on the card of the call
-whose ``tool_call`` handlers are running (the notebook's own handler notes the call id just
-before the others run), else on the latest started card. ``select`` and ``input`` render in
-the same place; ``notify`` adds a line to the run view. Every answer is False/None on timeout
-(expired) or abort (C31, C36: timeouts in seconds).
+``confirm(title, message)`` is an extension's own yes/no question: the prompt shows the title,
+the message as it is given, and Approve / Reject. ``notify`` adds a line to the run view. Every
+answer is False/None on timeout (expired) or abort (C31, C36: timeouts in seconds).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..ai.abort import AbortSignal
+from ..approvals.protocol import ApprovalOutcome, ApprovalRequest
 from .prompts import ApprovalPrompt, ChoicePrompt, Prompt, TextPrompt
 from .store import Notice
 
 if TYPE_CHECKING:
     from .run import Run
 
-__all__ = ["CALL_BEING_GATED", "NotebookUI"]
-
-# The call whose tool_call handlers are running in this task (set by the notebook's handler,
-# which runs first); preparation of a batch is sequential, so it names the asking call.
-CALL_BEING_GATED: ContextVar[str | None] = ContextVar("pi_call_being_gated", default=None)
+__all__ = ["NotebookUI"]
 
 log = logging.getLogger(__name__)
-_BECAUSE = "needs approval because:"
-
-
-DATABASE_WRITE = "Database write"
-
-
-def _sql_and_reason(
-    title: str, message: str, args: Any, explain: Callable[[str], str | None]
-) -> tuple[str, str]:
-    """The statement to show and why it needs approval.
-
-    The database gate asks ``confirm("Database write", sql)``, as in the chapter: its
-    message *is* the statement being approved (which a handler may have changed since
-    the model sent it), so that is what the prompt shows. Other callers' messages are
-    prose: the card's ``sql`` argument is shown, and the message says why.
-    """
-    if title == DATABASE_WRITE:
-        return message, explain(message) or "it is not a plain read."
-    sql = args.get("sql") if isinstance(args, dict) else None
-    sql = sql if isinstance(sql, str) else message
-    lowered = message.lower()
-    if _BECAUSE in lowered:  # an extension that says why in its message
-        return sql, message[lowered.index(_BECAUSE) + len(_BECAUSE) :].strip()
-    if sql.strip() != message.strip():
-        return sql, message
-    return sql, explain(sql) or f"{title}: it is not a plain read."
 
 
 class NotebookUI:
@@ -69,56 +43,55 @@ class NotebookUI:
     Args:
         get_run: the run that is going (``None`` if none).
         default_timeout: seconds a prompt waits when the caller gives no timeout.
-        explain: says why a statement needs approval, when the caller's message is only
-            the statement (as the database gate's is).
+        tool_call_id: the call whose card this UI's questions are shown on (``None``: below
+            the cards); :meth:`for_call` makes one.
+        prompts: the list every prompt is added to (shared with the UI it was bound from).
     """
 
     def __init__(self, get_run: Callable[[], Run | None], *, default_timeout: float = 30.0,
-                 explain: Callable[[str], str | None] = lambda sql: None) -> None:  # fmt: skip
+                 tool_call_id: str | None = None, prompts: list[Prompt] | None = None) -> None:  # fmt: skip
         self._get_run = get_run
-        self._explain = explain
         self.default_timeout = default_timeout
-        self.prompts: list[Prompt] = []
+        self.tool_call_id = tool_call_id
+        self.prompts: list[Prompt] = prompts if prompts is not None else []
+
+    def for_call(self, tool_call_id: str) -> NotebookUI:
+        """This UI with its questions shown on the card of ``tool_call_id``."""
+        return NotebookUI(self._get_run, default_timeout=self.default_timeout,
+                          tool_call_id=tool_call_id, prompts=self.prompts)  # fmt: skip
 
     def _show(self, prompt: Prompt) -> None:
         self.prompts.append(prompt)
         run = self._get_run()
         if run is not None:
-            run.attach_prompt(prompt, run.state.pending_card_id())
+            run.attach_prompt(prompt, self.tool_call_id)
 
     def _timeout(self, timeout: float | None) -> float:
         return self.default_timeout if timeout is None else timeout
 
     async def confirm(self, title: str, message: str, *, signal: AbortSignal | None = None,
                       timeout: float | None = None) -> bool:  # fmt: skip
-        """Ask Approve / Reject in the pending tool card; False unless approved in time."""
-        run = self._get_run()
-        call_id = CALL_BEING_GATED.get()
-        if run is not None and (call_id is None or call_id not in run.state.cards):
-            call_id = run.state.pending_card_id()
-        args = run.state.cards[call_id].args if run is not None and call_id is not None else None
-        sql, reason = _sql_and_reason(title, message, args, self._explain)
-        prompt = ApprovalPrompt(title=title, sql=sql, reason=reason,
-                                timeout=self._timeout(timeout), tool_call_id=call_id)  # fmt: skip
+        """Ask Approve / Reject on this call's card; False unless approved in time."""
+        prompt = ApprovalPrompt(title=title, sql=message, reason="",
+                                timeout=self._timeout(timeout), tool_call_id=self.tool_call_id)  # fmt: skip
         self._show(prompt)
         return await prompt.wait(signal) == "approved"
 
-    async def request_approval(self, request: Any) -> Any:
+    async def request_approval(self, request: ApprovalRequest) -> ApprovalOutcome:
         """Show ``request`` on its call's card; the person's ``ApprovalOutcome``.
 
         Approve (with the SQL as edited, if it was), Reject, or Grant (a scope instead of one
         approval). If the run stops while asking, the outcome is ``aborted``; if the gate's
         deadline passes it cancels this call and the prompt shows ``expired``.
         """
-        run = self._get_run()
         timeout = request.timeout_s if request.timeout_s is not None else self.default_timeout
         prompt = ApprovalPrompt.for_request(request, timeout=timeout)
         self.prompts.append(prompt)
+        run = self._get_run()
         signal = None
-        if run is not None:
-            call_id = request.tool_call_id if request.tool_call_id in run.state.cards else None
-            run.attach_prompt(prompt, call_id, reasons=tuple(request.reasons))
-            signal = getattr(run.session, "signal", None)
+        if run is not None:  # on the card the request names
+            run.attach_prompt(prompt, request.tool_call_id, reasons=tuple(request.reasons))
+            signal = run.session.signal
         await prompt.wait(signal)
         return prompt.outcome()
 

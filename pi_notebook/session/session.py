@@ -39,6 +39,7 @@ from ..ai.usage import UsageMeter, UsageTotals
 from ..approvals.tools import ToolApprovals
 from ..errors import AgentBusyError, SessionClosedError
 from ..extensions.api import ExtensionAPI, check_tool_definition
+from ..extensions.context import ExtensionContext
 from ..extensions.events import (
     SessionShutdownEvent,
     SessionStartEvent,
@@ -298,8 +299,9 @@ class AgentSession:
         ]
         self._prompts.set_base(build_system_prompt([t.definition for t in tools]))
 
-    def _context_for(self, tool: RegisteredTool) -> Callable[[], Any]:
-        return lambda: self.runner.create_context(tool.source_info.path)
+    def _context_for(self, tool: RegisteredTool) -> Callable[[str], ExtensionContext]:
+        path = tool.source_info.path
+        return lambda call_id: self.runner.create_context(path, tool_call_id=call_id)
 
     def get_all_tools(self) -> list[ToolInfo]:
         """Registry metadata, no callables (C11)."""
@@ -341,10 +343,10 @@ class AgentSession:
         tool = self._registry.get(context.tool_call.name)  # None: the wrapper still checks
         blocked = None
         if tool is not None and tool.definition.requires_approval:  # falsy: nothing to ask
-            path = tool.source_info.path
+            path, call_id = tool.source_info.path, context.tool_call.id
             blocked = await self.tool_approvals.before(
-                tool.definition, context.tool_call.id, context.args, signal,
-                lambda: self.runner.create_context(path),
+                tool.definition, call_id, context.args, signal,
+                lambda: self.runner.create_context(path, tool_call_id=call_id),
             )  # fmt: skip
         # One record of the decision per call, with or without handlers (the audit's recorder
         # does not listen to tool_call: this is the one place of that fact).

@@ -159,3 +159,15 @@ async def test_an_approved_outcome_keeps_its_edit_grant_and_approver() -> None:
     outcome = ApprovalOutcome("approved", edited_args={"text": "y"}, grant=grant, approver="ana")
     answer = await ask(request(), ctx(ScriptedApprovalUI(lambda _r: outcome)))
     assert answer.approved and answer.outcome is outcome
+
+
+def test_one_decision_type_keeps_the_audited_strings() -> None:
+    from pi_notebook.approvals import DECISIONS, ApprovalEntry, is_decision
+
+    assert DECISIONS == ("approved", "rejected", "expired", "aborted", "no_ui", "refused",
+                         "granted")  # fmt: skip
+    assert is_decision("no_ui") and not is_decision("asked") and not is_decision(None)
+    entry = ApprovalEntry(decision="expired", args_hash="h", args={})
+    assert entry.payload()["decision"] == "expired"
+    with pytest.raises(ValueError, match="unknown approval decision"):
+        ApprovalEntry(decision="maybe", args_hash="h", args={})  # type: ignore[arg-type]

@@ -118,6 +118,60 @@ async def test_c31_ctx_is_fresh_per_call_and_carries_the_session(
     assert ctxs[0].extension_path == "<inline:1>"
 
 
+class PerCallUI(DialogUI):
+    """A host UI that binds its dialogs to a call: ``for_call`` records which call asked."""
+
+    def __init__(self, *, call_id: str | None = None, by_call: dict[str, list[str]] | None = None,
+                 answer: bool = True) -> None:  # fmt: skip
+        super().__init__(answer=answer)
+        self.call_id = call_id
+        self.by_call: dict[str, list[str]] = by_call if by_call is not None else {}
+
+    def for_call(self, tool_call_id: str) -> PerCallUI:
+        return PerCallUI(call_id=tool_call_id, by_call=self.by_call, answer=self.answer)
+
+    async def confirm(self, title: str, message: str, *, signal: AbortSignal | None = None,
+                      timeout: float | None = None) -> bool:  # fmt: skip
+        self.by_call.setdefault(self.call_id or "-", []).append(message)
+        return await super().confirm(title, message, signal=signal, timeout=timeout)
+
+
+async def test_c31_ctx_knows_its_call_and_its_ui_is_bound_to_that_call(
+    make_tool: Any, results_of: Any
+) -> None:
+    seen: list[tuple[str, str | None]] = []
+
+    async def execute(
+        tool_call_id: str, params: Any, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
+        seen.append(("execute", ctx.tool_call_id))
+        ok = await ctx.ui.confirm("Run?", f"execute {params.text}", timeout=5)
+        return ToolResult(content=[TextContent(text=f"{params.text}:{ok}")])
+
+    async def gate(event: Any, ctx: Any) -> None:
+        seen.append(("tool_call", ctx.tool_call_id))
+        await ctx.ui.confirm("Run?", f"gate {event.input.text}", timeout=5)
+
+    def ext(pi: ExtensionAPI) -> None:
+        pi.register_tool(make_tool("echo", execute=execute))
+        pi.on("tool_call", gate)
+        pi.on("tool_result", lambda e, c: seen.append(("tool_result", c.tool_call_id)))
+        pi.on("tool_execution_end", lambda e, c: seen.append(("end", c.tool_call_id)))
+        pi.on("agent_start", lambda e, c: seen.append(("agent_start", c.tool_call_id)))
+
+    ui = PerCallUI()
+    calls = [tool_call("echo", {"text": "a"}, id="a1"), tool_call("echo", {"text": "b"}, id="b2")]
+    session = create_agent_session(model=ScriptedModel([calls, text("done")]), extensions=[ext],
+                                   ui=ui, audit=False)  # fmt: skip
+    await session.prompt("go")
+    assert ("agent_start", None) in seen  # a handler of an event that belongs to no call
+    for kind in ("tool_call", "execute", "tool_result", "end"):
+        assert sorted(call for k, call in seen if k == kind) == ["a1", "b2"]
+    # Every question was asked of the UI bound to the call that asked it.
+    assert ui.by_call == {"a1": ["gate a", "execute a"], "b2": ["gate b", "execute b"]}
+    assert [r.content[0].text for r in results_of(session)] == ["a:True", "b:True"]
+
+
 async def test_c31_no_ui_confirm_is_false_at_once_and_gate_fails_closed(
     make_tool: Any, results_of: Any
 ) -> None:

@@ -44,7 +44,7 @@ def request(sql: str = "DELETE FROM t WHERE a < 4", *, digest: str = "h" * 64,
 
 
 def ui() -> McpApprovalUI:
-    return McpApprovalUI(explain=lambda sql: ["it writes"], hash_statement=lambda sql: "x" * 64)
+    return McpApprovalUI()
 
 
 def test_the_message_shows_statement_reasons_preview_and_binding() -> None:
@@ -129,6 +129,22 @@ async def test_a_retry_answer_binds_to_hash_and_previewed_rows_once() -> None:
             outcome = await ui().request_approval(req)
         assert outcome.decision == "rejected" and state.asked is not None  # asked afresh
         assert outcome.approver is not None and "not yet" in outcome.approver
+
+
+async def test_an_extensions_own_confirm_is_asked_as_it_is_and_binds_to_its_words() -> None:
+    state = RequestApproval(client="desk", mode="input_required")
+    with serving(state):
+        assert not await ui().confirm("Sure?", "Delete the cache directory.")
+    asked = state.asked
+    assert asked is not None and asked.tool_name is None
+    assert asked.statement == "Delete the cache directory." and asked.reasons == ()
+    assert approval_message(asked, "desk").startswith("Sure?: desk asks to run this call.")
+    answer = PriorAnswer(args_hash=asked.args_hash, affected_rows=None, approved=True)
+    state = RequestApproval(client="desk", mode="input_required", answer=answer)
+    with serving(state):
+        assert not await ui().confirm("Sure?", "Delete the whole disk.")  # other words: asked
+        assert await ui().confirm("Sure?", "Delete the cache directory.")  # the words answered
+    assert state.decisions == ["asked", "approved"]
 
 
 def test_pending_questions_are_consumed_once_and_expire() -> None:

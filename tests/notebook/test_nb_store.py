@@ -160,7 +160,6 @@ def test_s14_blocked_versus_error() -> None:
 def test_s14_approval_states() -> None:
     state = _fold([_start("a"), ApprovalRequested(tool_call_id="a")])
     assert state.cards["a"].status == "awaiting approval"
-    assert state.pending_card_id() == "a"
     approved = reduce(state, ApprovalResolved(tool_call_id="a", decision="approved"))
     assert approved.cards["a"].status == "running"
     expired = reduce(state, ApprovalResolved(tool_call_id="a", decision="expired"))

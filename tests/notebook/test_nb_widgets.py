@@ -143,20 +143,41 @@ async def test_task_exception_is_shown_in_run_view() -> None:
     assert run.view.stop_button.disabled
 
 
-def test_database_write_prompt_shows_the_statement_being_approved() -> None:
-    """The gate's message is the statement it approves; if a handler changed the model's SQL,
-    the prompt must show the changed statement, not the card's original arguments."""
-    from pi_notebook.notebook.ui import _sql_and_reason  # pyright: ignore[reportPrivateUsage]
+async def test_database_write_prompt_shows_the_statement_being_approved(tmp_path: Any) -> None:
+    """If a handler changed the model's SQL, the prompt shows the changed statement (the one
+    the approval binds to), not the card's original arguments (S24)."""
+    import sqlite3
 
-    sql, reason = _sql_and_reason(
-        "Database write", "DELETE FROM orders", {"sql": "SELECT 1"}, lambda s: f"why: {s}"
-    )
-    assert (sql, reason) == ("DELETE FROM orders", "why: DELETE FROM orders")
-    # Another extension's prose message: the card's SQL is shown, the message says why.
-    sql, reason = _sql_and_reason(
-        "Confirm", "This is risky.", {"sql": "DROP TABLE t"}, lambda s: None
-    )
-    assert (sql, reason) == ("DROP TABLE t", "This is risky.")
+    from pi_notebook.database import database_extension
+
+    path = tmp_path / "orders.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE orders (id INTEGER)")
+        conn.execute("INSERT INTO orders VALUES (1), (2)")
+
+    def narrow(pi: Any) -> None:
+        def handler(event: Any, ctx: Any) -> None:
+            event.input.sql = "DELETE FROM orders WHERE id = 1"
+
+        pi.on("tool_call", handler)
+
+    model = ScriptedModel([[tool_call("query_database", {"sql": "DELETE FROM orders"}, id="d1")],
+                           text("ok")])  # fmt: skip
+    holder: dict[str, Run] = {}
+    ui = NotebookUI(lambda: holder.get("run"))
+    session = create_agent_session(model=model, ui=ui, audit=False, builtin_tools=False,
+                                   extensions=[narrow, database_extension(f"sqlite:///{path}")])  # fmt: skip
+    run = Run(session, "go")
+    holder["run"] = run
+    run.start()
+    prompt = await run.next_prompt(timeout=10)
+    assert isinstance(prompt, ApprovalPrompt) and run.view.card("d1").prompt is prompt
+    assert prompt.sql == "DELETE FROM orders WHERE id = 1"
+    assert prompt.reason == "DELETE changes data"
+    prompt.reject_button.click()
+    state = await run.wait(timeout=10)
+    assert state.cards["d1"].status == "blocked"
+    await session.close()
 
 
 def test_a_running_query_shows_its_elapsed_time() -> None:
