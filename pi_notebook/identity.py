@@ -1,4 +1,5 @@
-"""Who is at the keyboard: the one answer every audit record, approval and review uses.
+"""Who is at the keyboard, and whom a call acts for: the answers every audit record, approval
+and review uses.
 
 On a JupyterHub the hub names the user of each single-user server in ``JUPYTERHUB_USER``;
 elsewhere ``PI_NOTEBOOK_USER`` names the person (a shared service account, a CI job), and the
@@ -11,8 +12,18 @@ from __future__ import annotations
 
 import getpass
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
-__all__ = ["MAX_USER_LENGTH", "UNKNOWN_USER", "USER_ENV_VARS", "current_user"]
+__all__ = [
+    "MAX_USER_LENGTH",
+    "UNKNOWN_USER",
+    "USER_ENV_VARS",
+    "acting_for",
+    "current_user",
+    "requester",
+]
 
 USER_ENV_VARS = ("JUPYTERHUB_USER", "PI_NOTEBOOK_USER")
 """Environment variables read in order; the first usable one names the user."""
@@ -49,3 +60,33 @@ def current_user() -> str:
     except Exception:  # no login name in some containers (getpass raises OSError/KeyError)
         login = None
     return login or UNKNOWN_USER
+
+
+_acting_for: ContextVar[str | None] = ContextVar("pi_notebook_acting_for", default=None)
+
+
+@contextmanager
+def acting_for(name: str) -> Iterator[None]:
+    """Calls made inside this block act for ``name``: :func:`requester` answers it.
+
+    For a process that serves several people, such as the MCP server, where each request's
+    verified token names its own subject. The block is a context (asyncio tasks started
+    inside it inherit it), so concurrent requests never see each other's name.
+
+    Raises:
+        ValueError: ``name`` is empty, not printable or too long.
+    """
+    usable = _usable(name)
+    if usable is None:
+        raise ValueError("acting_for() needs a printable name of 1 to 255 characters")
+    token = _acting_for.set(usable)
+    try:
+        yield
+    finally:
+        _acting_for.reset(token)
+
+
+def requester() -> str:
+    """Whom the current call acts for: the name of the enclosing :func:`acting_for`, else
+    :func:`current_user`."""
+    return _acting_for.get() or current_user()

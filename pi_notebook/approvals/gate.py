@@ -25,12 +25,13 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, cast
 
 from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.approvals.hashing import canonical_json
 from pi_notebook.approvals.protocol import ApprovalOutcome, ApprovalRequest, Decision, Grant
+from pi_notebook.identity import requester
 
 __all__ = [
     "NO_UI_REASON",
@@ -207,11 +208,13 @@ async def _race(
 
 
 def _validated(value: Any, via: str) -> tuple[ApprovalOutcome | None, str]:
+    # Whoever answered without naming themselves is the person the call acts for: at the
+    # keyboard of this kernel, or the verified subject of a served request.
     if via == "confirm":
         if value is True:
-            return ApprovalOutcome("approved"), ""
+            return ApprovalOutcome("approved", approver=requester()), ""
         if value is False:
-            return ApprovalOutcome("rejected"), ""
+            return ApprovalOutcome("rejected", approver=requester()), ""
         return None, f"confirm() answered {type(value).__name__}, not True or False"
     if not isinstance(value, ApprovalOutcome):
         return None, f"the approval UI answered {type(value).__name__}, not an ApprovalOutcome"
@@ -228,6 +231,8 @@ def _validated(value: Any, via: str) -> tuple[ApprovalOutcome | None, str]:
         return None, "the grant is not a Grant"
     if value.approver is not None and not isinstance(value.approver, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         return None, "the approver is not a string"
+    if value.approver is None:
+        return replace(value, approver=requester()), ""
     return value, ""
 
 

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pi_notebook.approvals.protocol import Decision, is_decision
+from pi_notebook.identity import requester
 
 if TYPE_CHECKING:
     import pandas as pd  # pyright: ignore[reportMissingTypeStubs]
@@ -46,7 +47,11 @@ class ApprovalEntry:
         reasons: why the call needed approval.
         reason: the block reason given to the model, when not approved.
         user: the login running the session.
-        approver: who decided, when the UI says.
+        requester: whom the call acts for (:func:`pi_notebook.identity.requester` when the
+            entry is made: the session's user, or the subject a served request acts for).
+        approver: who decided: the person who answered (the UI's word, else the requester,
+            who is the person at the keyboard), a grant's approver for ``granted``, ``None``
+            when nobody decided (``expired``, ``aborted``, ``no_ui``).
         via: how the person was asked (``request_approval``, ``confirm``, ``none``, ``grant``).
         waited_ms: how long the decision took.
         timeout_s: the request's deadline.
@@ -63,6 +68,7 @@ class ApprovalEntry:
     reasons: Sequence[str] = ()
     reason: str | None = None
     user: str | None = None
+    requester: str | None = field(default_factory=requester)
     approver: str | None = None
     via: str = "none"
     waited_ms: float | None = None
@@ -102,6 +108,7 @@ class ApprovalRecord:
     policy_version: str | None
     sql: str | None
     user: str | None = None
+    requester: str | None = None
     approver: str | None = None
     session_id: str | None = None
     reason: str | None = None
@@ -113,8 +120,14 @@ class ApprovalRecord:
     timestamp: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
-APPROVAL_COLUMNS = [f for f in ApprovalRecord.__dataclass_fields__ if f != "timestamp"]
-APPROVAL_COLUMNS.insert(0, "timestamp")
+APPROVAL_COLUMNS = [
+    # What a person reads first: when, what was decided about which statement, its size, who.
+    "timestamp", "decision", "sql", "affected_rows", "requester", "approver", "reason",
+    "tool_name", "kind", "grant_id", "user", "session_id",
+    # Ids and hashes last: for joining and verifying, not for reading.
+    "tool_call_id", "args_hash", "original_args_hash", "policy_version", "audit_hash",
+]  # fmt: skip
+"""The columns of :func:`approvals_dataframe`: every :class:`ApprovalRecord` field."""
 
 
 class _AuditReader(Protocol):
@@ -136,9 +149,10 @@ def approvals_dataframe(
 ) -> pd.DataFrame:
     """Every decision in ``audit`` (all sessions unless ``session``), oldest first.
 
-    Columns: timestamp (UTC datetimes), tool_call_id, tool_name, args_hash, decision,
-    policy_version, sql, user, approver, session_id, reason, affected_rows,
-    original_args_hash, grant_id, kind, audit_hash. Values are as the audit stored them, so
+    Columns, in :data:`APPROVAL_COLUMNS`' order (what a person reads first, ids and hashes
+    last): timestamp (UTC datetimes), decision, sql, affected_rows, requester, approver,
+    reason, tool_name, kind, grant_id, user, session_id, tool_call_id, args_hash,
+    original_args_hash, policy_version, audit_hash. Values are as the audit stored them, so
     its redaction applies (a password literal in an approved statement is masked here too).
     ``audit=None`` gives the empty frame with these columns.
     """
@@ -184,6 +198,7 @@ def approval_records(
                 policy_version=_opt(row.get("policy_version")),
                 sql=_opt(cast(dict[str, Any], args).get("sql")) if isinstance(args, dict) else None,
                 user=_opt(payload.get("user", row.get("user"))),
+                requester=_opt(payload.get("requester")),
                 approver=_opt(payload.get("approver")),
                 session_id=_opt(row.get("session_id")),
                 reason=_opt(payload.get("reason")),

@@ -188,7 +188,7 @@ class _Call:
         if current is None:
             return preview, False
         entry = ApprovalEntry(decision="granted", args_hash=self.args_hash,
-                              args={"sql": self.sql}, via="grant",
+                              args={"sql": self.sql}, via="grant", approver=current.approver,
                               preview=_preview_record(preview),
                               grant=current.describe())  # fmt: skip
         await self.commit("grant_use", entry)

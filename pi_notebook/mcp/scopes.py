@@ -29,6 +29,7 @@ from typing import Any
 
 from mcp.server.auth.provider import AccessToken
 
+from pi_notebook.identity import acting_for
 from pi_notebook.sql import classify
 
 __all__ = [
@@ -99,10 +100,19 @@ _current: ContextVar[Principal | None] = ContextVar("pi_notebook_mcp_principal",
 
 @contextmanager
 def acting_as(principal: Principal | None) -> Generator[Principal | None]:
-    """Make ``principal`` the caller for this task (and the tasks it starts)."""
+    """Make ``principal`` the caller for this task (and the tasks it starts).
+
+    A principal with a subject is also whom the calls act for
+    (:func:`pi_notebook.identity.acting_for`): the ``requester`` of their approval records,
+    and the approver of an approval the client answers without naming anyone else.
+    """
     token = _current.set(principal)
     try:
-        yield principal
+        if principal is not None and principal.subject is not None:
+            with acting_for(principal.subject):
+                yield principal
+        else:
+            yield principal
     finally:
         _current.reset(token)
 

@@ -257,6 +257,7 @@ async def test_write_scope_asks_and_the_write_runs_only_when_approved(
         approval = records[records["kind"] == "approval"].iloc[-1]["payload"]
         assert approval["decision"] == "approved"
         assert approval["approver"] == "writer-wes via oauth-test"
+        assert approval["requester"] == "writer-wes"  # whom the call acted for, not the server
         assert records.iloc[0]["payload"]["requester"] == "writer-wes"
     finally:
         await owned.__aexit__()
@@ -343,6 +344,7 @@ async def test_concurrent_callers_each_act_with_their_own_scopes_and_name(
             assert records.iloc[0]["payload"]["requester"] == sub
         approval = records[records["kind"] == "approval"].iloc[-1]["payload"]
         assert approval["approver"] == "wes via oauth-test"
+        assert approval["requester"] == "wes"
     finally:
         await ana.__aexit__()
         await wes.__aexit__()
