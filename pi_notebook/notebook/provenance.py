@@ -20,7 +20,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CallStamp", "args_hash_of", "call_stamps", "record_output"]
+from ..approvals import is_decision
+from .store import Decided
+
+__all__ = ["CallStamp", "args_hash_of", "call_stamps", "grant_words", "record_output"]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +37,40 @@ class CallStamp:
     args_hash: str | None = None
     granted: bool = False
     approval: str | None = None
+    approver: str | None = None
+    grant: dict[str, Any] | None = None
+    waited_ms: float | None = None
+
+    def decided(self) -> Decided | None:
+        """The call's decision as the audit recorded it (``None``: it recorded none).
+
+        A call the person was asked about keeps the person's word (``approved``, also when
+        the answer was a grant); a call that ran inside a grant without asking is
+        ``granted``."""
+        if self.approval is not None and is_decision(self.approval):
+            grant = f"granted scope {grant_words(self.grant)}" if self.grant else None
+            waited = self.waited_ms / 1000 if self.waited_ms is not None else None
+            return Decided(tool_call_id=self.tool_call_id, decision=self.approval,
+                           approver=self.approver, grant=grant, waited_s=waited)  # fmt: skip
+        if self.granted:
+            grant_id = (self.grant or {}).get("grant_id")
+            return Decided(tool_call_id=self.tool_call_id, decision="granted",
+                           approver=self.approver, grant=f"({grant_id})" if grant_id else None)  # fmt: skip
+        return None
+
+
+def grant_words(grant: dict[str, Any]) -> str:
+    """``g-1a2b (UPDATE products, ≤ 50 rows, 30 min)``: a grant's id and scope, in words."""
+    operations = " ".join(str(op) for op in grant.get("operations") or ())
+    tables = ", ".join(str(t) for t in grant.get("tables") or ())
+    parts = [f"{operations} {tables}".strip()]
+    if grant.get("max_rows") is not None:
+        parts.append(f"≤ {grant['max_rows']} rows")
+    ttl = grant.get("ttl_s")
+    if isinstance(ttl, int | float):
+        parts.append(f"{ttl / 60:g} min" if ttl >= 60 else f"{ttl:g} s")
+    scope = ", ".join(p for p in parts if p)
+    return f"{grant.get('grant_id', '?')} ({scope})" if scope else str(grant.get("grant_id", "?"))
 
 
 def args_hash_of(args: Any) -> str:
@@ -72,8 +109,14 @@ def call_stamps(
         elif kind == "approval":
             row.setdefault("args_hash", payload.get("args_hash"))
             row["approval"] = payload.get("decision")
+            row["approver"] = payload.get("approver")
+            row["grant"] = payload.get("grant") if isinstance(payload.get("grant"), dict) else None
+            waited = payload.get("waited_ms")
+            row["waited_ms"] = float(waited) if isinstance(waited, int | float) else None
         elif kind == "grant_use":
             row["granted"] = True
+            row["approver"] = payload.get("approver")
+            row["grant"] = payload.get("grant") if isinstance(payload.get("grant"), dict) else None
     return {call_id: CallStamp(tool_call_id=call_id, **row) for call_id, row in found.items()}
 
 

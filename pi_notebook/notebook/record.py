@@ -208,12 +208,26 @@ def _rows_note(card: CardState) -> str | None:
 
 
 def card_summary(card: CardState) -> str:
-    """``approved · 3 rows changed · 0.04 s``: the word, then what it did and how long."""
-    parts = [card.word]
+    """``approved by ana · 3 rows changed · waited 9.1 s · ran 0.04 s``: the word and who
+    decided (``· granted scope g-… (UPDATE t, ≤ 50 rows, 30 min)`` when the answer was a
+    grant; ``granted (g-…)`` for a call that ran inside one), what it did, and how long: the
+    person's wait apart from the call's own time."""
+    word = card.word
+    if word == "granted" and card.grant:
+        parts = [f"granted {card.grant}"]  # ran inside a grant: which one
+    else:
+        if card.approver and word in ("approved", "rejected"):
+            word += f" by {card.approver}"
+        parts = [word]
+        if card.grant:
+            parts.append(card.grant)  # the scope this answer granted
     note = _rows_note(card) if card.status == "done" else None
     if note:
         parts.append(note)
-    if card.duration is not None:
+    if card.waited_s is not None and card.run_time is not None:
+        parts.append(f"waited {format_seconds(card.waited_s)}")
+        parts.append(f"ran {format_seconds(card.run_time)}")
+    elif card.duration is not None:
         parts.append(format_seconds(card.duration))
     return " · ".join(parts)
 

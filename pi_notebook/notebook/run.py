@@ -33,10 +33,8 @@ from .prompts import ApprovalPrompt, Prompt
 from .provenance import args_hash_of, call_stamps, record_output
 from .record import RunInfo, record_bundle, result_dataframe
 from .store import (
-    DENIED,
     ApprovalRequested,
     ApprovalResolved,
-    Decided,
     RunFailed,
     RunState,
     StopRequested,
@@ -169,10 +167,10 @@ class Run:
         session_id = str(getattr(self.session, "session_id", ""))
         order = list(self.state.order)
         stamps = await asyncio.to_thread(call_stamps, audit, session_id, order, self._since)
-        for call_id, stamp in stamps.items():
-            card = self.state.cards.get(call_id)
-            if stamp.granted and card is not None and card.decision not in DENIED:
-                self.dispatch(Decided(tool_call_id=call_id, decision="granted"))
+        for call_id, stamp in stamps.items():  # the one decision word, from the audit
+            decided = stamp.decided()
+            if decided is not None and call_id in self.state.cards:
+                self.dispatch(decided)
         model = str(getattr(self.session, "model_name", "unknown"))
         info = RunInfo(run_id=self.run_id, model=model.removesuffix(":offline"), label_of=self.label_of,
                        usage=self._usage_of(self) if self._usage_of else None,
@@ -284,6 +282,8 @@ class Run:
 
                 def resolved(_prompt: Prompt) -> None:
                     decided = approval.decision
+                    if decided == "granted":  # the person was asked: they approved, by a grant
+                        decided = "approved"
                     self.dispatch(ApprovalResolved(
                         tool_call_id=tool_call_id,
                         decision=decided if is_decision(decided) else "expired",

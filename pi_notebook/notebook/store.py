@@ -69,10 +69,14 @@ class ApprovalResolved:
 
 @dataclass(frozen=True, kw_only=True)
 class Decided:
-    """A call's decision learnt after the fact (e.g. ``granted`` from the audit)."""
+    """A call's decision as the audit recorded it, learnt when the run settles: the word, who
+    decided, the grant it created or ran inside, and how long the person took."""
 
     tool_call_id: str
     decision: Decision
+    approver: str | None = None
+    grant: str | None = None  # "granted scope g-… (UPDATE products, ≤ 50 rows, 30 min)", "(g-…)"
+    waited_s: float | None = None
     type: Literal["decided"] = "decided"
 
 
@@ -123,13 +127,23 @@ class CardState:
     aborted: bool = False  # ended while the run was being stopped
     reasons: tuple[str, ...] = ()  # why it needed approval, when it did
     original_args: Any = None  # what the model asked for, when the person edited it (args ran)
+    approver: str | None = None  # who decided, from the audit
+    grant: str | None = None  # the grant this call created or ran inside, in words
+    waited_s: float | None = None  # how long the person took to decide, from the audit
 
     @property
     def duration(self) -> float | None:
-        """Seconds from start to end, once ended."""
+        """Seconds from start to end, once ended (the person's wait included)."""
         if self.started_at is None or self.ended_at is None:
             return None
         return self.ended_at - self.started_at
+
+    @property
+    def run_time(self) -> float | None:
+        """Seconds the call took without the person's wait, once ended."""
+        if self.duration is None:
+            return None
+        return max(0.0, self.duration - (self.waited_s or 0.0))
 
     @property
     def outcome(self) -> str:
@@ -282,7 +296,8 @@ def _reduce_card(state: RunState, event: Any, now: float | None) -> RunState:
             card = replace(card, args=edited, original_args=original)
         return _with_card(state, card)
     if kind == "decided":
-        return _with_card(state, replace(card, decision=event.decision))
+        return _with_card(state, replace(card, decision=event.decision, approver=event.approver,
+                                         grant=event.grant, waited_s=event.waited_s))  # fmt: skip
     if kind == "tool_execution_end":
         return _with_card(state, _end(state, card, event, now))
     return state

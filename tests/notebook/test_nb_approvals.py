@@ -5,6 +5,7 @@ its own call's card (preview, editable SQL, a scope to grant) and returns the ou
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,7 +136,7 @@ async def test_granting_a_scope_returns_the_grant_as_edited() -> None:
     assert outcomes["g1"].decision == "approved"
     assert grant == Grant(operations=("UPDATE",), tables=("customers", "staging_*"), max_rows=500,
                           ttl_s=600.0)  # fmt: skip
-    assert state.cards["g1"].word == "granted"
+    assert state.cards["g1"].word == "approved"  # asked, and answered with a grant
     assert form.grant_button.disabled and prompt.approve_button.disabled
 
 
@@ -352,8 +353,14 @@ def test_kernel_grant_a_scope_then_a_later_write_runs_without_asking(
     k.click(grant)
     k.finish(msg_id)
     assert _kernel_city(data, 63) == "K-G1"
-    assert k.record(msg_id)["metadata"]["pi_notebook"]["calls"][0]["decision"] in (
-        "approved", "granted")  # fmt: skip
+    record = k.record(msg_id)
+    # Asked, and answered with a grant: the person approved it; the record names the scope.
+    assert record["metadata"]["pi_notebook"]["calls"][0]["decision"] == "approved"
+    granted_scope = re.search(r"approved by \S+ · granted scope (g-\w+|\w+) "
+                              r"\(UPDATE customers, ≤ 3 rows, 30 min\)", record["data"]["text/plain"])  # fmt: skip
+    assert granted_scope, record["data"]["text/plain"]
+    # The person's wait and the statement's own time are told apart.
+    assert re.search(r"waited [\d.]+ m?s · ran [\d.]+ m?s", record["data"]["text/plain"])
     out = k.execute("g = %pi_grants\nprint(len(g), list(g.operations.iloc[0]), "
                     "list(g.tables.iloc[0]), g.max_rows.iloc[0])")  # fmt: skip
     assert out.split("\n")[0] == "1 ['UPDATE'] ['customers'] 3"
@@ -361,7 +368,9 @@ def test_kernel_grant_a_scope_then_a_later_write_runs_without_asking(
     msg_id = k.kc.execute("%%pi\nUPDATE customers SET city = 'K-G2' WHERE customer_id = 64")
     k.finish(msg_id)
     assert len(k.buttons("Approve")) == approvals  # no prompt: it ran inside the grant
-    assert k.record(msg_id)["metadata"]["pi_notebook"]["calls"][0]["decision"] == "granted"
+    record = k.record(msg_id)
+    assert record["metadata"]["pi_notebook"]["calls"][0]["decision"] == "granted"
+    assert f"granted ({granted_scope.group(1)})" in record["data"]["text/plain"]
     assert (_kernel_city(data, 63), _kernel_city(data, 64)) == ("K-G1", "K-G2")
     out = k.execute("g = %pi_grants\n%pi_grants --revoke {g.grant_id.iloc[0]}\n"
                     "df = %pi_audit --kind grant_revoke\nprint(len(df))")  # fmt: skip

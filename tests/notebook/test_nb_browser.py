@@ -25,6 +25,8 @@ from browser_support import CHROMIUM, FLAGS, LabServer, count_green, notebook_js
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+APPROVED_ONE_ROW = re.compile(r"approved by \S+ · 1 row changed")
+"""A write's card: the word, who approved it (the person at the keyboard), the rows."""
 SLOW = 90_000  # ms: JupyterLab loading, a kernel starting, widgets rendering on a busy machine
 KERNEL = "Python 3 (ipykernel)"
 
@@ -158,7 +160,7 @@ def test_browser_approve_write(page: Any, lab: LabServer) -> None:
     # The cell was busy until the click; then its record replaced the live view.
     record = page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".pi-record")
     expect(record).to_be_visible(timeout=SLOW)
-    expect(record.locator(".pi-card .pi-status")).to_contain_text("approved · 1 row changed")
+    expect(record.locator(".pi-card .pi-status")).to_contain_text(APPROVED_ONE_ROW)
     expect(record.locator(".pi-run-status")).to_contain_text("done")
     expect(record.locator("pre.pi-sql")).to_contain_text("Browser-City")
     _shot(page, "approved.png")
@@ -196,9 +198,7 @@ def test_browser_edit_the_sql_then_approve(page: Any, lab: LabServer) -> None:
     editor.blur()  # the widget's value syncs to the kernel on blur/continuous update
     approve.click()
     record = page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".pi-record")
-    expect(record.locator(".pi-card .pi-status")).to_contain_text(
-        "approved · 1 row changed", timeout=SLOW
-    )
+    expect(record.locator(".pi-card .pi-status")).to_contain_text(APPROVED_ONE_ROW, timeout=SLOW)
     # The card's SQL is the edit (what ran); what the model asked for is kept below it.
     expect(record.locator("pre.pi-sql").first).to_contain_text("Fixed-City")
     expect(record.locator(".pi-edited")).to_contain_text("the model asked for")
@@ -338,7 +338,7 @@ def test_browser_quickstart_walked_by_a_person_then_reopened(page: Any, lab: Lab
     _doc_shot(code.nth(4), "approval-prompt.png")
     approve.click()
     expect(code.nth(4).locator(".pi-record .pi-card .pi-status")).to_contain_text(
-        "approved · 1 row changed", timeout=SLOW)  # fmt: skip
+        APPROVED_ONE_ROW, timeout=SLOW)  # fmt: skip
     _run_cell(page, 5)  # the cell written for unattended runs still works after the click
     output = code.nth(5).locator(".jp-OutputArea-output")
     expect(output).to_contain_text("done approved", timeout=SLOW)
@@ -364,7 +364,7 @@ def test_browser_quickstart_walked_by_a_person_then_reopened(page: Any, lab: Lab
     expect(record.locator(".pi-card .pi-status")).to_contain_text("allowed")
     expect(panel).not_to_contain_text("Error displaying widget")
     expect(panel).not_to_contain_text("model not found")
-    expect(code.nth(4).locator(".pi-record")).to_contain_text("approved · 1 row changed")
+    expect(code.nth(4).locator(".pi-record")).to_contain_text(APPROVED_ONE_ROW)
     _doc_shot(code.nth(1), "record-reopened.png")
     _doc_shot(code.nth(4), "record-write-reopened.png")
     # The dark theme: the record takes JupyterLab's colours.
