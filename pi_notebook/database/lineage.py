@@ -33,6 +33,7 @@ from sqlglot.optimizer.scope import Scope, ScopeType, build_scope
 from sqlglot.schema import MappingSchema
 
 from .schema import SchemaInfo, TableInfo
+from .set_functions import ORDER_FREE, function_name, set_returning
 
 __all__ = ["ColumnLineage", "Lineage", "Source", "referenced_tables", "trace"]
 
@@ -43,6 +44,7 @@ Source = tuple[str, str]
 _CATALOG = {"sqlite_master": ("type", "name", "tbl_name", "rootpage", "sql")}
 _CATALOG["sqlite_schema"] = _CATALOG["sqlite_master"]
 _OPAQUE = (exp.Pivot, exp.UnpivotColumns, exp.Columns)
+_VIEW_ROWS = "\0rows"  # in a view's lineage: what decides which rows it has
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +61,9 @@ class Lineage:
 
     columns: tuple[ColumnLineage, ...] | None
     reason: str | None = None
+    rows: frozenset[Source] = frozenset()
+    """The base columns that decide which rows the result has, and so how many (already
+    among every column's sources): a value shown as a row count is derived from them."""
 
     @property
     def known(self) -> bool:
@@ -77,6 +82,9 @@ class _Tracer:
     scopes: dict[int, Scope] = field(default_factory=dict)
     _busy: set[tuple[int, str]] = field(default_factory=set)
     _views_busy: set[str] = field(default_factory=set)
+    _rows: dict[int, tuple[frozenset[Source], frozenset[Source]]] = field(default_factory=dict)
+    _rows_busy: set[int] = field(default_factory=set)
+    result_rows: frozenset[Source] = frozenset()
 
     # -- outputs of a scope ----------------------------------------------------------------
     def output(
@@ -100,13 +108,13 @@ class _Tracer:
                     if index is None or index >= len(names):
                         raise _Unknown("a set operation BY NAME could not be followed")
                     name = names[index]
-                found: set[Source] = set()
+                found: set[Source] = set(self.rows(scope)[0])
                 for branch in scope.set_operation_scopes:
                     found |= self.output(branch, name=name)
                 return found
             if index is None and name is not None:
                 index = self._position(node, name)
-            found = set()
+            found = set(self.rows(scope)[0])
             for branch in scope.set_operation_scopes:
                 found |= self.output(branch, name=None if index is not None else name, index=index)
             return found
@@ -119,7 +127,7 @@ class _Tracer:
             else:
                 folded = (name or "").casefold()
                 targets = [s for s in selects if s.alias_or_name.casefold() == folded] or selects
-            found = set()
+            found = set(self.rows(scope)[0])  # every column depends on which rows there are
             for target in targets:
                 found |= self.expression(scope, target)
             return found
@@ -257,6 +265,188 @@ class _Tracer:
             current = current.parent
         return scope, None
 
+    # -- rows: which rows a scope has, and in which order ------------------------------------
+    def rows(self, scope: Scope) -> tuple[frozenset[Source], frozenset[Source]]:
+        """``(sized, ordered)`` of a scope: the base columns that decide which rows it has
+        (and so how many), and those that decide their order (see the module docstring)."""
+        key = id(scope.expression)
+        cached = self._rows.get(key)
+        if cached is not None:
+            return cached
+        if key in self._rows_busy:  # a recursive CTE reading itself: its branches are traced
+            return frozenset(), frozenset()
+        self._rows_busy.add(key)
+        try:
+            sized, ordered = self._rows_of(scope)
+        finally:
+            self._rows_busy.discard(key)
+        result = (frozenset(sized), frozenset(ordered))
+        self._rows[key] = result
+        return result
+
+    def _rows_of(self, scope: Scope) -> tuple[set[Source], set[Source]]:
+        node = scope.expression
+        sized: set[Source] = set()
+        ordered: set[Source] = set()
+        if isinstance(node, exp.SetOperation):
+            for branch in scope.set_operation_scopes:
+                branch_sized, branch_ordered = self.rows(branch)
+                sized |= branch_sized
+                ordered |= branch_ordered
+            if not (isinstance(node, exp.Union) and node.args.get("distinct") is False):
+                sized |= self.all_outputs(scope)  # UNION, INTERSECT, EXCEPT compare values
+            if node.args.get("order"):
+                ordered |= self.all_outputs(scope)
+            return self._bounded(scope, node, sized, ordered), ordered
+        if isinstance(node, exp.Values):
+            return sized, ordered
+        if not isinstance(node, exp.Select):  # UNNEST and the like: its arguments size it
+            return self.expression(scope, node, skip_self=True), ordered
+        inherited: set[Source] = set()
+        for _, source in scope.selected_sources.values():
+            if isinstance(source, Scope):
+                canonical = self._canonical(source)
+                if canonical is not None:
+                    source_sized, source_ordered = self.rows(canonical)
+                    sized |= source_sized
+                    inherited |= source_ordered
+            elif not isinstance(source.this, exp.Identifier):  # a table function's arguments
+                sized |= self.expression(scope, source.this)
+            else:
+                info = self.schema.table(source.name)
+                if info is not None and info.kind == "view":
+                    sized |= self.view_lineage(info).get(_VIEW_ROWS, frozenset())
+        aggregating = bool(node.args.get("group"))
+        order_shown = False  # an aggregate or window function shows the order it reads
+        for part in _own_nodes(node.selects):
+            if isinstance(part, exp.Window):
+                order_shown = True
+            elif isinstance(part, exp.AggFunc):
+                aggregating = True
+                order_shown |= not isinstance(part, ORDER_FREE)
+            elif isinstance(part, exp.Anonymous):  # maybe an aggregate: assume it shows order
+                order_shown = True
+            if set_returning(part):
+                sized |= self.expression(scope, part)
+        sized |= self._predicates(scope, node)
+        ordered |= self._order(scope, node)
+        if order_shown:
+            sized |= inherited
+        if not aggregating:
+            ordered |= inherited
+        return self._bounded(scope, node, sized, ordered), ordered
+
+    def _bounded(
+        self, scope: Scope, node: exp.Expr, sized: set[Source], ordered: set[Source]
+    ) -> set[Source]:
+        """``LIMIT``/``OFFSET``/``FETCH``: which rows pass derives from their expressions, and
+        from the order they cut."""
+        bounds = [node.args.get(k) for k in ("limit", "offset")]
+        bounds = [b for b in bounds if isinstance(b, exp.Expr)]
+        if not bounds:
+            return sized
+        for bound in bounds:
+            sized |= self.expression(scope, bound)
+        return sized | ordered
+
+    def _predicates(self, scope: Scope, node: exp.Select) -> set[Source]:
+        """The sources of each condition (``WHERE``, ``ON``, ``HAVING``, ``QUALIFY``) that
+        relates rows of two sources (another table, a generated series, an outer row, a
+        subquery), and what decides the rows of the subqueries in any condition. A condition
+        on one source and constants (``email LIKE 'a%'``) is left out: it tells at most whether
+        each row matched, the documented predicate channel."""
+        conditions: list[exp.Expr] = []
+        for key in ("where", "having", "qualify"):
+            clause = node.args.get(key)
+            if isinstance(clause, exp.Expr):
+                conditions.append(clause.this)
+        for join in node.args.get("joins") or []:
+            for key in ("on", "using", "match_condition"):
+                part = join.args.get(key)
+                if isinstance(part, exp.Expr):
+                    conditions.append(part)
+                elif isinstance(part, list) and part:
+                    raise _Unknown("a join condition could not be followed")
+        found: set[Source] = set()
+        for condition in conditions:
+            parts = list(condition.flatten()) if isinstance(condition, exp.And) else [condition]
+            for part in parts:
+                found |= self._condition(scope, part)
+        return found
+
+    def _condition(self, scope: Scope, condition: exp.Expr) -> set[Source]:
+        owners: set[str] = set()
+        subqueries: list[exp.Expr] = []
+        stack: list[exp.Expr] = [condition]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, exp.Select | exp.SetOperation):
+                subqueries.append(node)
+                continue
+            if isinstance(node, exp.Column):
+                owners.add(node.table.casefold())
+                continue
+            stack.extend(node.iter_expressions())
+        found: set[Source] = set()
+        for subquery in subqueries:
+            inner = self.scopes.get(id(subquery))
+            if inner is None:
+                raise _Unknown("a subquery in a condition could not be followed")
+            found |= self.rows(inner)[0]
+        if len(owners) + (1 if subqueries else 0) >= 2:
+            found |= self.expression(scope, condition)
+        return found
+
+    def _order(self, scope: Scope, node: exp.Select) -> set[Source]:
+        """What decides the order of a SELECT's rows: ``ORDER BY``, window partitions and
+        orders, ``GROUP BY`` and ``DISTINCT`` keys (engines sort to group)."""
+        keys: list[exp.Expr] = []
+        order = node.args.get("order")
+        if isinstance(order, exp.Order):
+            keys += [o.this if isinstance(o, exp.Ordered) else o for o in order.expressions]
+        group = node.args.get("group")
+        if isinstance(group, exp.Group):
+            keys += list(group.expressions)
+        distinct = node.args.get("distinct")
+        if isinstance(distinct, exp.Distinct):
+            on = distinct.args.get("on")
+            keys += list(on.expressions) if isinstance(on, exp.Expr) else list(node.selects)
+        found: set[Source] = set()
+        for key in keys:
+            found |= self._order_key(scope, node, key)
+        windows: list[exp.Expr] = list(node.args.get("windows") or [])
+        windows += [w for w in _own_nodes([*node.selects, *keys]) if isinstance(w, exp.Window)]
+        for window in windows:
+            for key in ("partition_by", "order"):
+                part = window.args.get(key)
+                for item in part if isinstance(part, list) else [part]:
+                    if isinstance(item, exp.Expr):
+                        found |= self.expression(scope, item)
+        return found
+
+    def _order_key(self, scope: Scope, node: exp.Select, key: exp.Expr) -> set[Source]:
+        """An ``ORDER BY``/``GROUP BY`` key: an output alias, a position, ``ALL`` or an
+        expression."""
+        selects = node.selects
+        if isinstance(key, exp.Var) and key.name.casefold() == "all":
+            targets = list(selects)
+        elif isinstance(key, exp.Literal) and key.is_int:
+            position = int(key.name) - 1
+            if not 0 <= position < len(selects):
+                raise _Unknown("an ORDER BY position could not be resolved")
+            targets = [selects[position]]
+        elif isinstance(key, exp.Column) and not key.table:
+            folded = key.name.casefold()
+            targets = [s for s in selects if s.alias_or_name.casefold() == folded]
+            if not targets:
+                return self.expression(scope, key)
+        else:
+            return self.expression(scope, key)
+        found: set[Source] = set()
+        for target in targets:
+            found |= self.expression(scope, target)
+        return found
+
     # -- base tables and views ---------------------------------------------------------------
     def base_column(
         self, scope: Scope, table: exp.Table, column: str, *, renamed: list[str] | None = None
@@ -313,6 +503,7 @@ class _Tracer:
         if len(outputs) != len(view.columns):
             raise _Unknown(f"view {view.name} could not be matched to its definition")
         lineage = {c.name.casefold(): o.sources for c, o in zip(view.columns, outputs, strict=True)}
+        lineage[_VIEW_ROWS] = inner.result_rows
         self.views[key] = lineage
         return lineage
 
@@ -346,11 +537,18 @@ class _Tracer:
             for source in scope.sources.values():
                 if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
                     self._check_table(source)
+                elif isinstance(source, exp.Table) and not set_returning(source.this):
+                    raise _Unknown(
+                        f"table function {function_name(source.this)} may read what the "
+                        "statement does not name (table contents, storage statistics)"
+                    )
         left = _leftmost(qualified)
         if not isinstance(left, exp.Select):
             raise _Unknown("the statement could not be analysed")
+        sized, ordered = self.rows(root)  # the result's order shows in every column
+        self.result_rows = sized
         return [
-            ColumnLineage(name=name, sources=frozenset(self.output(root, index=i)))
+            ColumnLineage(name=name, sources=frozenset(self.output(root, index=i)) | ordered)
             for i, name in enumerate(_names(qualified))
         ]
 
@@ -371,6 +569,15 @@ def _names(node: exp.Expr) -> list[str]:
             raise _Unknown("a * could not be expanded")
         return [s.alias_or_name for s in node.selects]
     raise _Unknown("the columns of a source could not be listed")
+
+
+def _own_nodes(roots: Iterable[exp.Expr]) -> Iterable[exp.Expr]:
+    """Every node of ``roots`` that belongs to their scope (subqueries are scopes of their own)."""
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(c for c in node.iter_expressions() if not isinstance(c, exp.Query))
 
 
 def _alias_columns(scope: Scope, alias: str) -> list[str]:
@@ -450,7 +657,8 @@ def trace(
         return Lineage(columns=None, reason="the text is not exactly one statement")
     tracer = _Tracer(schema, dialect, views=views if views is not None else {})
     try:
-        return Lineage(columns=tuple(tracer.trace(statements[0])))
+        columns = tuple(tracer.trace(statements[0]))
+        return Lineage(columns=columns, rows=tracer.result_rows)
     except _Unknown as exc:
         return Lineage(columns=None, reason=str(exc))
     except Exception as exc:  # a construct the optimizer trips on: unknown, never a pass

@@ -185,11 +185,17 @@ class LineagePolicy:
         if id(schema) != self._views_of:  # view lineage is per schema
             self._views, self._views_of = {}, id(schema)
         known = self._schema_words(schema)
+        if _strings_name(sql, dialect, self.policy.tables):
+            reason = "a string in the statement names a protected table (SQL run from a string)"
+            return self._withhold(outcome, reason, sql, dialect)
         lineage = trace(sql, dialect, schema, views=self._views)
         frame = outcome.dataframe
         if lineage.columns is None or len(lineage.columns) != frame.shape[1]:
             reason = lineage.reason or "the result's columns do not match the statement"
             return self._withhold(outcome, reason, sql, dialect)
+        _, row_sources = self.policy.strongest(lineage.rows)
+        if row_sources:
+            return self._withhold_rows(outcome, row_sources, sql, known)
         protected: dict[str, str] = {}
         notes: list[str] = []
         keep: list[int] = []
@@ -292,8 +298,28 @@ class LineagePolicy:
         note = f"values withheld by the data policy: lineage could not be established ({reason})"
         text = (f"{total} row(s), {frame.shape[1]} column(s); {note}. The user sees the result as a "
                 "table. To see values, select named columns of tables (no views the database "
-                "cannot describe, no PIVOT); counts are always shown.")  # fmt: skip
+                "cannot describe, no PIVOT, no table function other than generators and "
+                "unnest).")  # fmt: skip
         # "*": the result's column names may themselves be values (PIVOT), so none is kept.
+        return ModelContent(text=text, protected={"*": "withheld"}, note=note)
+
+    def _withhold_rows(
+        self, outcome: QueryOutcome, sources: list[str], sql: str, known: frozenset[str]
+    ) -> ModelContent:
+        """Which rows the result has derives from protected columns (a table function over
+        them, ``LIMIT``/``OFFSET``, an order they decide, a condition relating them to
+        another source): its row count is a derived value too, so only its columns' names
+        are shown."""
+        frame = outcome.dataframe
+        for i in range(frame.shape[1]):
+            self.seen.add(frame.iloc[:, i].tolist(), sources[0], known_text=sql, known=known)
+        named = ", ".join(str(c) for c in outcome.columns)
+        note = (f"values and row count withheld by the data policy {self.policy.version}: which "
+                f"rows the result has derives from {', '.join(sources)}")  # fmt: skip
+        text = (f"{frame.shape[1]} column(s) ({named}); {note}. The user sees the result as a "
+                "table. Counts of rows are shown when the rows do not depend on protected "
+                "columns (no table function, LIMIT/OFFSET or ordering over them, no condition "
+                "relating them to another table or series).")  # fmt: skip
         return ModelContent(text=text, protected={"*": "withheld"}, note=note)
 
     def _protects_numbers(self, schema: SchemaInfo | None) -> bool:
