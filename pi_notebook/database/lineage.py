@@ -8,17 +8,44 @@ CTEs, derived tables, scalar subqueries, ``UNION``/``INTERSECT``/``EXCEPT`` bran
 (through their definitions) and whole-row references (``to_json(c)``, ``row_to_json(c)``,
 ``c.*``, DuckDB's ``SELECT c FROM t c``), down to base-table columns.
 
+Values also reach the output through *which rows* there are and *in which order*, so each
+scope (a SELECT, a set operation, a derived table, a subquery) has two more sets of sources,
+given to every column it outputs (:meth:`_Tracer.rows`):
+
+* *sized*: what decides which rows the scope has, and so how many. The arguments of its table
+  functions and of set-returning functions in its projection
+  (``(SELECT count(*) FROM generate_series(1, ascii(substr(email, 1, 1))))`` is derived from
+  ``email``, and so is ``count(*)`` over ``unnest(string_to_array(email, NULL))``, a length);
+  its ``LIMIT``/``OFFSET``/``FETCH`` expressions; each condition (``WHERE``, ``ON``,
+  ``HAVING``, ``QUALIFY``) that relates two sources (another table, a generated series, an
+  outer row, a subquery: ``g = ascii(substr(email, i, 1))``, ``c2.email < c.email``); what
+  sizes its sources and the subqueries of its conditions; the values compared by ``UNION``,
+  ``INTERSECT``, ``EXCEPT``. :attr:`Lineage.rows` is this set for the result: a row count is
+  then a derived value, not a count of rows.
+* *ordered*: what decides the order of its rows: ``ORDER BY``, window partitions and orders
+  (``rank() OVER (ORDER BY email)``), ``GROUP BY`` and ``DISTINCT`` keys (engines sort to
+  group), and the order of its sources unless it aggregates. The result's order shows in
+  every column; a ``LIMIT``/``OFFSET`` turns order into which rows pass; an aggregate that
+  shows order (``string_agg``, ``list``) or a window function takes its sources' order.
+
 Two rules make the result safe to act on:
 
 * An argument of ``COUNT`` is not a source: a count is not a value of the column it counts.
-  Everything else that mentions a column derives from it (``length(email)`` does).
+  Everything else that mentions a column derives from it (``length(email)`` does). So
+  ``count(*) FROM customers``, ``count(DISTINCT email)`` and ``city, count(*) ... GROUP BY
+  city`` show their values; a ``count(*)`` over rows sized by a column does not.
 * Anything the tracer does not understand makes the lineage *unknown* (with the reason): a
-  table missing from the schema, a column it cannot resolve, an unexpanded ``*``, ``PIVOT``,
-  DuckDB's ``COLUMNS(...)``, a statement that is not a query, a parse failure. The caller
-  must then show no values at all.
+  table missing from the schema (catalog tables such as ``pg_stats`` included), a column it
+  cannot resolve, an unexpanded ``*``, ``PIVOT``, DuckDB's ``COLUMNS(...)``, a table function
+  other than a generator or unnest (``pragma_storage_info``, ``duckdb_columns()``,
+  ``query(...)``: they read what the statement does not name), a statement that is not a
+  query, a parse failure. The caller must then show no values at all.
 
-What it does not cover: predicates. ``WHERE email = 'a@b.c'`` leaks whether such a row
-exists, whatever the output columns; lineage protects values, not membership.
+What it does not cover, by design: conditions that compare columns of one source with
+constants. ``WHERE email LIKE 'a%'`` tells whether each row shown matched a condition the
+model wrote, and the row count how many did: at most a few bits per query (one per row
+shown), never a value. Conditions that relate a column to another source are covered above,
+since a generated series (or any other table) turns that membership into values.
 """
 
 from __future__ import annotations
