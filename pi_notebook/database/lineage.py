@@ -38,8 +38,9 @@ Two rules make the result safe to act on:
   table missing from the schema (catalog tables such as ``pg_stats`` included), a column it
   cannot resolve, an unexpanded ``*``, ``PIVOT``, DuckDB's ``COLUMNS(...)``, a table function
   other than a generator or unnest (``pragma_storage_info``, ``duckdb_columns()``,
-  ``query(...)``: they read what the statement does not name), a statement that is not a
-  query, a parse failure. The caller must then show no values at all.
+  ``query(...)``: they read what the statement does not name), a function the classifier does
+  not know to be pure (``query_to_xml('SELECT ...')``, ``pg_read_file``, a user-defined one),
+  a statement that is not a query, a parse failure. The caller must then show no values at all.
 
 What it does not cover, by design: conditions that compare columns of one source with
 constants. ``WHERE email LIKE 'a%'`` tells whether each row shown matched a condition the
@@ -58,6 +59,8 @@ from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, ScopeType, build_scope
 from sqlglot.schema import MappingSchema
+
+from pi_notebook.sql import functions
 
 from .schema import SchemaInfo, TableInfo
 from .set_functions import ORDER_FREE, function_name, set_returning
@@ -544,6 +547,12 @@ class _Tracer:
             raise _Unknown("the statement is not a SELECT")
         if any(True for _ in statement.find_all(*_OPAQUE)):
             raise _Unknown("PIVOT or COLUMNS(...) hides which columns the result reads")
+        for call in statement.find_all(exp.Func):
+            if not _reads_only_arguments(call, self.dialect):
+                raise _Unknown(
+                    f"function {function_name(call)} is not known to read only its arguments "
+                    "(it may run SQL from a string or read files or statistics)"
+                )
         _strip_default_schema(statement, self.schema.default_schema)
         ctes = {c.alias_or_name.casefold() for c in statement.find_all(exp.CTE)}
         for table in statement.find_all(exp.Table):  # a clear reason before qualify trips on it
@@ -605,6 +614,20 @@ def _own_nodes(roots: Iterable[exp.Expr]) -> Iterable[exp.Expr]:
         node = stack.pop()
         yield node
         stack.extend(c for c in node.iter_expressions() if not isinstance(c, exp.Query))
+
+
+def _reads_only_arguments(call: exp.Func, dialect: str) -> bool:
+    """Whether a function's value comes only from its arguments: a built-in the classifier
+    knows to be pure (``sql.functions``), not one that runs SQL from a string
+    (``query_to_xml``, ``ts_stat``), reads files or is user-defined."""
+    if isinstance(call, exp.Anonymous):
+        parent = call.parent
+        if isinstance(parent, exp.Dot) and parent.expression is call:
+            schemas = functions.QUALIFIED_SCHEMAS.get(dialect, frozenset())
+            if parent.this.name.casefold() not in schemas:
+                return False
+        return function_name(call) in functions.PURE_FUNCTIONS.get(dialect, frozenset())
+    return type(call).__name__ not in functions.IMPURE_FUNCTION_CLASSES
 
 
 def _alias_columns(scope: Scope, alias: str) -> list[str]:

@@ -14,7 +14,7 @@ import pytest
 from ctx_support import EMAILS, NAMES, PHONES, assert_nothing_leaked, run
 
 from pi_notebook.ai.messages import content_text
-from pi_notebook.testing import ScriptedModel, text, tool_call
+from pi_notebook.testing import ScriptedApprovalUI, ScriptedModel, text, tool_call
 
 POLICY = {
     "version": "v-channels",
@@ -42,10 +42,17 @@ def column(name: str) -> Secrets:
     return lambda frame: {str(v) for v in frame[name] if v is not None}
 
 
+def emails_within(frame: pd.DataFrame) -> set[str]:
+    """The protected emails that occur inside any value of the result (an XML document)."""
+    text = " ".join(str(v) for v in frame.to_numpy().ravel())
+    return {e for e in EMAILS if e in text}
+
+
 @dataclass(frozen=True)
 class Channel:
     secrets: Secrets
     sql: dict[str, str]  # engine -> statement (absent: not valid there)
+    approved: bool = False  # the statement is no plain read: the user approves it
 
 
 def _codes(call: str, pairs: list[tuple[str, int]]) -> str:
@@ -131,6 +138,10 @@ CHANNELS: dict[str, Channel] = {
     "storage statistics (min/max prefixes)": Channel(column("stats"), {
         "duckdb": "SELECT column_name, stats FROM pragma_storage_info('customers')",
     }),
+    "SQL run from a string the policy cannot read": Channel(emails_within, {
+        "postgres": "SELECT query_to_xml('SELECT em' || 'ail FROM cust' || 'omers', true, false, '') AS x",
+        "duckdb": "SELECT e FROM query('SELECT em' || 'ail AS e FROM cust' || 'omers')",
+    }, approved=True),
 }  # fmt: skip
 
 
@@ -149,7 +160,8 @@ async def test_value_channels_carry_their_protection(name: str, shop) -> None:
     if sql is None:
         pytest.skip(f"not a valid statement on {engine}")
     model = ScriptedModel([tool_call("query_database", {"sql": sql}, id="q"), text("done")])
-    session = await run(url, model, "Find the customers' details.", data_policy=POLICY)
+    ui = ScriptedApprovalUI("approved") if channel.approved else None
+    session = await run(url, model, "Find the customers' details.", data_policy=POLICY, ui=ui)
     [result] = [m for m in session.messages if m.role == "toolResult"]
     body = content_text(result.content)
     assert not result.is_error, body
