@@ -193,8 +193,9 @@ class _Tracer:
         stack: list[exp.Expr] = list(root.iter_expressions()) if skip_self else [root]
         while stack:
             node = stack.pop()
-            if isinstance(node, exp.Count):
-                continue  # a count is not a value of what it counts
+            if isinstance(node, exp.Count):  # not a value of what it counts, unless what it
+                found |= self._condition(scope, node)  # counts relates rows of two sources
+                continue
             if isinstance(node, _OPAQUE):
                 raise _Unknown(f"{node.key.upper()} hides which columns it reads")
             if isinstance(node, exp.Select | exp.SetOperation):
@@ -405,14 +406,20 @@ class _Tracer:
         return found
 
     def _condition(self, scope: Scope, condition: exp.Expr) -> set[Source]:
+        """What a condition (or what a ``COUNT`` counts) tells: its sources when it relates
+        rows to other rows (columns of two sources, an outer row, a subquery, a window
+        function), and in any case what decides the rows of its subqueries."""
         owners: set[str] = set()
         subqueries: list[exp.Expr] = []
+        relates = False
         stack: list[exp.Expr] = [condition]
         while stack:
             node = stack.pop()
             if isinstance(node, exp.Select | exp.SetOperation):
                 subqueries.append(node)
                 continue
+            if isinstance(node, exp.Window):  # a rank compares each row with the others
+                relates = True
             if isinstance(node, exp.Column):
                 owners.add(node.table.casefold())
                 continue
@@ -423,8 +430,8 @@ class _Tracer:
             if inner is None:
                 raise _Unknown("a subquery in a condition could not be followed")
             found |= self.rows(inner)[0]
-        if len(owners) + (1 if subqueries else 0) >= 2:
-            found |= self.expression(scope, condition)
+        if relates or len(owners) + (1 if subqueries else 0) >= 2:
+            found |= self.expression(scope, condition, skip_self=isinstance(condition, exp.Count))
         return found
 
     def _order(self, scope: Scope, node: exp.Select) -> set[Source]:

@@ -286,9 +286,10 @@ class LineagePolicy:
 
     def _withhold(self, outcome: QueryOutcome, reason: str, sql: str, dialect: str) -> ModelContent:
         """Only the shape, and why: no value, not even a column name (PIVOT makes names of
-        values)."""
+        values), nor the row count when the statement may read a protected table."""
         frame = outcome.dataframe
-        if self.touches_protected(sql, dialect):  # any column may hold protected values
+        touches = self.touches_protected(sql, dialect)
+        if touches:  # any column may hold protected values
             schema = self.schema.cached or self.schema.last
             known = self._schema_words(schema)
             numbers = self._protects_numbers(schema)
@@ -300,8 +301,14 @@ class LineagePolicy:
         total = (
             f"{outcome.row_count}" if outcome.row_count_exact else f"at least {outcome.row_count}"
         )
+        # The row count too may derive from protected values (LIMIT, a generator over them).
+        shape = (
+            f"{frame.shape[1]} column(s)"
+            if touches
+            else f"{total} row(s), {frame.shape[1]} column(s)"
+        )
         note = f"values withheld by the data policy: lineage could not be established ({reason})"
-        text = (f"{total} row(s), {frame.shape[1]} column(s); {note}. The user sees the result as a "
+        text = (f"{shape}; {note}. The user sees the result as a "
                 "table. To see values, select named columns of tables (no views the database "
                 "cannot describe, no PIVOT, no table function other than generators and "
                 "unnest).")  # fmt: skip

@@ -135,11 +135,32 @@ CHANNELS: dict[str, Channel] = {
         "sqlite": f"{_SQLITE_SERIES}SELECT i FROM n WHERE EXISTS (SELECT 1 FROM customers "
         "WHERE customer_id = 1 AND unicode(substr(email, 1, 1)) = n.i)",
     }),
+    "count of a condition against a generated series": Channel(cells, {
+        "postgres": "SELECT (SELECT count(CASE WHEN t.g < ascii(substr(c.email, 1, 1)) THEN 1 END) "
+        "FROM generate_series(1, 255) AS t(g)) + 1 AS e1 FROM customers c",
+        "duckdb": "SELECT (SELECT count(CASE WHEN t.g < ascii(substr(c.email, 1, 1)) THEN 1 END) "
+        "FROM generate_series(1, 255) AS t(g)) + 1 AS e1 FROM customers c",
+        "sqlite": "SELECT (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE "
+        "i < 255) SELECT count(CASE WHEN n.i < unicode(substr(c.email, 1, 1)) THEN 1 END) + 1 "
+        "FROM n) AS e1 FROM customers c",
+    }),
+    "QUALIFY by rank": Channel(cells, {
+        "duckdb": "SELECT city FROM customers QUALIFY row_number() OVER (ORDER BY email) = 1",
+    }),
+    "row count of a result without lineage": Channel(row_count, {
+        "postgres": "SELECT g FROM generate_series(1, 300) AS t(g) WHERE g > (SELECT count(*) "
+        f"FROM pg_class WHERE false) LIMIT {_FIRST.format(i=1)}",
+        "duckdb": "SELECT g FROM generate_series(1, 300) AS t(g) WHERE g > (SELECT count(*) "
+        f"FROM duckdb_tables() WHERE false) LIMIT {_FIRST.format(i=1)}",
+        "sqlite": f"{_SQLITE_SERIES}SELECT i FROM n WHERE i > (SELECT count(*) FROM "
+        f"pragma_table_list WHERE 0) LIMIT {_SQLITE_FIRST.format(i=1)}",
+    }),
     "storage statistics (min/max prefixes)": Channel(column("stats"), {
         "duckdb": "SELECT column_name, stats FROM pragma_storage_info('customers')",
     }),
     "SQL run from a string the policy cannot read": Channel(emails_within, {
-        "postgres": "SELECT query_to_xml('SELECT em' || 'ail FROM cust' || 'omers', true, false, '') AS x",
+        "postgres": "SELECT CAST(xpath('//email/text()', query_to_xml('SELECT em' || 'ail FROM "
+        "cust' || 'omers', true, false, '')) AS text) AS x",
         "duckdb": "SELECT e FROM query('SELECT em' || 'ail AS e FROM cust' || 'omers')",
     }, approved=True),
 }  # fmt: skip
