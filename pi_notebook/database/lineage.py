@@ -17,8 +17,10 @@ given to every column it outputs (:meth:`_Tracer.rows`):
   (``(SELECT count(*) FROM generate_series(1, ascii(substr(email, 1, 1))))`` is derived from
   ``email``, and so is ``count(*)`` over ``unnest(string_to_array(email, NULL))``, a length);
   its ``LIMIT``/``OFFSET``/``FETCH`` expressions; each condition (``WHERE``, ``ON``,
-  ``HAVING``, ``QUALIFY``) that relates two sources (another table, a generated series, an
-  outer row, a subquery: ``g = ascii(substr(email, i, 1))``, ``c2.email < c.email``); what
+  ``HAVING``, ``QUALIFY``) that relates rows to other rows (columns of two sources, an outer
+  row, a subquery, a window function, a derived table whose rows are not one table's rows:
+  ``g = ascii(substr(email, i, 1))``, ``c2.email < c.email``, ``row_number() OVER (ORDER BY
+  email) = 1``); what
   sizes its sources and the subqueries of its conditions; the values compared by ``UNION``,
   ``INTERSECT``, ``EXCEPT``. :attr:`Lineage.rows` is this set for the result: a row count is
   then a derived value, not a count of rows.
@@ -30,10 +32,13 @@ given to every column it outputs (:meth:`_Tracer.rows`):
 
 Two rules make the result safe to act on:
 
-* An argument of ``COUNT`` is not a source: a count is not a value of the column it counts.
-  Everything else that mentions a column derives from it (``length(email)`` does). So
-  ``count(*) FROM customers``, ``count(DISTINCT email)`` and ``city, count(*) ... GROUP BY
-  city`` show their values; a ``count(*)`` over rows sized by a column does not.
+* A column ``COUNT`` counts as stored (``count(email)``, ``count(DISTINCT email)``, through
+  subqueries that pass it on unchanged) is not a source: a count is not a value of the column
+  it counts. Everything else that mentions a column derives from it (``length(email)`` does,
+  and so does ``count(CASE WHEN g < ascii(email) THEN 1 END)``: over generated rows a count
+  is a value). So ``count(*) FROM customers``, ``count(DISTINCT email)`` and ``city,
+  count(*) ... GROUP BY city`` show their values; a ``count(*)`` over rows sized by a column
+  does not.
 * Anything the tracer does not understand makes the lineage *unknown* (with the reason): a
   table missing from the schema (catalog tables such as ``pg_stats`` included), a column it
   cannot resolve, an unexpanded ``*``, ``PIVOT``, DuckDB's ``COLUMNS(...)``, a table function
@@ -193,8 +198,8 @@ class _Tracer:
         stack: list[exp.Expr] = list(root.iter_expressions()) if skip_self else [root]
         while stack:
             node = stack.pop()
-            if isinstance(node, exp.Count):  # not a value of what it counts, unless what it
-                found |= self._condition(scope, node)  # counts relates rows of two sources
+            if isinstance(node, exp.Count):
+                found |= self._counted(scope, node)
                 continue
             if isinstance(node, _OPAQUE):
                 raise _Unknown(f"{node.key.upper()} hides which columns it reads")
@@ -406,10 +411,10 @@ class _Tracer:
         return found
 
     def _condition(self, scope: Scope, condition: exp.Expr) -> set[Source]:
-        """What a condition (or what a ``COUNT`` counts) tells: its sources when it relates
-        rows to other rows (columns of two sources, an outer row, a subquery, a window
-        function), and in any case what decides the rows of its subqueries."""
-        owners: set[str] = set()
+        """What a condition tells: its sources when it relates rows to other rows (columns of
+        two sources, an outer row, a subquery, a window function, a source that is not one
+        table's rows), and in any case what decides the rows of its subqueries."""
+        owners: set[tuple[int, str]] = set()
         subqueries: list[exp.Expr] = []
         relates = False
         stack: list[exp.Expr] = [condition]
@@ -421,7 +426,9 @@ class _Tracer:
             if isinstance(node, exp.Window):  # a rank compares each row with the others
                 relates = True
             if isinstance(node, exp.Column):
-                owners.add(node.table.casefold())
+                owner, source = self._find(scope, node.table)
+                owners.add((id(owner.expression), node.table.casefold()))
+                relates |= source is None or not self._one_table(source)
                 continue
             stack.extend(node.iter_expressions())
         found: set[Source] = set()
@@ -431,8 +438,57 @@ class _Tracer:
                 raise _Unknown("a subquery in a condition could not be followed")
             found |= self.rows(inner)[0]
         if relates or len(owners) + (1 if subqueries else 0) >= 2:
-            found |= self.expression(scope, condition, skip_self=isinstance(condition, exp.Count))
+            found |= self.expression(scope, condition)
         return found
+
+    def _one_table(self, source: exp.Table | Scope) -> bool:
+        """Whether each row of ``source`` is one row of one base table (a table, or a query
+        of one such source without a join, generator, set-returning or window function): a
+        condition on its columns alone compares one row's values with constants."""
+        if isinstance(source, exp.Table):
+            if not isinstance(source.this, exp.Identifier):
+                return False
+            info = self.schema.table(source.name)
+            return info is None or info.kind != "view"  # a view may join or generate
+        canonical = self._canonical(source)
+        node = None if canonical is None else canonical.expression
+        if canonical is None or not isinstance(node, exp.Select):
+            return False
+        sources = list(canonical.selected_sources.values())
+        if len(sources) != 1 or node.args.get("joins"):
+            return False
+        if any(isinstance(p, exp.Window) or set_returning(p) for p in _own_nodes(node.selects)):
+            return False
+        return self._one_table(sources[0][1])
+
+    def _counted(self, scope: Scope, count: exp.Count) -> set[Source]:
+        """What a ``COUNT`` shows of its argument: nothing when it counts rows (``*``) or the
+        values of a column as stored (``count(email)``, ``count(DISTINCT email)``); else
+        (``count(CASE WHEN g < ascii(email) ...)``, a column computed in a subquery) the
+        sources of what it counts, since over generated rows a count is a value."""
+        argument = count.this
+        parts = argument.expressions if isinstance(argument, exp.Distinct) else [argument]
+        if all(p is None or isinstance(p, exp.Star) or self._stored(scope, p) for p in parts):
+            return set()
+        return self.expression(scope, count, skip_self=True)
+
+    def _stored(self, scope: Scope, node: exp.Expr) -> bool:
+        """Whether ``node`` is a column whose values are a base table's, unchanged."""
+        if isinstance(node, exp.Literal | exp.Null | exp.Boolean):
+            return True
+        if not isinstance(node, exp.Column) or not node.table:
+            return False
+        _, source = self._find(scope, node.table)
+        if isinstance(source, exp.Table):
+            return isinstance(source.this, exp.Identifier)
+        if source is None:
+            return False
+        canonical = self._canonical(source)
+        if canonical is None or not isinstance(canonical.expression, exp.Select):
+            return False
+        folded = node.name.casefold()
+        targets = [s for s in canonical.expression.selects if s.alias_or_name.casefold() == folded]
+        return len(targets) == 1 and self._stored(canonical, targets[0].unalias())
 
     def _order(self, scope: Scope, node: exp.Select) -> set[Source]:
         """What decides the order of a SELECT's rows: ``ORDER BY``, window partitions and

@@ -144,6 +144,33 @@ CHANNELS: dict[str, Channel] = {
         "i < 255) SELECT count(CASE WHEN n.i < unicode(substr(c.email, 1, 1)) THEN 1 END) + 1 "
         "FROM n) AS e1 FROM customers c",
     }),
+    "count of a value computed over a generated series": Channel(cells, {
+        "postgres": "SELECT count(CASE WHEN x.flag THEN 1 END) + 1 AS e1 FROM (SELECT t.g < "
+        "ascii(substr(c.email, 1, 1)) AS flag FROM customers c, generate_series(1, 255) AS t(g) "
+        "WHERE c.customer_id = 1) x",
+        "duckdb": "SELECT count(CASE WHEN x.flag THEN 1 END) + 1 AS e1 FROM (SELECT t.g < "
+        "ascii(substr(c.email, 1, 1)) AS flag FROM customers c, generate_series(1, 255) AS t(g) "
+        "WHERE c.customer_id = 1) x",
+        "sqlite": f"{_SQLITE_SERIES}SELECT count(CASE WHEN x.flag THEN 1 END) + 1 AS e1 FROM "
+        "(SELECT n.i < unicode(substr(c.email, 1, 1)) AS flag FROM customers c, n "
+        "WHERE c.customer_id = 1) x",
+    }),
+    "condition on a derived table that merged a series": Channel(cells, {
+        "postgres": "SELECT count(*) + 1 AS e1 FROM (SELECT t.g AS g, ascii(substr(c.email, 1, 1)) "
+        "AS a FROM customers c, generate_series(1, 255) AS t(g) WHERE c.customer_id = 1) x "
+        "WHERE x.g < x.a",
+        "duckdb": "SELECT count(*) + 1 AS e1 FROM (SELECT t.g AS g, ascii(substr(c.email, 1, 1)) "
+        "AS a FROM customers c, generate_series(1, 255) AS t(g) WHERE c.customer_id = 1) x "
+        "WHERE x.g < x.a",
+        "sqlite": f"{_SQLITE_SERIES}SELECT count(*) + 1 AS e1 FROM (SELECT n.i AS g, "
+        "unicode(substr(c.email, 1, 1)) AS a FROM customers c, n WHERE c.customer_id = 1) x "
+        "WHERE x.g < x.a",
+    }),
+    "rank kept by a condition on a derived table": Channel(cells, dict.fromkeys(
+        ("postgres", "duckdb", "sqlite"),
+        "SELECT x.city FROM (SELECT city, row_number() OVER (ORDER BY email) AS rn "
+        "FROM customers) x WHERE x.rn = 1",
+    )),
     "QUALIFY by rank": Channel(cells, {
         "duckdb": "SELECT city FROM customers QUALIFY row_number() OVER (ORDER BY email) = 1",
     }),
