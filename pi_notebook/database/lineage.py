@@ -88,6 +88,8 @@ class ColumnLineage:
 
     name: str
     sources: frozenset[Source] = frozenset()
+    stored: Source | None = None
+    """The base column whose values this column is, unchanged (``SELECT email``), if any."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -473,22 +475,30 @@ class _Tracer:
         return self.expression(scope, count, skip_self=True)
 
     def _stored(self, scope: Scope, node: exp.Expr) -> bool:
-        """Whether ``node`` is a column whose values are a base table's, unchanged."""
+        """Whether ``node`` is a constant or a column whose values are a base table's."""
         if isinstance(node, exp.Literal | exp.Null | exp.Boolean):
             return True
-        if not isinstance(node, exp.Column) or not node.table:
-            return False
-        _, source = self._find(scope, node.table)
+        return self.stored_column(scope, node) is not None
+
+    def stored_column(self, scope: Scope, node: exp.Expr) -> Source | None:
+        """The base-table column whose values ``node`` is, unchanged (through subqueries that
+        pass it on), or ``None``: an expression, a view's column, a set operation."""
+        if not isinstance(node, exp.Column) or not node.table or isinstance(node.this, exp.Star):
+            return None
+        owner, source = self._find(scope, node.table)
+        renamed = _alias_columns(owner, node.table)
         if isinstance(source, exp.Table):
-            return isinstance(source.this, exp.Identifier)
-        if source is None:
-            return False
-        canonical = self._canonical(source)
-        if canonical is None or not isinstance(canonical.expression, exp.Select):
-            return False
+            info = self.schema.table(source.name)
+            if not isinstance(source.this, exp.Identifier) or info is None or info.kind == "view":
+                return None
+            found = self.base_column(owner, source, node.name, renamed=renamed)
+            return next(iter(found)) if len(found) == 1 else None
+        canonical = None if source is None else self._canonical(source)
+        if canonical is None or renamed or not isinstance(canonical.expression, exp.Select):
+            return None
         folded = node.name.casefold()
         targets = [s for s in canonical.expression.selects if s.alias_or_name.casefold() == folded]
-        return len(targets) == 1 and self._stored(canonical, targets[0].unalias())
+        return self.stored_column(canonical, targets[0].unalias()) if len(targets) == 1 else None
 
     def _order(self, scope: Scope, node: exp.Select) -> set[Source]:
         """What decides the order of a SELECT's rows: ``ORDER BY``, window partitions and
@@ -646,8 +656,13 @@ class _Tracer:
             raise _Unknown("the statement could not be analysed")
         sized, ordered = self.rows(root)  # the result's order shows in every column
         self.result_rows = sized
+        selects = qualified.selects if isinstance(qualified, exp.Select) else []
         return [
-            ColumnLineage(name=name, sources=frozenset(self.output(root, index=i)) | ordered)
+            ColumnLineage(
+                name=name,
+                sources=frozenset(self.output(root, index=i)) | ordered,
+                stored=self.stored_column(root, selects[i].unalias()) if selects else None,
+            )
             for i, name in enumerate(_names(qualified))
         ]
 

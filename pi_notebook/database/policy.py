@@ -20,7 +20,10 @@ never the database's message (which can quote a value: ``error(email)``, a faile
 
 Actions, from the weakest: ``hash`` (a stable, per-session salted digest: equal values look
 equal), ``mask`` (nothing of the value), ``drop`` (not even the column). A column derived from
-several protected columns gets the strongest of their actions.
+several protected columns gets the strongest of their actions. ``hash`` applies only to a
+column that is the hashed column's values as stored (``SELECT email``); anything computed from
+it (a length, a letter, a rank, an order) is masked, since equal digests of few possible values
+give them away (a ``UNION`` with a guess compares digests).
 """
 
 from __future__ import annotations
@@ -210,6 +213,8 @@ class LineagePolicy:
             label = str(outcome.columns[i]) if i < len(outcome.columns) else column.name
             name = _unique(label, protected)
             action, sources = self.policy.strongest(column.sources)
+            if action == "hash" and sources != [".".join(column.stored or ())]:
+                action = "mask"  # equal digests of a length, a rank or a letter give it away
             values = head.iloc[:, i].tolist()
             if action is None:
                 keep.append(i)

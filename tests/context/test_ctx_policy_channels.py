@@ -268,3 +268,27 @@ async def test_counts_of_rows_stay_visible(shop) -> None:
         missing = [e for e in expected if not shows(body, e)]
         assert not missing, f"{name}: {missing} not in\n{body}"
     assert_nothing_leaked(model, {*EMAILS, *PHONES, *NAMES})
+
+
+async def test_hash_shows_only_stored_values_and_masks_what_is_computed(shop) -> None:
+    """Equal digests of a length, a letter or an order would give them away (a UNION with a
+    guess compares digests): only a column as stored is hashed."""
+    _, url = shop
+    queries = {
+        "stored": "SELECT email FROM customers ORDER BY customer_id",
+        "length": "SELECT length(email) AS n FROM customers",
+        "letter with a guess": "SELECT substr(email, 1, 1) AS l FROM customers UNION ALL SELECT 'a'",
+        "ordered constant": "SELECT 'London' AS x FROM customers ORDER BY email",
+    }
+    steps = [tool_call("query_database", {"sql": sql}, id=name) for name, sql in queries.items()]
+    model = ScriptedModel([*steps, text("done")])
+    policy = {"customers.email": "hash"}
+    session = await run(url, model, "go", data_policy=policy)
+    shown = {
+        m.tool_call_id: content_text(m.content) for m in session.messages if m.role == "toolResult"
+    }
+    assert shown["stored"].count(" h:") + shown["stored"].count("\nh:") == 3, shown["stored"]
+    for name in ("length", "letter with a guess", "ordered constant"):
+        body = shown[name]
+        assert "h:" not in body and "[masked]" in body, f"{name}: {body}"
+    assert_nothing_leaked(model, set(EMAILS))
