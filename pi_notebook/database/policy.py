@@ -6,12 +6,12 @@ else a digest of the rules). :class:`LineagePolicy` is the database extension's
 ``ContentPolicy``: for each result it traces every output column to its source columns
 (:mod:`.lineage`) and, in the preview the model reads, masks, hashes or drops the values of any
 column derived from a protected one; the analyst's DataFrame in ``details`` is untouched.
-Where lineage cannot be established the model gets only the result's shape and the reason;
-so it does when a string of the statement names a protected table (SQL run from a string:
-``query_to_xml('SELECT email FROM customers', ...)``). Where which rows the result has derives
-from a protected column (a table function over it, ``LIMIT``/``OFFSET``, an order it decides, a
-condition relating it to another source: see :mod:`.lineage`), the row count is a derived value
-too, and the model gets the column names only.
+Where lineage cannot be established the model gets only the result's shape and the reason
+(SQL run from a string, ``query_to_xml('SELECT ...')``, is such a case), without the row count
+when the statement may read a protected table. Where which rows the result has derives from a
+protected column (a table function over it, ``LIMIT``/``OFFSET``, an order it decides, a
+condition relating it to another source: see :mod:`.lineage`), the row count is a derived
+value too, and the model gets the column names only.
 The values it protected are remembered (:mod:`.protected_values`) for the last check on
 outgoing payloads (not the ones the model had before: literals of its own statement, the
 schema's names and types, what it was already sent). When a statement that may read protected
@@ -193,9 +193,6 @@ class LineagePolicy:
         if id(schema) != self._views_of:  # view lineage is per schema
             self._views, self._views_of = {}, id(schema)
         known = self._schema_words(schema)
-        if _strings_name(sql, dialect, self.policy.tables):
-            reason = "a string in the statement names a protected table (SQL run from a string)"
-            return self._withhold(outcome, reason, sql, dialect)
         lineage = trace(sql, dialect, schema, views=self._views)
         frame = outcome.dataframe
         if lineage.columns is None or len(lineage.columns) != frame.shape[1]:
