@@ -20,9 +20,8 @@ given to every column it outputs (:meth:`_Tracer.rows`):
   ``HAVING``, ``QUALIFY``) that relates rows to other rows (columns of two sources, an outer
   row, a subquery, a window function, a derived table whose rows are not one table's rows:
   ``g = ascii(substr(email, i, 1))``, ``c2.email < c.email``, ``row_number() OVER (ORDER BY
-  email) = 1``); what
-  sizes its sources and the subqueries of its conditions; the values compared by ``UNION``,
-  ``INTERSECT``, ``EXCEPT``. :attr:`Lineage.rows` is this set for the result: a row count is
+  email) = 1``); what sizes its sources and the subqueries of its conditions; the values
+  compared by ``UNION``, ``INTERSECT``, ``EXCEPT``. :attr:`Lineage.rows` is this set for the result: a row count is
   then a derived value, not a count of rows.
 * *ordered*: what decides the order of its rows: ``ORDER BY``, window partitions and orders
   (``rank() OVER (ORDER BY email)``), ``GROUP BY`` and ``DISTINCT`` keys (engines sort to
@@ -389,10 +388,10 @@ class _Tracer:
 
     def _predicates(self, scope: Scope, node: exp.Select) -> set[Source]:
         """The sources of each condition (``WHERE``, ``ON``, ``HAVING``, ``QUALIFY``) that
-        relates rows of two sources (another table, a generated series, an outer row, a
-        subquery), and what decides the rows of the subqueries in any condition. A condition
-        on one source and constants (``email LIKE 'a%'``) is left out: it tells at most whether
-        each row matched, the documented predicate channel."""
+        relates rows to other rows (:meth:`_condition`), and what decides the rows of the
+        subqueries in any condition. A condition on one table's rows and constants (``email
+        LIKE 'a%'``) is left out: it tells at most whether each row matched, the documented
+        predicate channel."""
         conditions: list[exp.Expr] = []
         for key in ("where", "having", "qualify"):
             clause = node.args.get(key)
