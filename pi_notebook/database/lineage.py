@@ -98,8 +98,8 @@ class Lineage:
     columns: tuple[ColumnLineage, ...] | None
     reason: str | None = None
     rows: frozenset[Source] = frozenset()
-    """The base columns that decide which rows the result has, and so how many (already
-    among every column's sources): a value shown as a row count is derived from them."""
+    """The base columns that decide how many rows the result has (already among every
+    column's sources): a value shown as a row count is derived from them."""
 
     @property
     def known(self) -> bool:
@@ -120,6 +120,7 @@ class _Tracer:
     _views_busy: set[str] = field(default_factory=set)
     _rows: dict[int, tuple[frozenset[Source], frozenset[Source]]] = field(default_factory=dict)
     _rows_busy: set[int] = field(default_factory=set)
+    _counts: dict[int, frozenset[Source]] = field(default_factory=dict)
     result_rows: frozenset[Source] = frozenset()
 
     # -- outputs of a scope ----------------------------------------------------------------
@@ -377,14 +378,14 @@ class _Tracer:
         self, scope: Scope, node: exp.Expr, sized: set[Source], ordered: set[Source]
     ) -> set[Source]:
         """``LIMIT``/``OFFSET``/``FETCH``: which rows pass derives from their expressions, and
-        from the order they cut."""
+        from the order they cut; how many, from their expressions alone (kept for the result's
+        row count: ``ORDER BY email LIMIT 10`` has 10 rows whatever the emails)."""
         bounds = [node.args.get(k) for k in ("limit", "offset")]
         bounds = [b for b in bounds if isinstance(b, exp.Expr)]
-        if not bounds:
-            return sized
         for bound in bounds:
             sized |= self.expression(scope, bound)
-        return sized | ordered
+        self._counts[id(node)] = frozenset(sized)
+        return sized | ordered if bounds else sized
 
     def _predicates(self, scope: Scope, node: exp.Select) -> set[Source]:
         """The sources of each condition (``WHERE``, ``ON``, ``HAVING``, ``QUALIFY``) that
@@ -654,7 +655,7 @@ class _Tracer:
         if not isinstance(left, exp.Select):
             raise _Unknown("the statement could not be analysed")
         sized, ordered = self.rows(root)  # the result's order shows in every column
-        self.result_rows = sized
+        self.result_rows = self._counts.get(id(root.expression), sized)
         selects = qualified.selects if isinstance(qualified, exp.Select) else []
         return [
             ColumnLineage(

@@ -279,6 +279,7 @@ async def test_hash_shows_only_stored_values_and_masks_what_is_computed(shop) ->
         "length": "SELECT length(email) AS n FROM customers",
         "letter with a guess": "SELECT substr(email, 1, 1) AS l FROM customers UNION ALL SELECT 'a'",
         "ordered constant": "SELECT 'London' AS x FROM customers ORDER BY email",
+        "first two by order": "SELECT email FROM customers ORDER BY email LIMIT 2",
     }
     steps = [tool_call("query_database", {"sql": sql}, id=name) for name, sql in queries.items()]
     model = ScriptedModel([*steps, text("done")])
@@ -287,7 +288,9 @@ async def test_hash_shows_only_stored_values_and_masks_what_is_computed(shop) ->
     shown = {
         m.tool_call_id: content_text(m.content) for m in session.messages if m.role == "toolResult"
     }
-    assert shown["stored"].count(" h:") + shown["stored"].count("\nh:") == 3, shown["stored"]
+    assert shown["stored"].count("\nh:") == 3, shown["stored"]
+    first_two = shown["first two by order"]  # the order cuts which rows, not how many
+    assert first_two.startswith("2 row(s)") and first_two.count("\nh:") == 2, first_two
     for name in ("length", "letter with a guess", "ordered constant"):
         body = shown[name]
         assert "h:" not in body and "[masked]" in body, f"{name}: {body}"
