@@ -50,7 +50,12 @@ What it does not cover, by design: conditions that compare columns of one source
 constants. ``WHERE email LIKE 'a%'`` tells whether each row shown matched a condition the
 model wrote, and the row count how many did: at most a few bits per query (one per row
 shown), never a value. Conditions that relate a column to another source are covered above,
-since a generated series (or any other table) turns that membership into values.
+since a generated series (or any other table) turns that membership into values. Nor does it
+cover the order an engine happens to return rows in when nothing orders them: a condition on
+an indexed protected column can make the engine read the index (SQLite, ``WHERE email > ''``
+with a UNIQUE ``email``), so rows come back in that column's order. That ranks the table's own
+rows against each other; ranking them against chosen values needs rows of another source,
+which is covered.
 """
 
 from __future__ import annotations
