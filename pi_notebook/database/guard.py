@@ -113,8 +113,9 @@ def register_data_policy(
     def announce(event: Any, ctx: Any) -> dict[str, str]:
         note = (
             f"Data policy {policy.version}: the values of {policy.describe()} and of anything "
-            "computed from them are hidden from you (masked, hashed or dropped in query "
-            "results); counts stay visible, and the user sees the real values. Do not try to "
+            "computed from them (lengths, ranks, orders, counts over rows they generate or "
+            "select) are hidden from you (masked, hashed or dropped in query results); counts "
+            "of table rows stay visible, and the user sees the real values. Do not try to "
             "work around it."
         )
         return {"system_prompt": f"{event.system_prompt}\n\n{note}"}

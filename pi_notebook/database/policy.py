@@ -6,7 +6,12 @@ else a digest of the rules). :class:`LineagePolicy` is the database extension's
 ``ContentPolicy``: for each result it traces every output column to its source columns
 (:mod:`.lineage`) and, in the preview the model reads, masks, hashes or drops the values of any
 column derived from a protected one; the analyst's DataFrame in ``details`` is untouched.
-Where lineage cannot be established the model gets only the result's shape and the reason.
+Where lineage cannot be established the model gets only the result's shape and the reason
+(SQL run from a string, ``query_to_xml('SELECT ...')``, is such a case), without the row count
+when the statement may read a protected table. Where which rows the result has derives from a
+protected column (a table function over it, ``LIMIT``/``OFFSET``, an order it decides, a
+condition relating it to another source: see :mod:`.lineage`), the row count is a derived
+value too, and the model gets the column names only.
 The values it protected are remembered (:mod:`.protected_values`) for the last check on
 outgoing payloads (not the ones the model had before: literals of its own statement, the
 schema's names and types, what it was already sent). When a statement that may read protected
@@ -15,7 +20,10 @@ never the database's message (which can quote a value: ``error(email)``, a faile
 
 Actions, from the weakest: ``hash`` (a stable, per-session salted digest: equal values look
 equal), ``mask`` (nothing of the value), ``drop`` (not even the column). A column derived from
-several protected columns gets the strongest of their actions.
+several protected columns gets the strongest of their actions. ``hash`` applies only to a
+column that is the hashed column's values as stored (``SELECT email``); anything computed from
+it (a length, a letter, a rank, an order) is masked, since equal digests of few possible values
+give them away (a ``UNION`` with a guess compares digests).
 """
 
 from __future__ import annotations
@@ -190,6 +198,9 @@ class LineagePolicy:
         if lineage.columns is None or len(lineage.columns) != frame.shape[1]:
             reason = lineage.reason or "the result's columns do not match the statement"
             return self._withhold(outcome, reason, sql, dialect)
+        _, row_sources = self.policy.strongest(lineage.rows)
+        if row_sources:
+            return self._withhold_rows(outcome, row_sources, sql, known)
         protected: dict[str, str] = {}
         notes: list[str] = []
         keep: list[int] = []
@@ -204,6 +215,8 @@ class LineagePolicy:
             label = str(outcome.columns[i]) if i < len(outcome.columns) else column.name
             name = _unique(label, protected)
             action, sources = self.policy.strongest(column.sources)
+            if action == "hash" and sources != [".".join(column.stored or ())]:
+                action = "mask"  # equal digests of a length, a rank or a letter give it away
             values = [row[i] for row in exact] if exact is not None else head.iloc[:, i].tolist()
             if action is None:
                 keep.append(i)
@@ -280,9 +293,10 @@ class LineagePolicy:
 
     def _withhold(self, outcome: QueryOutcome, reason: str, sql: str, dialect: str) -> ModelContent:
         """Only the shape, and why: no value, not even a column name (PIVOT makes names of
-        values)."""
+        values), nor the row count when the statement may read a protected table."""
         frame = outcome.dataframe
-        if self.touches_protected(sql, dialect):  # any column may hold protected values
+        touches = self.touches_protected(sql, dialect)
+        if touches:  # any column may hold protected values
             schema = self.schema.cached or self.schema.last
             known = self._schema_words(schema)
             numbers = self._protects_numbers(schema)
@@ -294,11 +308,37 @@ class LineagePolicy:
         total = (
             f"{outcome.row_count}" if outcome.row_count_exact else f"at least {outcome.row_count}"
         )
+        # The row count too may derive from protected values (LIMIT, a generator over them).
+        shape = (
+            f"{frame.shape[1]} column(s)"
+            if touches
+            else f"{total} row(s), {frame.shape[1]} column(s)"
+        )
         note = f"values withheld by the data policy: lineage could not be established ({reason})"
-        text = (f"{total} row(s), {frame.shape[1]} column(s); {note}. The user sees the result as a "
+        text = (f"{shape}; {note}. The user sees the result as a "
                 "table. To see values, select named columns of tables (no views the database "
-                "cannot describe, no PIVOT); counts are always shown.")  # fmt: skip
+                "cannot describe, no PIVOT, no table function other than generators and "
+                "unnest).")  # fmt: skip
         # "*": the result's column names may themselves be values (PIVOT), so none is kept.
+        return ModelContent(text=text, protected={"*": "withheld"}, note=note)
+
+    def _withhold_rows(
+        self, outcome: QueryOutcome, sources: list[str], sql: str, known: frozenset[str]
+    ) -> ModelContent:
+        """Which rows the result has derives from protected columns (a table function over
+        them, ``LIMIT``/``OFFSET``, an order they decide, a condition relating them to
+        another source): its row count is a derived value too, so only its columns' names
+        are shown."""
+        frame = outcome.dataframe
+        for i in range(frame.shape[1]):
+            self.seen.add(frame.iloc[:, i].tolist(), sources[0], known_text=sql, known=known)
+        named = ", ".join(str(c) for c in outcome.columns)
+        note = (f"values and row count withheld by the data policy {self.policy.version}: which "
+                f"rows the result has derives from {', '.join(sources)}")  # fmt: skip
+        text = (f"{frame.shape[1]} column(s) ({named}); {note}. The user sees the result as a "
+                "table. Counts of rows are shown when the rows do not depend on protected "
+                "columns (no table function, LIMIT/OFFSET or ordering over them, no condition "
+                "relating them to another table or series).")  # fmt: skip
         return ModelContent(text=text, protected={"*": "withheld"}, note=note)
 
     def _protects_numbers(self, schema: SchemaInfo | None) -> bool:

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pi_notebook import create_agent_session
+from pi_notebook.database import database_extension
 from pi_notebook.sql.backend import create_backend_engine
+from pi_notebook.testing import ScriptedModel
+
+POLICY = {"customers.email": "mask", "customers.phone": "drop"}
 
 # -- a small shop with personal data, on each engine ------------------------------------------
 CUSTOMERS = [
@@ -56,3 +65,33 @@ def build_shop(url: str, engine: str) -> None:
                 )
     finally:
         sa_engine.dispose()
+
+
+# -- sessions with a data policy ----------------------------------------------------------------
+@contextlib.asynccontextmanager
+async def opened(url: str, model: ScriptedModel, **kw: Any) -> AsyncIterator[Any]:
+    """A session on ``url`` with the data policy (``POLICY`` unless given), closed after."""
+    ext = database_extension(url=url, data_policy=kw.pop("data_policy", POLICY))
+    kw.setdefault("audit", False)
+    extensions = [ext, *kw.pop("extra", ())]
+    session = create_agent_session(model=model, extensions=extensions, **kw)
+    session.result_retention.keep = None  # every DataFrame stays: the checks read them all
+    try:
+        yield session
+    finally:
+        await session.close()
+
+
+async def run(url: str, model: ScriptedModel, *prompts: str, **kw: Any) -> Any:
+    """Run ``prompts`` in a fresh session (closed after); returns the session."""
+    async with opened(url, model, **kw) as session:
+        for prompt in prompts:
+            await session.prompt(prompt)
+    return session
+
+
+def assert_nothing_leaked(model: ScriptedModel, values: set[str]) -> None:
+    for i, call in enumerate(model.calls):  # what was sent (blocked requests never were)
+        sent = call.payload_text.casefold()
+        leaked = sorted(v for v in values if v.casefold() in sent)
+        assert not leaked, f"request {i + 1} carries protected values {leaked}"

@@ -3,15 +3,13 @@ PostgreSQL: the bypass table, what stays visible, the audit, errors, and the las
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
-from ctx_support import EMAILS, NAMES, PHONES
+from ctx_support import EMAILS, NAMES, PHONES, POLICY, assert_nothing_leaked, opened, run
 
 from pi_notebook import create_agent_session
 from pi_notebook.ai.messages import content_text
@@ -21,8 +19,6 @@ from pi_notebook.database import database_extension
 from pi_notebook.database.policy import load_policy
 from pi_notebook.errors import ConfigurationError
 from pi_notebook.testing import ScriptedModel, text, tool_call
-
-POLICY = {"customers.email": "mask", "customers.phone": "drop"}
 
 COMMON = {
     "alias": "SELECT email AS contact FROM customers",
@@ -87,28 +83,6 @@ BY_ENGINE = {
 }
 
 
-@contextlib.asynccontextmanager
-async def opened(url: str, model: ScriptedModel, **kw: Any) -> AsyncIterator[Any]:
-    """A session on ``url`` with the data policy (``POLICY`` unless given), closed after."""
-    ext = database_extension(url=url, data_policy=kw.pop("data_policy", POLICY))
-    kw.setdefault("audit", False)
-    extensions = [ext, *kw.pop("extra", ())]
-    session = create_agent_session(model=model, extensions=extensions, **kw)
-    session.result_retention.keep = None  # every DataFrame stays: the checks read them all
-    try:
-        yield session
-    finally:
-        await session.close()
-
-
-async def run(url: str, model: ScriptedModel, *prompts: str, **kw: Any) -> Any:
-    """Run ``prompts`` in a fresh session (closed after); returns the session."""
-    async with opened(url, model, **kw) as session:
-        for prompt in prompts:
-            await session.prompt(prompt)
-    return session
-
-
 def derived_values(session: Any) -> set[str]:
     """Every value of a protected output column that the analyst got (from ``details``),
     except values the model was also shown openly (in an unprotected column): a ``UNION`` of
@@ -130,13 +104,6 @@ def derived_values(session: Any) -> set[str]:
             else:
                 shown |= values
     return found - shown
-
-
-def assert_nothing_leaked(model: ScriptedModel, values: set[str]) -> None:
-    for i, call in enumerate(model.calls):  # what was sent (blocked requests never were)
-        sent = call.payload_text.casefold()
-        leaked = sorted(v for v in values if v.casefold() in sent)
-        assert not leaked, f"request {i + 1} carries protected values {leaked}"
 
 
 async def test_bypass_table_leaks_nothing_into_any_model_request(shop) -> None:
