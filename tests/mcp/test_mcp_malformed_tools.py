@@ -4,7 +4,6 @@ register and run (one bad entry does not hide them all)."""
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -25,13 +24,11 @@ async def test_a_malformed_tool_is_skipped_and_the_others_register(
                            text("done")])  # fmt: skip
     session = create_agent_session(model=model, extensions=[ext], audit=False,
                                    builtin_tools=False)  # fmt: skip
-    started = time.monotonic()
     try:
         with caplog.at_level("WARNING", logger="pi_notebook.mcp"):
             await session.start()
-        assert time.monotonic() - started < 4  # listed, not timed out
         assert sorted(ext.tools) == ["mcp__odd__also_good", "mcp__odd__good"]
-        assert ext.failures == {}
+        assert ext.failures == {}  # listed, not failed (nor timed out)
         [schema, nameless] = ext.skipped["odd"]
         assert "'broken_schema'" in schema and "inputSchema" in schema
         assert "entry 3" in nameless and "name" in nameless
