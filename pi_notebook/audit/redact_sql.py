@@ -18,7 +18,8 @@ Only the stored text changes: whoever hashes the arguments (the approval's bindi
 them before redaction. The text is parsed in each dialect the backend knows and the literals
 any parse binds to a secret column are masked (whichever dialect wrote it, its literals are
 covered). Text no dialect parses, which still names a secret column, has every literal token
-masked; text no dialect can even tokenize is masked whole: fail closed.
+masked; text no dialect can even tokenize, or longer than :data:`PARSE_LIMIT`, has every
+quoted text and number masked: fail closed.
 
 Not covered (no column name in the text): ``INSERT INTO users VALUES (...)`` without a column
 list, and positional bind of a function's arguments.
@@ -34,7 +35,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 
-__all__ = ["looks_like_sql", "redact_sql"]
+__all__ = ["PARSE_LIMIT", "looks_like_sql", "redact_sql"]
 
 _DIALECTS = ("postgres", "mysql", "duckdb", "sqlite")
 _LITERAL_NAMES = ("Literal", "HexString", "ByteString", "RawString", "BitString",
@@ -59,6 +60,10 @@ _SQL_START = re.compile(
 _WORD = re.compile(r"[^\W\d][\w$]*")
 Span = tuple[int, int]
 
+PARSE_LIMIT = 16 * 1024
+"""Longest SQL text parsed (about 0.1 s in four dialects); a longer one naming a secret
+column has every quoted text and number masked instead."""
+
 
 def looks_like_sql(text: str) -> bool:
     """Whether ``text`` starts like a SQL statement (the only text :func:`redact_sql` parses)."""
@@ -70,6 +75,8 @@ def redact_sql(text: str, is_secret: Callable[[str], bool], mask: str) -> str:
     ``'mask'`` (see the module docstring); ``text`` itself when it names no secret column."""
     if not looks_like_sql(text) or not any(is_secret(w) for w in _WORD.findall(text)):
         return text
+    if len(text) > PARSE_LIMIT:  # parsing would hold the caller for seconds: mask every literal
+        return _apply(text, _quoted_and_numbers(text), f"'{mask}'")
     return _redacted(text, is_secret, mask)
 
 
@@ -92,9 +99,7 @@ def _redacted(text: str, is_secret: Callable[[str], bool], mask: str) -> str:
             spans.add((start, end + 1))
     if not parsed:
         token_spans = _literal_tokens(text)
-        if token_spans is None:
-            return mask
-        spans = token_spans
+        spans = token_spans if token_spans is not None else _quoted_and_numbers(text)
     return _apply(text, spans, f"'{mask}'")
 
 
@@ -180,6 +185,22 @@ def _literal_tokens(text: str) -> set[Span] | None:
         tokenized = True
         spans.update((t.start, t.end + 1) for t in tokens if t.token_type in _LITERAL_TOKENS)
     return spans if tokenized else None
+
+
+def _quoted_and_numbers(text: str) -> set[Span]:
+    """Every quoted text and number of ``text`` under any dialect's quoting: the union of
+    the spans of strings with and without backslash escapes (an unterminated one runs to the
+    end), double-quoted and dollar-quoted texts, and numbers."""
+    return {m.span() for rx in _QUICK for m in rx.finditer(text)}
+
+
+_QUICK = (
+    re.compile(r"'(?:[^'\\]|\\[\s\S]|'')*(?:'|$)"),  # backslash escapes (MySQL, E'')
+    re.compile(r"'(?:[^']|'')*(?:'|$)"),  # standard strings
+    re.compile(r'"(?:[^"\\]|\\[\s\S]|"")*(?:"|$)'),  # MySQL strings (and identifiers)
+    re.compile(r"\$([A-Za-z_]\w*)?\$[\s\S]*?(?:\$\1\$|$)"),  # dollar quoting
+    re.compile(r"(?<![\w$.])\d+(?:\.\d*)?(?:[eE][+-]?\d+)?"),
+)
 
 
 def _apply(text: str, spans: set[Span], replacement: str) -> str:

@@ -9,6 +9,7 @@ import pytest
 
 from pi_notebook.audit.payload import encode_payload
 from pi_notebook.audit.redact import Redactor
+from pi_notebook.audit.redact_sql import PARSE_LIMIT
 
 S = "Zq9x-s3cret"
 
@@ -57,3 +58,14 @@ def test_s29_the_redaction_is_the_redactors_own_rule() -> None:
     sql = f"INSERT INTO users (password) VALUES ('{S}')"
     plain = Redactor(secret_keys=None)
     assert json.loads(encode_payload({"sql": sql}, plain, 10_000))["sql"] == sql
+
+
+def test_s29_a_statement_too_long_to_parse_has_every_literal_masked() -> None:
+    """Past PARSE_LIMIT the text is not parsed (seconds on the caller's thread): every quoted
+    text and number is masked, whatever the dialect's quoting."""
+    rows = ", ".join(f"('u{i}', '{S}{i}', 'C:\\', E'it\\'s', $${S}$$, {i}77)" for i in range(3000))
+    sql = f"INSERT INTO users (name, password, a, b, c, d) VALUES {rows}"
+    assert len(sql) > PARSE_LIMIT
+    stored = _stored(sql)
+    assert S not in stored and "it" not in stored.split("VALUES")[1] and "77" not in stored
+    assert stored.startswith("INSERT INTO users (name, password, a, b, c, d) VALUES ('***'")
