@@ -43,6 +43,9 @@ __all__ = ["EmitFn", "LoopConfig", "maybe_await", "run_agent_loop"]
 
 log = logging.getLogger(__name__)
 
+_YIELD_EVERY_S = 0.01
+"""Longest the loop reads a model stream without letting other tasks run."""
+
 
 async def _close_stream(stream: Any) -> None:
     """Close a provider stream the loop stopped reading, so its cleanup runs now."""
@@ -162,8 +165,16 @@ async def _stream_assistant(
         stream = model.stream(request, signal=signal, before_request=hook)  # pyright: ignore[reportCallIssue]
     started = False
     final: AssistantMessage | None = None
+    clock = asyncio.get_running_loop().time
+    turn_at = clock() + _YIELD_EVERY_S
     try:
         async for event in stream:
+            if clock() >= turn_at:
+                # A stream whose chunks are all at hand (buffered, or a model that never
+                # awaits) would hold the event loop until its last chunk: give the other
+                # tasks (the kernel's UI, a timer, another session) their turn.
+                await asyncio.sleep(0)
+                turn_at = clock() + _YIELD_EVERY_S
             if isinstance(event, StartEvent):
                 started = True
                 if wanted(config, "message_start"):

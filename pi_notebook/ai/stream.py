@@ -7,6 +7,7 @@ calls on an :class:`AssistantStream`, so the event protocol lives in one place.
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any
 
@@ -26,7 +27,33 @@ from .events import (
 )
 from .messages import AssistantMessage, StopReason, TextContent, ToolCall, Usage
 
-__all__ = ["AssistantStream", "parse_tool_arguments"]
+__all__ = [
+    "MAX_TOOL_ARGUMENTS",
+    "MAX_TOOL_ARGUMENTS_ENV",
+    "AssistantStream",
+    "max_tool_arguments",
+    "parse_tool_arguments",
+]
+
+MAX_TOOL_ARGUMENTS = 1 << 20
+"""Most characters of one tool call's JSON arguments (1 MiB of ASCII text). A call past it
+is refused before its arguments are parsed: it ends as a tool error that names the limit,
+and the text past the limit is not kept. ``PI_NOTEBOOK_MAX_TOOL_ARGUMENTS`` sets another."""
+MAX_TOOL_ARGUMENTS_ENV = "PI_NOTEBOOK_MAX_TOOL_ARGUMENTS"
+
+
+def max_tool_arguments() -> int:
+    """The limit in force: ``PI_NOTEBOOK_MAX_TOOL_ARGUMENTS`` (a positive integer of
+    characters) or :data:`MAX_TOOL_ARGUMENTS` (also when the variable is not such a number)."""
+    raw = os.environ.get(MAX_TOOL_ARGUMENTS_ENV)
+    if raw:
+        try:
+            value = int(raw.strip().replace("_", ""))
+        except ValueError:
+            return MAX_TOOL_ARGUMENTS
+        if value > 0:
+            return value
+    return MAX_TOOL_ARGUMENTS
 
 
 _LONG_NUMBER = re.compile(r"[0-9]{19}")
@@ -50,12 +77,19 @@ def parse_tool_arguments(raw: str) -> tuple[Any, str | None]:
 
 
 class AssistantStream:
-    """Accumulates one assistant message and returns the event for each step."""
+    """Accumulates one assistant message and returns the event for each step.
 
-    def __init__(self, *, model: str, provider: str) -> None:
+    ``max_arguments`` bounds each tool call's arguments text (default:
+    :func:`max_tool_arguments`); past it, the call's deltas are dropped (their events carry
+    an empty delta) and the call ends unparsed with a ``parse_error`` naming the limit.
+    """
+
+    def __init__(self, *, model: str, provider: str, max_arguments: int | None = None) -> None:
         self.message = AssistantMessage(model=model, provider=provider)
         self._open_text: int | None = None
         self._tool_json: dict[int, list[str]] = {}
+        self._tool_size: dict[int, int] = {}
+        self._max_arguments = max_arguments if max_arguments is not None else max_tool_arguments()
 
     def _snapshot(self) -> AssistantMessage:
         # Listeners may keep partials; give each event its own shallow copy. Built
@@ -97,10 +131,17 @@ class AssistantStream:
         self.message.content.append(ToolCall(id=id, name=name, arguments={}))
         index = len(self.message.content) - 1
         self._tool_json[index] = []
+        self._tool_size[index] = 0
         return index, ToolCallStartEvent(content_index=index, partial=self._snapshot())
 
     def tool_call_delta(self, index: int, delta: str) -> AssistantMessageEvent:
-        self._tool_json[index].append(delta)
+        size = self._tool_size.get(index, 0) + len(delta)
+        self._tool_size[index] = size
+        if size <= self._max_arguments:
+            self._tool_json[index].append(delta)
+        else:  # past the limit: keep nothing more, and hand listeners nothing to keep
+            self._tool_json[index] = []
+            delta = ""
         return ToolCallDeltaEvent(content_index=index, delta=delta, partial=self._snapshot())
 
     def tool_call_set(self, index: int, *, id: str | None = None, name: str | None = None) -> None:
@@ -115,7 +156,16 @@ class AssistantStream:
     def tool_call_end(self, index: int) -> AssistantMessageEvent:
         call = self.message.content[index]
         assert isinstance(call, ToolCall)
-        arguments, error = parse_tool_arguments("".join(self._tool_json.pop(index, [])))
+        parts = self._tool_json.pop(index, [])
+        size = self._tool_size.pop(index, 0)
+        if size > self._max_arguments:
+            arguments: Any = {}
+            error: str | None = (
+                f"Tool arguments too large: {size:,} characters, past the limit of "
+                f"{self._max_arguments:,} ({MAX_TOOL_ARGUMENTS_ENV}); they were not read."
+            )
+        else:
+            arguments, error = parse_tool_arguments("".join(parts))
         finished = ToolCall(id=call.id, name=call.name, arguments=arguments, parse_error=error)
         self.message.content[index] = finished
         return ToolCallEndEvent(content_index=index, tool_call=finished, partial=self._snapshot())

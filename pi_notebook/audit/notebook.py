@@ -9,7 +9,8 @@ digest of the cell's prompt (``prompt_digest``), so an edited prompt is detected
 have its record, unchanged data, its own prompt, a run id no other output claims, and calls
 whose hashes are those of their last records; an output that looks like a record (its HTML
 carries :data:`RECORD_CLASS`, or its text starts as a record's does) but has no stamp is
-named too. What does not belong here: rendering or writing the outputs (the notebook package
+named too, and so is a settled run of the file's sessions that no output of the file carries
+(a deleted record), keyed by session and run id, so a renamed copy verifies the same. What does not belong here: rendering or writing the outputs (the notebook package
 does).
 """
 
@@ -121,6 +122,16 @@ class _Stamp:
     source: str = ""
 
 
+@dataclass
+class _Read:
+    """What :func:`verify_notebook` takes from a notebook file."""
+
+    stamps: list[_Stamp]
+    unstamped: list[str]  # where an output looks like a record but has no stamp
+    unstamped_digests: set[str]  # their data's digests
+    prompts: list[str]  # the prompt digest of each ``%%pi`` cell
+
+
 def _looks_like_record(data: Any) -> bool:
     if not isinstance(data, Mapping):
         return False
@@ -131,8 +142,9 @@ def _looks_like_record(data: Any) -> bool:
     )
 
 
-def _read(path: str | os.PathLike[str]) -> tuple[list[_Stamp], list[str]]:
-    """The stamped outputs, and where an output looks like a record but has no stamp."""
+def _read(path: str | os.PathLike[str]) -> _Read:
+    """The stamped outputs, the outputs that look like records without a stamp, and the
+    prompts of the ``%%pi`` cells."""
     import nbformat
 
     try:
@@ -143,8 +155,13 @@ def _read(path: str | os.PathLike[str]) -> tuple[list[_Stamp], list[str]]:
         raise AuditError(f"{os.fspath(path)} is not a readable notebook ({exc})") from exc
     found: list[_Stamp] = []
     unstamped: list[str] = []
+    prompts: list[str] = []
+    digests: set[str] = set()
     for ci, cell in enumerate(notebook.cells):
         source = _text(cell.get("source", ""))
+        body = prompt_body(source) if cell.cell_type == "code" and isinstance(source, str) else None
+        if body is not None:
+            prompts.append(prompt_digest(body))
         for oi, output in enumerate(cell.get("outputs", []) if cell.cell_type == "code" else []):
             if output.get("output_type") not in ("display_data", "execute_result"):
                 continue
@@ -155,7 +172,8 @@ def _read(path: str | os.PathLike[str]) -> tuple[list[_Stamp], list[str]]:
                 found.append(_Stamp(where, meta, data, source if isinstance(source, str) else ""))
             elif _looks_like_record(data):
                 unstamped.append(where)
-    return found, unstamped
+                digests.add(output_digest(data))
+    return _Read(found, unstamped, digests, prompts)
 
 
 def _malformed(meta: Any) -> str | None:
@@ -175,8 +193,8 @@ def _load(
 ) -> tuple[
     dict[tuple[str, str], dict[str, Any]], dict[tuple[str, str], list[tuple[str, Any, str]]]
 ]:
-    """The notebook_output records by (session, hash), and each call's (kind, payload, hash)
-    records in chain order by (session, call id)."""
+    """The notebook_output records by (session, hash), in chain order, and each call's (kind,
+    payload, hash) records in chain order by (session, call id)."""
     c = records.c
     outputs: dict[tuple[str, str], dict[str, Any]] = {}
     calls: dict[tuple[str, str], list[tuple[str, Any, str]]] = {}
@@ -267,6 +285,64 @@ def _check(stamp: _Stamp, outputs: dict[Any, Any], calls: dict[Any, Any]) -> lis
     return problems
 
 
+def _missing_runs(read: _Read, outputs: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
+    """The settled runs of the file's sessions that no output of the file carries.
+
+    A run is found by its session and run id, wherever it sits in the file (a renamed or
+    moved copy verifies the same). Re-running a cell replaces its output, so a run is not
+    named when a later run of its session with the same prompt is in the file, as long as
+    every ``%%pi`` cell with that prompt carries a run (else a deleted record of one of two
+    cells with one prompt would pass as a re-run). A run whose output is in the file with its
+    stamp removed is named as unstamped already."""
+    present: set[tuple[str, str]] = set()
+    carried: dict[str, int] = {}  # prompt digest -> stamped outputs of cells with that prompt
+    for stamp in read.stamps:
+        if _malformed(stamp.meta) is None:
+            present.add((stamp.meta["session_id"], stamp.meta["run_id"]))
+            body = prompt_body(stamp.source)
+            if body is not None:
+                digest = prompt_digest(body)
+                carried[digest] = carried.get(digest, 0) + 1
+    cells: dict[str, int] = {}
+    for digest in read.prompts:
+        cells[digest] = cells.get(digest, 0) + 1
+    runs: dict[str, list[tuple[str, Any]]] = {}  # session -> (run id, prompt digest), in order
+    for (sid, _hash), record in outputs.items():
+        run_id = record.get("run_id")
+        if isinstance(run_id, str) and all(r != run_id for r, _ in runs.get(sid, [])):
+            runs.setdefault(sid, []).append((run_id, record.get("prompt_digest")))
+    problems: list[str] = []
+    for sid, ordered in runs.items():
+        for i, (run_id, prompt) in enumerate(ordered):
+            if (sid, run_id) in present or _record_of(outputs, sid, run_id).get(
+                "output_digest"
+            ) in read.unstamped_digests:
+                continue
+            replaced = (
+                isinstance(prompt, str)
+                and any(p == prompt and (sid, r) in present for r, p in ordered[i + 1 :])
+                and cells.get(prompt, 0) <= carried.get(prompt, 0)
+            )
+            if not replaced:
+                problems.append(
+                    f"missing: run {run_id[:12]}… of session {sid} settled with a record in "
+                    "the audit, but no output of this file carries it (deleted, or its cell "
+                    "re-run with another prompt)"
+                )
+    return problems
+
+
+def _record_of(
+    outputs: dict[tuple[str, str], dict[str, Any]], sid: str, run_id: str
+) -> dict[str, Any]:
+    """The last notebook_output record of ``run_id`` in session ``sid``."""
+    found: dict[str, Any] = {}
+    for (session, _hash), record in outputs.items():
+        if session == sid and record.get("run_id") == run_id:
+            found = record
+    return found
+
+
 def verify_notebook(
     path: str | os.PathLike[str], audit: AuditLog | str | sa.Engine | None = None
 ) -> NotebookReport:
@@ -280,7 +356,9 @@ def verify_notebook(
     and its ``args_hash`` and approval decision those the records hold. The chains of the
     sessions involved are verified too. An output with no stamp whose HTML carries the
     record's class (:data:`RECORD_CLASS`) or whose text starts as a record's does is named as
-    unstamped: a record with its stamp removed, or one pasted by hand.
+    unstamped: a record with its stamp removed, or one pasted by hand. A settled run of those
+    sessions that no output carries is named as missing (a run replaced by re-running its
+    cell with the same prompt is not; see ``_missing_runs``).
 
     Args:
         path: the ``.ipynb`` file.
@@ -294,7 +372,8 @@ def verify_notebook(
         FileNotFoundError: no such file.
         AuditError: the file is not a readable notebook.
     """
-    stamps, unstamped = _read(path)
+    read = _read(path)
+    stamps, unstamped = read.stamps, read.unstamped
     report = NotebookReport(outputs=len(stamps))
     engine, owned = _engine_of(audit)
     try:
@@ -319,6 +398,7 @@ def verify_notebook(
             "stamp; removed or forged)"
             for where in unstamped
         )
+        report.problems.extend(_missing_runs(read, outputs))
         for sid in sorted(sessions):
             chain = verify_store(engine, sid)
             report.problems.extend(f"the audit chain is broken: {p}" for p in chain.problems)

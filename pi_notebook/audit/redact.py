@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .redact_sql import looks_like_sql, redact_sql
+
 __all__ = [
     "DEFAULT_PATTERNS",
     "DEFAULT_SECRET_KEYS",
@@ -201,7 +203,10 @@ class Redactor:
         ]
 
     def redact_text(self, text: str) -> str:
-        """``text`` with every match of every pattern masked."""
+        """``text`` with every match of every pattern masked; SQL text first has the values
+        bound to secret-named columns masked (see :mod:`.redact_sql`)."""
+        if self._key_re is not None and looks_like_sql(text):
+            text = redact_sql(text, self.is_secret_key, self.mask)
         for rx in self._candidates(text):
             text = rx.sub(self._replace, text)
         return text
@@ -264,6 +269,10 @@ class Redactor:
                         self._shape_cache.clear()
                     self._shape_cache[shape] = found
                 hit = found
+            if not hit and self._key_re is not None and _SQL_WORD.search(probe):
+                # A statement may bind a value to a secret-named column (``INSERT ...
+                # (password) VALUES (...)``): the long way when it names one.
+                hit = any(self.is_secret_key(word) for word in _WORD.findall(probe))
             if not hit:
                 return text, value
         redacted = self.redact(json.loads(text) if value is None else value)
@@ -293,6 +302,10 @@ class Redactor:
         return value
 
 
+_SQL_WORD = re.compile(
+    r"(?i)\b(?:insert|update|upsert|replace|merge|select|with|values|delete|copy|call|set|table)\b"
+)
+_WORD = re.compile(r"[^\W\d][\w$]*")
 _JSON_KEY = re.compile(r'"([^"]*)":')
 # Keys of JSON text with escapes: a quote inside a key is escaped, so a key ends at the first
 # unescaped quote followed by a colon.

@@ -11,7 +11,9 @@ server does not mark read-only, or marks destructive, has ``requires_approval`` 
 hash of its final arguments by the host's approval gate).
 
 A server that cannot be started is skipped with a warning (``ext.failures`` says why); the
-other servers' tools still register. Calls follow :class:`~.connection.McpConnection`'s rules:
+other servers' tools still register. A tool that cannot be used (a malformed entry of the
+server's list, a schema we cannot use) is skipped the same way (``ext.skipped``); the
+server's other tools still register. Calls follow :class:`~.connection.McpConnection`'s rules:
 an abort cancels the request at the server; a server that dies or hangs gives the model a
 clear error and is started again on the next call.
 """
@@ -90,6 +92,8 @@ class McpExtension:
         connections: one :class:`McpConnection` per started server.
         tools: registered tool name to :class:`McpTool`.
         failures: server name to why it could not be used.
+        skipped: server name to why each of its tools that did not register was skipped (a
+            malformed entry of its list, a schema we cannot use, a clashing name).
     """
 
     def __init__(
@@ -110,6 +114,7 @@ class McpExtension:
         self.connections: dict[str, McpConnection] = {}
         self.tools: dict[str, McpTool] = {}
         self.failures: dict[str, str] = {}
+        self.skipped: dict[str, list[str]] = {}
 
     async def __call__(self, pi: ExtensionAPI) -> None:
         connections = [McpConnection(s, log_dir=self.log_dir) for s in self.servers]
@@ -126,6 +131,8 @@ class McpExtension:
                 await connection.close()
                 continue
             self.connections[name] = connection
+            if connection.skipped_tools:
+                self.skipped[name] = list(connection.skipped_tools)
             for tool in tools:
                 self._register(pi, connection, tool)
         pi.on("session_shutdown", self._shutdown)
@@ -134,14 +141,12 @@ class McpExtension:
         config = connection.config
         name = tool_name_for(config.name, tool.name)
         if name in self.tools:
-            log.warning(
-                "MCP server %r: tool %r clashes with %r; skipped", config.name, tool.name, name
-            )
+            self._skip(config.name, f"tool {tool.name!r} clashes with {name!r}; skipped")
             return
         try:
             parameters = parameters_model(name, tool.input_schema)
         except ConfigurationError as exc:
-            log.warning("MCP server %r: tool %r skipped: %s", config.name, tool.name, exc)
+            self._skip(config.name, f"tool {tool.name!r} skipped: {exc}")
             return
         reason = approval_reason(config, tool)
         hints = tool.annotations
@@ -162,6 +167,10 @@ class McpExtension:
             remote_name=tool.name,
             requires_approval=reason is not None,
         )
+
+    def _skip(self, server: str, why: str) -> None:
+        self.skipped.setdefault(server, []).append(why)
+        log.warning("MCP server %r: %s", server, why)
 
     async def _shutdown(self, _event: Any, _ctx: Any) -> None:
         await self.close()

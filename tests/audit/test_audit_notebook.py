@@ -280,3 +280,63 @@ def test_prompt_body_is_the_cell_below_the_magic() -> None:
     assert prompt_body("%%pi --background\nhi") == "hi"
     assert prompt_body("print(1)") is None
     assert prompt_body("%%pip install x") is None
+
+
+async def another_run(log: AuditLog, run_id: str, prompt: str) -> dict[str, Any]:
+    """A second settled run of the same session (no calls), stamped as the notebook does."""
+    data = {"text/html": f"<div class='pi-record'><p>{prompt}: done.</p></div>",
+            "text/plain": f"{prompt}: done."}  # fmt: skip
+    digest = output_digest(data)
+    record_hash = await log.commit("notebook_output", {
+        "run_id": run_id, "output_digest": digest, "calls": [],
+        "prompt_digest": prompt_digest(prompt)})  # fmt: skip
+    meta = {"run_id": run_id, "session_id": log.session_id, "model": "scripted",
+            "output_digest": digest, "record_hash": record_hash, "calls": []}  # fmt: skip
+    return {"output_type": "display_data", "data": data, "metadata": {"pi_notebook": meta}}
+
+
+def _pi_cell(prompt: str, *outputs: dict[str, Any]) -> nbformat.NotebookNode:
+    return nbformat.v4.new_code_cell(f"%%pi\n{prompt}",
+                                     outputs=[nbformat.from_dict(o) for o in outputs])  # fmt: skip
+
+
+MISSING = "missing: run run-2… of session"
+
+
+async def test_a_deleted_record_is_named_and_a_renamed_copy_verifies_the_same(
+    tmp_path: Path, case: Any
+) -> None:
+    log, output = case
+    second = await another_run(log, "run-2", "drop the old items")
+    whole = write_notebook(tmp_path / "run.ipynb", output, _pi_cell("drop the old items", second))
+    assert verify_notebook(whole, log).ok, verify_notebook(whole, log).problems
+    # The second record's output deleted (its cell kept), or its whole cell deleted.
+    for extra in ([_pi_cell("drop the old items")], []):
+        path = write_notebook(tmp_path / "shared.ipynb", output, *extra)
+        report = verify_notebook(path, log)
+        assert not report.ok and [p[: len(MISSING)] for p in report.problems] == [MISSING]
+        assert log.session_id in report.problems[0]
+        renamed = path.rename(tmp_path / "renamed copy.ipynb")
+        assert verify_notebook(renamed, log).problems == report.problems
+
+
+async def test_a_cell_run_again_with_the_same_prompt_replaces_its_record(
+    tmp_path: Path, case: Any
+) -> None:
+    log, output = case
+    await another_run(log, "run-2", "count the items")
+    third = await another_run(log, "run-3", "count the items")  # the same cell, run again
+    path = write_notebook(tmp_path / "run.ipynb", output, _pi_cell("count the items", third))
+    assert verify_notebook(path, log).ok, verify_notebook(path, log).problems
+
+
+async def test_a_deleted_record_of_one_of_two_cells_with_one_prompt_is_named(
+    tmp_path: Path, case: Any
+) -> None:
+    log, output = case
+    await another_run(log, "run-2", "count the items")
+    third = await another_run(log, "run-3", "count the items")  # a second cell, same prompt
+    path = write_notebook(tmp_path / "run.ipynb", output, _pi_cell("count the items"),
+                          _pi_cell("count the items", third))  # fmt: skip
+    report = verify_notebook(path, log)
+    assert [p[: len(MISSING)] for p in report.problems] == [MISSING]

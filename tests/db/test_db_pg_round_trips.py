@@ -1,5 +1,5 @@
-"""D5, issue 16: a capped PostgreSQL read is one round trip, with its read-only transaction
-and its statement timeout intact.
+"""D5: a capped PostgreSQL read is one round trip, with its read-only transaction and its
+statement timeout intact, and then the session reset (``DISCARD ALL``, its own round trip).
 
 ``BEGIN READ ONLY`` and ``SET LOCAL statement_timeout`` go in front of the cursor's
 ``DECLARE`` and first ``FETCH``, and a read whose first batch is all it takes (the row cap
@@ -54,14 +54,14 @@ def _idle(b: DatabaseBackend) -> bool:
     return raw.driver_connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
 
-async def test_d5_a_capped_read_is_one_round_trip(
+async def test_d5_a_capped_read_is_one_round_trip_then_the_session_reset(
     backend: DatabaseBackend, sent: list[str]
 ) -> None:
     await backend.run("warm", "SELECT 1")
     sent.clear()
     out = await backend.run("r1", "SELECT g FROM generate_series(1, 500) AS g")
     assert out.dataframe["g"].tolist()[:3] == [1, 2, 3] and out.truncated
-    assert len(sent) == 1
+    assert len(sent) == 2 and sent[1] == "DISCARD ALL"
     assert sent[0].startswith("BEGIN READ ONLY; SET LOCAL statement_timeout")
     assert sent[0].endswith("; ROLLBACK")
     assert "DECLARE" in sent[0] and "FETCH FORWARD 101" in sent[0]

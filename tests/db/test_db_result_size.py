@@ -290,7 +290,8 @@ async def test_postgres_narrow_capped_read_takes_the_rest_in_one_fetch_that_roll
     assert len(out.dataframe) == 10_000 and out.truncated and not out.size_capped
     assert out.dataframe["g"].iloc[-1] == 10_000 and out.row_count == 10_001
     assert wire.batches == [128, 512, 2_048, 7_313]
-    first, *middle, last = wire.sent
+    first, *middle, last, reset = wire.sent
+    assert reset == "DISCARD ALL"  # the session reset after the call
     assert first.startswith("BEGIN READ ONLY; SET LOCAL statement_timeout")
     assert first.endswith("FETCH FORWARD 128 FROM pi_read")
     assert middle == ["FETCH FORWARD 512 FROM pi_read", "FETCH FORWARD 2048 FROM pi_read"]
@@ -334,7 +335,7 @@ async def test_postgres_read_without_a_size_bound_keeps_its_one_round_trip(
     """``max_result_bytes=None`` (rows only): the first ``FETCH`` takes the row cap plus one,
     ``ROLLBACK`` included, as before the size bound."""
     out = await _pg_run(pg_url, "SELECT g FROM generate_series(1, 20000) AS g", wire, None)
-    assert len(out.dataframe) == 10_000 and len(wire.sent) == 1
+    assert len(out.dataframe) == 10_000 and wire.sent[1:] == ["DISCARD ALL"]
     assert wire.sent[0].endswith("FETCH FORWARD 10001 FROM pi_read; ROLLBACK")
 
 

@@ -17,7 +17,8 @@ Security review (what changes against the DBAPI path, and why it holds):
   (``SET SESSION CHARACTERISTICS``, committed at connect), every read opens with ``SET
   TRANSACTION READ ONLY`` and ``SET LOCAL statement_timeout``, and the read runs only after
   ``current_setting('transaction_read_only')`` answered ``on`` (else it is refused: fail
-  closed). Every transaction is rolled back. Abort and timeout cancel through
+  closed). Every transaction is rolled back, then the session reset (``DISCARD ALL``, see
+  :mod:`.reset`). Abort and timeout cancel through
   ``adbc_cancel`` (PostgreSQL's cancel request), like psycopg's ``cancel_safe``. The connect
   timeout is a libpq URI parameter. Errors go through the same credential scrubbing.
 * **COPY wrapping.** The driver runs a query as ``COPY (<query>) TO STDOUT (FORMAT
@@ -79,6 +80,7 @@ __all__ = [
 ARROW_MIN_CAP = 100_000
 """Row caps from this size on read large results through Arrow."""
 
+_AUTOCOMMIT = "adbc.connection.autocommit"
 _END = "\n"  # ends a trailing "--" comment before the driver's ") TO STDOUT ..." suffix
 
 _HAVE_PYARROW = importlib.util.find_spec("pyarrow") is not None
@@ -392,8 +394,26 @@ class AdbcPostgres:
             raise
         return conn
 
+    @staticmethod
+    def _reset(conn: Any) -> bool:
+        """``DISCARD ALL`` after the read (see :mod:`.reset`), outside a transaction block,
+        and the session's read-only default again; ``False`` when it failed."""
+        options = conn.adbc_connection
+        try:
+            options.set_options(**{_AUTOCOMMIT: "true"})
+            cur = conn.cursor()
+            try:
+                cur.execute("DISCARD ALL")
+                cur.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            finally:
+                cur.close()
+            options.set_options(**{_AUTOCOMMIT: "false"})
+        except Exception:
+            return False
+        return True
+
     def _checkin(self, conn: Any, healthy: bool) -> None:
-        if healthy:
+        if healthy and self._reset(conn):
             with self._lock:
                 self._idle.append(conn)
                 return

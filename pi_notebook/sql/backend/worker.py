@@ -34,6 +34,7 @@ from pi_notebook.sql.backend.measure import (
     sample,
 )
 from pi_notebook.sql.backend.readonly import RunKind, begin, finish
+from pi_notebook.sql.backend.reset import reset_session
 from pi_notebook.sql.backend.results import render_fetched
 
 __all__ = [
@@ -155,8 +156,9 @@ def transaction(
     """A pooled DBAPI connection inside the transaction ``kind`` needs.
 
     The transaction commits only when ``commit`` is true, the body returned normally and no
-    cancel was requested; anything else rolls back. A connection that cannot be rolled back
-    is invalidated, never returned to the pool (nor kept in ``slot``).
+    cancel was requested; anything else rolls back. Then the session is reset (see
+    :mod:`.reset`). A connection that cannot be rolled back or reset is invalidated, never
+    returned to the pool (nor kept in ``slot``).
 
     Raises:
         ConnectFailed: the connection could not be opened.
@@ -191,6 +193,8 @@ def transaction(
             healthy = False
         raise
     finally:
+        if healthy:
+            healthy = reset_session(raw, backend, kind)
         if not healthy:
             raw.invalidate()
         elif slot is not None:
