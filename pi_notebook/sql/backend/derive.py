@@ -67,6 +67,10 @@ class WritePlan:
         count_sql: a read counting the rows it would change, or ``None``.
         static_rows: the count the statement states itself, or ``None``.
         sample_sql: a read of up to five of those rows, or ``None``.
+        rows_sql: a read of every row of ``target`` an UPDATE or DELETE touches (all its
+            columns), or ``None``: what rows of other tables that reference them are counted
+            against (see :mod:`.references`).
+        set_columns: the columns an UPDATE assigns (lower case).
         sample: ``(columns, rows)`` of literal rows an INSERT ... VALUES would add.
         note: why something could not be derived, for the person reading the preview.
     """
@@ -80,6 +84,8 @@ class WritePlan:
     sample_sql: str | None = None
     sample: tuple[list[str], list[tuple[Any, ...]]] | None = None
     note: str | None = None
+    rows_sql: str | None = None
+    set_columns: tuple[str, ...] = ()
     probes: tuple[str, ...] = field(default=(), repr=False)
 
 
@@ -111,6 +117,7 @@ def _checked(plan: WritePlan, dialect: str) -> WritePlan:
 
     count_sql = plan.count_sql if is_read(plan.count_sql) else None
     sample_sql = plan.sample_sql if is_read(plan.sample_sql) else None
+    rows_sql = plan.rows_sql if is_read(plan.rows_sql) else None
     pure = plan.pure and all(is_read(p) for p in plan.probes)
     note = plan.note
     if plan.dml and plan.pure and not pure:
@@ -119,7 +126,8 @@ def _checked(plan: WritePlan, dialect: str) -> WritePlan:
         note = note or "counting its rows would itself not be a pure read"
     return WritePlan(operation=plan.operation, dml=plan.dml, pure=pure, target=plan.target,
                      count_sql=count_sql, static_rows=plan.static_rows, sample_sql=sample_sql,
-                     sample=plan.sample, note=note, probes=plan.probes)  # fmt: skip
+                     sample=plan.sample, note=note, probes=plan.probes, rows_sql=rows_sql,
+                     set_columns=plan.set_columns)  # fmt: skip
 
 
 def _derive(root: exp.Expr, dialect: str) -> WritePlan:
@@ -177,8 +185,8 @@ def _returning(root: exp.Expr) -> list[exp.Expr]:
 
 def _count_and_sample(
     root: exp.Expr, table: exp.Table, where: exp.Expr | None, dialect: str
-) -> tuple[str, str]:
-    """``SELECT count(*)`` and a sample of ``table``'s rows matching ``where`` (with the
+) -> tuple[str, str, str]:
+    """``SELECT count(*)``, a sample and all of ``table``'s rows matching ``where`` (with the
     statement's own ORDER BY / LIMIT, as MySQL allows on UPDATE and DELETE)."""
     inner = _select([exp.Star()], table, root)
     if where is not None:
@@ -192,9 +200,9 @@ def _count_and_sample(
     if order is None and limit is None:
         counted = inner.copy()
         counted.set("expressions", [exp.Count(this=exp.Star())])
-        return _sql(counted, dialect), _sql(sample, dialect)
+        return _sql(counted, dialect), _sql(sample, dialect), _sql(inner, dialect)
     count = exp.select(exp.Count(this=exp.Star())).from_(inner.subquery(_ALIAS))
-    return _sql(count, dialect), _sql(sample, dialect)
+    return _sql(count, dialect), _sql(sample, dialect), _sql(inner, dialect)
 
 
 def _single_target(table: Any) -> exp.Table | None:
@@ -220,9 +228,11 @@ def _update(root: exp.Update, dialect: str) -> WritePlan:
         return WritePlan(operation="UPDATE", dml=True, pure=True, probes=probes,
                          target=_ref(table, dialect) if table is not None else None,
                          note="an UPDATE over several tables: its rows are not derived in advance")  # fmt: skip
-    count_sql, sample_sql = _count_and_sample(root, table, where_expr, dialect)
+    count_sql, sample_sql, rows_sql = _count_and_sample(root, table, where_expr, dialect)
+    assigned = tuple(a.this.name.lower() for a in root.expressions if isinstance(a.this, exp.Column))
     return WritePlan(operation="UPDATE", dml=True, pure=True, target=_ref(table, dialect),
-                     count_sql=count_sql, sample_sql=sample_sql, probes=probes)  # fmt: skip
+                     count_sql=count_sql, sample_sql=sample_sql, probes=probes,
+                     rows_sql=rows_sql, set_columns=assigned)  # fmt: skip
 
 
 def _delete(root: exp.Delete, dialect: str) -> WritePlan:
@@ -239,9 +249,10 @@ def _delete(root: exp.Delete, dialect: str) -> WritePlan:
         return WritePlan(operation="DELETE", dml=True, pure=True, probes=probes,
                          target=_ref(table, dialect) if table is not None and not root.args.get("tables") else None,
                          note="a DELETE over several tables: its rows are not derived in advance")  # fmt: skip
-    count_sql, sample_sql = _count_and_sample(root, table, where_expr, dialect)
+    count_sql, sample_sql, rows_sql = _count_and_sample(root, table, where_expr, dialect)
     return WritePlan(operation="DELETE", dml=True, pure=True, target=_ref(table, dialect),
-                     count_sql=count_sql, sample_sql=sample_sql, probes=probes)  # fmt: skip
+                     count_sql=count_sql, sample_sql=sample_sql, probes=probes,
+                     rows_sql=rows_sql)  # fmt: skip
 
 
 def _insert(root: exp.Insert, dialect: str) -> WritePlan:
