@@ -235,6 +235,15 @@ async def test_duckdb_preview_names_referencing_rows_and_the_write_fails(
         is_error, said = _result(session)
         assert is_error and "foreign key" in said.lower()
         assert scratch.count("parent") == 3 and scratch.count("child") == 4
+        backend = DatabaseBackend(scratch.url)
+        try:  # DuckDB's TRUNCATE deletes row by row; its DROP refuses a referenced table
+            truncate = _note(await backend.preview("d2", "TRUNCATE parent"))
+            assert "would fail: 4 child rows reference these parent" in truncate
+            drop = _note(await backend.preview("d3", "DROP TABLE parent"))
+            assert "would fail: child (4 rows) references parent" in drop
+        finally:
+            backend.dispose()
+        assert scratch.count("parent") == 3
     finally:
         scratch.dispose()
 
@@ -272,6 +281,55 @@ async def test_postgres_rows_a_write_reaches_that_cannot_be_counted_are_said_so(
         )
         note = _note(preview)
         assert f"{p}_items references {p}" in note and "not counted" in note
+        assert _state(scratch, p) == (6, 12, 12, 0)
+    finally:
+        backend.dispose()
+        scratch.dispose()
+
+
+async def test_a_key_whose_rows_cannot_be_counted_is_said_so_never_none(tmp_path: Path) -> None:
+    """A foreign key naming a column its parent lacks (SQLite accepts the declaration): the
+    count fails, and the preview says what it could not check instead of naming nothing."""
+    scratch = Scratch("sqlite", f"sqlite:///{tmp_path / 'db.sqlite'}")
+    backend = DatabaseBackend(scratch.url)
+    try:
+        scratch.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+        scratch.execute("INSERT INTO parent VALUES (1), (2)")
+        scratch.execute("CREATE TABLE child (x INTEGER REFERENCES parent (nope))")
+        preview = await backend.preview("m1", "DELETE FROM parent WHERE id = 1")
+        assert "what it does to rows of other tables could not be checked" in _note(preview)
+        assert scratch.count("parent") == 2
+    finally:
+        backend.dispose()
+        scratch.dispose()
+
+
+@pytest.mark.parametrize("engine", ACTION_ENGINES)
+async def test_dropping_a_referenced_table_names_what_references_it(
+    engine: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """SQLite's DROP TABLE deletes every row first (the keys' actions apply); PostgreSQL and
+    MariaDB refuse to drop or truncate a table another table references."""
+    scratch = Scratch(engine, _url(engine, request, tmp_path))
+    backend = DatabaseBackend(scratch.url)
+    try:
+        p = _tables(scratch, locks=False)
+        note = _note(await backend.preview("d1", f"DROP TABLE {p}"))
+        if engine == "sqlite":
+            assert f"also deletes 12 {p}_items rows that reference these {p}" in note
+            assert f"also sets p_id to NULL in 6 {p}_tags rows" in note
+        else:
+            assert f"would fail: {p}_items (12 rows) references {p}" in note
+            assert f"would fail: {p}_tags (6 rows) references {p}" in note
+            truncate = _note(await backend.preview("d2", f"TRUNCATE {p}"))
+            assert f"would fail: {p}_items (12 rows) references {p}" in truncate
+        if engine == "postgres":
+            cascade = _note(await backend.preview("d3", f"TRUNCATE {p} CASCADE"))
+            assert f"also empties {p}_items, all its 12 rows" in cascade
+            assert f"also empties {p}_notes, all its 12 rows" in cascade  # followed further
+            dropped = _note(await backend.preview("d4", f"DROP TABLE {p} CASCADE"))
+            assert f"also drops the foreign key of {p}_items" in dropped
+            assert "its 12 rows stay" in dropped
         assert _state(scratch, p) == (6, 12, 12, 0)
     finally:
         backend.dispose()

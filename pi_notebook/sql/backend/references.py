@@ -19,6 +19,11 @@ assigns a referenced column, of one table ``T`` whose touched rows are derivable
 - triggers on ``T`` and on the tables a cascade reaches are named (what they do is not
   previewed).
 
+A DROP TABLE or TRUNCATE of a referenced table: SQLite's DROP TABLE and DuckDB's TRUNCATE
+delete every row first (described as such a DELETE); elsewhere the engine refuses while
+another table references it, which the preview says, naming the tables (PostgreSQL's
+``CASCADE``: a TRUNCATE empties them too, a DROP drops their keys and leaves their rows).
+
 Every derived count is classified again and run only if it is a pure read. A count that
 cannot be taken is said plainly; nothing here ever claims "no other rows" it did not count.
 """
@@ -93,15 +98,20 @@ def reached(raw: Any, backend: str, plan: WritePlan) -> list[str]:
         Exception: a catalog read or a count failed (the caller says so in the preview).
     """
     target = plan.target
-    if target is None or plan.operation not in ("DELETE", "UPDATE") or not plan.dml:
+    if target is None or plan.operation not in ("DELETE", "UPDATE", "TRUNCATE", "DROP TABLE"):
         return []
     walk = _Walk(raw, backend, enforced=_enforced(raw, backend))
     table = _Table(schema=target.schema, name=target.name, label=target.name)
-    event: Event = "delete" if plan.operation == "DELETE" else "update"
-    changed = frozenset(plan.set_columns) if event == "update" else None
-    walk.triggers(table)
-    walk.follow(table, plan.rows_sql, event, changed, depth=0,
-                why=plan.note or "the rows it touches cannot be derived")  # fmt: skip
+    why = plan.note or "the rows it touches cannot be derived"
+    whole = plan.operation in ("TRUNCATE", "DROP TABLE")
+    if whole and not _deletes_first(backend, plan.operation):
+        walk.whole(table, plan.operation, cascade=plan.cascade, depth=0)
+    else:
+        event: Event = "update" if plan.operation == "UPDATE" else "delete"
+        changed = frozenset(plan.set_columns) if event == "update" else None
+        if not whole:
+            walk.triggers(table)
+        walk.follow(table, plan.rows_sql, event, changed, depth=0, why=why)
     notes = [text for _rank, text in sorted(walk.notes, key=lambda n: n[0])]
     if len(notes) > MAX_NOTES:
         notes = [*notes[: MAX_NOTES - 1], f"and {len(notes) - MAX_NOTES + 1} more effects on "
@@ -127,9 +137,7 @@ class _Walk:
         keys = [fk for fk in _referencing(self.raw, self.backend, parent)
                 if changed is None or {c.lower() for c in fk.referred} & changed]  # fmt: skip
         for fk in keys:
-            child = _Table(schema=fk.schema or parent.schema, name=fk.table,
-                           label=fk.table if not fk.schema or fk.schema == parent.schema
-                           else f"{fk.schema}.{fk.table}")  # fmt: skip
+            child = self._child(parent, fk)
             action = fk.on_delete if event == "delete" else fk.on_update
             key = (f"{child.label}.{'/'.join(fk.columns)} → {parent.label}."
                    f"{'/'.join(fk.referred)}, ON {event.upper()} {action}")  # fmt: skip
@@ -149,14 +157,10 @@ class _Walk:
             rows = f"{n:,} {child.label} row{'s' if n != 1 else ''}"
             refer = "references" if n == 1 else "reference"
             if not self.enforced:
-                self.notes.append(
-                    (
-                        _FAIL,
-                        f"leaves {rows} referencing {parent.label} rows that no longer "
-                        f"{'exist' if event == 'delete' else 'have that key'} ({key}; foreign keys "
-                        "are not enforced on this connection)",
-                    )
-                )
+                gone = "exist" if event == "delete" else "have that key"
+                self.notes.append((_FAIL, f"leaves {rows} referencing {parent.label} rows that "
+                                   f"no longer {gone} ({key}): foreign keys are not enforced on "
+                                   "this connection"))  # fmt: skip
                 continue
             if action in _FAILS:
                 when = "would fail" if event == "delete" else "would fail if it changes their key"
@@ -176,6 +180,42 @@ class _Walk:
             self.follow(child, joined, "update", frozenset(c.lower() for c in fk.columns),
                         depth=depth + 1, why=why)  # fmt: skip
 
+    def whole(self, parent: _Table, operation: str, *, cascade: bool, depth: int) -> None:
+        """Describe the foreign keys referencing ``parent`` for a DROP TABLE or TRUNCATE of
+        it, which the engine refuses while another table references it (PostgreSQL
+        ``CASCADE``: a TRUNCATE empties those tables too, a DROP drops their keys)."""
+        for fk in _referencing(self.raw, self.backend, parent):
+            if fk.table.lower() == parent.name.lower() and fk.schema in ("", parent.schema):
+                continue  # a table may reference itself and still be dropped or emptied
+            child = self._child(parent, fk)
+            key = f"{child.label}.{'/'.join(fk.columns)} → {parent.label}.{'/'.join(fk.referred)}"
+            n = self._count(f"SELECT * FROM {_qualified(child, self.dialect)}")
+            rows = f"{n:,} row{'s' if n != 1 else ''}"
+            verb, done = ("drop", "dropped") if operation == "DROP TABLE" else ("empty", "emptied")
+            if not self.enforced:
+                self.notes.append((_FAIL, f"leaves the {rows} of {child.label} referencing a "
+                                   f"table it would {verb} ({key}): foreign keys are not "
+                                   "enforced on this connection"))  # fmt: skip
+            elif not cascade:
+                self.notes.append((_FAIL, f"would fail: {child.label} ({rows}) references "
+                                   f"{parent.label} ({key}), and a table another table "
+                                   f"references cannot be {done}"))  # fmt: skip
+            elif operation == "DROP TABLE":
+                self.notes.append((_CHANGE, f"also drops the foreign key of {child.label} that "
+                                   f"references {parent.label} ({key}): its {rows} stay"))  # fmt: skip
+            elif depth >= MAX_DEPTH:
+                self.notes.append((_UNKNOWN, f"tables that reference {child.label} are not "
+                                   f"checked: more than {MAX_DEPTH} levels of keys"))  # fmt: skip
+            else:
+                self.notes.append((_CHANGE, f"also empties {child.label}, all its {rows} "
+                                   f"({key}, by TRUNCATE ... CASCADE)"))  # fmt: skip
+                self.whole(child, operation, cascade=True, depth=depth + 1)
+
+    def _child(self, parent: _Table, fk: ForeignKey) -> _Table:
+        same = not fk.schema or fk.schema == parent.schema
+        return _Table(schema=fk.schema or parent.schema, name=fk.table,
+                      label=fk.table if same else f"{fk.schema}.{fk.table}")  # fmt: skip
+
     def triggers(self, table: _Table) -> None:
         """Name the triggers on ``table`` (once per table)."""
         ident = (table.schema.lower(), table.name.lower())
@@ -186,7 +226,7 @@ class _Walk:
         if names:
             shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
             self.notes.append((_TRIGGER, f"{table.label} has trigger{'s' if len(names) > 1 else ''} "
-                               f"{shown}: they run with the write; what they change is not "
+                               f"{shown}: they run with the write, and what they change is not "
                                "previewed"))  # fmt: skip
 
     def _joined(self, child: _Table, fk: ForeignKey, rows_sql: str) -> str:
@@ -205,14 +245,20 @@ class _Walk:
                   .from_(child.node().as_(c)).join(rows.subquery(q), on=on))  # fmt: skip
         return select.sql(dialect=self.dialect)
 
-    def _count(self, joined: str) -> int:
-        select = sqlglot.parse_one(joined, read=self.dialect)
+    def _count(self, rows: str) -> int:
+        select = sqlglot.parse_one(rows, read=self.dialect)
         assert isinstance(select, exp.Select)
         select.set("expressions", [exp.Count(this=exp.Star())])
         sql = select.sql(dialect=self.dialect)
         if classify(sql, self.dialect).kind != "read":  # fail closed, as derive does
             raise ValueError("counting them would not be a pure read")
         return int(query(self.raw, self.backend, sql).rows[0][0])
+
+
+def _deletes_first(backend: str, operation: str) -> bool:
+    """Whether the engine runs ``operation`` on a referenced table as a DELETE of all its rows
+    (SQLite's DROP TABLE with foreign keys on, DuckDB's TRUNCATE), keys' actions included."""
+    return (backend, operation) in (("sqlite", "DROP TABLE"), ("duckdb", "TRUNCATE"))
 
 
 def _enforced(raw: Any, backend: str) -> bool:
