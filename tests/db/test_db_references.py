@@ -334,3 +334,37 @@ async def test_dropping_a_referenced_table_names_what_references_it(
     finally:
         backend.dispose()
         scratch.dispose()
+
+
+@pytest.mark.postgres
+async def test_postgres_partitioned_tables_and_composite_keys_are_counted_once(
+    pg_url: str,
+) -> None:
+    """A key between partitioned tables is copied onto every partition: the preview counts its
+    rows once, whether the parent table or one of its partitions is written."""
+    scratch = Scratch("postgres", pg_url)
+    backend = DatabaseBackend(pg_url)
+    p = f"p_{uuid.uuid4().hex[:8]}"
+    try:
+        for sql in (
+            f"CREATE TABLE {p} (id int, yr int, PRIMARY KEY (id, yr)) PARTITION BY LIST (yr)",
+            f"CREATE TABLE {p}_23 PARTITION OF {p} FOR VALUES IN (2023)",
+            f"CREATE TABLE {p}_24 PARTITION OF {p} FOR VALUES IN (2024)",
+            f"CREATE TABLE {p}_c (id int, yr int, pid int, FOREIGN KEY (pid, yr) REFERENCES {p} "
+            "(id, yr) ON DELETE CASCADE) PARTITION BY LIST (yr)",
+            f"CREATE TABLE {p}_c23 PARTITION OF {p}_c FOR VALUES IN (2023)",
+            f"CREATE TABLE {p}_c24 PARTITION OF {p}_c FOR VALUES IN (2024)",
+            f"INSERT INTO {p} VALUES (1, 2023), (2, 2024)",
+            f"INSERT INTO {p}_c VALUES (1, 2023, 1), (2, 2023, 1), (3, 2024, 2)",
+        ):
+            scratch.execute(sql)
+        link = f"{p}_c(pid, yr) → {p}(id, yr), ON DELETE CASCADE"
+        whole = _note(await backend.preview("w1", f"DELETE FROM {p}"))
+        assert whole == f"also deletes 3 {p}_c rows that reference these {p} ({link})"
+        part = _note(await backend.preview("w2", f"DELETE FROM {p}_23"))
+        assert f"also deletes 2 {p}_c rows that reference these {p}_23" in part
+        assert scratch.count(f"{p}_c") == 3
+    finally:
+        scratch.execute(f"DROP TABLE IF EXISTS {p}_c, {p}")
+        backend.dispose()
+        scratch.dispose()

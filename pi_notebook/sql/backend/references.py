@@ -139,8 +139,7 @@ class _Walk:
         for fk in keys:
             child = self._child(parent, fk)
             action = fk.on_delete if event == "delete" else fk.on_update
-            key = (f"{child.label}.{'/'.join(fk.columns)} → {parent.label}."
-                   f"{'/'.join(fk.referred)}, ON {event.upper()} {action}")  # fmt: skip
+            key = f"{_link(child, fk, parent)}, ON {event.upper()} {action}"
             these = f"{'these' if depth == 0 else 'those'} {parent.label}"
             if rows_sql is None:
                 self.notes.append((_UNKNOWN, f"{child.label} references {parent.label} ({key}): "
@@ -188,7 +187,7 @@ class _Walk:
             if fk.table.lower() == parent.name.lower() and fk.schema in ("", parent.schema):
                 continue  # a table may reference itself and still be dropped or emptied
             child = self._child(parent, fk)
-            key = f"{child.label}.{'/'.join(fk.columns)} → {parent.label}.{'/'.join(fk.referred)}"
+            key = _link(child, fk, parent)
             n = self._count(f"SELECT * FROM {_qualified(child, self.dialect)}")
             rows = f"{n:,} row{'s' if n != 1 else ''}"
             verb, done = ("drop", "dropped") if operation == "DROP TABLE" else ("empty", "emptied")
@@ -255,6 +254,17 @@ class _Walk:
         return int(query(self.raw, self.backend, sql).rows[0][0])
 
 
+def _link(child: _Table, fk: ForeignKey, parent: _Table) -> str:
+    """``order_items.order_id → orders.order_id``; ``c(a, b) → p(x, y)`` for a composite key."""
+
+    def cols(table: _Table, names: tuple[str, ...]) -> str:
+        return (
+            f"{table.label}.{names[0]}" if len(names) == 1 else f"{table.label}({', '.join(names)})"
+        )
+
+    return f"{cols(child, fk.columns)} → {cols(parent, fk.referred)}"
+
+
 def _deletes_first(backend: str, operation: str) -> bool:
     """Whether the engine runs ``operation`` on a referenced table as a DELETE of all its rows
     (SQLite's DROP TABLE with foreign keys on, DuckDB's TRUNCATE), keys' actions included."""
@@ -287,7 +297,11 @@ SELECT n.nspname, r.relname,
 FROM pg_constraint c
 JOIN pg_class r ON r.oid = c.conrelid JOIN pg_namespace n ON n.oid = r.relnamespace
 JOIN pg_class p ON p.oid = c.confrelid JOIN pg_namespace pn ON pn.oid = p.relnamespace
-WHERE c.contype = 'f' AND c.confrelid = to_regclass(%s) AND c.conparentid = 0
+WHERE c.contype = 'f' AND c.confrelid = to_regclass(%s)
+  -- a key inherited by a partition of the referencing table is its parent key's copy; one
+  -- that references a partition (the written table) stands for the parent key here
+  AND (c.conparentid = 0 OR (SELECT k.confrelid FROM pg_constraint k
+                             WHERE k.oid = c.conparentid) <> c.confrelid)
 ORDER BY n.nspname, r.relname, c.conname
 """
 _MYSQL_KEYS = """
