@@ -68,8 +68,8 @@ class WritePlan:
         static_rows: the count the statement states itself, or ``None``.
         sample_sql: a read of up to five of those rows, or ``None``.
         rows_sql: a read of every row of ``target`` an UPDATE, DELETE, TRUNCATE or DROP TABLE
-            touches (all its columns), or ``None``: what rows of other tables that reference them are counted
-            against (see :mod:`.references`).
+            touches (all its columns), or ``None``: the rows of other tables that reference
+            them are counted against it (see :mod:`.references`).
         set_columns: the columns an UPDATE assigns (lower case).
         cascade: a DROP TABLE or TRUNCATE that says ``CASCADE`` (PostgreSQL).
         sample: ``(columns, rows)`` of literal rows an INSERT ... VALUES would add.

@@ -26,6 +26,12 @@ another table references it, which the preview says, naming the tables (PostgreS
 
 Every derived count is classified again and run only if it is a pure read. A count that
 cannot be taken is said plainly; nothing here ever claims "no other rows" it did not count.
+
+The catalog is read with SQL rather than SQLAlchemy's inspector: the inspector takes a
+connection of its own (an in-memory SQLite database or a DuckDB file has one, and it is inside
+the preview's transaction) and reads every table's keys to find the few that reference ``T``.
+What does not belong here: whether the write may run, or be covered by a grant
+(``database/triggers.py`` decides that a cascading key puts a write outside every grant).
 """
 
 from __future__ import annotations
