@@ -67,6 +67,11 @@ class WritePlan:
         count_sql: a read counting the rows it would change, or ``None``.
         static_rows: the count the statement states itself, or ``None``.
         sample_sql: a read of up to five of those rows, or ``None``.
+        rows_sql: a read of every row of ``target`` an UPDATE, DELETE, TRUNCATE or DROP TABLE
+            touches (all its columns), or ``None``: the rows of other tables that reference
+            them are counted against it (see :mod:`.references`).
+        set_columns: the columns an UPDATE assigns (lower case).
+        cascade: a DROP TABLE or TRUNCATE that says ``CASCADE`` (PostgreSQL).
         sample: ``(columns, rows)`` of literal rows an INSERT ... VALUES would add.
         note: why something could not be derived, for the person reading the preview.
     """
@@ -80,6 +85,9 @@ class WritePlan:
     sample_sql: str | None = None
     sample: tuple[list[str], list[tuple[Any, ...]]] | None = None
     note: str | None = None
+    rows_sql: str | None = None
+    set_columns: tuple[str, ...] = ()
+    cascade: bool = False
     probes: tuple[str, ...] = field(default=(), repr=False)
 
 
@@ -111,6 +119,7 @@ def _checked(plan: WritePlan, dialect: str) -> WritePlan:
 
     count_sql = plan.count_sql if is_read(plan.count_sql) else None
     sample_sql = plan.sample_sql if is_read(plan.sample_sql) else None
+    rows_sql = plan.rows_sql if is_read(plan.rows_sql) else None
     pure = plan.pure and all(is_read(p) for p in plan.probes)
     note = plan.note
     if plan.dml and plan.pure and not pure:
@@ -119,7 +128,8 @@ def _checked(plan: WritePlan, dialect: str) -> WritePlan:
         note = note or "counting its rows would itself not be a pure read"
     return WritePlan(operation=plan.operation, dml=plan.dml, pure=pure, target=plan.target,
                      count_sql=count_sql, static_rows=plan.static_rows, sample_sql=sample_sql,
-                     sample=plan.sample, note=note, probes=plan.probes)  # fmt: skip
+                     sample=plan.sample, note=note, probes=plan.probes, rows_sql=rows_sql,
+                     set_columns=plan.set_columns, cascade=plan.cascade)  # fmt: skip
 
 
 def _derive(root: exp.Expr, dialect: str) -> WritePlan:
@@ -133,11 +143,13 @@ def _derive(root: exp.Expr, dialect: str) -> WritePlan:
         return WritePlan(operation="MERGE", dml=True, note="a MERGE's rows are not derived in advance")  # fmt: skip
     if isinstance(root, exp.TruncateTable):
         tables = [t for t in root.expressions if isinstance(t, exp.Table)]
-        return _whole_table("TRUNCATE", tables, dialect)
+        cascade = str(root.args.get("option") or "").upper() == "CASCADE"
+        return _whole_table("TRUNCATE", tables, dialect, cascade=cascade)
     if isinstance(root, exp.Drop):
         kind = str(root.args.get("kind") or "").upper()
         if kind == "TABLE":
-            return _whole_table("DROP TABLE", list(root.args.get("tables") or []), dialect)
+            return _whole_table("DROP TABLE", list(root.args.get("tables") or []), dialect,
+                                cascade=bool(root.args.get("cascade")))  # fmt: skip
         if kind in ("INDEX", "VIEW"):
             return WritePlan(operation="DDL", static_rows=0)
         return WritePlan(operation="DDL", note=f"DROP {kind or 'of this kind'}: rows are not counted")  # fmt: skip
@@ -177,8 +189,8 @@ def _returning(root: exp.Expr) -> list[exp.Expr]:
 
 def _count_and_sample(
     root: exp.Expr, table: exp.Table, where: exp.Expr | None, dialect: str
-) -> tuple[str, str]:
-    """``SELECT count(*)`` and a sample of ``table``'s rows matching ``where`` (with the
+) -> tuple[str, str, str]:
+    """``SELECT count(*)``, a sample and all of ``table``'s rows matching ``where`` (with the
     statement's own ORDER BY / LIMIT, as MySQL allows on UPDATE and DELETE)."""
     inner = _select([exp.Star()], table, root)
     if where is not None:
@@ -192,9 +204,9 @@ def _count_and_sample(
     if order is None and limit is None:
         counted = inner.copy()
         counted.set("expressions", [exp.Count(this=exp.Star())])
-        return _sql(counted, dialect), _sql(sample, dialect)
+        return _sql(counted, dialect), _sql(sample, dialect), _sql(inner, dialect)
     count = exp.select(exp.Count(this=exp.Star())).from_(inner.subquery(_ALIAS))
-    return _sql(count, dialect), _sql(sample, dialect)
+    return _sql(count, dialect), _sql(sample, dialect), _sql(inner, dialect)
 
 
 def _single_target(table: Any) -> exp.Table | None:
@@ -220,9 +232,13 @@ def _update(root: exp.Update, dialect: str) -> WritePlan:
         return WritePlan(operation="UPDATE", dml=True, pure=True, probes=probes,
                          target=_ref(table, dialect) if table is not None else None,
                          note="an UPDATE over several tables: its rows are not derived in advance")  # fmt: skip
-    count_sql, sample_sql = _count_and_sample(root, table, where_expr, dialect)
+    count_sql, sample_sql, rows_sql = _count_and_sample(root, table, where_expr, dialect)
+    assigned = tuple(
+        a.this.name.lower() for a in root.expressions if isinstance(a.this, exp.Column)
+    )
     return WritePlan(operation="UPDATE", dml=True, pure=True, target=_ref(table, dialect),
-                     count_sql=count_sql, sample_sql=sample_sql, probes=probes)  # fmt: skip
+                     count_sql=count_sql, sample_sql=sample_sql, probes=probes,
+                     rows_sql=rows_sql, set_columns=assigned)  # fmt: skip
 
 
 def _delete(root: exp.Delete, dialect: str) -> WritePlan:
@@ -239,9 +255,10 @@ def _delete(root: exp.Delete, dialect: str) -> WritePlan:
         return WritePlan(operation="DELETE", dml=True, pure=True, probes=probes,
                          target=_ref(table, dialect) if table is not None and not root.args.get("tables") else None,
                          note="a DELETE over several tables: its rows are not derived in advance")  # fmt: skip
-    count_sql, sample_sql = _count_and_sample(root, table, where_expr, dialect)
+    count_sql, sample_sql, rows_sql = _count_and_sample(root, table, where_expr, dialect)
     return WritePlan(operation="DELETE", dml=True, pure=True, target=_ref(table, dialect),
-                     count_sql=count_sql, sample_sql=sample_sql, probes=probes)  # fmt: skip
+                     count_sql=count_sql, sample_sql=sample_sql, probes=probes,
+                     rows_sql=rows_sql)  # fmt: skip
 
 
 def _insert(root: exp.Insert, dialect: str) -> WritePlan:
@@ -310,7 +327,7 @@ def _literal(value: exp.Expr, dialect: str) -> Any:
     return value.sql(dialect=dialect)
 
 
-def _whole_table(operation: str, tables: list[Any], dialect: str) -> WritePlan:
+def _whole_table(operation: str, tables: list[Any], dialect: str, *, cascade: bool) -> WritePlan:
     if len(tables) != 1 or _single_target(tables[0]) is None:
         return WritePlan(operation=operation, note="several tables: rows are not counted")
     table: exp.Table = tables[0]
@@ -318,7 +335,8 @@ def _whole_table(operation: str, tables: list[Any], dialect: str) -> WritePlan:
     count = exp.select(exp.Count(this=exp.Star())).from_(plain.copy())
     sample = exp.select("*").from_(plain.copy()).limit(SAMPLE_ROWS)
     return WritePlan(operation=operation, target=_ref(table, dialect), count_sql=_sql(count, dialect),
-                     sample_sql=_sql(sample, dialect))  # fmt: skip
+                     sample_sql=_sql(sample, dialect), cascade=cascade,
+                     rows_sql=_sql(exp.select("*").from_(plain.copy()), dialect))  # fmt: skip
 
 
 def _create(root: exp.Create, dialect: str) -> WritePlan:

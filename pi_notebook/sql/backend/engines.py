@@ -69,8 +69,8 @@ def create_backend_engine(
     - PostgreSQL: autocommit at the driver (the backend opens each transaction itself);
       dates and timestamps no Python type holds (``infinity``, BC, year 10000 and
       later) load as text instead of failing the read (see :mod:`.pgtypes`).
-    - SQLite: connections usable from worker threads, and an authorizer installed on each
-      connection (it denies ATTACH/DETACH and pragma writes always, and anything but a pure
+    - SQLite: connections usable from worker threads, foreign keys enforced, and an
+      authorizer installed on each connection (it denies ATTACH/DETACH and pragma writes always, and anything but a pure
       read while a read runs).
     - DuckDB: every connection opens with ``enable_external_access=false`` and then locks the
       configuration, so SQL cannot read host files or turn the setting back on. DuckDB allows
@@ -131,6 +131,10 @@ SQLITE_MAX_VALUE_BYTES = 64 * 1024 * 1024
 
 def _on_sqlite_connect(dbapi_connection: Any, record: Any) -> None:
     dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_VALUE_BYTES)
+    # SQLite enforces declared foreign keys only when asked, per connection (and only outside
+    # a transaction): without it an approved DELETE would leave rows referencing nothing. Set
+    # before the authorizer, which denies every pragma write afterwards.
+    dbapi_connection.execute("PRAGMA foreign_keys = ON")
     install_sqlite_guard(dbapi_connection, record.info)
 
 

@@ -25,6 +25,8 @@ __all__ = [
 ]
 
 _MAX_CHARS = 300
+_SQLITE_FOREIGN_KEY = (" (rows of another table still reference a row it deletes or whose key "
+                       "it changes, or a key it writes references no row)")  # fmt: skip
 
 
 def _first_lines(text: str) -> str:
@@ -49,6 +51,8 @@ def describe_error(exc: BaseException, url: URL, *, connecting: bool = False) ->
     message = _first_lines(scrub(str(orig) or type(orig).__name__, url))
     if connecting:
         return f"Could not connect to {safe_url(url)}: {message}"
+    if message == "FOREIGN KEY constraint failed":  # SQLite names neither key nor table
+        message += _SQLITE_FOREIGN_KEY
     return f"Database error ({url.get_backend_name()}): {message}"
 
 

@@ -34,6 +34,7 @@ from pi_notebook.sql.backend.measure import (
     sample,
 )
 from pi_notebook.sql.backend.readonly import RunKind, begin, finish
+from pi_notebook.sql.backend.references import reached
 from pi_notebook.sql.backend.reset import reset_session
 from pi_notebook.sql.backend.results import render_fetched
 
@@ -360,6 +361,10 @@ def preview_statement(
         if plan.dml:
             out.plan = step.run("no plan", lambda: explain(raw, backend, sql))
         out.sample = step.run("no sample", lambda: sample(raw, backend, plan))
+        # Before the statement runs: the rows that reference what it deletes, as they stand.
+        others = step.run("what it does to rows of other tables could not be checked",
+                          lambda: reached(raw, backend, plan))  # fmt: skip
+        out.notes[:0] = others or []
         if method == "execute":
             out.affected_rows = step.run(
                 "the statement fails", lambda: execute_counting(raw, backend, sql)
