@@ -47,9 +47,8 @@ async def commit_record(audit: Any, kind: str, payload: Mapping[str, Any], **ids
     Raises:
         Exception: the record could not be committed; whatever it authorises must not happen.
     """
-    # Imported here: the SQL backend imports this package, so a top-level import would
-    # run in a circle.
-    from pi_notebook.sql.backend.auditing import commit_before
+    # Imported here: the audit package's recorder imports this package.
+    from pi_notebook.audit.durable import commit_before
 
     await commit_before(audit, kind, payload, **ids)
 

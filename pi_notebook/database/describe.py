@@ -23,6 +23,7 @@ from pi_notebook.agent.types import ToolResult
 from pi_notebook.ai.messages import TextContent
 from pi_notebook.extensions import ExtensionAPI, ToolDefinition, define_tool
 
+from .names import DESCRIBE_TOOL
 from .schema import SchemaCache, SchemaInfo, TableInfo, matching_tables
 from .semantic import SemanticLayer
 
@@ -44,7 +45,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DESCRIBE_TOOL = "describe_database"
 DESCRIBE_CHARS = 12_000
 """Budget of one ``describe_database`` answer; tables past it are named, not described."""
 

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
@@ -32,6 +32,7 @@ from pi_notebook.approvals import (
 )
 from pi_notebook.approvals.tools import unrecorded
 from pi_notebook.database.grants import ActiveGrant, GrantStore
+from pi_notebook.database.names import TOOL_NAME
 from pi_notebook.database.scope import StatementScope
 from pi_notebook.database.triggers import hidden_effects
 from pi_notebook.errors import AbortError, GrantError, QueryRefused
@@ -39,8 +40,7 @@ from pi_notebook.sql import POLICY_VERSION, classify
 from pi_notebook.sql.backend import DatabaseBackend, query_args_hash
 
 if TYPE_CHECKING:
-    from pi_notebook import ExtensionAPI
-    from pi_notebook.database.extension import DatabaseExtension
+    from pi_notebook.extensions import ExtensionAPI
 
 __all__ = [
     "NO_UI_REASON",
@@ -48,11 +48,11 @@ __all__ = [
     "TITLE",
     "TOOL_NAME",
     "Edit",
+    "GateSettings",
     "audit_of",
     "make_gate",
 ]
 
-TOOL_NAME = "query_database"
 TITLE = "Database write"
 NO_UI_REASON = "Write query requires interactive approval."
 GRANT_SUGGESTION_TTL_S = 1800.0
@@ -84,7 +84,23 @@ class _Final:
     reasons: tuple[str, ...] = ()
 
 
-def make_gate(ext: DatabaseExtension, backend: DatabaseBackend, pi: ExtensionAPI,
+class GateSettings(Protocol):
+    """What the gate needs of its extension (``DatabaseExtension`` is one)."""
+
+    @property
+    def approval_timeout_s(self) -> float: ...
+
+    @property
+    def capability_ttl_s(self) -> float: ...
+
+    @property
+    def grants(self) -> GrantStore: ...
+
+    @property
+    def edits(self) -> dict[str, Edit]: ...
+
+
+def make_gate(ext: GateSettings, backend: DatabaseBackend, pi: ExtensionAPI,
               grants: GrantStore | None = None) -> Any:  # fmt: skip
     """The ``tool_call`` handler guarding ``query_database`` on ``backend``, with the grants
     of this session (``grants``, default ``ext.grants`` as it is now)."""
@@ -132,7 +148,7 @@ class _Blocked(Exception):
 class _Call:
     """One write call going through the gate."""
 
-    def __init__(self, ext: DatabaseExtension, backend: DatabaseBackend, pi: ExtensionAPI,
+    def __init__(self, ext: GateSettings, backend: DatabaseBackend, pi: ExtensionAPI,
                  event: Any, ctx: Any, sql: str, grants: GrantStore) -> None:  # fmt: skip
         self.ext, self.backend, self.event, self.ctx, self.sql = ext, backend, event, ctx, sql
         self.grants = grants

@@ -30,8 +30,7 @@ from typing import Any
 from pi_notebook.ai.messages import ImageContent, TextContent
 from pi_notebook.extensions import ExtensionAPI
 
-from .describe import DESCRIBE_TOOL
-from .gate import TOOL_NAME
+from .names import DESCRIBE_TOOL, TOOL_NAME
 from .policy import DataPolicy, LineagePolicy, generic_error
 from .protected_values import scrub_messages
 from .schema import SchemaCache

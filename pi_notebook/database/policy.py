@@ -43,7 +43,7 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
-from pi_notebook.database.tool import ModelContent
+from pi_notebook.database.content import ModelContent
 from pi_notebook.errors import ConfigurationError
 from pi_notebook.sql.backend import QueryOutcome, render_preview
 

@@ -8,22 +8,26 @@ preview the model sees comes from it instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
 from pi_notebook.agent.types import ToolResult
 from pi_notebook.ai.messages import TextContent
-from pi_notebook.database.gate import TOOL_NAME, audit_of
+from pi_notebook.database.content import ContentPolicy, ModelContent
+from pi_notebook.database.gate import audit_of
+from pi_notebook.database.names import TOOL_NAME
 from pi_notebook.extensions import ExtensionAPI, ToolDefinition, define_tool
 from pi_notebook.secrets import safe_url
-from pi_notebook.sql.backend import DatabaseBackend, QueryOutcome
+from pi_notebook.sql.backend import DatabaseBackend
 
-if TYPE_CHECKING:
-    from pi_notebook.database.extension import DatabaseExtension
-
-__all__ = ["ContentPolicy", "ModelContent", "QueryDatabaseParams", "make_query_tool"]
+__all__ = [
+    "ContentPolicy",
+    "ModelContent",
+    "QueryDatabaseParams",
+    "QuerySettings",
+    "make_query_tool",
+]
 
 
 class QueryDatabaseParams(BaseModel):
@@ -40,30 +44,17 @@ class QueryDatabaseParams(BaseModel):
     )
 
 
-@dataclass(frozen=True, kw_only=True)
-class ModelContent:
-    """What the model is shown of one result, as a content policy decided.
+class QuerySettings(Protocol):
+    """What the tool needs of its extension (``DatabaseExtension`` is one)."""
 
-    Attributes:
-        text: the preview text for the model.
-        protected: output column name to the action applied (``mask``, ``hash``, ``drop``,
-            or ``withheld`` when lineage could not be established).
-        note: why values were withheld, when they were.
-    """
+    @property
+    def content_policy(self) -> ContentPolicy | None: ...
 
-    text: str
-    protected: dict[str, str] = field(default_factory=dict[str, str])
-    note: str | None = None
-
-
-class ContentPolicy(Protocol):
-    """Decides what the model sees of a result (the analyst's DataFrame is untouched)."""
-
-    def model_content(self, sql: str, dialect: str, outcome: QueryOutcome) -> ModelContent: ...
+    def keep_result(self, tool_call_id: str, frame: Any) -> None: ...
 
 
 def make_query_tool(
-    ext: DatabaseExtension, backend: DatabaseBackend, pi: ExtensionAPI
+    ext: QuerySettings, backend: DatabaseBackend, pi: ExtensionAPI
 ) -> ToolDefinition[QueryDatabaseParams]:
     """The ``query_database`` definition bound to ``backend``."""
 

@@ -12,7 +12,8 @@ Three dispatch rules:
   ``{extension_path, event, error}`` and does not stop the others (C32).
 
 The pre-model events (``input``, ``before_agent_start``, ``context``,
-``before_provider_request``) chain results as Pi does; their rules are in :mod:`.premodel`.
+``before_provider_request``) chain results as Pi does; :mod:`.premodel` emits them through a
+runner (``premodel.emit_input(runner, text)``, ...).
 """
 
 from __future__ import annotations
@@ -23,9 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agent.common import maybe_await
-from ..ai.messages import Message, to_result_parts
+from ..ai.messages import to_result_parts
 from ..errors import RuntimeNotInitializedError
-from . import premodel
 from .context import ExtensionContext, SessionHost
 from .events import (
     ExtensionErrorEvent,
@@ -148,26 +148,6 @@ class ExtensionRunner:
                         await maybe_await(returned)
                 except Exception as exc:
                     await self.report(extension.path, event_type, exc)
-
-    async def emit_input(self, text: str) -> premodel.InputOutcome:
-        """``input``: rewrites chain; ``handled`` stops the prompt. Errors are reported."""
-        return await premodel.emit_input(self, text)
-
-    async def emit_before_agent_start(
-        self, prompt: str, system_prompt: str
-    ) -> premodel.AgentStartOutcome:
-        """``before_agent_start``: system prompts chain; each handler may inject a message."""
-        return await premodel.emit_before_agent_start(self, prompt, system_prompt)
-
-    async def emit_context(self, messages: list[Message]) -> list[Message]:
-        """``context``: the messages one request sends (give it a copy of the history)."""
-        return await premodel.emit_context(self, messages)
-
-    async def emit_before_provider_request(
-        self, payload: Any, payload_text: str, model: str
-    ) -> premodel.ProviderRequestBlock | None:
-        """``before_provider_request``: the first block wins; faults block (fail closed)."""
-        return await premodel.emit_before_provider_request(self, payload, payload_text, model)
 
     async def emit_tool_call(self, event: ToolCallEvent) -> ToolCallEventResult | None:
         """Run the ``tool_call`` chain. Raises what a handler raises (fail closed)."""

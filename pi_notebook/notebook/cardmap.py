@@ -13,35 +13,42 @@ position), and falls back to a scan in that rare case, so every version stays co
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from .store import CardState
-
-__all__ = ["CardMap"]
+__all__ = ["Card", "CardMap"]
 
 _CHUNK = 32
 
 
-class CardMap(Mapping[str, "CardState"]):
+class Card(Protocol):
+    """What a map holds: anything with the id of its tool call (the store's ``C``)."""
+
+    @property
+    def tool_call_id(self) -> str: ...
+
+
+C = TypeVar("C", bound=Card)
+
+
+class CardMap(Mapping[str, C], Generic[C]):
     """Cards by ``tool_call_id``, in the order they were first set. Immutable."""
 
     __slots__ = ("_chunks", "_index", "_len")
 
     def __init__(self) -> None:
-        self._chunks: tuple[tuple[CardState, ...], ...] = ()
+        self._chunks: tuple[tuple[C, ...], ...] = ()
         self._len = 0
         self._index: dict[str, int] = {}
 
     @classmethod
     def _make(
-        cls, chunks: tuple[tuple[CardState, ...], ...], length: int, index: dict[str, int]
-    ) -> CardMap:
+        cls, chunks: tuple[tuple[C, ...], ...], length: int, index: dict[str, int]
+    ) -> CardMap[C]:
         new = cls.__new__(cls)
         new._chunks, new._len, new._index = chunks, length, index
         return new
 
-    def _at(self, pos: int) -> CardState:
+    def _at(self, pos: int) -> C:
         return self._chunks[pos // _CHUNK][pos % _CHUNK]
 
     def _position(self, call_id: str) -> int | None:
@@ -55,7 +62,7 @@ class CardMap(Mapping[str, "CardState"]):
                 return i
         return None
 
-    def __getitem__(self, call_id: str) -> CardState:
+    def __getitem__(self, call_id: str) -> C:
         pos = self._position(call_id)
         if pos is None:
             raise KeyError(call_id)
@@ -75,9 +82,9 @@ class CardMap(Mapping[str, "CardState"]):
         for card in self.values():
             yield card.tool_call_id
 
-    def values(self) -> list[CardState]:  # type: ignore[override]
+    def values(self) -> list[C]:  # type: ignore[override]
         """The cards in order (a list: cheap to build, safe to keep)."""
-        out: list[CardState] = []
+        out: list[C] = []
         for chunk in self._chunks:
             out.extend(chunk)
         return out
@@ -86,7 +93,7 @@ class CardMap(Mapping[str, "CardState"]):
         """The call ids in order."""
         return tuple(card.tool_call_id for card in self.values())
 
-    def set(self, card: CardState) -> CardMap:
+    def set(self, card: C) -> CardMap[C]:
         """A map with ``card`` replacing the card of its id, or appended if the id is new."""
         pos = self._position(card.tool_call_id)
         if pos is None:
@@ -102,7 +109,7 @@ class CardMap(Mapping[str, "CardState"]):
             chunks = (*self._chunks[:which], chunk, *self._chunks[which + 1 :])
         else:
             chunks = (*self._chunks, (card,))
-        return CardMap._make(chunks, length, self._index)
+        return self._make(chunks, length, self._index)
 
     def __repr__(self) -> str:
         return f"CardMap({list(self)!r})"

@@ -180,7 +180,7 @@ class RunState:
     """
 
     status: RunStatus = "idle"
-    cards: CardMap = field(default_factory=CardMap)
+    cards: CardMap[CardState] = field(default_factory=CardMap)
     timeline: tuple[tuple[str, Any], ...] = ()
     assistant: tuple[str, ...] = ()
     error: str | None = None

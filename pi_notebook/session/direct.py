@@ -21,24 +21,41 @@ import asyncio
 import uuid
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from ..agent.agent import Agent
 from ..agent.common import EmitFn, LoopConfig
 from ..agent.tool_calls import execute_batch
 from ..agent.types import AgentContext
 from ..ai.abort import AbortController, AbortSignal
 from ..ai.messages import AssistantMessage, ToolCall, ToolResultMessage
+from ..ai.model import Model
 from ..errors import SessionClosedError
 
-if TYPE_CHECKING:
-    from .session import AgentSession
-
-__all__ = ["DIRECT_PROVIDER", "call_tool", "direct_call_signal"]
+__all__ = ["DIRECT_PROVIDER", "DirectSession", "call_tool", "direct_call_signal"]
 
 DIRECT_PROVIDER = "direct"
 """The ``provider`` of the synthetic assistant message that carries a direct call."""
 
 _signal: ContextVar[AbortSignal | None] = ContextVar("pi_notebook_direct_signal", default=None)
+
+
+class DirectSession(Protocol):
+    """What a direct call needs of its session (``AgentSession`` is one)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def agent(self) -> Agent: ...
+
+    @property
+    def model(self) -> Model: ...
+
+    @property
+    def model_name(self) -> str: ...
+
+    async def start(self) -> None: ...
 
 
 def direct_call_signal() -> AbortSignal | None:
@@ -51,7 +68,7 @@ def direct_call_signal() -> AbortSignal | None:
 
 
 async def call_tool(
-    session: AgentSession,
+    session: DirectSession,
     name: str,
     args: Mapping[str, Any] | Any,
     *,

@@ -20,6 +20,7 @@ from ..agent.agent import Agent, AgentState
 from ..ai.abort import AbortSignal
 from ..ai.messages import Message, TextContent, UserMessage, content_text
 from ..ai.payload import payload_text
+from ..extensions import premodel
 from ..extensions.runner import ExtensionRunner
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ async def prepare_prompt(
         user = prompt
     if isinstance(user, UserMessage) and runner.has_handlers("input"):
         original = content_text(user.content)
-        outcome = await runner.emit_input(original)
+        outcome = await premodel.emit_input(runner, original)
         if outcome.handled:
             return None
         if outcome.text != original:
@@ -111,7 +112,7 @@ async def prepare_prompt(
     prepared = PreparedPrompt(messages=[user])
     if runner.has_handlers("before_agent_start"):
         text = content_text(user.content) if isinstance(user, UserMessage) else ""
-        started = await runner.emit_before_agent_start(text, base_system_prompt)
+        started = await premodel.emit_before_agent_start(runner, text, base_system_prompt)
         # Injected context goes first, so the user's words stay the last thing the model
         # reads (and what a rule-based model such as ``offline`` answers).
         prepared.messages = [*started.messages, user]
@@ -163,14 +164,14 @@ class PreModelHooks:
     ) -> list[Message]:
         if not self._runner.has_handlers("context"):
             return messages
-        return await self._runner.emit_context(copy_for_context(messages))
+        return await premodel.emit_context(self._runner, copy_for_context(messages))
 
     async def before_request(self, payload: Any) -> str | None:
         if not self._runner.has_handlers("before_provider_request"):
             return None
         text = payload_text(payload)
         model = self._model_name()
-        block = await self._runner.emit_before_provider_request(payload, text, model)
+        block = await premodel.emit_before_provider_request(self._runner, payload, text, model)
         if block is None:
             return None
         self._record_block(block.extension_path, block.reason, model, text)

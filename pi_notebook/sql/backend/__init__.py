@@ -2,8 +2,8 @@
 cancellation through the driver, capped streaming reads, the write preview and its row
 bounds, and result shaping."""
 
+from pi_notebook.audit.durable import AuditSink
 from pi_notebook.sql.backend.arrow import ARROW_MIN_CAP
-from pi_notebook.sql.backend.auditing import AuditSink
 from pi_notebook.sql.backend.backend import (
     AUDIT_UNAVAILABLE,
     DatabaseBackend,

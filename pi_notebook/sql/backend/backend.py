@@ -23,6 +23,7 @@ from sqlalchemy.engine import URL, make_url
 from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.approvals.capabilities import CapabilityStore
 from pi_notebook.approvals.protocol import WritePreview
+from pi_notebook.audit.durable import AuditSink, commit_before, queue_before, record_after
 from pi_notebook.audit.records import (
     AuditRecord,
     CapabilityMismatch,
@@ -37,7 +38,6 @@ from pi_notebook.audit.records import (
 from pi_notebook.sql import POLICY_VERSION, Verdict, args_hash, classify
 from pi_notebook.sql.backend.arrow import ARROW_MIN_CAP, AdbcPostgres, arrow_available
 from pi_notebook.sql.backend.arrow_sqlite import SqliteArrow, sqlite_file
-from pi_notebook.sql.backend.auditing import AuditSink, commit_before, queue_before, record_after
 from pi_notebook.sql.backend.derive import plan_write
 from pi_notebook.sql.backend.engines import (
     CONNECT_TIMEOUT_S,

@@ -1,4 +1,4 @@
-"""The audit interface the backend and the gate write to, and how failures are handled.
+"""The durable and best-effort write rules: the audit interface gates and backends write to.
 
 Records that must exist before something runs (final arguments, approvals, mismatches) are
 committed durably first, and a failure stops the run (fail closed): ``commit_before`` raises
@@ -16,11 +16,11 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
-    from pi_notebook.audit.records import AuditRecord
+    from .records import AuditRecord
 
 __all__ = ["AuditSink", "commit_before", "queue_before", "record_after", "record_before"]
 
-log = logging.getLogger("pi_notebook.sql.backend")
+log = logging.getLogger("pi_notebook.audit")
 
 
 class AuditSink(Protocol):
