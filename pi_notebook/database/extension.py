@@ -37,6 +37,7 @@ from pi_notebook.sample_db import sample_database_url
 from pi_notebook.sql import classify
 from pi_notebook.sql.backend import DatabaseBackend
 from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
+from pi_notebook.sql.engines import create_backend, schema_source
 
 __all__ = ["DatabaseExtension", "QueryDatabaseParams", "database_extension", "register"]
 
@@ -110,9 +111,9 @@ class DatabaseExtension:
 
     def __call__(self, pi: ExtensionAPI) -> None:
         url = self.url or os.environ.get(ENV_URL) or sample_database_url()
-        backend = DatabaseBackend(url, row_cap=self.row_cap, approvals=CapabilityStore(),
-                                  statement_timeout_s=self.statement_timeout_s,
-                                  max_result_bytes=self.max_result_bytes)  # fmt: skip
+        backend = create_backend(url, row_cap=self.row_cap, approvals=CapabilityStore(),
+                                 statement_timeout_s=self.statement_timeout_s,
+                                 max_result_bytes=self.max_result_bytes)  # fmt: skip
         self.backend = backend
         # Decisions are on record in the session's audit; this is the view of them.
         self.approvals = AuditApprovals(pi.audit)
@@ -126,7 +127,10 @@ class DatabaseExtension:
         pi.on("tool_result", self._tell_model_of_edit)
         pi.on("tool_execution_end", lambda event, _ctx: self._call_ended(backend, event))
         self.schema = SchemaCache(
-            backend.engine, backend.dialect, ttl_s=self.schema_ttl_s, offload=backend.offload
+            schema_source(backend),
+            backend.dialect,
+            ttl_s=self.schema_ttl_s,
+            offload=backend.offload,
         )
         register_schema_context(pi, self.schema, query_tool=TOOL_NAME, semantic=self.semantic,
                                 budget=self.schema_budget_chars, policy=self.data_policy)  # fmt: skip

@@ -59,7 +59,9 @@ def clause_findings(nodes: list[exp.Expr]) -> list[Finding]:
             continue
         args = node.args
         if args.get("settings"):
-            found.append(writes("a SETTINGS clause changes query settings (limits, read-only)"))
+            # Kept under EXPLAIN too: the tool's own SETTINGS clause goes after the statement.
+            found.append(writes("a SETTINGS clause changes query settings (limits, read-only)",
+                                when_executed=False))  # fmt: skip
         if args.get("format"):
             found.append(rejects("a FORMAT clause: the tool chooses how results are returned"))
     return found

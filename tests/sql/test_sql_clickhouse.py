@@ -8,7 +8,11 @@ stops it too.
 
 from __future__ import annotations
 
+import asyncio
+import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,3 +84,107 @@ def test_d1_no_clickhouse_side_effect_is_classified_read() -> None:
 )
 def test_d1_clickhouse_verdicts(sql: str, kind: str) -> None:
     assert classify(sql, "clickhouse").kind == kind
+
+
+# -- on the engine: chDB with the tool's own read path (readonly=1 and the read's bounds) -----
+
+SCHEMA = (
+    "CREATE TABLE events (ts DateTime, user_id UInt64, kind String, amount Float64, "
+    "props String, tags Array(String)) ENGINE = ReplacingMergeTree ORDER BY (user_id, ts)",
+    "CREATE TABLE users (id UInt64, name String, country String, signup Date) "
+    "ENGINE = MergeTree ORDER BY id",
+    "INSERT INTO events SELECT now() - number * 3600, number % 5, "
+    "['view', 'purchase', 'signup'][number % 3 + 1], number * 7.5, "
+    'concat(\'{"source": "ad", "page": \', toString(number), \'}\'), '
+    "if(number % 2 = 0, ['new'], ['old', 'vip']) FROM numbers(50)",
+    "INSERT INTO users VALUES (0, 'Ann', 'DE', '2024-01-01'), (1, 'Bob', 'FR', '2024-02-01'), "
+    "(2, 'ali', 'DE', '2024-03-01'), (3, 'Bea', 'US', '2024-04-01'), (4, 'Cy', 'DE', '2024-05-01')",
+)
+STATE = (
+    "SELECT (SELECT count() FROM events), (SELECT sum(amount) FROM events), "
+    "(SELECT count() FROM users), (SELECT groupArraySorted(100)(name) FROM system.tables "
+    "WHERE database = currentDatabase())"
+)
+CLASSIFIER_ONLY = {
+    # Reads of the engine's own catalogue and settings: readonly=1 allows them (the classifier
+    # asks: they expose settings, processes, disks, clusters, named collections).
+    "SELECT * FROM system.named_collections",
+    "SELECT * FROM system.settings",
+    "SELECT * FROM system.server_settings",
+    "SELECT * FROM system.processes",
+    "SELECT * FROM system.disks",
+    "SELECT * FROM system.clusters",
+    "SELECT * FROM system.macros",
+    "SELECT getSetting('readonly')",
+    # file() as a scalar reads a host file even with readonly=1: the classifier is the wall.
+    "SELECT file('/etc/hostname')",
+    # KILL is allowed in readonly mode (it can stop the session's own queries): refused by the
+    # classifier.
+    "KILL QUERY WHERE 1",
+    "KILL MUTATION WHERE 1",
+    # A nested SETTINGS clause runs, but cannot lift readonly (checked in test_db_chdb.py).
+    "SELECT * FROM (SELECT count() FROM events SETTINGS max_memory_usage = 0)",
+    # The tool's DataFrame stream overrides the format; no file is written (checked below).
+    "SELECT 1 FORMAT JSON",
+    "SELECT * FROM events INTO OUTFILE '/tmp/pi_notebook_chdb_outfile.csv'",
+    # Metadata reads readonly=1 allows; the classifier asks (grants, other sessions' queries,
+    # settings, a host file's columns).
+    "SHOW GRANTS",
+    "SHOW PROCESSLIST",
+    "SHOW SETTINGS LIKE '%'",
+    "DESCRIBE file('/etc/hostname', 'LineAsString')",
+    # Bounded by max_memory_usage, max_result_rows and max_execution_time.
+    "SELECT randomString(number) FROM numbers(10)",
+    "SELECT groupArray(amount) FROM events",
+}
+FILES = (
+    "/tmp/pi_notebook_chdb_outfile.csv",
+    "/tmp/pi_notebook_chdb_insert.csv",
+    "/tmp/pi_notebook_chdb_backup",
+)
+
+
+@pytest.fixture(scope="module")
+def chdb_backend() -> Iterator[Any]:
+    pytest.importorskip("chdb")
+    from pi_notebook.sql.engines import create_backend
+
+    backend = create_backend("chdb://", row_cap=1000, statement_timeout_s=3)
+    try:
+        for sql in SCHEMA:
+            asyncio.run(backend._run_as("write", sql))
+        yield backend
+    finally:
+        backend.dispose()
+
+
+def _state(backend: Any) -> tuple[Any, ...]:
+    return tuple(asyncio.run(backend._run_as("read", STATE)).dataframe.iloc[0].map(str))
+
+
+def test_d1_clickhouse_corpus_reads_run_read_only_on_chdb(chdb_backend: Any) -> None:
+    before = _state(chdb_backend)
+    failures: dict[str, str] = {}
+    for sql in READS:
+        try:
+            asyncio.run(chdb_backend.run("read", sql))
+        except Exception as exc:
+            failures[sql] = str(exc)[:200]
+    assert failures == {}
+    assert _state(chdb_backend) == before
+
+
+def test_d1_clickhouse_side_effects_forced_as_reads_change_nothing(chdb_backend: Any) -> None:
+    """The classifier refuses every side effect; forced past it, ``readonly=1`` stops each one
+    chDB can run, but for the reads listed in ``CLASSIFIER_ONLY`` (which change nothing)."""
+    before = _state(chdb_backend)
+    ran = set()
+    for sql in SIDE_EFFECTS:
+        try:
+            asyncio.run(chdb_backend._run_as("read", sql))
+        except Exception:
+            continue
+        ran.add(sql)
+    assert ran <= CLASSIFIER_ONLY, ran - CLASSIFIER_ONLY
+    assert _state(chdb_backend) == before
+    assert [path for path in FILES if os.path.exists(path)] == []

@@ -1,0 +1,619 @@
+"""ClickHouse through chDB (``chdb:///PATH``, embedded: the engine runs in the kernel).
+
+The URL follows SQLite's: ``chdb:///data/ch`` is the directory ``data/ch`` (relative),
+``chdb:////srv/ch`` an absolute one; the directory is created on first use; ``chdb://``
+alone is an in-memory database. chDB holds one database per process: a second extension on
+another path is refused until the first one is disposed (its session closed).
+
+The policy path is the backend's own (:class:`~pi_notebook.sql.backend.DatabaseBackend`'s
+``run``: classify, capability, audit first); what differs is how a statement runs:
+
+* a read runs in one reused ``chdb.session.Session`` with the tool's ``SETTINGS`` clause after
+  the statement: ``max_execution_time`` (the statement timeout), ``max_result_rows`` (the row
+  cap + 1, ``result_overflow_mode='break'``), ``max_memory_usage`` and, last, ``readonly=1``.
+  Verified on chDB 26: ``readonly=1`` refuses every write, every settings change (a nested
+  ``SETTINGS readonly=0`` too), and every table function that reaches a file, URL, server or
+  program (they need a temporary table), so neither ``SET`` nor ``SETTINGS`` can lift it;
+* rows come as chDB's native DataFrame stream, block by block: kept to the row cap and the
+  byte bound, the stream stops there. (ClickHouse's Arrow output gives ``DateTime`` as a
+  bare ``UInt32``; the native DataFrame keeps timestamps as timestamps, and is faster here.)
+* every statement carries a marker comment; Stop and the statement timeout cancel it with
+  ``KILL QUERY`` from a second session on the same database (a chDB session's own query
+  cannot be interrupted from another thread);
+* an approved write runs without ``readonly`` (mutations synchronously:
+  ``mutations_sync=2``). ClickHouse has no transaction to try a write and roll it back, so the
+  preview counts rows with the derived ``SELECT count()`` (and the bounds of an approval are
+  checked with it before the write runs) or says plainly that they cannot be counted.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+from sqlalchemy.engine import URL, make_url
+
+from pi_notebook.ai.abort import AbortSignal
+from pi_notebook.approvals.capabilities import CapabilityStore
+from pi_notebook.approvals.protocol import WritePreview
+from pi_notebook.audit.records import QueryAbort, QueryFailure, QueryResult, WritePreviewRecord
+from pi_notebook.sql import classify, lexical
+from pi_notebook.sql.backend import AuditSink, DatabaseBackend, ProgressCallback, QueryError
+from pi_notebook.sql.backend.auditing import record_after
+from pi_notebook.sql.backend.derive import WritePlan, plan_write
+from pi_notebook.sql.backend.errors import ConnectFailed, QueryAborted, QueryRefused
+from pi_notebook.sql.backend.execution import Execution
+from pi_notebook.sql.backend.fetch import Fetched, ProgressSteps, RunSettings, read_limit
+from pi_notebook.sql.backend.measure import METHOD_TEXT
+from pi_notebook.sql.backend.readonly import RunKind
+from pi_notebook.sql.backend.results import QueryOutcome, render_fetched, shape
+from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
+from pi_notebook.sql.backend.worker import AuditBlocked, Bounds, DriftError
+from pi_notebook.sql.engines.base import EngineInfo
+
+if TYPE_CHECKING:
+    from pi_notebook.database.schema import SchemaInfo
+
+__all__ = [
+    "CHDB_MEMORY_ENV",
+    "CHDB_MEMORY_LIMIT",
+    "ENGINE",
+    "ChdbBackend",
+    "chdb_path",
+    "clickhouse_plan",
+]
+
+ENGINE = EngineInfo(
+    engine="clickhouse",
+    dialect="clickhouse",
+    url_scheme="chdb:///PATH (chdb:// in memory)",
+    schemes=("chdb",),
+    read_only_backstop="readonly=1 in every read's own SETTINGS (a statement can lift it "
+    "neither with SET nor with SETTINGS; file/URL/remote/executable table functions refused)",
+    bounds="max_result_rows (cap + 1, break), bytes kept bounded, max_execution_time, "
+    "max_memory_usage",
+    cancel="KILL QUERY from a second session on the same database",
+    write_preview="no transaction to roll back: rows counted with the derived SELECT count(), "
+    "else not measured (said so)",
+    arrow=False,
+    read_path="chDB's native DataFrame stream (its Arrow output turns DateTime into UInt32)",
+    extra="clickhouse",
+    modules=("chdb",),
+)
+
+CHDB_MEMORY_LIMIT = 1 << 30
+"""``max_memory_usage`` of a read, in bytes (``PI_NOTEBOOK_CHDB_MEMORY_LIMIT`` overrides)."""
+CHDB_MEMORY_ENV = "PI_NOTEBOOK_CHDB_MEMORY_LIMIT"
+
+_ROW_STARTS = frozenset({"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "EXISTS"})
+"""First words of statements that return rows (an approved ``SELECT ... SETTINGS`` too)."""
+_STREAMED = frozenset({"SELECT", "WITH"})
+"""Of those, the ones chDB streams (block by block, so a read stops at its bounds)."""
+_HEAD_ROWS = 50
+
+
+def chdb_path(url: URL) -> str:
+    """The connection path of a ``chdb://`` URL (``:memory:`` without a path).
+
+    Raises:
+        ValueError: a path chDB would misread (options after ``?``).
+    """
+    database = url.database
+    if not database or database == ":memory:":
+        return ":memory:"
+    if "?" in database or url.query:
+        raise ValueError("chdb URL: options are not accepted, only a path")
+    return str(Path(database).expanduser())
+
+
+class _Database:
+    """The chDB sessions of one backend: one for statements, one for cancels (lazily opened
+    on the worker thread: the first open starts the engine, ~0.4 s)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._control: Any = None
+
+    def session(self) -> Any:
+        with self._lock:
+            if self._session is None:
+                self._session = self._open()
+                self._session.query("SET mutations_sync = 2")
+            return self._session
+
+    def kill(self, marker: str) -> None:
+        """Cancel the statement carrying ``marker`` (thread-safe; the canceller repeats it)."""
+        with self._lock:
+            if self._control is None:
+                self._control = self._open()
+            control = self._control
+        control.query(f"KILL QUERY WHERE startsWith(query, '{marker}') ASYNC")
+
+    def _open(self) -> Any:
+        from chdb import session
+
+        if self.path != ":memory:":
+            Path(self.path).mkdir(parents=True, exist_ok=True)
+        try:
+            return session.Session(self.path)
+        except Exception as exc:
+            if "already initialized with path" in str(exc):
+                raise ConnectFailed(RuntimeError(
+                    "chDB holds one database per process, and another one is open here: "
+                    "close its session (dispose its extension) first")) from None  # fmt: skip
+            raise ConnectFailed(exc) from exc
+
+    def close(self) -> None:
+        with self._lock:
+            sessions, self._session, self._control = (self._session, self._control), None, None
+        for session in sessions:
+            if session is not None:
+                try:
+                    session.close()
+                except Exception:  # closing a session that failed to open
+                    pass
+
+
+class ChdbSchema:
+    """The schema source of a chDB database for :class:`~pi_notebook.database.schema.SchemaCache`."""
+
+    def __init__(self, database: _Database, url: URL) -> None:
+        self._database = database
+        self.url = url
+
+    def inspect_schema(self) -> SchemaInfo:
+        """Tables and columns of the current database (blocking)."""
+        from pi_notebook.database.schema import ColumnInfo, SchemaInfo, TableInfo
+
+        session = self._database.session()
+        tables = session.query(
+            "SELECT name, engine, comment FROM system.tables WHERE database = currentDatabase() "
+            "ORDER BY name SETTINGS readonly=1", "DataFrame")  # fmt: skip
+        columns = session.query(
+            "SELECT table, name, type, comment, is_in_primary_key FROM system.columns WHERE "
+            "database = currentDatabase() ORDER BY table, position SETTINGS readonly=1",
+            "DataFrame")  # fmt: skip
+        by_table: dict[str, list[ColumnInfo]] = {}
+        keys: dict[str, list[str]] = {}
+        for table, name, type_, comment, in_key in columns.itertuples(index=False, name=None):
+            by_table.setdefault(str(table), []).append(
+                ColumnInfo(name=str(name), type=str(type_), nullable=str(type_).startswith(
+                    "Nullable("), comment=str(comment) or None))  # fmt: skip
+            if in_key:
+                keys.setdefault(str(table), []).append(str(name))
+        infos = tuple(
+            TableInfo(
+                name=str(name),
+                kind="view" if "View" in str(engine) else "table",
+                columns=tuple(by_table.get(str(name), ())),
+                primary_key=tuple(keys.get(str(name), ())),
+                comment=str(comment) or None,
+            )
+            for name, engine, comment in tables.itertuples(index=False, name=None)
+        )
+        return SchemaInfo(dialect="clickhouse", default_schema=None, tables=infos)
+
+
+class ChdbBackend(DatabaseBackend):
+    """``query_database``'s backend for chDB (see the module docstring); the policy path
+    (``run``: classify, capability, audit) is :class:`DatabaseBackend`'s."""
+
+    def __init__(
+        self,
+        url: str | URL,
+        *,
+        row_cap: int = 10_000,
+        statement_timeout_s: float = 30,
+        approvals: CapabilityStore | None = None,
+        audit: AuditSink | None = None,
+        count_limit: int = 1_000_000,
+        progress_every: int = 10_000,
+        tool_name: str = "query_database",
+        max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
+        **_ignored: Any,
+    ) -> None:
+        self.url = make_url(url)
+        self.backend = "chdb"
+        self.dialect = "clickhouse"
+        self.capabilities = approvals if approvals is not None else CapabilityStore()
+        self.audit = audit
+        self.tool_name = tool_name
+        self.settings = RunSettings(
+            row_cap=row_cap, count_limit=max(count_limit, row_cap + 1),
+            statement_timeout_s=statement_timeout_s, progress_every=progress_every,
+            max_result_bytes=max_result_bytes)  # fmt: skip
+        self.memory_limit = int(os.environ.get(CHDB_MEMORY_ENV, CHDB_MEMORY_LIMIT))
+        self._database = _Database(chdb_path(self.url))
+        self.schema_source = ChdbSchema(self._database, self.url)
+        self._execution = Execution(self.url, statement_timeout_s)
+        self._inline = None
+        self._adbc = None
+
+    def dispose(self) -> None:
+        """Close both sessions (another chDB database may then be opened in this process)."""
+        self._execution.close()
+        self._database.close()
+
+    # -- statements ----------------------------------------------------------------------
+    async def _run_as(
+        self,
+        kind: RunKind,
+        sql: str,
+        *,
+        tool_call_id: str = "",
+        final_hash: str = "",
+        signal: AbortSignal | None = None,
+        on_progress: ProgressCallback | None = None,
+        audit: AuditSink | None = None,
+        bounds: Bounds | None = None,
+        count_rows: bool = False,
+        audited: Callable[[], object] | None = None,
+        on_slow: Callable[[], None] | None = None,
+        record_result: bool = True,
+    ) -> QueryOutcome:
+        """Run ``sql`` as ``kind`` WITHOUT the policy check (internal, and for the tests that
+        show the engine's ``readonly=1`` stops what slipped past the classifier)."""
+        ids = {"tool_call_id": tool_call_id, "tool_name": self.tool_name}
+        settings = RunSettings(**{**self.settings.__dict__, "count_rows": True}) if (
+            count_rows) else self.settings  # fmt: skip
+        plan = clickhouse_plan(sql) if bounds is not None and bounds.active else None
+        if on_slow is not None:
+            try:
+                on_slow()
+            except Exception:  # a broken listener must not break the statement
+                pass
+        started = time.perf_counter()
+        try:
+            fetched = await self._execution.call(
+                self._statement, kind, sql, settings, bounds, plan, audited, signal=signal,
+                on_progress=on_progress)  # fmt: skip
+        except QueryError as error:
+            failure = QueryAbort if isinstance(error, QueryAborted) else QueryFailure
+            record_after(audit, failure(error=str(error), args_hash=final_hash, **ids))
+            raise
+        outcome = shape(fetched, kind=kind, dialect=self.dialect, args_hash=final_hash,
+                        seconds=time.perf_counter() - started)  # fmt: skip
+        if record_result and audit is not None:
+            record_after(audit, QueryResult(
+                row_count=outcome.row_count, truncated=outcome.truncated,
+                duration_ms=outcome.duration_ms, statement_kind=kind, args_hash=final_hash,
+                **ids))  # fmt: skip
+        return outcome
+
+    def _statement(
+        self,
+        kind: RunKind,
+        sql: str,
+        settings: RunSettings,
+        bounds: Bounds | None,
+        plan: WritePlan | None,
+        audited: Callable[[], object] | None,
+        *,
+        canceller: Any,
+        progress: Callable[[int], None] | None = None,
+    ) -> Fetched:
+        """The worker's part: wait for the audit record (a write before it runs), check the
+        approval's bounds, run, fetch within the bounds."""
+        if audited is not None and kind == "write":
+            _audited(audited)
+            audited = None
+        try:
+            session = self._database.session()
+            if kind == "write" and bounds is not None and bounds.active:
+                counted = self._count(session, plan, settings, canceller)
+                if not bounds.allows(counted):
+                    raise DriftError(counted)
+            fetched = self._execute(session, kind, sql, settings, canceller, progress)
+        except BaseException:
+            if audited is not None:
+                _audited(audited)  # the record first, even for the read's error text
+            raise
+        if audited is not None:
+            _audited(audited)
+        fetched.preview = render_fetched(fetched)
+        return fetched
+
+    def _count(
+        self, session: Any, plan: WritePlan | None, settings: RunSettings, canceller: Any
+    ) -> int:
+        if plan is not None and plan.static_rows is not None:
+            return plan.static_rows
+        if plan is None or plan.count_sql is None:
+            why = plan.note if plan is not None and plan.note else "no count can be derived"
+            raise DriftError(None, f"ClickHouse cannot try a write and roll it back, and {why}")
+        return self._scalar(session, plan.count_sql, settings, canceller)
+
+    def _scalar(self, session: Any, sql: str, settings: RunSettings, canceller: Any) -> int:
+        frame = self._read_frame(session, sql, settings, canceller)
+        return int(frame.iloc[0, 0])
+
+    def _read_frame(
+        self, session: Any, sql: str, settings: RunSettings, canceller: Any
+    ) -> pd.DataFrame:
+        """A small derived read (a count, a sample), read-only and cancellable."""
+        marker, text = self._read_text(sql, settings, limit=settings.row_cap + 1)
+        with _Running(canceller, lambda: self._database.kill(marker)):
+            return session.query(text, "DataFrame")
+
+    def _read_text(self, sql: str, settings: RunSettings, *, limit: int | None) -> tuple[str, str]:
+        marker = _marker()
+        parts = [f"max_execution_time = {settings.statement_timeout_s:g}",
+                 f"max_memory_usage = {self.memory_limit}"]  # fmt: skip
+        if limit is not None:
+            parts += [f"max_result_rows = {limit}", "result_overflow_mode = 'break'"]
+        parts.append("readonly = 1")  # last: the clause's own later entries cannot undo it
+        return marker, f"{marker}{_body(sql)}\nSETTINGS {', '.join(parts)}"
+
+    def _execute(
+        self,
+        session: Any,
+        kind: RunKind,
+        sql: str,
+        settings: RunSettings,
+        canceller: Any,
+        progress: Callable[[int], None] | None,
+    ) -> Fetched:
+        if kind == "read":
+            limit = read_limit(settings)
+            marker, text = self._read_text(sql, settings, limit=limit or settings.count_limit)
+        else:
+            marker = _marker()
+            text = f"{marker}{_body(sql)}"
+        with _Running(canceller, lambda: self._database.kill(marker)):
+            starts = _first_word(sql)
+            if starts in _STREAMED and not _totals(sql):
+                stream = session.send_query(text, "DataFrame")
+                return _take(stream, settings, progress)
+            if starts in _ROW_STARTS:  # SHOW, DESCRIBE, EXPLAIN, WITH TOTALS: not streamable
+                return _take(_Whole(session.query(text, "DataFrame")), settings, progress)
+            # Not a query (a write, or a forced "read" in the tests): chDB streams queries only.
+            result = session.query(text, "CSV")
+        written = int(result.rows_written())
+        return Fetched(columns=[], row_count=written, has_rows=False)
+
+    # -- write preview -------------------------------------------------------------------
+    async def preview(
+        self,
+        tool_call_id: str,
+        sql: str,
+        *,
+        signal: AbortSignal | None = None,
+        audit: AuditSink | None = None,
+    ) -> WritePreview:
+        """Measure the write ``sql`` without running it: ClickHouse has no transaction to try
+        it in, so the rows are counted with the derived ``SELECT count()`` (run read-only) or
+        the preview says plainly they cannot be counted. Audited as ``write_preview``.
+
+        Raises:
+            QueryRefused: ``sql`` is not a write, or the audit store cannot commit first.
+            QueryAborted: ``signal`` aborted.
+            QueryError: the database could not be opened.
+        """
+        audit = audit if audit is not None else self.audit
+        ids = self._ids(tool_call_id)
+        if signal is not None and signal.aborted:
+            raise QueryAborted("Preview not started: the run was aborted.")
+        verdict, reasons, final_hash = self._verdict(sql)
+        if verdict is None or verdict.kind != "write":
+            why = "a read needs no preview" if verdict is not None and verdict.is_read else (
+                "; ".join(reasons) or "the statement is not allowed")  # fmt: skip
+            raise QueryRefused(f"Refused: not previewed: {why}.")
+        plan = clickhouse_plan(sql)
+        base = WritePreviewRecord(sql=sql, args_hash=final_hash, operation=plan.operation,
+                                  phase="start", **ids)  # fmt: skip
+        await self._durable(audit, base)
+        try:
+            preview = await self._execution.call(self._measure, plan, signal=signal,
+                                                 what="Preview")  # fmt: skip
+        except QueryError as error:
+            record_after(audit, WritePreviewRecord(
+                sql=sql, args_hash=final_hash, operation=plan.operation, phase="error",
+                error=str(error), **ids))  # fmt: skip
+            if isinstance(error, QueryAborted):
+                raise
+            return WritePreview(affected_rows=None, note=str(error))
+        record_after(audit, WritePreviewRecord(
+            sql=sql, args_hash=final_hash, operation=plan.operation, phase="result",
+            affected_rows=preview.affected_rows,
+            method="select" if plan.static_rows is None and preview.affected_rows is not None
+            else ("static" if plan.static_rows is not None else None),
+            note=preview.note, **ids))  # fmt: skip
+        return preview
+
+    def _measure(
+        self,
+        plan: WritePlan,
+        *,
+        canceller: Any,
+        progress: Callable[[int], None] | None = None,
+    ) -> WritePreview:
+        session = self._database.session()
+        notes: list[str] = []
+        affected: int | None = None
+        method: str | None = None
+        sample: pd.DataFrame | None = None
+        if plan.static_rows is not None:
+            affected, method = plan.static_rows, METHOD_TEXT["static"]
+        elif plan.count_sql is not None:
+            try:
+                affected = self._scalar(session, plan.count_sql, self.settings, canceller)
+                method = METHOD_TEXT["select"]
+            except Exception as exc:
+                if canceller.reason is not None:
+                    raise
+                notes.append(f"the rows could not be counted: {_short(exc)}")
+        else:
+            why = plan.note or "its rows cannot be derived as a SELECT count()"
+            notes.append("rows not counted: ClickHouse has no transaction to try the statement "
+                         f"and roll it back, and {why}")  # fmt: skip
+        if plan.sample_sql is not None:
+            try:
+                sample = self._read_frame(session, plan.sample_sql, self.settings, canceller)
+            except Exception as exc:
+                if canceller.reason is not None:
+                    raise
+                notes.append(f"no sample: {_short(exc)}")
+        return WritePreview(affected_rows=affected, sample=sample, method=method,
+                            note="; ".join(notes) or None)  # fmt: skip
+
+
+class _Running:
+    """The cancel window of one statement: Stop and the timeout reach it only while it runs."""
+
+    def __init__(self, canceller: Any, cancel: Callable[[], None]) -> None:
+        self.canceller, self.cancel = canceller, cancel
+
+    def __enter__(self) -> None:
+        self.canceller.started(self.cancel)
+        if self.canceller.reason is not None:
+            self.canceller.stopped()
+            raise QueryAborted("cancelled before it started")
+
+    def __exit__(self, *exc: object) -> None:
+        self.canceller.stopped()
+
+
+def _take(stream: Any, settings: RunSettings, progress: Callable[[int], None] | None) -> Fetched:
+    """Keep the stream's first ``row_cap`` rows within ``max_result_bytes``; stop the stream at
+    the read's limit or the size bound."""
+    limit = read_limit(settings)
+    cap, budget = settings.row_cap, settings.max_result_bytes
+    kept_frames: list[pd.DataFrame] = []
+    seen = kept = 0
+    sized = False
+    columns: list[str] | None = None
+    steps = ProgressSteps(progress, settings.progress_every)
+    try:
+        for chunk in stream:
+            if columns is None:
+                columns = [str(c) for c in chunk.columns]
+            if kept < cap and not sized:
+                taken = chunk.iloc[: cap - kept]
+                if budget is not None:
+                    taken, sized = _within(taken, budget)
+                    budget -= int(taken.memory_usage(index=False, deep=True).sum())
+                if sized:
+                    cap = kept + len(taken)
+                kept_frames.append(taken)
+                kept += len(taken)
+            seen += len(chunk)
+            steps.update(seen)
+            if (limit is not None and (seen >= limit or sized)) or seen >= settings.count_limit:
+                break
+    finally:
+        stream.close()
+    exact = (seen < limit and not sized) if limit is not None else seen < settings.count_limit
+    seen = min(seen, limit) if limit is not None else seen
+    frame = (pd.concat(kept_frames, ignore_index=True) if len(kept_frames) > 1
+             else kept_frames[0].reset_index(drop=True) if kept_frames else pd.DataFrame(
+                 columns=columns or []))  # fmt: skip
+    head = list(frame.head(_HEAD_ROWS).astype(object).where(frame.head(_HEAD_ROWS).notna(), None)
+                .itertuples(index=False, name=None))  # fmt: skip
+    return Fetched(columns=columns or [str(c) for c in frame.columns], row_count=seen,
+                   row_count_exact=exact, truncated=seen > len(frame), size_capped=sized,
+                   head=head, kept=len(frame), frame=frame)  # fmt: skip
+
+
+def _within(frame: pd.DataFrame, budget: int) -> tuple[pd.DataFrame, bool]:
+    """The leading rows of ``frame`` whose values fit in ``budget`` bytes, and whether any
+    were left out."""
+    total = int(frame.memory_usage(index=False, deep=True).sum())
+    if total <= budget:
+        return frame, False
+    per_row = total / max(1, len(frame))
+    rows = max(0, math.floor(budget / per_row) if per_row else len(frame))
+    return frame.iloc[:rows], True
+
+
+def clickhouse_plan(sql: str) -> WritePlan:
+    """:func:`plan_write`, plus ClickHouse's mutations: ``ALTER TABLE t DELETE WHERE c`` and
+    ``ALTER TABLE t UPDATE ... WHERE c`` change the rows of ``SELECT count() FROM t WHERE c``
+    (kept only when that count is itself a read)."""
+    plan = plan_write(sql, "clickhouse")
+    if plan.count_sql is not None or plan.static_rows is not None:
+        return plan
+    tokens = [t for t in lexical.tokens_of(sql, "clickhouse") if t.text != ";"]
+    words = [lexical.word(t) for t in tokens]
+    if words[:2] != ["ALTER", "TABLE"] or len(tokens) < 6:
+        return plan
+    verb = next((i for i, w in enumerate(words) if w in ("DELETE", "UPDATE")), None)
+    if verb is None or verb < 3 or "ON" in words[2:verb]:
+        return plan  # ON CLUSTER, or no table name
+    depth, where = 0, None
+    for index in range(verb + 1, len(tokens)):
+        text = tokens[index].text
+        depth += (text == "(") - (text == ")")
+        if depth == 0 and words[index] == "WHERE":
+            where = index
+            break
+    if where is None or where + 1 >= len(tokens):
+        return plan
+    table = sql[tokens[2].start : tokens[verb - 1].end + 1]
+    condition = sql[tokens[where + 1].start : tokens[-1].end + 1]
+    count_sql = f"SELECT count() FROM {table} WHERE {condition}"
+    sample_sql = f"SELECT * FROM {table} WHERE {condition} LIMIT 5"
+    if classify(count_sql, "clickhouse").kind != "read":
+        return plan
+    operation = "DELETE" if words[verb] == "DELETE" else "UPDATE"
+    return WritePlan(operation=operation, dml=True, count_sql=count_sql,
+                     sample_sql=sample_sql if classify(sample_sql, "clickhouse").is_read
+                     else None)  # fmt: skip
+
+
+def _body(sql: str) -> str:
+    """``sql`` up to the end of its statement's last token (without trailing semicolons and
+    comments): the tool's ``SETTINGS`` clause goes right after it."""
+    tokens = lexical.tokens_of(sql, "clickhouse")
+    for token in reversed(tokens):
+        if token.text != ";":
+            return sql[: token.end + 1]
+    return sql
+
+
+def _first_word(sql: str) -> str:
+    tokens = lexical.tokens_of(sql, "clickhouse")
+    first = next((t for t in tokens if t.text != "("), None)
+    return lexical.word(first) if first is not None else ""
+
+
+def _totals(sql: str) -> bool:
+    """``GROUP BY ... WITH TOTALS``: chDB's DataFrame stream fails after the totals block."""
+    return "TOTALS" in {lexical.word(t) for t in lexical.tokens_of(sql, "clickhouse")}
+
+
+class _Whole:
+    """A result read at once, as a stream of one chunk."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+
+    def __iter__(self) -> Any:
+        return iter([self.frame] if len(self.frame.columns) else [])
+
+    def close(self) -> None:
+        pass
+
+
+def _marker() -> str:
+    return f"/* pi-{uuid.uuid4().hex} */ "
+
+
+def _audited(wait: Callable[[], object]) -> None:
+    try:
+        wait()
+    except BaseException as exc:
+        raise AuditBlocked(str(exc)) from exc
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 200 else text[:199] + "…"
