@@ -33,6 +33,10 @@ def _results(session: AgentSession) -> list[Any]:
     return [m for m in session.messages if m.role == "toolResult"]
 
 
+def _existing(*paths: str | Path) -> list[str]:
+    return [str(path) for path in paths if os.path.exists(path)]
+
+
 def _text(message: Any) -> str:
     return " ".join(getattr(p, "text", "") for p in message.content)
 
@@ -164,7 +168,7 @@ async def test_d1_d5_dangerous_statements_dressed_as_reads_change_nothing(
     await session.close()
     assert await _count(warehouse) == 100
     assert await _count(warehouse, "SELECT count() FROM events WHERE kind = 'x'") == 0
-    assert not os.path.exists(written) and not os.path.exists("/tmp/pi_nb_pwned")
+    assert _existing(written, "/tmp/pi_nb_pwned") == []
 
 
 async def test_s11_stop_cancels_a_long_chdb_query(warehouse: str, session_on: Any) -> None:
