@@ -497,10 +497,10 @@ def _take(stream: Any, settings: RunSettings, progress: Callable[[int], None] | 
             if columns is None:
                 columns = [str(c) for c in chunk.columns]
             if kept < cap and not sized:
-                taken = chunk.iloc[: cap - kept]
+                taken = chunk if len(chunk) <= cap - kept else chunk.iloc[: cap - kept]
                 if budget is not None:
-                    taken, sized = _within(taken, budget)
-                    budget -= int(taken.memory_usage(index=False, deep=True).sum())
+                    taken, sized, used = _within(taken, budget)
+                    budget -= used
                 if sized:
                     cap = kept + len(taken)
                 kept_frames.append(taken)
@@ -514,24 +514,32 @@ def _take(stream: Any, settings: RunSettings, progress: Callable[[int], None] | 
     exact = (seen < limit and not sized) if limit is not None else seen < settings.count_limit
     seen = min(seen, limit) if limit is not None else seen
     frame = (pd.concat(kept_frames, ignore_index=True) if len(kept_frames) > 1
-             else kept_frames[0].reset_index(drop=True) if kept_frames else pd.DataFrame(
-                 columns=columns or []))  # fmt: skip
-    head = list(frame.head(_HEAD_ROWS).astype(object).where(frame.head(_HEAD_ROWS).notna(), None)
-                .itertuples(index=False, name=None))  # fmt: skip
+             else kept_frames[0] if kept_frames else pd.DataFrame(columns=columns or []))  # fmt: skip
+    index = frame.index
+    if not (isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1):
+        frame = frame.reset_index(drop=True)
     return Fetched(columns=columns or [str(c) for c in frame.columns], row_count=seen,
                    row_count_exact=exact, truncated=seen > len(frame), size_capped=sized,
-                   head=head, kept=len(frame), frame=frame)  # fmt: skip
+                   head=_head(frame), kept=len(frame), frame=frame)  # fmt: skip
 
 
-def _within(frame: pd.DataFrame, budget: int) -> tuple[pd.DataFrame, bool]:
-    """The leading rows of ``frame`` whose values fit in ``budget`` bytes, and whether any
-    were left out."""
+def _head(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
+    """The first rows as tuples of plain values, missing ones as ``None`` (for the preview)."""
+    values = frame.head(_HEAD_ROWS).to_numpy(dtype=object, copy=True)
+    if values.size:
+        values[pd.isna(values)] = None
+    return list(map(tuple, values))
+
+
+def _within(frame: pd.DataFrame, budget: int) -> tuple[pd.DataFrame, bool, int]:
+    """The leading rows of ``frame`` whose values fit in ``budget`` bytes, whether any were
+    left out, and the bytes they hold."""
     total = int(frame.memory_usage(index=False, deep=True).sum())
     if total <= budget:
-        return frame, False
+        return frame, False, total
     per_row = total / max(1, len(frame))
     rows = max(0, math.floor(budget / per_row) if per_row else len(frame))
-    return frame.iloc[:rows], True
+    return frame.iloc[:rows], True, int(per_row * rows)
 
 
 def clickhouse_plan(sql: str) -> WritePlan:
