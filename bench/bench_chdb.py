@@ -117,7 +117,9 @@ async def main() -> None:
     print(f"{rows:,}-row read (best):")
     arrow = min(large["arrow"])
     for name, values in large.items():
-        print(f"  {name:9} {min(values) * 1e3:8.1f} ms  ({min(values) / arrow:.2f}x the Arrow read)")
+        print(
+            f"  {name:9} {min(values) * 1e3:8.1f} ms  ({min(values) / arrow:.2f}x the Arrow read)"
+        )
     client.close()
     big.dispose()
 
