@@ -20,6 +20,7 @@ def test_engines_lists_each_engine_with_its_walls() -> None:
     )
     assert clickhouse["url_scheme"].startswith("chdb:///") and "KILL QUERY" in clickhouse["cancel"]
     assert not clickhouse["arrow"]  # chDB's native DataFrame stream, not its Arrow output
+    assert "EXPLAIN ESTIMATE" in clickhouse["estimate"]
 
 
 def test_every_listed_engine_is_classified_and_dispatched() -> None:

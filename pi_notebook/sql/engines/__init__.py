@@ -15,9 +15,10 @@ from typing import Any
 
 from sqlalchemy.engine import URL, make_url
 
+from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.sql.backend import DatabaseBackend
 from pi_notebook.sql.engines import chdb, duckdb, mysql, postgresql, sqlite
-from pi_notebook.sql.engines.base import EngineInfo, MissingExtra
+from pi_notebook.sql.engines.base import EngineInfo, MissingExtra, ReadEstimate
 from pi_notebook.sql.engines.chdb import ChdbBackend
 
 __all__ = [
@@ -25,8 +26,10 @@ __all__ = [
     "ChdbBackend",
     "EngineInfo",
     "MissingExtra",
+    "ReadEstimate",
     "create_backend",
     "engine_for_url",
+    "estimate_read",
     "schema_source",
 ]
 
@@ -74,3 +77,20 @@ def schema_source(backend: DatabaseBackend) -> Any:
     """What :class:`~pi_notebook.database.schema.SchemaCache` reads the schema from: the
     SQLAlchemy engine, or the backend's own schema reader (chDB)."""
     return backend.schema_source if isinstance(backend, ChdbBackend) else backend.engine
+
+
+async def estimate_read(
+    backend: DatabaseBackend, sql: str, *, signal: AbortSignal | None = None
+) -> ReadEstimate:
+    """The engine's estimate of what the read ``sql`` scans; an engine without one (so far:
+    all but ClickHouse) says so, and the read follows the engine's own limits.
+
+    Raises:
+        QueryAborted: ``signal`` aborted.
+        QueryError: the database could not be reached.
+    """
+    if isinstance(backend, ChdbBackend):
+        return await backend.estimate(sql, signal=signal)
+    return ReadEstimate(rows=None, bytes=None,
+                        source=f"no estimate on {backend.backend} yet: the read is not held "
+                        "to the budget, only to the row, size and time limits")  # fmt: skip

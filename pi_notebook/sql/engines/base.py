@@ -6,7 +6,26 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass
 
-__all__ = ["EngineInfo", "MissingExtra"]
+__all__ = ["EngineInfo", "MissingExtra", "ReadEstimate"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadEstimate:
+    """The engine's estimate of what a read scans, before it runs (for a read budget).
+
+    Attributes:
+        rows: rows it would read, or ``None`` when the engine gave no estimate.
+        bytes: bytes it would read, or ``None``.
+        source: where the numbers come from, or why there are none.
+    """
+
+    rows: int | None
+    bytes: int | None
+    source: str
+
+    def details(self) -> dict[str, int | str | None]:
+        """``{"rows", "bytes", "source"}``, as a result's ``details["estimate"]``."""
+        return {"rows": self.rows, "bytes": self.bytes, "source": self.source}
 
 
 class MissingExtra(ValueError):

@@ -56,7 +56,7 @@ from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.backend.results import QueryOutcome, render_fetched, shape
 from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
 from pi_notebook.sql.backend.worker import AuditBlocked, Bounds, DriftError
-from pi_notebook.sql.engines.base import EngineInfo
+from pi_notebook.sql.engines.base import EngineInfo, ReadEstimate
 
 if TYPE_CHECKING:
     from pi_notebook.database.schema import SchemaInfo
@@ -82,6 +82,7 @@ ENGINE = EngineInfo(
     cancel="KILL QUERY from a second session on the same database",
     write_preview="no transaction to roll back: rows counted with the derived SELECT count(), "
     "else not measured (said so)",
+    estimate="EXPLAIN ESTIMATE (rows of MergeTree tables) x the tables' bytes per row",
     arrow=False,
     read_path="chDB's native DataFrame stream (its Arrow output turns DateTime into UInt32)",
     extra="clickhouse",
@@ -380,6 +381,51 @@ class ChdbBackend(DatabaseBackend):
         written = int(result.rows_written())
         return Fetched(columns=[], row_count=written, has_rows=False)
 
+    # -- read estimate -------------------------------------------------------------------
+    async def estimate(self, sql: str, *, signal: AbortSignal | None = None) -> ReadEstimate:
+        """What the read ``sql`` would scan, from ``EXPLAIN ESTIMATE`` (rows of the MergeTree
+        tables it reads, after primary-key and partition pruning) times each table's
+        uncompressed bytes per row (all its columns: an upper bound for a read of a few),
+        both read-only in one call on the worker.
+
+        Raises:
+            QueryAborted: ``signal`` aborted.
+            QueryError: the database could not be opened.
+        """
+        return await self._execution.call(self._estimate, sql, signal=signal)
+
+    def _estimate(
+        self, sql: str, *, canceller: Any, progress: Callable[[int], None] | None = None
+    ) -> ReadEstimate:
+        session = self._database.session()
+        if _first_word(sql) not in _STREAMED:
+            return ReadEstimate(rows=None, bytes=None,
+                                source=f"no estimate for {_first_word(sql) or 'this'} statements")  # fmt: skip
+        try:
+            parts = self._read_frame(session, f"EXPLAIN ESTIMATE {_body(sql)}", self.settings,
+                                     canceller)  # fmt: skip
+        except Exception as exc:
+            if canceller.reason is not None:
+                raise
+            return ReadEstimate(rows=None, bytes=None,
+                                source=f"EXPLAIN ESTIMATE failed: {_short(exc)}")  # fmt: skip
+        if parts.empty:
+            return ReadEstimate(rows=None, bytes=None, source="EXPLAIN ESTIMATE: no MergeTree "
+                                "table to estimate (table functions, Memory tables)")  # fmt: skip
+        rows = {(str(db), str(table)): int(n) for db, table, n in
+                parts[["database", "table", "rows"]].itertuples(index=False, name=None)}  # fmt: skip
+        wanted = ", ".join(f"({_quote(db)}, {_quote(table)})" for db, table in rows)
+        widths = self._read_frame(
+            session, "SELECT database, table, sum(data_uncompressed_bytes) / greatest(sum(rows), "
+            f"1) AS width FROM system.parts WHERE active AND (database, table) IN ({wanted}) "
+            "GROUP BY database, table", self.settings, canceller)  # fmt: skip
+        width = {(str(db), str(table)): float(w) for db, table, w in
+                 widths.itertuples(index=False, name=None)}  # fmt: skip
+        total = sum(rows.values())
+        size = int(sum(n * width.get(key, 0.0) for key, n in rows.items()))
+        return ReadEstimate(rows=total, bytes=size, source="ClickHouse EXPLAIN ESTIMATE (rows "
+                            "after pruning) x the tables' uncompressed bytes per row")  # fmt: skip
+
     # -- write preview -------------------------------------------------------------------
     async def preview(
         self,
@@ -609,6 +655,10 @@ class _Whole:
 
     def close(self) -> None:
         pass
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _marker() -> str:
