@@ -149,6 +149,26 @@ async def test_d6_abort_of_an_approved_long_write_leaves_nothing_written(
     assert await count(chdb_backend, "SELECT count() FROM sink") == 0
 
 
+async def test_d6_abort_of_a_mutation_kills_it_and_says_what_stays(
+    chdb_backend: ChdbBackend,
+) -> None:
+    """ClickHouse rewrites a mutation's parts in the background: Stop kills the mutation too,
+    and the message does not claim that nothing was written."""
+    await chdb_backend._run_as("write", "CREATE TABLE m (id UInt64, v UInt64) ENGINE = MergeTree "
+                               "ORDER BY id")  # fmt: skip
+    await chdb_backend._run_as("write", "INSERT INTO m SELECT number, 0 FROM numbers(5000000)")
+    controller = AbortController()
+    asyncio.get_running_loop().call_later(0.3, controller.abort)
+    with pytest.raises(QueryAborted, match="ClickHouse has no transactions") as stopped:
+        await chdb_backend._run_as(
+            "write", "ALTER TABLE m UPDATE v = cityHash64(id, repeat('x', 500)) WHERE 1",
+            signal=controller.signal)  # fmt: skip
+    assert "nothing was written" not in str(stopped.value)
+    await asyncio.sleep(1.0)
+    running = "SELECT count() FROM system.mutations WHERE table = 'm' AND NOT is_done"
+    assert await count(chdb_backend, running) == 0
+
+
 async def test_12_3_preview_counts_with_a_derived_read_or_says_it_cannot(
     chdb_backend: ChdbBackend,
 ) -> None:

@@ -21,7 +21,9 @@ The policy path is the backend's own (:class:`~pi_notebook.sql.backend.DatabaseB
   ``KILL QUERY`` from a second session on the same database (a chDB session's own query
   cannot be interrupted from another thread);
 * an approved write runs without ``readonly`` (mutations synchronously:
-  ``mutations_sync=2``). ClickHouse has no transaction to try a write and roll it back, so the
+  ``mutations_sync=2``). Stopped, it is not undone: ClickHouse has no transactions, so the
+  blocks an INSERT had written and the parts a mutation had rewritten stay (the mutation's
+  unfinished rest is killed), and the error says so. ClickHouse has no transaction to try a write and roll it back, so the
   preview counts rows with the derived ``SELECT count()`` (and the bounds of an approval are
   checked with it before the write runs) or says plainly that they cannot be counted.
 """
@@ -48,7 +50,7 @@ from pi_notebook.sql import classify, lexical
 from pi_notebook.sql.backend import AuditSink, DatabaseBackend, ProgressCallback, QueryError
 from pi_notebook.sql.backend.auditing import record_after
 from pi_notebook.sql.backend.derive import WritePlan, plan_write
-from pi_notebook.sql.backend.errors import ConnectFailed, QueryAborted, QueryRefused
+from pi_notebook.sql.backend.errors import ConnectFailed, QueryAborted, QueryRefused, QueryTimeout
 from pi_notebook.sql.backend.execution import Execution
 from pi_notebook.sql.backend.fetch import Fetched, ProgressSteps, RunSettings, read_limit
 from pi_notebook.sql.backend.measure import METHOD_TEXT
@@ -79,7 +81,8 @@ ENGINE = EngineInfo(
     "neither with SET nor with SETTINGS; file/URL/remote/executable table functions refused)",
     bounds="max_result_rows (cap + 1, break), bytes kept bounded, max_execution_time, "
     "max_memory_usage",
-    cancel="KILL QUERY from a second session on the same database",
+    cancel="KILL QUERY from a second session on the same database (and KILL MUTATION for a "
+    "stopped ALTER ... UPDATE/DELETE); no rollback: what a write had done stays",
     write_preview="no transaction to roll back: rows counted with the derived SELECT count(), "
     "else not measured (said so)",
     estimate="EXPLAIN ESTIMATE (rows of MergeTree tables) x the tables' bytes per row",
@@ -138,6 +141,18 @@ class _Database:
                 self._control = self._open()
             control = self._control
         control.query(f"KILL QUERY WHERE startsWith(query, '{marker}') ASYNC")
+
+    def kill_mutations(self, table: tuple[str, str]) -> None:
+        """Stop the unfinished mutations of ``(database, table)`` (``database`` "" for the
+        current one): the statement that waited for one is already killed."""
+        with self._lock:
+            control = self._control
+        if control is None:
+            return
+        database, name = table
+        where = f"database = {_quote(database)}" if database else (
+            "database = currentDatabase()")  # fmt: skip
+        control.query(f"KILL MUTATION WHERE {where} AND table = {_quote(name)} AND NOT is_done")
 
     def _open(self) -> Any:
         from chdb import session
@@ -278,9 +293,13 @@ class ChdbBackend(DatabaseBackend):
                 self._statement, kind, sql, settings, bounds, plan, audited, signal=signal,
                 on_progress=on_progress)  # fmt: skip
         except QueryError as error:
+            if isinstance(error, QueryAborted | QueryTimeout) and "nothing was written" in str(
+                error
+            ):
+                error = type(error)(_no_rollback(str(error)))
             failure = QueryAbort if isinstance(error, QueryAborted) else QueryFailure
             record_after(audit, failure(error=str(error), args_hash=final_hash, **ids))
-            raise
+            raise error from None
         outcome = shape(fetched, kind=kind, dialect=self.dialect, args_hash=final_hash,
                         seconds=time.perf_counter() - started)  # fmt: skip
         if record_result and audit is not None:
@@ -369,7 +388,14 @@ class ChdbBackend(DatabaseBackend):
         else:
             marker = _marker()
             text = f"{marker}{_body(sql)}"
-        with _Running(canceller, lambda: self._database.kill(marker)):
+        mutated = _mutated_table(sql) if kind == "write" else None
+
+        def cancel() -> None:
+            self._database.kill(marker)
+            if mutated is not None:
+                self._database.kill_mutations(mutated)
+
+        with _Running(canceller, cancel):
             starts = _first_word(sql)
             if starts in _STREAMED and not _totals(sql):
                 stream = session.send_query(text, "DataFrame")
@@ -655,6 +681,35 @@ class _Whole:
 
     def close(self) -> None:
         pass
+
+
+def _mutated_table(sql: str) -> tuple[str, str] | None:
+    """``(database, table)`` a mutation changes (``ALTER TABLE t UPDATE/DELETE``, ``DELETE
+    FROM t``), ``database`` "" when not named; ``None`` for any other statement."""
+    tokens = [t for t in lexical.tokens_of(sql, "clickhouse") if t.text != ";"]
+    words = [lexical.word(t) for t in tokens]
+    if words[:2] == ["ALTER", "TABLE"]:
+        verb = next((i for i, w in enumerate(words) if w in ("DELETE", "UPDATE")), None)
+        names = tokens[2:verb] if verb is not None else []
+    elif words[:2] == ["DELETE", "FROM"]:
+        end = next((i for i, w in enumerate(words) if w in ("WHERE", "ON", "IN")), len(words))
+        names = tokens[2:end]
+    else:
+        return None
+    parts = [t.text.strip('`"') for t in names if t.text != "."]
+    if not 1 <= len(parts) <= 2:
+        return None
+    return (parts[0], parts[1]) if len(parts) == 2 else ("", parts[0])
+
+
+def _no_rollback(message: str) -> str:
+    """A cancelled write's message, without the transactional engines' "nothing was written"."""
+    head = message.split("; nothing was", 1)[0].rstrip(". ")
+    return (
+        f"{head}. ClickHouse has no transactions: what the write had done before it was "
+        "stopped stays (blocks already inserted; parts a mutation had already rewritten, "
+        "its unfinished rest killed)."
+    )
 
 
 def _quote(text: str) -> str:
