@@ -104,6 +104,11 @@ async def test_d5_readonly_stops_what_slipped_past_the_classifier(
         "SELECT * FROM executable('id', 'TSV', 'a String')",
         f"INSERT INTO FUNCTION file('{target}', 'CSV', 'a UInt8') SELECT 1",
         "OPTIMIZE TABLE events FINAL",
+        "DROP TABLE events; SELECT 1",  # chDB runs stacked statements outside a stream
+        "CREATE TABLE pwn (a UInt8) ENGINE = Memory; SELECT 1",
+        "SET readonly = 0",
+        "USE system",
+        "SYSTEM STOP MERGES",
     ]
     for sql in forced:
         with pytest.raises(QueryError):

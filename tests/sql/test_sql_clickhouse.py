@@ -122,8 +122,6 @@ CLASSIFIER_ONLY = {
     # classifier.
     "KILL QUERY WHERE 1",
     "KILL MUTATION WHERE 1",
-    # A nested SETTINGS clause runs, but cannot lift readonly (checked in test_db_chdb.py).
-    "SELECT * FROM (SELECT count() FROM events SETTINGS max_memory_usage = 0)",
     # The tool's DataFrame stream overrides the format; no file is written (checked below).
     "SELECT 1 FORMAT JSON",
     "SELECT * FROM events INTO OUTFILE '/tmp/pi_notebook_chdb_outfile.csv'",
@@ -175,8 +173,8 @@ def test_d1_clickhouse_corpus_reads_run_read_only_on_chdb(chdb_backend: Any) -> 
 
 
 def test_d1_clickhouse_side_effects_forced_as_reads_change_nothing(chdb_backend: Any) -> None:
-    """The classifier refuses every side effect; forced past it, ``readonly=1`` stops each one
-    chDB can run, but for the reads listed in ``CLASSIFIER_ONLY`` (which change nothing)."""
+    """The classifier refuses every side effect; forced past it, the read-only session stops
+    each one but exactly the reads listed in ``CLASSIFIER_ONLY`` (which change nothing)."""
     before = _state(chdb_backend)
     ran = set()
     for sql in SIDE_EFFECTS:
@@ -185,6 +183,6 @@ def test_d1_clickhouse_side_effects_forced_as_reads_change_nothing(chdb_backend:
         except Exception:
             continue
         ran.add(sql)
-    assert ran <= CLASSIFIER_ONLY, ran - CLASSIFIER_ONLY
+    assert ran == CLASSIFIER_ONLY, (ran - CLASSIFIER_ONLY, CLASSIFIER_ONLY - ran)
     assert _state(chdb_backend) == before
     assert [path for path in FILES if os.path.exists(path)] == []

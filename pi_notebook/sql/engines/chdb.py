@@ -8,12 +8,14 @@ another path is refused until the first one is disposed (its session closed).
 The policy path is the backend's own (:class:`~pi_notebook.sql.backend.DatabaseBackend`'s
 ``run``: classify, capability, audit first); what differs is how a statement runs:
 
-* a read runs in one reused ``chdb.session.Session`` with the tool's ``SETTINGS`` clause after
-  the statement: ``max_execution_time`` (the statement timeout), ``max_result_rows`` (the row
-  cap + 1, ``result_overflow_mode='break'``), ``max_memory_usage`` and, last, ``readonly=1``.
-  Verified on chDB 26: ``readonly=1`` refuses every write, every settings change (a nested
-  ``SETTINGS readonly=0`` too), and every table function that reaches a file, URL, server or
-  program (they need a temporary table), so neither ``SET`` nor ``SETTINGS`` can lift it;
+* a read runs in a reused read-only session, opened with ``readonly=1``,
+  ``max_execution_time`` (the statement timeout), ``max_memory_usage`` and
+  ``max_result_rows`` (``break``) as its own settings: verified on chDB 26, no statement in
+  it can write, change a setting (``SET``, ``SETTINGS``, nested or not), or call a table
+  function that reaches a file, URL, server or program (they need a temporary table), and
+  stacked statements are all read-only too. After the statement comes
+  ``SETTINGS readonly = 1`` (the same value, so allowed): only statements that take a
+  SETTINGS clause parse (``SYSTEM`` and ``USE``, which readonly alone lets run, do not);
 * rows come as chDB's native DataFrame stream, block by block: kept to the row cap and the
   byte bound, the stream stops there. (ClickHouse's Arrow output gives ``DateTime`` as a
   bare ``UInt32``; the native DataFrame keeps timestamps as timestamps, and is faster here.)
@@ -23,9 +25,10 @@ The policy path is the backend's own (:class:`~pi_notebook.sql.backend.DatabaseB
 * an approved write runs without ``readonly`` (mutations synchronously:
   ``mutations_sync=2``). Stopped, it is not undone: ClickHouse has no transactions, so the
   blocks an INSERT had written and the parts a mutation had rewritten stay (the mutation's
-  unfinished rest is killed), and the error says so. ClickHouse has no transaction to try a write and roll it back, so the
-  preview counts rows with the derived ``SELECT count()`` (and the bounds of an approval are
-  checked with it before the write runs) or says plainly that they cannot be counted.
+  unfinished rest is killed), and the error says so. Nor can a write be tried and rolled
+  back: the preview counts rows with the derived ``SELECT count()`` (and the bounds of an
+  approval are checked with it before the write runs) or says plainly that they cannot be
+  counted.
 """
 
 from __future__ import annotations
@@ -77,10 +80,10 @@ ENGINE = EngineInfo(
     dialect="clickhouse",
     url_scheme="chdb:///PATH (chdb:// in memory)",
     schemes=("chdb",),
-    read_only_backstop="readonly=1 in every read's own SETTINGS (a statement can lift it "
-    "neither with SET nor with SETTINGS; file/URL/remote/executable table functions refused)",
-    bounds="max_result_rows (cap + 1, break), bytes kept bounded, max_execution_time, "
-    "max_memory_usage",
+    read_only_backstop="a read-only session (readonly=1 set when it opens: no SET or SETTINGS "
+    "can lift it; file/URL/remote/executable table functions refused)",
+    bounds="a stream stopped at the cap + 1 and the byte bound; the session's "
+    "max_execution_time, max_memory_usage and max_result_rows",
     cancel="KILL QUERY from a second session on the same database (and KILL MUTATION for a "
     "stopped ALTER ... UPDATE/DELETE); no rollback: what a write had done stays",
     write_preview="no transaction to roll back: rows counted with the derived SELECT count(), "
@@ -101,6 +104,10 @@ _ROW_STARTS = frozenset({"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN"
 _STREAMED = frozenset({"SELECT", "WITH"})
 """Of those, the ones chDB streams (block by block, so a read stops at its bounds)."""
 _HEAD_ROWS = 50
+_READ_CLAUSE = "\nSETTINGS readonly = 1"
+"""After every read, in the read-only session: the same value, so allowed there, but only
+statements that take a SETTINGS clause parse with it (``SYSTEM``, ``USE`` do not: readonly
+alone lets them run)."""
 
 
 def chdb_path(url: URL) -> str:
@@ -118,21 +125,34 @@ def chdb_path(url: URL) -> str:
 
 
 class _Database:
-    """The chDB sessions of one backend: one for statements, one for cancels (lazily opened
-    on the worker thread: the first open starts the engine, ~0.4 s)."""
+    """The chDB sessions of one backend, lazily opened on the worker thread (the first open
+    starts the engine, ~0.4 s): a read-only one for reads, whose limits are set when it opens
+    (``read_settings``, ``readonly=1`` among them, so no statement in it can change one), one
+    for approved writes, and one for cancels (a session runs one statement at a time)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, read_settings: dict[str, str]) -> None:
         self.path = path
+        self.read_settings = read_settings
         self._lock = threading.Lock()
         self._session: Any = None
+        self._reader: Any = None
         self._control: Any = None
 
     def session(self) -> Any:
+        """The session approved writes run in."""
         with self._lock:
             if self._session is None:
                 self._session = self._open()
                 self._session.query("SET mutations_sync = 2")
             return self._session
+
+    def reader(self) -> Any:
+        """The read-only session every read runs in."""
+        with self._lock:
+            if self._reader is None:
+                options = "&".join(f"{k}={v}" for k, v in self.read_settings.items())
+                self._reader = self._open(options)
+            return self._reader
 
     def kill(self, marker: str) -> None:
         """Cancel the statement carrying ``marker`` (thread-safe; the canceller repeats it)."""
@@ -154,13 +174,13 @@ class _Database:
             "database = currentDatabase()")  # fmt: skip
         control.query(f"KILL MUTATION WHERE {where} AND table = {_quote(name)} AND NOT is_done")
 
-    def _open(self) -> Any:
+    def _open(self, options: str = "") -> Any:
         from chdb import session
 
         if self.path != ":memory:":
             Path(self.path).mkdir(parents=True, exist_ok=True)
         try:
-            return session.Session(self.path)
+            return session.Session(f"{self.path}?{options}" if options else self.path)
         except Exception as exc:
             if "already initialized with path" in str(exc):
                 raise ConnectFailed(RuntimeError(
@@ -170,7 +190,8 @@ class _Database:
 
     def close(self) -> None:
         with self._lock:
-            sessions, self._session, self._control = (self._session, self._control), None, None
+            sessions = (self._reader, self._session, self._control)
+            self._reader = self._session = self._control = None
         for session in sessions:
             if session is not None:
                 try:
@@ -190,13 +211,13 @@ class ChdbSchema:
         """Tables and columns of the current database (blocking)."""
         from pi_notebook.database.schema import ColumnInfo, SchemaInfo, TableInfo
 
-        session = self._database.session()
+        session = self._database.reader()
         tables = session.query(
             "SELECT name, engine, comment FROM system.tables WHERE database = currentDatabase() "
-            "ORDER BY name SETTINGS readonly=1", "DataFrame")  # fmt: skip
+            "ORDER BY name", "DataFrame")  # fmt: skip
         columns = session.query(
             "SELECT table, name, type, comment, is_in_primary_key FROM system.columns WHERE "
-            "database = currentDatabase() ORDER BY table, position SETTINGS readonly=1",
+            "database = currentDatabase() ORDER BY table, position",
             "DataFrame")  # fmt: skip
         by_table: dict[str, list[ColumnInfo]] = {}
         keys: dict[str, list[str]] = {}
@@ -248,7 +269,11 @@ class ChdbBackend(DatabaseBackend):
             statement_timeout_s=statement_timeout_s, progress_every=progress_every,
             max_result_bytes=max_result_bytes)  # fmt: skip
         self.memory_limit = int(os.environ.get(CHDB_MEMORY_ENV, CHDB_MEMORY_LIMIT))
-        self._database = _Database(chdb_path(self.url))
+        self._database = _Database(chdb_path(self.url), {
+            "readonly": "1", "max_execution_time": f"{statement_timeout_s:g}",
+            "max_memory_usage": str(self.memory_limit),
+            "max_result_rows": str(self.settings.count_limit),
+            "result_overflow_mode": "break"})  # fmt: skip
         self.schema_source = ChdbSchema(self._database, self.url)
         self._execution = Execution(self.url, statement_timeout_s)
         self._inline = None
@@ -327,11 +352,11 @@ class ChdbBackend(DatabaseBackend):
             _audited(audited)
             audited = None
         try:
-            session = self._database.session()
             if kind == "write" and bounds is not None and bounds.active:
-                counted = self._count(session, plan, settings, canceller)
+                counted = self._count(plan, settings, canceller)
                 if not bounds.allows(counted):
                     raise DriftError(counted)
+            session = self._database.reader() if kind == "read" else self._database.session()
             fetched = self._execute(session, kind, sql, settings, canceller, progress)
         except BaseException:
             if audited is not None:
@@ -342,36 +367,24 @@ class ChdbBackend(DatabaseBackend):
         fetched.preview = render_fetched(fetched)
         return fetched
 
-    def _count(
-        self, session: Any, plan: WritePlan | None, settings: RunSettings, canceller: Any
-    ) -> int:
+    def _count(self, plan: WritePlan | None, settings: RunSettings, canceller: Any) -> int:
         if plan is not None and plan.static_rows is not None:
             return plan.static_rows
         if plan is None or plan.count_sql is None:
             why = plan.note if plan is not None and plan.note else "no count can be derived"
             raise DriftError(None, f"ClickHouse cannot try a write and roll it back, and {why}")
-        return self._scalar(session, plan.count_sql, settings, canceller)
+        return self._scalar(plan.count_sql, canceller)
 
-    def _scalar(self, session: Any, sql: str, settings: RunSettings, canceller: Any) -> int:
-        frame = self._read_frame(session, sql, settings, canceller)
-        return int(frame.iloc[0, 0])
+    def _scalar(self, sql: str, canceller: Any) -> int:
+        return int(self._read_frame(sql, canceller).iloc[0, 0])
 
-    def _read_frame(
-        self, session: Any, sql: str, settings: RunSettings, canceller: Any
-    ) -> pd.DataFrame:
-        """A small derived read (a count, a sample), read-only and cancellable."""
-        marker, text = self._read_text(sql, settings, limit=settings.row_cap + 1)
-        with _Running(canceller, lambda: self._database.kill(marker)):
-            return session.query(text, "DataFrame")
-
-    def _read_text(self, sql: str, settings: RunSettings, *, limit: int | None) -> tuple[str, str]:
+    def _read_frame(self, sql: str, canceller: Any) -> pd.DataFrame:
+        """A small derived read (a count, a sample, an estimate) in the read-only session,
+        cancellable."""
         marker = _marker()
-        parts = [f"max_execution_time = {settings.statement_timeout_s:g}",
-                 f"max_memory_usage = {self.memory_limit}"]  # fmt: skip
-        if limit is not None:
-            parts += [f"max_result_rows = {limit}", "result_overflow_mode = 'break'"]
-        parts.append("readonly = 1")  # last: the clause's own later entries cannot undo it
-        return marker, f"{marker}{_body(sql)}\nSETTINGS {', '.join(parts)}"
+        session = self._database.reader()
+        with _Running(canceller, lambda: self._database.kill(marker)):
+            return session.query(f"{marker}{_body(sql)}{_READ_CLAUSE}", "DataFrame")
 
     def _execute(
         self,
@@ -382,12 +395,8 @@ class ChdbBackend(DatabaseBackend):
         canceller: Any,
         progress: Callable[[int], None] | None,
     ) -> Fetched:
-        if kind == "read":
-            limit = read_limit(settings)
-            marker, text = self._read_text(sql, settings, limit=limit or settings.count_limit)
-        else:
-            marker = _marker()
-            text = f"{marker}{_body(sql)}"
+        marker = _marker()
+        text = f"{marker}{_body(sql)}" + (_READ_CLAUSE if kind == "read" else "")
         mutated = _mutated_table(sql) if kind == "write" else None
 
         def cancel() -> None:
@@ -423,13 +432,11 @@ class ChdbBackend(DatabaseBackend):
     def _estimate(
         self, sql: str, *, canceller: Any, progress: Callable[[int], None] | None = None
     ) -> ReadEstimate:
-        session = self._database.session()
         if _first_word(sql) not in _STREAMED:
             return ReadEstimate(rows=None, bytes=None,
                                 source=f"no estimate for {_first_word(sql) or 'this'} statements")  # fmt: skip
         try:
-            parts = self._read_frame(session, f"EXPLAIN ESTIMATE {_body(sql)}", self.settings,
-                                     canceller)  # fmt: skip
+            parts = self._read_frame(f"EXPLAIN ESTIMATE {_body(sql)}", canceller)
         except Exception as exc:
             if canceller.reason is not None:
                 raise
@@ -442,9 +449,9 @@ class ChdbBackend(DatabaseBackend):
                 parts[["database", "table", "rows"]].itertuples(index=False, name=None)}  # fmt: skip
         wanted = ", ".join(f"({_quote(db)}, {_quote(table)})" for db, table in rows)
         widths = self._read_frame(
-            session, "SELECT database, table, sum(data_uncompressed_bytes) / greatest(sum(rows), "
+            "SELECT database, table, sum(data_uncompressed_bytes) / greatest(sum(rows), "
             f"1) AS width FROM system.parts WHERE active AND (database, table) IN ({wanted}) "
-            "GROUP BY database, table", self.settings, canceller)  # fmt: skip
+            "GROUP BY database, table", canceller)  # fmt: skip
         width = {(str(db), str(table)): float(w) for db, table, w in
                  widths.itertuples(index=False, name=None)}  # fmt: skip
         total = sum(rows.values())
@@ -508,7 +515,6 @@ class ChdbBackend(DatabaseBackend):
         canceller: Any,
         progress: Callable[[int], None] | None = None,
     ) -> WritePreview:
-        session = self._database.session()
         notes: list[str] = []
         affected: int | None = None
         method: str | None = None
@@ -517,7 +523,7 @@ class ChdbBackend(DatabaseBackend):
             affected, method = plan.static_rows, METHOD_TEXT["static"]
         elif plan.count_sql is not None:
             try:
-                affected = self._scalar(session, plan.count_sql, self.settings, canceller)
+                affected = self._scalar(plan.count_sql, canceller)
                 method = METHOD_TEXT["select"]
             except Exception as exc:
                 if canceller.reason is not None:
@@ -529,7 +535,7 @@ class ChdbBackend(DatabaseBackend):
                          f"and roll it back, and {why}")  # fmt: skip
         if plan.sample_sql is not None:
             try:
-                sample = self._read_frame(session, plan.sample_sql, self.settings, canceller)
+                sample = self._read_frame(plan.sample_sql, canceller)
             except Exception as exc:
                 if canceller.reason is not None:
                     raise
