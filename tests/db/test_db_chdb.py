@@ -254,3 +254,12 @@ def test_urls_dispatch_to_their_engine() -> None:
         engine_for_url("oracle://u@h/db")
     with pytest.raises(ValueError, match="only a path"):
         chdb_path(make_url("chdb:///x?a=1"))
+
+
+async def test_d5_a_subquery_settings_clause_cannot_lift_the_session_limits(
+    chdb_backend: ChdbBackend,
+) -> None:
+    outcome = await chdb_backend._run_as(
+        "read", "SELECT * FROM (SELECT getSetting('readonly') AS ro, getSetting('max_memory_usage') "
+        "AS mem SETTINGS readonly = 0, max_memory_usage = 0)")  # fmt: skip
+    assert outcome.dataframe.to_dict("records") == [{"ro": 1, "mem": chdb_backend.memory_limit}]

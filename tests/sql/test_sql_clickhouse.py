@@ -122,6 +122,9 @@ CLASSIFIER_ONLY = {
     # classifier.
     "KILL QUERY WHERE 1",
     "KILL MUTATION WHERE 1",
+    # A subquery's SETTINGS clause parses but is not applied (verified: getSetting() inside it
+    # still reports the session's limits, and the memory limit still stops it).
+    "SELECT * FROM (SELECT count() FROM events SETTINGS max_memory_usage = 0)",
     # The tool's DataFrame stream overrides the format; no file is written (checked below).
     "SELECT 1 FORMAT JSON",
     "SELECT * FROM events INTO OUTFILE '/tmp/pi_notebook_chdb_outfile.csv'",
