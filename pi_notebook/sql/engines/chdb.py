@@ -39,6 +39,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -304,8 +305,7 @@ class ChdbBackend(DatabaseBackend):
         """Run ``sql`` as ``kind`` WITHOUT the policy check (internal, and for the tests that
         show the engine's ``readonly=1`` stops what slipped past the classifier)."""
         ids = {"tool_call_id": tool_call_id, "tool_name": self.tool_name}
-        settings = RunSettings(**{**self.settings.__dict__, "count_rows": True}) if (
-            count_rows) else self.settings  # fmt: skip
+        settings = replace(self.settings, count_rows=True) if count_rows else self.settings
         plan = clickhouse_plan(sql) if bounds is not None and bounds.active else None
         if on_slow is not None:
             try:
