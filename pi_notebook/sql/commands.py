@@ -355,7 +355,7 @@ def _clickhouse_explain(
 ) -> Assessment:
     """ClickHouse ``DESCRIBE [TABLE] x`` (the columns of a table, table function or query) and
     ``EXPLAIN [AST|SYNTAX|QUERY TREE|PLAN|PIPELINE|ESTIMATE] [name = value, ...] query``
-    (plans, never runs: ClickHouse has no EXPLAIN ANALYZE)."""
+    (no EXPLAIN ANALYZE, but scalar subqueries run while planning: the query must be a read)."""
     first = word(tokens[0])
     index = 1
     if first in ("DESCRIBE", "DESC"):
@@ -382,4 +382,7 @@ def _clickhouse_explain(
         return Assessment((writes(f"{first} without a statement"),))
     if word(tokens[index]) not in _QUERY_STARTS and tokens[index].token_type != TokenType.L_PAREN:
         return Assessment((writes(f"{first} of something that is not a query"),))
-    return _describe_query(tokens, sql, dialect, depth, assess, start=index)
+    # ClickHouse runs scalar subqueries while it plans (their values land in the plan's
+    # text): the statement explained must be a read in every respect.
+    inner = assess(_rest(tokens, sql, index), dialect, depth + 1)
+    return Assessment(inner.findings, read_reason=f"{first} of a pure read")
