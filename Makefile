@@ -53,6 +53,7 @@ bench: $(STAMP)
 	PYTHONPATH=$(CURDIR) $(PY) bench/bench_db.py $(BENCH_Q) --pg $(BENCH_PG)
 	PYTHONPATH=$(CURDIR) $(PY) bench/bench_notebook.py $(BENCH_Q)
 	PYTHONPATH=$(CURDIR) $(PY) bench/bench_mcp.py $(BENCH_Q)
+	PYTHONPATH=$(CURDIR) $(PY) bench/bench_chdb.py $(BENCH_Q)
 
 clean:
 	rm -rf $(VENV) test-artifacts .pytest_cache .ruff_cache
