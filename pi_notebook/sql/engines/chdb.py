@@ -281,7 +281,7 @@ class ChdbBackend(DatabaseBackend):
         self._adbc = None
 
     def dispose(self) -> None:
-        """Close both sessions (another chDB database may then be opened in this process)."""
+        """Close its sessions (another chDB database may then be opened in this process)."""
         self._execution.close()
         self._database.close()
 
