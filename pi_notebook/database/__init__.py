@@ -9,11 +9,13 @@ It also registers ``describe_database`` and a schema summary for the system prom
 ``data_policy=`` protects columns by lineage in what the model sees (see the README).
 
 ``register(pi)`` is the default factory (``PI_NOTEBOOK_DATABASE_URL``, else the bundled sample
-database); ``database_extension(url=..., **options)`` builds one for a given database.
+database); ``database_extension(url=..., **options)`` builds one for a given database;
+``engines()`` lists the engines a URL may name, with each one's backstop and cancel.
 ``extensions/database.py`` re-exports ``register`` so the extension also loads by path.
 """
 
 from pi_notebook.database.describe import DescribeDatabaseParams
+from pi_notebook.database.engines import engines
 from pi_notebook.database.extension import (
     DatabaseExtension,
     QueryDatabaseParams,
@@ -30,6 +32,7 @@ __all__ = [
     "QueryDatabaseParams",
     "SemanticLayer",
     "database_extension",
+    "engines",
     "load_policy",
     "load_semantic",
     "register",

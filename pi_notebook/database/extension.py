@@ -24,6 +24,7 @@ import pandas as pd
 
 from pi_notebook.ai.messages import TextContent
 from pi_notebook.approvals import AuditApprovals, CapabilityStore
+from pi_notebook.database.budget import ReadBudget, install_read_budget
 from pi_notebook.database.describe import register_schema_context
 from pi_notebook.database.gate import TOOL_NAME, Edit, make_gate
 from pi_notebook.database.grants import GrantStore
@@ -37,6 +38,7 @@ from pi_notebook.sample_db import sample_database_url
 from pi_notebook.sql import classify
 from pi_notebook.sql.backend import DatabaseBackend
 from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
+from pi_notebook.sql.engines import create_backend, schema_source
 
 __all__ = ["DatabaseExtension", "QueryDatabaseParams", "database_extension", "register"]
 
@@ -62,6 +64,8 @@ class DatabaseExtension:
         data_policy: protected columns, ``{"customers.email": "mask", "customers.phone":
             "drop"}`` (or ``hash``), or a YAML/JSON file of them: the model never sees their
             values, nor anything computed from them; ``details`` keep them for the user.
+        read_budget: ``{"rows": M, "bytes": N}``: a read whose engine estimate passes either
+            bound asks a person first (see :mod:`.budget`).
     """
 
     def __init__(self, url: str | None = None, *, row_cap: int = 10_000,
@@ -71,6 +75,7 @@ class DatabaseExtension:
                  schema_budget_chars: int = 2_000, schema_ttl_s: float | None = 600,
                  data_policy: DataPolicy | Mapping[str, Any] | str | Path | None = None,
                  max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
+                 read_budget: ReadBudget | Mapping[str, Any] | None = None,
                  ) -> None:  # fmt: skip
         self.url = url
         self.row_cap = row_cap
@@ -90,6 +95,7 @@ class DatabaseExtension:
         self.schema_ttl_s = schema_ttl_s
         self.schema: SchemaCache | None = None
         self.data_policy = load_policy(data_policy) if data_policy is not None else None
+        self.read_budget = ReadBudget.of(read_budget) if read_budget is not None else None
 
     def keep_result(self, tool_call_id: str, frame: pd.DataFrame) -> None:
         """Remember ``frame`` as the result of ``tool_call_id`` (the last ``keep_results``)."""
@@ -110,9 +116,9 @@ class DatabaseExtension:
 
     def __call__(self, pi: ExtensionAPI) -> None:
         url = self.url or os.environ.get(ENV_URL) or sample_database_url()
-        backend = DatabaseBackend(url, row_cap=self.row_cap, approvals=CapabilityStore(),
-                                  statement_timeout_s=self.statement_timeout_s,
-                                  max_result_bytes=self.max_result_bytes)  # fmt: skip
+        backend = create_backend(url, row_cap=self.row_cap, approvals=CapabilityStore(),
+                                 statement_timeout_s=self.statement_timeout_s,
+                                 max_result_bytes=self.max_result_bytes)  # fmt: skip
         self.backend = backend
         # Decisions are on record in the session's audit; this is the view of them.
         self.approvals = AuditApprovals(pi.audit)
@@ -123,10 +129,16 @@ class DatabaseExtension:
         self.grants = grants
         pi.register_tool(make_query_tool(self, backend, pi))
         pi.on("tool_call", make_gate(self, backend, pi, grants))
+        if self.read_budget is not None:
+            install_read_budget(pi, backend, self.read_budget,
+                                approval_timeout_s=self.approval_timeout_s)  # fmt: skip
         pi.on("tool_result", self._tell_model_of_edit)
         pi.on("tool_execution_end", lambda event, _ctx: self._call_ended(backend, event))
         self.schema = SchemaCache(
-            backend.engine, backend.dialect, ttl_s=self.schema_ttl_s, offload=backend.offload
+            schema_source(backend),
+            backend.dialect,
+            ttl_s=self.schema_ttl_s,
+            offload=backend.offload,
         )
         register_schema_context(pi, self.schema, query_tool=TOOL_NAME, semantic=self.semantic,
                                 budget=self.schema_budget_chars, policy=self.data_policy)  # fmt: skip

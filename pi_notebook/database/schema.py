@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import sqlalchemy as sa
+from sqlalchemy.engine import URL
 from sqlalchemy.engine.reflection import Inspector
 
 from pi_notebook.ai.abort import AbortSignal
@@ -233,12 +234,23 @@ class Offload(Protocol):
     ) -> Awaitable[Any]: ...
 
 
-def inspect_schema(engine: sa.Engine, dialect: str) -> SchemaInfo:
+class SchemaSource(Protocol):
+    """An engine outside SQLAlchemy that reads its own schema (chDB's, see
+    :mod:`pi_notebook.sql.engines`)."""
+
+    url: URL
+
+    def inspect_schema(self) -> SchemaInfo: ...
+
+
+def inspect_schema(engine: sa.Engine | SchemaSource, dialect: str) -> SchemaInfo:
     """Read the schema behind ``engine`` (blocking: call it in a worker thread).
 
     Raises:
         sqlalchemy.exc.SQLAlchemyError: the database cannot be reached or read.
     """
+    if not isinstance(engine, sa.Engine):
+        return engine.inspect_schema()
     if engine.dialect.name == "duckdb":
         return _inspect_duckdb(engine)
     return _inspect_generic(engine, dialect)
@@ -256,7 +268,7 @@ class SchemaCache:
 
     def __init__(
         self,
-        engine: sa.Engine,
+        engine: sa.Engine | SchemaSource,
         dialect: str,
         *,
         ttl_s: float | None = 600,

@@ -33,6 +33,7 @@ HOST_FILE_TABLES: dict[str, frozenset[str]] = {
     "mysql": frozenset(),
     "sqlite": frozenset(),
     "duckdb": frozenset(),
+    "clickhouse": frozenset(),
 }
 """Catalog views that read configuration files on the server host when queried."""
 
@@ -48,6 +49,7 @@ SECRET_TABLES: dict[str, frozenset[str]] = {
     ),
     "sqlite": _names("sqlite_dbpage"),
     "duckdb": frozenset(),
+    "clickhouse": frozenset(),
 }
 """Tables holding secrets: password hashes (``pg_authid``, ``mysql.user``,
 ``mysql.global_priv``, MariaDB's password history), stored connection passwords
@@ -63,6 +65,7 @@ SETTINGS_TABLES: dict[str, frozenset[str]] = {
     "mysql": frozenset(),
     "sqlite": frozenset(),
     "duckdb": frozenset(),
+    "clickhouse": frozenset(),
 }
 """Views listing every setting with its value, secret ones included (PostgreSQL shows
 ``primary_conninfo`` with its password to a superuser): a read only when its query keeps
@@ -79,6 +82,7 @@ SECRET_SETTINGS: dict[str, frozenset[str]] = {
         """s3_secret_access_key s3_session_token s3_access_key_id azure_storage_connection_string
         azure_account_key hf_token"""
     ),
+    "clickhouse": frozenset(),
 }
 """Settings whose value holds a password or a command (``SHOW x``, ``current_setting('x')``;
 PostgreSQL's ``SHOW ALL`` lists them all)."""

@@ -112,6 +112,8 @@ def command_assessment(
         return _show(tokens, sql, dialect, depth, assess)
     if first == "SUMMARIZE":
         return _summarize(tokens, sql, dialect, depth, assess)
+    if dialect == "clickhouse":
+        return _clickhouse_explain(tokens, sql, dialect, depth, assess)
     return _explain(tokens, sql, dialect, depth, assess)
 
 
@@ -171,6 +173,8 @@ def _pragma(tokens: Sequence[Token], dialect: str) -> Assessment:
 def _show(
     tokens: Sequence[Token], sql: str, dialect: str, depth: int, assess: Assess
 ) -> Assessment:
+    if dialect == "clickhouse":
+        return _clickhouse_show(tokens)
     if dialect == "sqlite":
         return Assessment((writes("SHOW is not a SQLite statement"),))
     rest = tokens[1:]
@@ -318,3 +322,67 @@ def _option_list(tokens: Sequence[Token], start: int) -> tuple[int, bool]:
             expect_name = False
         index += 1
     return index, executes or depth != 0
+
+
+_CLICKHOUSE_SHOW_LISTS = frozenset(
+    """TABLES DATABASES COLUMNS FIELDS INDEX INDEXES INDICES KEYS ENGINES FUNCTIONS
+    DICTIONARIES FULL EXTENDED TEMPORARY""".split()
+)
+"""ClickHouse ``SHOW`` forms that list schema objects. The others (``GRANTS``, ``USERS``,
+``ACCESS``, ``SETTINGS``, ``PROCESSLIST``, ``QUOTA``, ``CREATE USER``...) show users,
+grants, settings or other sessions' queries: a person decides."""
+_CLICKHOUSE_SHOW_CREATE = frozenset({"TABLE", "VIEW", "DATABASE", "TEMPORARY"})
+_CLICKHOUSE_EXPLAIN_KINDS = frozenset(
+    {"AST", "SYNTAX", "QUERY", "TREE", "PLAN", "PIPELINE", "ESTIMATE"}
+)
+
+
+def _clickhouse_show(tokens: Sequence[Token]) -> Assessment:
+    words = [word(t) for t in tokens[1:3]]
+    listed = bool(words) and words[0] in _CLICKHOUSE_SHOW_LISTS
+    created = words[:1] == ["CREATE"] and words[1:2] and words[1] in _CLICKHOUSE_SHOW_CREATE
+    if not (listed or created):
+        shown = " ".join(w for w in words if w) or "this"
+        return Assessment((writes(f"SHOW {shown} may show users, grants, settings or other "
+                                  "queries"),))  # fmt: skip
+    if _is_plain_name_list(tokens[1:]):
+        return Assessment((), read_reason="SHOW reads metadata")
+    return Assessment((writes("SHOW with an expression that may call functions"),))
+
+
+def _clickhouse_explain(
+    tokens: Sequence[Token], sql: str, dialect: str, depth: int, assess: Assess
+) -> Assessment:
+    """ClickHouse ``DESCRIBE [TABLE] x`` (the columns of a table, table function or query) and
+    ``EXPLAIN [AST|SYNTAX|QUERY TREE|PLAN|PIPELINE|ESTIMATE] [name = value, ...] query``
+    (no EXPLAIN ANALYZE, but scalar subqueries run while planning: the query must be a read)."""
+    first = word(tokens[0])
+    index = 1
+    if first in ("DESCRIBE", "DESC"):
+        if index < len(tokens) and word(tokens[index]) == "TABLE":
+            index += 1
+        if index >= len(tokens):
+            return Assessment((writes(f"{first} without a table"),))
+        target = _rest(tokens, sql, index)
+        inner = assess(f"SELECT * FROM {target}", dialect, depth + 1)
+        return Assessment(inner.findings, read_reason=f"{first} reads a table's columns")
+    while index < len(tokens) and word(tokens[index]) in _CLICKHOUSE_EXPLAIN_KINDS:
+        index += 1
+    # Settings of the explanation: name = literal, separated by commas.
+    while (
+        index + 2 < len(tokens)
+        and word(tokens[index])
+        and tokens[index + 1].token_type == TokenType.EQ
+        and tokens[index + 2].token_type in (TokenType.NUMBER, TokenType.STRING)
+    ):
+        index += 3
+        if index < len(tokens) and tokens[index].token_type == TokenType.COMMA:
+            index += 1
+    if index >= len(tokens):
+        return Assessment((writes(f"{first} without a statement"),))
+    if word(tokens[index]) not in _QUERY_STARTS and tokens[index].token_type != TokenType.L_PAREN:
+        return Assessment((writes(f"{first} of something that is not a query"),))
+    # ClickHouse runs scalar subqueries while it plans (their values land in the plan's
+    # text): the statement explained must be a read in every respect.
+    inner = assess(_rest(tokens, sql, index), dialect, depth + 1)
+    return Assessment(inner.findings, read_reason=f"{first} of a pure read")

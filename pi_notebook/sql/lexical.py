@@ -40,6 +40,7 @@ DIALECTS: dict[str, str] = {
     "mysql": "mysql",
     "mariadb": "mysql",
     "duckdb": "duckdb",
+    "clickhouse": "clickhouse",
 }
 """Accepted dialect names (sqlglot's, plus SQLAlchemy's spellings) to sqlglot names."""
 
@@ -333,13 +334,39 @@ def escape_findings(
     if first in _ESCAPE_STARTS:
         words = [word(token) for token in tokens]
         found.extend(_statement_escapes(tokens, words, first))
-    if dialect == "mysql" and TokenType.INTO in (
+    if dialect == "clickhouse":
+        found.extend(_clickhouse_escapes(tokens, first))
+    if dialect in ("mysql", "clickhouse") and TokenType.INTO in (
         types if types is not None else token_types(tokens)
     ):
         for index, token in enumerate(tokens[:-1]):
             target = word(tokens[index + 1]) if token.token_type == TokenType.INTO else ""
             if target in ("OUTFILE", "DUMPFILE"):
                 found.append(rejects(f"SELECT ... INTO {target} writes a file on the server host"))
+    return found
+
+
+_CLICKHOUSE_REFUSED_STARTS = {
+    "SYSTEM": "SYSTEM statements control the server (caches, replicas, merges, shutdown)",
+    "KILL": "KILL stops other queries or mutations",
+    "BACKUP": "BACKUP writes the database to files or object storage",
+    "RESTORE": "RESTORE reads a backup from files or object storage",
+}
+
+
+def _clickhouse_escapes(tokens: Sequence[Token], first: str) -> list[Finding]:
+    """ClickHouse statements that reach past the database: server control, files written by
+    ``INSERT INTO FUNCTION``, programs run by an ``Executable`` engine or dictionary source."""
+    refused = _CLICKHOUSE_REFUSED_STARTS.get(first)
+    if refused is not None:
+        return [rejects(refused)]
+    words = [word(token) for token in tokens[:400]]
+    found: list[Finding] = []
+    if first == "INSERT" and "FUNCTION" in words[:5]:
+        found.append(rejects("INSERT INTO FUNCTION writes to files, URLs or other servers"))
+    ddl = first in ("CREATE", "ATTACH", "ALTER", "REPLACE")
+    if ddl and ("EXECUTABLE" in words or "EXECUTABLEPOOL" in words):
+        found.append(rejects("an Executable engine or source runs a program on the host"))
     return found
 
 

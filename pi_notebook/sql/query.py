@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from pi_notebook.sql import catalogs, functions, sizes
+from pi_notebook.sql import catalogs, clickhouse, functions, sizes
 from pi_notebook.sql.findings import Finding, rejects, writes
 from pi_notebook.sql.pragmas import pragma_table_is_read
 from pi_notebook.sql.tables import builtin_schema, table_findings
@@ -205,12 +205,15 @@ def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
     kinds = set(map(type, nodes))
     # Most queries hold only pure constructs: look closer only at the kinds that need it.
     attention = (kinds - PURE_NODES - _PURE_CALLS) | (kinds & _CHECKED_PURE_NODES)
+    found: list[Finding] = []
+    if dialect == "clickhouse":
+        attention -= clickhouse.PURE_NODES
+        found.extend(clickhouse.clause_findings(nodes))
     qualified = [
         node.expression
         for node in (nodes if exp.Dot in kinds else ())
         if type(node) is exp.Dot and type(node.expression) in _PURE_CALLS
     ]
-    found: list[Finding] = []
     watched_classes, watched_names = _WATCHED.get(dialect, _UNWATCHED)
     sized = (
         [node for node in nodes if type(node) in watched_classes] if kinds & watched_classes else []
@@ -259,7 +262,9 @@ def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
         else:
             reason = _SPECIFIC_REASONS.get(cls)
             found.append(writes(reason or f"{_describe(node)} is not a known pure read construct"))
-    if sized:
+    if sized and dialect == "clickhouse":
+        found.extend(clickhouse.size_findings(sized))
+    elif sized:
         found.extend(sizes.size_findings(sized, dialect))
     return found
 
@@ -274,6 +279,10 @@ def function_finding(node: exp.Func, dialect: str) -> Finding | None:
             return writes(
                 f"function {schema}.{name}() is user-defined or unknown", when_executed=False
             )
+    if dialect == "clickhouse":
+        decided = clickhouse.call_finding(node)
+        if decided is not False:
+            return decided
     if isinstance(node, exp.Anonymous):
         lowered = name.lower()
         if node.expressions and lowered in functions.PURE_ONLY_WITHOUT_ARGUMENTS[dialect]:
@@ -328,6 +337,7 @@ def _plain_setting(node: exp.Anonymous, dialect: str) -> bool:
 
 
 _WATCHED = {dialect: sizes.watched_calls(dialect) for dialect in ("sqlite", "duckdb")}
+_WATCHED["clickhouse"] = (clickhouse.SIZED_CLASSES, frozenset())
 _AGGREGATE_BOUNDED = frozenset({"duckdb"})
 """Where a copied aggregate value lands in the kernel outside any limit (SQLite caps each
 value at its length limit)."""

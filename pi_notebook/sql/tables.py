@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from pi_notebook.sql import catalogs, functions
+from pi_notebook.sql import catalogs, clickhouse, functions
 from pi_notebook.sql.findings import Finding, writes
 from pi_notebook.sql.pragmas import pragma_table_is_read
 
@@ -57,6 +57,9 @@ def table_findings(table: exp.Table, dialect: str) -> list[Finding]:
             return [writes(f"{name} runs a pragma that may change state", when_executed=False)]
     if dialect == "duckdb":
         return _duckdb_file(table, source, name)
+    if dialect == "clickhouse":
+        found = clickhouse.table_finding(table, schema, name)
+        return [found] if found is not None else []
     return []
 
 

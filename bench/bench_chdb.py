@@ -1,0 +1,128 @@
+"""Benchmark of ``query_database`` on chDB against chDB's own client, as ratios in one run.
+
+Fixed cost: ``SELECT 1`` through
+
+- client: a reused ``chdb.session.Session``, ``query("SELECT 1", "DataFrame")``;
+- backend: the governed backend's ``run`` (classify, capability check, readonly=1 and the
+  read's bounds, the DataFrame and the model's preview; no audit);
+- session: an ``AgentSession`` with the database extension and ``audit=False``.
+
+Large read: ``number, toString(number)`` of ``numbers(N)`` (1M rows; ``--quick`` 200k) kept
+whole (row cap N, no byte bound) against the client's Arrow read (``ArrowTable`` then
+``to_pandas``) and its native DataFrame.
+
+Targets (issue 26): fixed cost <= +300 us over the reused session; the large read <= 1.2x the
+client's Arrow read. The timings alternate ``--repeat`` times; each shows its best (the
+machine is shared).
+
+    .venv/bin/python bench/bench_chdb.py [--quick] [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import time
+from collections.abc import Callable
+from typing import Any
+
+from chdb import session as chdb_session
+
+from pi_notebook import create_agent_session
+from pi_notebook.database import database_extension
+from pi_notebook.sql.engines import create_backend
+from pi_notebook.testing import ScriptedModel, text, tool_call
+
+
+def _best(fn: Callable[[], Any], calls: int) -> float:
+    gc.collect()
+    started = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - started) / calls
+
+
+async def _abest(fn: Callable[[], Any], calls: int) -> float:
+    gc.collect()
+    started = time.perf_counter()
+    for _ in range(calls):
+        await fn()
+    return (time.perf_counter() - started) / calls
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    calls = 100 if args.quick else 300
+    rows = 200_000 if args.quick else 1_000_000
+
+    backend = create_backend("chdb://", row_cap=10_000)
+    await backend.run("warm", "SELECT 1")
+    client = chdb_session.Session()  # the same in-process database as the backend's
+    ids = iter(range(10**9))
+
+    async def governed() -> None:
+        await backend.run(f"c{next(ids)}", "SELECT 1")
+
+    steps: list[Any] = []
+    for n in range(args.repeat * calls + 1):
+        steps += [[tool_call("query_database", {"sql": "SELECT 1"}, id=f"s{n}")], text("ok")]
+    model = ScriptedModel(steps)
+    session = create_agent_session(model=model, audit=False,
+                                   extensions=[database_extension("chdb://")])  # fmt: skip
+    await session.prompt("warm")
+
+    async def through_session() -> None:
+        await session.prompt("go")
+
+    def streamed() -> None:
+        stream = client.send_query("SELECT 1", "DataFrame")
+        list(stream)
+        stream.close()
+
+    from pi_notebook.sql.backend.cancel import Canceller
+
+    def worker_part() -> None:  # the backend's blocking part, on this thread
+        backend._statement("read", "SELECT 1", backend.settings, None, None, None,
+                           canceller=Canceller())  # fmt: skip
+
+    fixed: dict[str, list[float]] = {"client": [], "stream": [], "worker": [], "backend": [],
+                                     "session": []}  # fmt: skip
+    for _ in range(args.repeat):
+        fixed["client"].append(_best(lambda: client.query("SELECT 1", "DataFrame"), calls))
+        fixed["stream"].append(_best(streamed, calls))
+        fixed["worker"].append(_best(worker_part, calls))
+        fixed["backend"].append(await _abest(governed, calls))
+        fixed["session"].append(await _abest(through_session, calls // 10))
+    best = {name: min(values) for name, values in fixed.items()}
+    print(f"SELECT 1 (best of {args.repeat} x {calls}):")
+    for name, value in best.items():
+        extra = value - best["client"]
+        print(f"  {name:8} {value * 1e6:8.0f} us  ({extra * 1e6:+.0f} us, "
+              f"{value / best['client']:.2f}x the client)")  # fmt: skip
+    await session.close()
+    backend.dispose()
+
+    big = create_backend("chdb://", row_cap=rows, max_result_bytes=None)
+    sql = f"SELECT number, toString(number) AS s FROM numbers({rows})"
+    await big.run("warm", sql)
+    large: dict[str, list[float]] = {"arrow": [], "dataframe": [], "governed": []}
+    for _ in range(max(3, args.repeat // 2)):
+        large["arrow"].append(_best(lambda: client.query(sql, "ArrowTable").to_pandas(), 1))
+        large["dataframe"].append(_best(lambda: client.query(sql, "DataFrame"), 1))
+        large["governed"].append(await _abest(lambda: big.run(f"b{next(ids)}", sql), 1))
+    print(f"{rows:,}-row read (best):")
+    arrow = min(large["arrow"])
+    for name, values in large.items():
+        print(
+            f"  {name:9} {min(values) * 1e3:8.1f} ms  ({min(values) / arrow:.2f}x the Arrow read)"
+        )
+    client.close()
+    big.dispose()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,53 @@
+"""``engines()``: the table of engines the tool runs, with each one's walls (third wave).
+
+One row per engine on the seam (:mod:`pi_notebook.sql.engines`): the four first-wave engines
+and ClickHouse through chDB. Warehouses whose dialect alone is supported would be listed as
+``dialect only``; none is yet, so none is listed.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pi_notebook.sql.engines import ENGINES
+
+__all__ = ["ENGINE_COLUMNS", "engines"]
+
+ENGINE_COLUMNS = (
+    "engine",
+    "dialect",
+    "url_scheme",
+    "read_only_backstop",
+    "cancel",
+    "arrow",
+    "estimate",
+    "tested_against",
+)
+
+
+def engines() -> pd.DataFrame:
+    """One row per engine: ``engine``, ``dialect`` (sqlglot's), ``url_scheme``,
+    ``read_only_backstop`` and ``cancel`` (text), ``arrow`` (bool), ``estimate`` (text or
+    ``None``: how a read's cost is estimated for a read budget) and ``tested_against``
+    (``live``, ``emulator`` or ``dialect only``).
+
+    >>> list(engines()["engine"])
+    ['sqlite', 'postgresql', 'mysql', 'duckdb', 'clickhouse']
+    """
+    rows = [
+        {
+            "engine": info.engine,
+            "dialect": info.dialect,
+            "url_scheme": info.url_scheme,
+            "read_only_backstop": info.read_only_backstop,
+            "cancel": info.cancel,
+            "arrow": info.arrow,
+            "estimate": info.estimate,
+            "tested_against": info.tested_against,
+        }
+        for info in ENGINES
+    ]
+    frame = pd.DataFrame(rows, columns=list(ENGINE_COLUMNS))
+    frame["arrow"] = frame["arrow"].astype(bool)
+    frame["estimate"] = frame["estimate"].astype(object)
+    return frame

@@ -1,0 +1,96 @@
+"""The engine seam: one module per engine, one table of what each does, one dispatch point.
+
+Each module names its engine's URL scheme, sqlglot dialect, read-only backstop, how a read
+is bounded, how a statement is cancelled, how a write is previewed, how a read's cost is
+estimated and whether results come as Arrow (:class:`EngineInfo`).
+:func:`create_backend` is the one way a URL becomes the backend that runs its statements:
+the four SQLAlchemy engines share :class:`~pi_notebook.sql.backend.DatabaseBackend` (their
+per-engine paths live in ``pi_notebook.sql.backend``), chDB has :class:`ChdbBackend`. A URL
+whose engine's extra is missing is refused in one line naming the extra.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.engine import URL, make_url
+
+from pi_notebook.ai.abort import AbortSignal
+from pi_notebook.sql.backend import DatabaseBackend
+from pi_notebook.sql.engines import chdb, duckdb, mysql, postgresql, sqlite
+from pi_notebook.sql.engines.base import EngineInfo, MissingExtra, ReadEstimate
+from pi_notebook.sql.engines.chdb import ChdbBackend
+
+__all__ = [
+    "ENGINES",
+    "ChdbBackend",
+    "EngineInfo",
+    "MissingExtra",
+    "ReadEstimate",
+    "create_backend",
+    "engine_for_url",
+    "estimate_read",
+    "schema_source",
+]
+
+ENGINES: tuple[EngineInfo, ...] = (
+    sqlite.ENGINE,
+    postgresql.ENGINE,
+    mysql.ENGINE,
+    duckdb.ENGINE,
+    chdb.ENGINE,
+)
+"""Every engine the tool runs, in the order :func:`pi_notebook.database.engines` lists them."""
+
+
+def engine_for_url(url: str | URL) -> EngineInfo:
+    """The engine of ``url`` (its SQLAlchemy backend name, or its scheme).
+
+    Raises:
+        ValueError: no engine on the seam runs this URL.
+    """
+    name = make_url(url).get_backend_name()
+    for info in ENGINES:
+        if name in info.schemes:
+            return info
+    known = ", ".join(info.url_scheme.split(" ")[0] for info in ENGINES)
+    raise ValueError(f"Unsupported database {name!r}: the URLs the tool runs are {known}.")
+
+
+def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
+    """The backend that runs ``url``'s statements (options as :class:`DatabaseBackend`'s).
+
+    Raises:
+        MissingExtra: the engine's client is not installed (the message names the extra).
+        ValueError: an unsupported URL.
+    """
+    info = engine_for_url(url)
+    missing = info.missing_extra()
+    if missing is not None:
+        raise MissingExtra(missing)
+    if info is chdb.ENGINE:
+        return ChdbBackend(url, **options)
+    return DatabaseBackend(url, **options)
+
+
+def schema_source(backend: DatabaseBackend) -> Any:
+    """What :class:`~pi_notebook.database.schema.SchemaCache` reads the schema from: the
+    SQLAlchemy engine, or the backend's own schema reader (chDB)."""
+    return backend.schema_source if isinstance(backend, ChdbBackend) else backend.engine
+
+
+async def estimate_read(
+    backend: DatabaseBackend, sql: str, *, signal: AbortSignal | None = None
+) -> ReadEstimate:
+    """The engine's estimate of what the read ``sql`` scans; an engine without one (so far:
+    all but ClickHouse) says so, and the read follows the engine's own limits.
+
+    Raises:
+        QueryAborted: ``signal`` aborted.
+        QueryError: the database could not be reached.
+    """
+    if isinstance(backend, ChdbBackend):
+        return await backend.estimate(sql, signal=signal)
+    return ReadEstimate(rows=None, bytes=None,
+                        source=f"no estimate on {backend.backend} yet: the read is not held "
+                        "to the budget, only to the row, size and time limits")  # fmt: skip

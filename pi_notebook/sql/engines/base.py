@@ -1,0 +1,79 @@
+"""What one engine is, for the tool: the facts :func:`pi_notebook.database.engines` reports
+and the dispatch of a URL to the backend that runs it."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+__all__ = ["EngineInfo", "MissingExtra", "ReadEstimate"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadEstimate:
+    """The engine's estimate of what a read scans, before it runs (for a read budget).
+
+    Attributes:
+        rows: rows it would read, or ``None`` when the engine gave no estimate.
+        bytes: bytes it would read, or ``None``.
+        source: where the numbers come from, or why there are none.
+    """
+
+    rows: int | None
+    bytes: int | None
+    source: str
+
+    def details(self) -> dict[str, int | str | None]:
+        """``{"rows", "bytes", "source"}``, as a result's ``details["estimate"]``."""
+        return {"rows": self.rows, "bytes": self.bytes, "source": self.source}
+
+
+class MissingExtra(ValueError):
+    """The URL's engine needs an optional extra that is not installed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineInfo:
+    """One engine on the seam (one module per engine under ``pi_notebook.sql.engines``).
+
+    Attributes:
+        engine: the engine's name (``sqlite``, ``postgresql``, ``clickhouse``...).
+        dialect: the sqlglot dialect its statements are classified in.
+        url_scheme: the URL scheme(s) as a user writes them.
+        schemes: the SQLAlchemy backend names or URL schemes that select it.
+        read_only_backstop: the engine's own wall behind the classifier, in words.
+        bounds: how a read is bounded (rows, bytes, time, memory).
+        cancel: how a running statement is cancelled (Stop, the statement timeout).
+        write_preview: how a write is measured before a person is asked, or why it cannot be.
+        estimate: how a read's cost is estimated before it runs, or ``None``.
+        arrow: results can come as Arrow from the engine's client.
+        read_path: how a read's rows reach the DataFrame.
+        extra: the ``pi-notebook`` extra that installs its client, if any.
+        modules: the modules that extra provides (checked before the URL is used).
+        tested_against: what the tests run it on: ``live``, ``emulator`` or ``dialect only``.
+    """
+
+    engine: str
+    dialect: str
+    url_scheme: str
+    schemes: tuple[str, ...]
+    read_only_backstop: str
+    bounds: str
+    cancel: str
+    write_preview: str
+    estimate: str | None = None
+    arrow: bool = False
+    read_path: str = ""
+    extra: str | None = None
+    modules: tuple[str, ...] = ()
+    tested_against: str = "live"
+
+    def missing_extra(self) -> str | None:
+        """One line naming the extra to install, when a module it provides is missing."""
+        if self.extra is None:
+            return None
+        for module in self.modules:
+            if importlib.util.find_spec(module) is None:
+                return (f"{self.engine} needs the {self.extra!r} extra: "
+                        f'pip install "pi-notebook[{self.extra}]"')  # fmt: skip
+        return None

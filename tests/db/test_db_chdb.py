@@ -1,0 +1,265 @@
+"""ClickHouse through chDB on the engine seam: the backend's bounds, backstop, cancel and
+write preview (D5, D6, issue 12.3), and the URL's dispatch (a missing extra named in one line).
+
+chDB holds one database per process: every test disposes of its backend before the next one
+opens another database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import make_url
+
+pytest.importorskip("chdb")
+
+from pi_notebook.ai.abort import AbortController
+from pi_notebook.sql.backend import (
+    QueryAborted,
+    QueryError,
+    QueryRefused,
+    QueryTimeout,
+    query_args_hash,
+)
+from pi_notebook.sql.backend.worker import Bounds
+from pi_notebook.sql.engines import (
+    ChdbBackend,
+    MissingExtra,
+    create_backend,
+    engine_for_url,
+    schema_source,
+)
+from pi_notebook.sql.engines.chdb import chdb_path, clickhouse_plan
+
+LONG_READ = "SELECT count() FROM numbers(10000000) AS a, numbers(10000000) AS b"
+SCHEMA = (
+    "CREATE TABLE events (ts DateTime, user_id UInt64, kind String, amount Float64) "
+    "ENGINE = MergeTree ORDER BY ts",
+    "INSERT INTO events SELECT toDateTime('2024-01-01 00:00:00') + number, number % 7, "
+    "if(number % 2 = 0, 'view', 'buy'), number / 10 FROM numbers(1000)",
+)
+
+
+@pytest.fixture
+async def chdb_backend() -> AsyncIterator[ChdbBackend]:
+    backend = create_backend("chdb://", row_cap=100, statement_timeout_s=20)
+    assert isinstance(backend, ChdbBackend)
+    try:
+        for sql in SCHEMA:
+            await backend._run_as("write", sql)
+        yield backend
+    finally:
+        backend.dispose()
+
+
+async def count(backend: ChdbBackend, sql: str = "SELECT count() AS n FROM events") -> int:
+    return int((await backend._run_as("read", sql)).dataframe.iloc[0, 0])
+
+
+async def test_d5_a_read_keeps_types_and_stops_at_the_row_cap(chdb_backend: ChdbBackend) -> None:
+    outcome = await chdb_backend.run("r1", "SELECT * FROM events ORDER BY ts")
+    frame = outcome.dataframe
+    assert len(frame) == 100 and outcome.truncated and not outcome.row_count_exact
+    assert str(frame["ts"].dtype).startswith("datetime64")  # not ClickHouse's Arrow UInt32
+    assert str(frame["ts"].iloc[0]) == "2024-01-01 00:00:00"
+    assert outcome.statement_kind == "read" and outcome.dialect == "clickhouse"
+    assert "More than 100 rows" in outcome.preview and "2024-01-01" in outcome.preview
+    exact = await chdb_backend.run("r2", "SELECT kind, count() AS n FROM events GROUP BY kind")
+    assert exact.row_count == 2 and exact.row_count_exact and not exact.truncated
+    counted = await chdb_backend.run("r3", "SELECT * FROM events", count_rows=True)
+    assert counted.row_count == 1000 and counted.row_count_exact and len(counted.dataframe) == 100
+
+
+async def test_d5_a_read_stops_at_the_size_bound() -> None:
+    backend = create_backend("chdb://", row_cap=10_000, max_result_bytes=200_000)
+    try:
+        outcome = await backend.run("r", "SELECT repeat('x', 1000) AS s FROM numbers(5000)")
+    finally:
+        backend.dispose()
+    assert outcome.size_capped and 0 < len(outcome.dataframe) < 5000
+    assert "size limit" in outcome.preview
+
+
+async def test_d5_readonly_stops_what_slipped_past_the_classifier(
+    chdb_backend: ChdbBackend, tmp_path: Path
+) -> None:
+    """Forced through as reads (the classifier refuses each one), nothing changes."""
+    target = tmp_path / "written.csv"
+    forced = [
+        "INSERT INTO events SELECT * FROM events",
+        "ALTER TABLE events DELETE WHERE 1",
+        "ALTER TABLE events UPDATE amount = 0 WHERE 1",
+        "CREATE TABLE pwn (a UInt8) ENGINE = Memory",
+        "DROP TABLE events",
+        "SELECT count() FROM events SETTINGS readonly = 0",
+        "SELECT * FROM (SELECT * FROM file('/etc/hostname', 'LineAsString') SETTINGS readonly = 0)",
+        "SELECT * FROM file('/etc/hostname', 'LineAsString')",
+        "SELECT * FROM url('http://127.0.0.1:9/', 'CSV', 'a String')",
+        "SELECT * FROM executable('id', 'TSV', 'a String')",
+        f"INSERT INTO FUNCTION file('{target}', 'CSV', 'a UInt8') SELECT 1",
+        "OPTIMIZE TABLE events FINAL",
+        "DROP TABLE events; SELECT 1",  # chDB runs stacked statements outside a stream
+        "CREATE TABLE pwn (a UInt8) ENGINE = Memory; SELECT 1",
+        "SET readonly = 0",
+        "USE system",
+        "SYSTEM STOP MERGES",
+    ]
+    for sql in forced:
+        with pytest.raises(QueryError):
+            await chdb_backend._run_as("read", sql)
+    assert await count(chdb_backend) == 1000 and not target.exists()
+    tables = await chdb_backend._run_as("read", "SHOW TABLES")
+    assert list(tables.dataframe.iloc[:, 0]) == ["events"]
+
+
+async def test_s11_d6_abort_cancels_a_long_read(chdb_backend: ChdbBackend) -> None:
+    controller = AbortController()
+    asyncio.get_running_loop().call_later(0.5, controller.abort)
+    started = time.monotonic()
+    with pytest.raises(QueryAborted):
+        await chdb_backend.run("long", LONG_READ, signal=controller.signal)
+    assert time.monotonic() - started < 5
+    assert await count(chdb_backend) == 1000  # the session is usable afterwards
+
+
+async def test_d6_the_statement_timeout_stops_a_long_read() -> None:
+    backend = create_backend("chdb://", statement_timeout_s=1)
+    started = time.monotonic()
+    try:
+        with pytest.raises(QueryTimeout):
+            await backend.run("long", LONG_READ)
+    finally:
+        backend.dispose()
+    assert time.monotonic() - started < 5
+
+
+async def test_d6_abort_of_an_approved_long_write_leaves_nothing_written(
+    chdb_backend: ChdbBackend,
+) -> None:
+    await chdb_backend._run_as(
+        "write", "CREATE TABLE sink (n UInt64) ENGINE = MergeTree ORDER BY n"
+    )
+    controller = AbortController()
+    asyncio.get_running_loop().call_later(0.5, controller.abort)
+    with pytest.raises(QueryAborted):
+        await chdb_backend._run_as(
+            "write", f"INSERT INTO sink SELECT count() FROM ({LONG_READ})",
+            signal=controller.signal)  # fmt: skip
+    assert await count(chdb_backend, "SELECT count() FROM sink") == 0
+
+
+async def test_d6_abort_of_a_mutation_kills_it_and_says_what_stays(
+    chdb_backend: ChdbBackend,
+) -> None:
+    """ClickHouse rewrites a mutation's parts in the background: Stop kills the mutation too,
+    and the message does not claim that nothing was written."""
+    await chdb_backend._run_as("write", "CREATE TABLE m (id UInt64, v UInt64) ENGINE = MergeTree "
+                               "ORDER BY id")  # fmt: skip
+    await chdb_backend._run_as("write", "INSERT INTO m SELECT number, 0 FROM numbers(5000000)")
+    controller = AbortController()
+    asyncio.get_running_loop().call_later(0.3, controller.abort)
+    with pytest.raises(QueryAborted, match="ClickHouse has no transactions") as stopped:
+        await chdb_backend._run_as(
+            "write", "ALTER TABLE m UPDATE v = cityHash64(id, repeat('x', 500)) WHERE 1",
+            signal=controller.signal)  # fmt: skip
+    assert "nothing was written" not in str(stopped.value)
+    await asyncio.sleep(1.0)
+    running = "SELECT count() FROM system.mutations WHERE table = 'm' AND NOT is_done"
+    assert await count(chdb_backend, running) == 0
+
+
+async def test_12_3_preview_counts_with_a_derived_read_or_says_it_cannot(
+    chdb_backend: ChdbBackend,
+) -> None:
+    insert = await chdb_backend.preview("p1", "INSERT INTO events SELECT * FROM events LIMIT 7")
+    assert insert.affected_rows == 7 and "SELECT count" in (insert.method or "")
+    delete = await chdb_backend.preview("p2", "ALTER TABLE events DELETE WHERE kind = 'buy'")
+    assert delete.affected_rows == 500 and delete.sample is not None and len(delete.sample) == 5
+    update = await chdb_backend.preview(
+        "p3", "ALTER TABLE events UPDATE amount = 0 WHERE user_id = 3"
+    )
+    assert update.affected_rows == len([n for n in range(1000) if n % 7 == 3])
+    ddl = await chdb_backend.preview("p4", "ALTER TABLE events ADD COLUMN note String")
+    assert ddl.affected_rows is None and "no transaction" in (ddl.note or "")
+    assert await count(chdb_backend) == 1000  # a preview never runs the write
+    with pytest.raises(QueryRefused):
+        await chdb_backend.preview("p5", "SELECT 1")
+
+
+async def test_d4_an_approval_bounded_by_rows_refuses_a_drifted_write(
+    chdb_backend: ChdbBackend,
+) -> None:
+    sql = "ALTER TABLE events DELETE WHERE kind = 'buy'"
+    chdb_backend.capabilities.grant("w1", query_args_hash(sql, "clickhouse"), 60, expected_rows=3)
+    with pytest.raises(QueryRefused, match="would change 500 rows"):
+        await chdb_backend.run("w1", sql)
+    assert await count(chdb_backend) == 1000
+    plan = clickhouse_plan(sql)
+    assert plan.count_sql == "SELECT count() FROM events WHERE kind = 'buy'"
+    outcome = await chdb_backend._run_as("write", sql, bounds=Bounds(expected_rows=500))
+    assert outcome.statement_kind == "write" and await count(chdb_backend) == 500
+
+
+async def test_a_chdb_path_is_a_directory_created_on_first_use(tmp_path: Path) -> None:
+    where = tmp_path / "warehouse" / "ch"
+    url = f"chdb:///{where}"
+    backend = create_backend(url)
+    try:
+        assert chdb_path(backend.url) == str(where) and not where.exists()
+        await backend._run_as("write", "CREATE TABLE t (a UInt8) ENGINE = MergeTree ORDER BY a")
+        await backend._run_as("write", "INSERT INTO t VALUES (1), (2)")
+        assert where.is_dir()
+        schema = schema_source(backend).inspect_schema()
+        assert [t.name for t in schema.tables] == ["t"] and schema.tables[0].columns[
+            0
+        ].type == "UInt8"
+        other = create_backend("chdb://")  # a second database in the same process
+        try:
+            with pytest.raises(QueryError, match="one database per process"):
+                await other.run("x", "SELECT 1")
+        finally:
+            other.dispose()
+    finally:
+        backend.dispose()
+    again = create_backend(url)  # the data stays in the directory
+    try:
+        assert await count(again, "SELECT count() FROM t") == 2  # type: ignore[arg-type]
+    finally:
+        again.dispose()
+
+
+def test_a_chdb_url_without_its_extra_is_refused_naming_the_extra(monkeypatch: Any) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "chdb" else real(name, *a))  # fmt: skip
+    with pytest.raises(MissingExtra) as refused:
+        create_backend("chdb:///data/ch")
+    assert str(refused.value) == (
+        "clickhouse needs the 'clickhouse' extra: pip install \"pi-notebook[clickhouse]\""
+    )
+    assert "\n" not in str(refused.value)
+
+
+def test_urls_dispatch_to_their_engine() -> None:
+    assert engine_for_url("chdb://").engine == "clickhouse"
+    assert engine_for_url("mariadb+pymysql://u@h/db").engine == "mysql"
+    assert engine_for_url("postgresql+psycopg://u@h/db").dialect == "postgres"
+    with pytest.raises(ValueError, match="Unsupported database 'oracle'"):
+        engine_for_url("oracle://u@h/db")
+    with pytest.raises(ValueError, match="only a path"):
+        chdb_path(make_url("chdb:///x?a=1"))
+
+
+async def test_d5_a_subquery_settings_clause_cannot_lift_the_session_limits(
+    chdb_backend: ChdbBackend,
+) -> None:
+    outcome = await chdb_backend._run_as(
+        "read", "SELECT * FROM (SELECT getSetting('readonly') AS ro, getSetting('max_memory_usage') "
+        "AS mem SETTINGS readonly = 0, max_memory_usage = 0)")  # fmt: skip
+    assert outcome.dataframe.to_dict("records") == [{"ro": 1, "mem": chdb_backend.memory_limit}]
