@@ -24,7 +24,7 @@ from pi_notebook.sql.backend import DatabaseBackend, query_args_hash
 from pi_notebook.sql.engines import ReadEstimate, estimate_read
 
 if TYPE_CHECKING:
-    from pi_notebook import ExtensionAPI
+    from pi_notebook.extensions import ExtensionAPI
 
 __all__ = ["TITLE", "ReadBudget", "install_read_budget"]
 

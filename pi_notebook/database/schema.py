@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -235,12 +235,38 @@ class Offload(Protocol):
 
 
 class SchemaSource(Protocol):
-    """An engine outside SQLAlchemy that reads its own schema (chDB's, see
-    :mod:`pi_notebook.sql.engines`)."""
+    """An engine outside SQLAlchemy that lists its own catalog (chDB's, see
+    :mod:`pi_notebook.sql.engines`): tables as ``(name, kind, comment)``, columns as
+    ``(table, name, type, nullable, comment, in_primary_key)`` in each table's order."""
 
     url: URL
+    dialect: str
 
-    def inspect_schema(self) -> SchemaInfo: ...
+    def catalog(
+        self,
+    ) -> tuple[
+        Sequence[tuple[str, str, str | None]],
+        Sequence[tuple[str, str, str, bool, str | None, bool]],
+    ]: ...
+
+
+def _from_catalog(source: SchemaSource) -> SchemaInfo:
+    tables, columns = source.catalog()
+    by_table: dict[str, list[ColumnInfo]] = {}
+    keys: dict[str, list[str]] = {}
+    for table, name, type_, nullable, comment, in_key in columns:
+        by_table.setdefault(table, []).append(
+            ColumnInfo(name=name, type=type_, nullable=nullable, comment=comment)
+        )
+        if in_key:
+            keys.setdefault(table, []).append(name)
+    infos = tuple(
+        TableInfo(name=name, kind="view" if kind == "view" else "table",
+                  columns=tuple(by_table.get(name, ())),
+                  primary_key=tuple(keys.get(name, ())), comment=comment)
+        for name, kind, comment in tables
+    )  # fmt: skip
+    return SchemaInfo(dialect=source.dialect, default_schema=None, tables=infos)
 
 
 def inspect_schema(engine: sa.Engine | SchemaSource, dialect: str) -> SchemaInfo:
@@ -250,7 +276,7 @@ def inspect_schema(engine: sa.Engine | SchemaSource, dialect: str) -> SchemaInfo
         sqlalchemy.exc.SQLAlchemyError: the database cannot be reached or read.
     """
     if not isinstance(engine, sa.Engine):
-        return engine.inspect_schema()
+        return _from_catalog(engine)
     if engine.dialect.name == "duckdb":
         return _inspect_duckdb(engine)
     return _inspect_generic(engine, dialect)

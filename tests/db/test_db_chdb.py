@@ -20,6 +20,7 @@ from sqlalchemy.engine import make_url
 pytest.importorskip("chdb")
 
 from pi_notebook.ai.abort import AbortController
+from pi_notebook.database.schema import inspect_schema
 from pi_notebook.sql.backend import (
     QueryAborted,
     QueryError,
@@ -166,7 +167,7 @@ async def test_d6_abort_of_a_mutation_kills_it_and_says_what_stays(
     asyncio.get_running_loop().call_later(0.3, controller.abort)
     with pytest.raises(QueryAborted, match="ClickHouse has no transactions") as stopped:
         await chdb_backend._run_as(
-            "write", "ALTER TABLE m UPDATE v = cityHash64(id, repeat('x', 500)) WHERE 1",
+            "write", "ALTER TABLE m UPDATE v = cityHash64(id, repeat('x', 4000)) WHERE 1",
             signal=controller.signal)  # fmt: skip
     assert "nothing was written" not in str(stopped.value)
     await asyncio.sleep(1.0)
@@ -215,7 +216,7 @@ async def test_a_chdb_path_is_a_directory_created_on_first_use(tmp_path: Path) -
         await backend._run_as("write", "CREATE TABLE t (a UInt8) ENGINE = MergeTree ORDER BY a")
         await backend._run_as("write", "INSERT INTO t VALUES (1), (2)")
         assert where.is_dir()
-        schema = schema_source(backend).inspect_schema()
+        schema = inspect_schema(schema_source(backend), "clickhouse")
         assert [t.name for t in schema.tables] == ["t"] and schema.tables[0].columns[
             0
         ].type == "UInt8"

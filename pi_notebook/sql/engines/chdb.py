@@ -41,7 +41,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 from sqlalchemy.engine import URL, make_url
@@ -49,10 +49,10 @@ from sqlalchemy.engine import URL, make_url
 from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.approvals.capabilities import CapabilityStore
 from pi_notebook.approvals.protocol import WritePreview
+from pi_notebook.audit.durable import record_after
 from pi_notebook.audit.records import QueryAbort, QueryFailure, QueryResult, WritePreviewRecord
 from pi_notebook.sql import classify, lexical
 from pi_notebook.sql.backend import AuditSink, DatabaseBackend, ProgressCallback, QueryError
-from pi_notebook.sql.backend.auditing import record_after
 from pi_notebook.sql.backend.derive import WritePlan, plan_write
 from pi_notebook.sql.backend.errors import ConnectFailed, QueryAborted, QueryRefused, QueryTimeout
 from pi_notebook.sql.backend.execution import Execution
@@ -63,9 +63,6 @@ from pi_notebook.sql.backend.results import QueryOutcome, render_fetched, shape
 from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
 from pi_notebook.sql.backend.worker import AuditBlocked, Bounds, DriftError
 from pi_notebook.sql.engines.base import EngineInfo, ReadEstimate
-
-if TYPE_CHECKING:
-    from pi_notebook.database.schema import SchemaInfo
 
 __all__ = [
     "CHDB_MEMORY_ENV",
@@ -201,17 +198,28 @@ class _Database:
                     pass
 
 
+TableRow = tuple[str, str, str | None]
+"""A table of :meth:`ChdbSchema.catalog`: name, kind (``table`` or ``view``), comment."""
+ColumnRow = tuple[str, str, str, bool, str | None, bool]
+"""A column of :meth:`ChdbSchema.catalog`: table, name, type, nullable, comment, in the key."""
+
+
 class ChdbSchema:
-    """The schema source of a chDB database for :class:`~pi_notebook.database.schema.SchemaCache`."""
+    """The catalog of a chDB database, as plain rows for the schema cache of the database
+    extension (``pi_notebook.database.schema``), which builds its schema from them."""
+
+    dialect = "clickhouse"
 
     def __init__(self, database: _Database, url: URL) -> None:
         self._database = database
         self.url = url
 
-    def inspect_schema(self) -> SchemaInfo:
-        """Tables and columns of the current database (blocking)."""
-        from pi_notebook.database.schema import ColumnInfo, SchemaInfo, TableInfo
+    def catalog(self) -> tuple[list[TableRow], list[ColumnRow]]:
+        """Tables and columns of the current database, as plain rows (blocking).
 
+        Tables: ``(name, kind, comment)``, kind ``view`` or ``table``. Columns: ``(table, name,
+        type, nullable, comment, in_primary_key)``, in each table's column order.
+        """
         session = self._database.reader()
         tables = session.query(
             "SELECT name, engine, comment FROM system.tables WHERE database = currentDatabase() "
@@ -220,25 +228,16 @@ class ChdbSchema:
             "SELECT table, name, type, comment, is_in_primary_key FROM system.columns WHERE "
             "database = currentDatabase() ORDER BY table, position",
             "DataFrame")  # fmt: skip
-        by_table: dict[str, list[ColumnInfo]] = {}
-        keys: dict[str, list[str]] = {}
-        for table, name, type_, comment, in_key in columns.itertuples(index=False, name=None):
-            by_table.setdefault(str(table), []).append(
-                ColumnInfo(name=str(name), type=str(type_), nullable=str(type_).startswith(
-                    "Nullable("), comment=str(comment) or None))  # fmt: skip
-            if in_key:
-                keys.setdefault(str(table), []).append(str(name))
-        infos = tuple(
-            TableInfo(
-                name=str(name),
-                kind="view" if "View" in str(engine) else "table",
-                columns=tuple(by_table.get(str(name), ())),
-                primary_key=tuple(keys.get(str(name), ())),
-                comment=str(comment) or None,
-            )
+        table_rows: list[TableRow] = [
+            (str(name), "view" if "View" in str(engine) else "table", str(comment) or None)
             for name, engine, comment in tables.itertuples(index=False, name=None)
-        )
-        return SchemaInfo(dialect="clickhouse", default_schema=None, tables=infos)
+        ]
+        column_rows: list[ColumnRow] = [
+            (str(table), str(name), str(type_), str(type_).startswith("Nullable("),
+             str(comment) or None, bool(in_key))
+            for table, name, type_, comment, in_key in columns.itertuples(index=False, name=None)
+        ]  # fmt: skip
+        return table_rows, column_rows
 
 
 class ChdbBackend(DatabaseBackend):
