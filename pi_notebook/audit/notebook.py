@@ -42,7 +42,9 @@ __all__ = [
     "verify_notebook",
 ]
 
-CALL_STAMP_FIELDS = ("tool_call_id", "tool_name", "args_hash", "decision", "outcome", "audit_hash")
+CALL_STAMP_FIELDS = (
+    "tool_call_id", "tool_name", "args_hash", "decision", "outcome", "rows", "audit_hash"
+)  # fmt: skip
 """The fields of each stamped call, in the output's metadata and in its record alike."""
 
 
@@ -240,13 +242,38 @@ def _check_call(
     recorded = _recorded_args_hash(chain)
     if recorded is not None and call.get("args_hash") != recorded:
         problems.append(f"{where}: call {call_id!r} is altered (args_hash differs from the audit)")
-    approvals = [p.get("decision") for k, p, _ in chain if k == "approval" and isinstance(p, dict)]
-    if approvals and call.get("decision") in ("approved", "rejected", "expired", "no_ui"):
-        if call.get("decision") != approvals[-1]:
-            problems.append(
-                f"{where}: call {call_id!r} is altered (decision {call.get('decision')!r}, the "
-                f"audit recorded {approvals[-1]!r})"
-            )
+    problems.extend(_check_told(where, call, chain))
+    return problems
+
+
+def _check_told(
+    where: str, call: Mapping[str, Any], chain: list[tuple[str, Any, str]]
+) -> list[str]:
+    """The stamp's decision, outcome and rows against the call's own records."""
+    call_id = call.get("tool_call_id")
+    payloads = [(k, p) for k, p, _ in chain if isinstance(p, dict)]
+    approvals = [p.get("decision") for k, p in payloads if k == "approval"]
+    recorded = approvals[-1] if approvals else None
+    if recorded is None and any(k == "grant_use" for k, _ in payloads):
+        recorded = "granted"
+    problems: list[str] = []
+    if recorded is not None and call.get("decision") != recorded:
+        problems.append(f"{where}: call {call_id!r} is altered (decision "
+                        f"{call.get('decision')!r}, the audit recorded {recorded!r})")  # fmt: skip
+    ends = [p for k, p in payloads if k == "tool_execution_end"]
+    if not ends:
+        return problems
+    failed = ends[-1].get("is_error")
+    outcome = call.get("outcome")
+    if isinstance(failed, bool) and outcome is not None and (outcome == "ok") == failed:
+        problems.append(f"{where}: call {call_id!r} is altered (outcome {outcome!r}, the audit "
+                        f"recorded {'an error' if failed else 'success'})")  # fmt: skip
+    result = ends[-1].get("result")
+    details = result.get("details") if isinstance(result, dict) else None
+    rows = details.get("row_count") if isinstance(details, dict) else None
+    if call.get("rows") is not None and isinstance(rows, int) and call.get("rows") != rows:
+        problems.append(f"{where}: call {call_id!r} is altered (rows {call.get('rows')!r}, the "
+                        f"audit recorded {rows})")  # fmt: skip
     return problems
 
 

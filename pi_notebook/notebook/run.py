@@ -185,6 +185,7 @@ class Run:
                 "tool_call_id": card.tool_call_id, "tool_name": card.tool_name,
                 "args_hash": args_hash or args_hash_of(card.args),
                 "decision": card.decision or "error", "outcome": card.outcome,
+                "rows": rows if isinstance(rows := details.get("row_count"), int) else None,
                 "audit_hash": stamp.audit_hash if stamp else None,
             })  # fmt: skip
         digest = output_digest(data)

@@ -58,7 +58,8 @@ async def stamped_output(tmp_path: Path, log: AuditLog) -> dict[str, Any]:
     stamped_calls = [
         {"tool_call_id": cid, "tool_name": "query_database",
          "args_hash": calls.loc[cid, "args_hash"], "decision": calls.loc[cid, "decision"],
-         "outcome": calls.loc[cid, "outcome"], "audit_hash": last[cid]}
+         "outcome": calls.loc[cid, "outcome"], "rows": int(calls.loc[cid, "rows"]),
+         "audit_hash": last[cid]}
         for cid in ("c-read", "c-write")
     ]  # fmt: skip
     data = {
@@ -174,6 +175,30 @@ async def test_a_stamp_that_disagrees_with_the_call_records_is_named(
         "cell 2 output 0: call 'c-write' is altered (decision 'rejected', the audit recorded "
         "'approved')",
     ]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"decision": "granted"}, "(decision 'granted', the audit recorded 'approved')"),
+        ({"outcome": "error"}, "(outcome 'error', the audit recorded success)"),
+        ({"rows": 7}, "(rows 7, the audit recorded 1)"),
+    ],
+)
+async def test_a_stamp_that_misstates_decision_outcome_or_rows_is_named(
+    tmp_path: Path, case: Any, change: dict[str, Any], expected: str
+) -> None:
+    """A record whose own notebook_output was written with the wrong word, outcome or row
+    count (the record and its stamp agree) is still caught against the call's records."""
+    log, output = case
+    meta = copy.deepcopy(output["metadata"]["pi_notebook"])
+    meta["calls"][1] |= change
+    meta["record_hash"] = await log.commit(
+        NotebookOutput(run_id="run-1", output_digest=meta["output_digest"], calls=meta["calls"])
+    )
+    forged = {**output, "metadata": {"pi_notebook": meta}}
+    problems = verify_notebook(write_notebook(tmp_path / "run.ipynb", forged), log).problems
+    assert problems == [f"cell 2 output 0: call 'c-write' is altered {expected}"]
 
 
 async def test_a_tampered_store_fails_the_notebook_too(tmp_path: Path, case: Any) -> None:
