@@ -180,6 +180,8 @@ class PiMagics(Magics):
                    for p in self.state.ui.prompts if isinstance(p, ApprovalPrompt) and not p.decided]  # fmt: skip
         if pending:
             frame = pd.concat([frame, pd.DataFrame(pending)], ignore_index=True)
+        if frame.empty:
+            print("No approval decisions yet.")
         return frame.reset_index(drop=True)
 
     @line_magic
@@ -248,6 +250,8 @@ class PiMagics(Magics):
         rows = [g.describe() for g in grants.list()]
         frame = pd.DataFrame(rows, columns=columns)
         frame["expires_at"] = pd.to_datetime(frame["expires_at"], unit="s", utc=True).dt.floor("s")
+        if frame.empty:
+            print("No grants in force.")
         return frame
 
     @line_magic

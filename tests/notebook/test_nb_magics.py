@@ -278,3 +278,31 @@ async def test_pi_audit_user_looks_across_sessions(loaded: InteractiveShell) -> 
     assert len(mine) >= 1 and set(mine["user"]) == {audit.user}
     nobody = loaded.run_line_magic("pi_audit", "--user no-such-person")
     assert len(nobody) == 0
+
+
+async def test_empty_audit_views_say_so_and_calls_read_decision_first(
+    loaded: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No grants, no decisions: one line says so and the empty frame (with its columns) is
+    still returned; ``%pi_audit --calls`` puts what a person reads first, ids and hashes last."""
+    grants = loaded.run_line_magic("pi_grants", "")
+    assert grants.empty and "grant_id" in grants.columns
+    assert capsys.readouterr().out == "No grants in force.\n"
+    approvals = loaded.run_line_magic("pi_approvals", "")
+    assert approvals.empty and "decision" in approvals.columns
+    assert capsys.readouterr().out == "No approval decisions yet.\n"
+    run = await _ask(loaded, "UPDATE customers SET city = 'Seen' WHERE customer_id = 12")
+    (await run.next_prompt(timeout=30)).reject()
+    await run.wait(timeout=30)
+    capsys.readouterr()
+    approvals = loaded.run_line_magic("pi_approvals", "")
+    assert list(approvals["decision"]) == ["rejected"]
+    assert capsys.readouterr().out == ""
+    calls = loaded.run_line_magic("pi_audit", "--calls")
+    assert list(calls.columns[:4]) == ["decision", "outcome", "sql", "rows"]
+    assert list(calls.columns[-3:]) == ["tool_call_id", "session_id", "args_hash"]
+    row = calls.iloc[-1]
+    assert (row["decision"], row["sql"]) == (
+        "rejected",
+        "UPDATE customers SET city = 'Seen' WHERE customer_id = 12",
+    )
