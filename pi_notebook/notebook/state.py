@@ -18,6 +18,7 @@ from ..database import DatabaseExtension, database_extension
 from ..extensions.loader import labelled_extension
 from ..secrets import safe_url, scrub
 from ..session import AgentSession, create_agent_session
+from .cell_options import bind_output, parse_cell_options
 from .config import PiNotebook
 from .record import drop_result_frames, result_dataframe
 from .run import Run
@@ -316,16 +317,12 @@ class NotebookState:
         """Check a ``%%pi`` cell, start its run and show its live view below the cell.
 
         Raises:
-            UsageError: an unknown option, an empty cell, a run still going, no running
-                loop, or a configuration that does not build.
+            UsageError: an unknown option or a bad ``-o NAME``, an empty cell, a run still
+                going, no running loop, or a configuration that does not build.
         """
-        words = options.split()
-        unknown = [w for w in words if w != "--background"]
-        if unknown:
-            raise UsageError(
-                f"%%pi takes no options except --background (got {' '.join(unknown)}): "
-                "write the question in the cell body."
-            )
+        opts = parse_cell_options(options)
+        if opts.output is not None and self.namespace is None:
+            raise UsageError("-o NAME needs the notebook's namespace: run %%pi in IPython.")
         if not body.strip():
             raise UsageError("The %%pi cell is empty: write a question below %%pi.")
         if self.active_run is not None:
@@ -350,12 +347,15 @@ class NotebookState:
                 ) from None
         run = self.start_run(body.strip())
         run.background = background
+        run.output_name = opts.output
         run.show()
         return run
 
     def _finished(self, run: Run) -> None:
         if self.active_run is run:
             self.active_run = None
+        if run.output_name is not None and self.namespace is not None:
+            bind_output(run, run.output_name, self.namespace)
         self.bound_results()
 
     @property

@@ -227,7 +227,7 @@ def test_kernel_bad_input_keeps_kernel_working(kernel: tuple[Kernel, Path]) -> N
     k, _ = kernel
     # IPython reports a UsageError as one line on stderr, without a traceback.
     for line in ("%pi_connect notaurl", "%pi_model no-such-model", "%pi_tools --bogus",
-                 "%%pi --fast\nSELECT 1", "%%pi\n   "):  # fmt: skip
+                 "%%pi --fast\nSELECT 1", "%%pi\n   ", "%%pi -o 1bad\nSELECT 1"):  # fmt: skip
         out = k.execute(line)
         assert out.startswith("UsageError: ") and out.strip().count("\n") == 0, out
     k.execute("%%pi\nSELECT COUNT(*) AS n FROM customers")
@@ -280,3 +280,21 @@ def test_kernel_offline_model_given_english_replies_with_help(kernel: tuple[Kern
         assert record["metadata"]["pi_notebook"]["calls"] == []
     with sqlite3.connect(data / "sample.sqlite") as conn:
         assert conn.execute("SELECT COUNT(*) FROM orders WHERE status = 'cancelled'").fetchone()[0]
+
+
+def test_kernel_pi_cell_o_binds_the_result_in_the_same_cell(kernel: tuple[Kernel, Path]) -> None:
+    """``%%pi -o NAME``: the awaited cell has bound NAME when it ends; a ``--background``
+    cell binds it when its run settles; a run without a result DataFrame says NAME was not
+    set, in the cell's output."""
+    k, _ = kernel
+    out = k.execute("%%pi -o counted\nSELECT COUNT(*) AS n FROM customers")
+    assert out == ""
+    out = k.execute("print(type(counted).__name__, list(counted.columns), len(counted))")
+    assert out.split() == ["DataFrame", "['n']", "1"]
+    k.execute("%%pi --background -o later\nSELECT customer_id FROM customers ORDER BY 1 LIMIT 2")
+    out = k.execute("from pi_notebook.notebook import current\n"
+                    "await current().last_run.wait(60)\nprint(list(later.customer_id))")  # fmt: skip
+    assert out.strip() == "[1, 2]"
+    out = k.execute("%%pi -o nothing\nShow me the 5 most expensive products.")
+    assert out.strip() == "No result DataFrame from this run (done): nothing was not set."
+    assert k.execute("print('nothing' in dir())").strip() == "False"

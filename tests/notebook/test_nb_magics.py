@@ -176,7 +176,7 @@ async def test_bad_input_is_one_line_usage_error(
 async def test_pi_cell_mistakes(loaded: InteractiveShell) -> None:
     with pytest.raises(UsageError, match="empty"):
         loaded.run_cell_magic("pi", "", "   ")
-    with pytest.raises(UsageError, match="no options except --background"):
+    with pytest.raises(UsageError, match="only --background and -o NAME"):
         loaded.run_cell_magic("pi", "--fast", "SELECT 1")
 
 
@@ -306,3 +306,48 @@ async def test_empty_audit_views_say_so_and_calls_read_decision_first(
         "rejected",
         "UPDATE customers SET city = 'Seen' WHERE customer_id = 12",
     )
+
+
+async def test_pi_cell_o_binds_the_last_result_when_the_run_settles(
+    loaded: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loaded.user_ns.pop("top", None)
+    loaded.run_cell_magic("pi", "-o top", "SELECT customer_id FROM customers ORDER BY 1 LIMIT 3")
+    run = current().last_run
+    assert run is not None
+    assert "top" not in loaded.user_ns  # bound when the run settles, not before
+    await run.wait(timeout=30)
+    top = loaded.user_ns["top"]
+    assert list(top["customer_id"]) == [1, 2, 3]
+    assert top is loaded.run_line_magic("pi_result", "")
+    # A run without a result DataFrame (a rejected write) leaves the name as it was.
+    capsys.readouterr()
+    loaded.run_cell_magic(
+        "pi", "--background -o top", "DELETE FROM customers WHERE customer_id = 13"
+    )
+    run = current().last_run
+    assert run is not None
+    (await run.next_prompt(timeout=30)).reject()
+    await run.wait(timeout=30)
+    assert loaded.user_ns["top"] is top
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1] == (
+        "No result DataFrame from this run (blocked): top was not set (top keeps its earlier value)."
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "match"),
+    [
+        ("-o 1bad", "'1bad' is not a variable name"),
+        ("-o class", "'class' is not a variable name"),
+        ("-o", "-o needs a variable name"),
+        ("-o df --fast", "only --background and -o NAME"),
+    ],
+)
+async def test_pi_cell_o_name_mistakes(loaded: InteractiveShell, line: str, match: str) -> None:
+    before = current().last_run
+    with pytest.raises(UsageError, match=match) as info:
+        loaded.run_cell_magic("pi", line, "SELECT 1 AS one")
+    assert "\n" not in str(info.value)
+    assert current().last_run is before  # no run started
