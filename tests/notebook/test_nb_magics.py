@@ -40,6 +40,7 @@ async def test_load_defaults_status_line(
         out = capsys.readouterr().out.strip().splitlines()
         assert len(out) == 1
         assert "offline" in out[0] and "sample" in out[0] and "sqlite:///" in out[0]
+        assert out[0].endswith("(cells share one conversation; %pi_reset starts a new one)")
         tools = shell.run_line_magic("pi_tools", "")
         assert {"name", "source", "active", "label"} <= set(tools.columns)
         row = tools.set_index("name").loc["query_database"]
