@@ -24,6 +24,7 @@ from ..secrets import safe_url, scrub
 from ..session import AgentSession, create_agent_session
 from .cell_options import bind_output, parse_cell_options
 from .config import PiNotebook
+from .interrupt import stop_on_interrupt
 from .record import drop_result_frames, result_dataframe
 from .run import Run
 from .ui import NotebookUI
@@ -395,6 +396,8 @@ class NotebookState:
         run = self.start_run(body.strip())
         run.background = background
         run.output_name = opts.output
+        if background:
+            stop_on_interrupt(run)  # the cell returns at once: the kernel's ■ still stops it
         run.show()
         return run
 
