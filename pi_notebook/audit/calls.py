@@ -16,20 +16,22 @@ if TYPE_CHECKING:
 __all__ = ["CALL_COLUMNS", "summarise_calls"]
 
 CALL_COLUMNS = [
-    "session_id",
-    "tool_call_id",
-    "tool_name",
-    "sql",
-    "args_hash",
+    # What a person reads first: the decision, the statement, what it did, how long, when.
     "decision",
     "outcome",
+    "sql",
     "rows",
-    "is_error",
-    "approval_wait_ms",
-    "execution_ms",
     "duration_ms",
+    "execution_ms",
+    "approval_wait_ms",
     "started_at",
     "ended_at",
+    "tool_name",
+    "is_error",
+    # Ids and hashes last: they join to the audit records, they are not read.
+    "tool_call_id",
+    "session_id",
+    "args_hash",
 ]
 # The kinds whose payloads the summary reads; others are not decoded at all.
 _READ = frozenset(
@@ -146,13 +148,14 @@ def _finish(row: dict[str, Any]) -> dict[str, Any]:
 def summarise_calls(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per (session_id, tool_call_id) of a records frame, in order of first record.
 
-    Columns: session_id, tool_call_id, tool_name; sql (the final arguments' statement, else
-    the raw arguments'); args_hash (the final arguments', else the approval's); decision (the
-    approval's, or ``granted``; else the ``tool_call`` chain's: allowed / blocked); outcome
-    (ok, error, refused, aborted, blocked, or incomplete without an end); rows (the
-    statement's row count); is_error; approval_wait_ms (the person's time to decide);
-    execution_ms (the statement's time at the backend, else duration_ms); duration_ms (start
-    to end without the approval wait); started_at, ended_at (UTC).
+    Columns, in this order: decision (the approval's, or ``granted``; else the ``tool_call``
+    chain's: allowed / blocked); outcome (ok, error, refused, aborted, blocked, or incomplete
+    without an end); sql (the final arguments' statement, else the raw arguments'); rows (the
+    statement's row count); duration_ms (start to end without the approval wait);
+    execution_ms (the statement's time at the backend, else duration_ms); approval_wait_ms
+    (the person's time to decide); started_at, ended_at (UTC); tool_name; is_error; then the
+    ids and hashes: tool_call_id, session_id, args_hash (the final arguments', else the
+    approval's).
     """
     import pandas as pd
 

@@ -47,8 +47,8 @@ __all__ = [
 
 _STATE: NotebookState | None = None
 _MAGIC_NAMES = {
-    "line": ("pi_tools", "pi_audit", "pi_approvals", "pi_abort", "pi_model", "pi_connect",
-             "pi_extension", "pi_result", "pi_usage", "pi_grants"),
+    "line": ("pi_tools", "pi_audit", "pi_approvals", "pi_abort", "pi_reset", "pi_model",
+             "pi_connect", "pi_extension", "pi_result", "pi_usage", "pi_grants"),
     "cell": ("pi",),
 }  # fmt: skip
 

@@ -15,7 +15,8 @@ there as it does for any interrupted cell.
 
 The transformer leaves the cell to the ``%%pi`` magic (which starts the run and returns at
 once) when the cell asks for ``--background``, outside a kernel, with autoawait off, or where
-the kernel cannot take widget messages while a cell awaits.
+the kernel cannot take widget messages while a cell awaits; the kernel's interrupt still
+stops such a run while no other cell runs (:mod:`.interrupt`).
 """
 
 from __future__ import annotations

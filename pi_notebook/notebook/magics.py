@@ -40,8 +40,8 @@ def _parse(parser: _Parser, line: str) -> argparse.Namespace:
 
 @magics_class
 class PiMagics(Magics):
-    """``%%pi``, ``%pi_tools``, ``%pi_audit``, ``%pi_approvals``, ``%pi_abort``, ``%pi_model``,
-    ``%pi_connect``, ``%pi_extension``, ``%pi_result`` and ``%pi_mcp``."""
+    """``%%pi``, ``%pi_tools``, ``%pi_audit``, ``%pi_approvals``, ``%pi_abort``, ``%pi_reset``,
+    ``%pi_model``, ``%pi_connect``, ``%pi_extension``, ``%pi_result`` and ``%pi_mcp``."""
 
     def __init__(self, shell: Any, state: NotebookState) -> None:
         super().__init__(shell)
@@ -52,6 +52,12 @@ class PiMagics(Magics):
             raise UsageError(
                 f"A %%pi run is still going: wait for it, press Stop or run %pi_abort, then {what}."
             )
+
+    def _say_rebuilt(self) -> None:
+        """Print what a rebuild kept and dropped, if one replaced the session."""
+        note = self.state.take_rebuild_note()
+        if note is not None:
+            print(note)
 
     def _rebuild(self, **changes: Any) -> None:
         """Rebuild the session (with ``changes`` to the settings); on failure nothing changes."""
@@ -86,6 +92,12 @@ class PiMagics(Magics):
         run.abort()
         print("Stopping the run.")
 
+    @line_magic
+    def pi_reset(self, line: str) -> None:
+        """Start a new conversation: the model forgets earlier cells; the session stays."""
+        _parse(_Parser("%pi_reset"), line)
+        print(self.state.reset_conversation())
+
     # -- registry -------------------------------------------------------------------
     @line_magic
     def pi_tools(self, line: str) -> Any:
@@ -98,6 +110,7 @@ class PiMagics(Magics):
         args = _parse(parser, line)
         if self.state.stale:
             self._rebuild()
+            self._say_rebuilt()
         session = self.state.current_session()
         registry = session.tool_registry
         for name in [*args.activate, *args.deactivate]:
@@ -180,6 +193,8 @@ class PiMagics(Magics):
                    for p in self.state.ui.prompts if isinstance(p, ApprovalPrompt) and not p.decided]  # fmt: skip
         if pending:
             frame = pd.concat([frame, pd.DataFrame(pending)], ignore_index=True)
+        if frame.empty:
+            print("No approval decisions yet.")
         return frame.reset_index(drop=True)
 
     @line_magic
@@ -248,6 +263,8 @@ class PiMagics(Magics):
         rows = [g.describe() for g in grants.list()]
         frame = pd.DataFrame(rows, columns=columns)
         frame["expires_at"] = pd.to_datetime(frame["expires_at"], unit="s", utc=True).dt.floor("s")
+        if frame.empty:
+            print("No grants in force.")
         return frame
 
     @line_magic
@@ -281,6 +298,7 @@ class PiMagics(Magics):
             self.state.model_override = override
             raise
         print(self.state.status_line())
+        self._say_rebuilt()
 
     @line_magic
     def pi_connect(self, line: str) -> None:
@@ -301,6 +319,7 @@ class PiMagics(Magics):
             raise UsageError(f"{exc}{kept}.") from None
         self._rebuild(database_url=url)
         print(self.state.status_line())
+        self._say_rebuilt()
 
     @line_magic
     def pi_extension(self, line: str) -> None:
@@ -325,6 +344,7 @@ class PiMagics(Magics):
             raise UsageError(f"{problems[0].message}; fix {path.name} and run %pi_extension again.")
         tools = [n for n, t in session.tool_registry.items() if t.source_info.path == str(path)]
         print(f"Loaded {path.name}: tools {', '.join(tools) or '(none)'}.")
+        self._say_rebuilt()
 
     @line_magic
     def pi_mcp(self, line: str) -> Any:
@@ -349,5 +369,7 @@ class PiMagics(Magics):
             raise UsageError(str(exc)) from None
         if isinstance(result, str):
             print(result)
+            self._say_rebuilt()
             return None
+        self._say_rebuilt()
         return result

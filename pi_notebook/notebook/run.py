@@ -108,6 +108,7 @@ class Run:
         self.metadata: dict[str, Any] | None = None
         self.handle: Any = None
         self.background = False  # the cell returned at once (%%pi --background)
+        self.output_name: str | None = None  # %%pi -o NAME: bound when the run settles
         self._on_finish = on_finish
         self._usage_of = usage_of
         self._prompt_waiters: list[asyncio.Future[Prompt]] = []

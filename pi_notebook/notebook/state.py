@@ -1,8 +1,12 @@
 """``NotebookState``: the session, its database and audit, and the runs of one kernel.
 
-Built from :class:`~.config.PiNotebook`. A configuration change (``%config``,
-``%pi_model``, ``%pi_connect``, ``%pi_extension``) builds a new session for the next run;
-the audit log is kept across sessions so ``%pi_audit`` shows the whole notebook.
+Built from :class:`~.config.PiNotebook`. Cells share one conversation (the session's
+messages) until ``%pi_reset`` clears it, which keeps the session itself: its tools, grants and
+settings. A configuration change (``%config``, ``%pi_model``, ``%pi_connect``,
+``%pi_extension``) builds a new session for the next run: the conversation starts afresh and
+the old session's grants end (its database extension revokes them when it closes); the tool
+choices, earlier runs and their results, and the audit log (unless ``audit_url`` changed) are
+kept, so ``%pi_audit`` shows the whole notebook. :data:`REBUILD_NOTE` says so to the person.
 """
 
 from __future__ import annotations
@@ -18,12 +22,24 @@ from ..database import DatabaseExtension, database_extension
 from ..extensions.loader import labelled_extension
 from ..secrets import safe_url, scrub
 from ..session import AgentSession, create_agent_session
+from .cell_options import bind_output, parse_cell_options
 from .config import PiNotebook
+from .interrupt import stop_on_interrupt
 from .record import drop_result_frames, result_dataframe
 from .run import Run
 from .ui import NotebookUI
 
-__all__ = ["NotebookState", "safe_url"]
+__all__ = ["CONVERSATION_NOTE", "REBUILD_NOTE", "RESET_NOTE", "NotebookState", "safe_url"]
+
+CONVERSATION_NOTE = "cells share one conversation; %pi_reset starts a new one"
+REBUILD_NOTE = (
+    "New session: a fresh conversation, and any grants ended; kept: your tool choices, earlier "
+    "results{audit}."
+)
+RESET_NOTE = (
+    "New conversation: the model no longer sees earlier cells ({cleared} cleared); kept: the "
+    "session's tools, grants and settings, earlier results and the audit log."
+)
 
 DATABASE_SOURCE = "pi_notebook.database"
 CONTEXT_SOURCE = "pi_notebook.notebook.context"
@@ -59,6 +75,7 @@ class NotebookState:
         self.chosen_off: set[str] = set()
         self.past_usage: list[tuple[str, Any]] = []  # (model, UsageTotals) of replaced sessions
         self.model_override: Any = None  # a model object from set_model(), over config.model
+        self._rebuild_note: str | None = None  # set when a build replaced a session
         config.observe(self._on_config_change)
 
     def _on_config_change(self, _change: Any) -> None:
@@ -132,6 +149,11 @@ class NotebookState:
         old, self.session = self.session, session
         if old is not None:
             self.past_usage.append((old.model_name, old.usage))
+            audit_note = ", the audit log"
+            if new_audit:
+                where = safe_url(audit_url) if audit_url else "the default file"
+                audit_note = f"; the audit log is now {where} (earlier records stay in the old one)"
+            self._rebuild_note = REBUILD_NOTE.format(audit=audit_note)
         old_audit = self.audit
         self.audit, self._audit_url = audit, audit_url
         self.database, self.database_url, self.stale = database, url, False
@@ -260,6 +282,30 @@ class NotebookState:
             self.stale = was_stale
             raise
 
+    def take_rebuild_note(self) -> str | None:
+        """What the last rebuild kept and dropped (:data:`REBUILD_NOTE`), once; ``None`` if no
+        session was replaced since it was last taken."""
+        note, self._rebuild_note = self._rebuild_note, None
+        return note
+
+    def reset_conversation(self) -> str:
+        """``%pi_reset``: clear the model's messages; the session (tools, grants, settings,
+        audit log) stays. Returns the line that says what was kept.
+
+        Raises:
+            UsageError: a run is going.
+        """
+        if self.active_run is not None:
+            raise UsageError(
+                "A %%pi run is still going: wait for it, press Stop or run %pi_abort, then "
+                "run %pi_reset."
+            )
+        cleared = 0
+        if self.session is not None:
+            cleared = len(self.session.messages)
+            self.session.messages.clear()
+        return RESET_NOTE.format(cleared=f"{cleared} message{'s' if cleared != 1 else ''}")
+
     def current_session(self) -> AgentSession:
         """The session, rebuilt first if the configuration changed."""
         if self.session is None or self.stale:
@@ -316,16 +362,12 @@ class NotebookState:
         """Check a ``%%pi`` cell, start its run and show its live view below the cell.
 
         Raises:
-            UsageError: an unknown option, an empty cell, a run still going, no running
-                loop, or a configuration that does not build.
+            UsageError: an unknown option or a bad ``-o NAME``, an empty cell, a run still
+                going, no running loop, or a configuration that does not build.
         """
-        words = options.split()
-        unknown = [w for w in words if w != "--background"]
-        if unknown:
-            raise UsageError(
-                f"%%pi takes no options except --background (got {' '.join(unknown)}): "
-                "write the question in the cell body."
-            )
+        opts = parse_cell_options(options)
+        if opts.output is not None and self.namespace is None:
+            raise UsageError("-o NAME needs the notebook's namespace: run %%pi in IPython.")
         if not body.strip():
             raise UsageError("The %%pi cell is empty: write a question below %%pi.")
         if self.active_run is not None:
@@ -348,14 +390,22 @@ class NotebookState:
                 raise UsageError(
                     f"{exc} Set it with %pi_model offline (or openai:<id>, anthropic:<id>)."
                 ) from None
+        note = self.take_rebuild_note()
+        if note is not None:
+            print(note)  # the settings changed since the last cell
         run = self.start_run(body.strip())
         run.background = background
+        run.output_name = opts.output
+        if background:
+            stop_on_interrupt(run)  # the cell returns at once: the kernel's ■ still stops it
         run.show()
         return run
 
     def _finished(self, run: Run) -> None:
         if self.active_run is run:
             self.active_run = None
+        if run.output_name is not None and self.namespace is not None:
+            bind_output(run, run.output_name, self.namespace)
         self.bound_results()
 
     @property
@@ -391,7 +441,7 @@ class NotebookState:
         return dropped
 
     def status_line(self) -> str:
-        """One line: model, database (no password), how to ask."""
+        """One line: model, database (no password), how to ask, that cells share a conversation."""
         session = self.current_session()
         model = session.model_name
         model = "offline" if model == "offline:offline" else model
@@ -402,7 +452,10 @@ class NotebookState:
             if self.config.database_url or os.environ.get("PI_NOTEBOOK_DATABASE_URL")
             else " (bundled sample)"
         )
-        return f"pi_notebook: model {model} · database {safe_url(self.database_url)}{sample} · ask in a %%pi cell"
+        return (
+            f"pi_notebook: model {model} · database {safe_url(self.database_url)}{sample} · "
+            f"ask in a %%pi cell ({CONVERSATION_NOTE})"
+        )
 
     def close(self) -> None:
         """Stop any run, close the session and the audit log."""

@@ -227,7 +227,7 @@ def test_kernel_bad_input_keeps_kernel_working(kernel: tuple[Kernel, Path]) -> N
     k, _ = kernel
     # IPython reports a UsageError as one line on stderr, without a traceback.
     for line in ("%pi_connect notaurl", "%pi_model no-such-model", "%pi_tools --bogus",
-                 "%%pi --fast\nSELECT 1", "%%pi\n   "):  # fmt: skip
+                 "%%pi --fast\nSELECT 1", "%%pi\n   ", "%%pi -o 1bad\nSELECT 1"):  # fmt: skip
         out = k.execute(line)
         assert out.startswith("UsageError: ") and out.strip().count("\n") == 0, out
     k.execute("%%pi\nSELECT COUNT(*) AS n FROM customers")
@@ -280,3 +280,56 @@ def test_kernel_offline_model_given_english_replies_with_help(kernel: tuple[Kern
         assert record["metadata"]["pi_notebook"]["calls"] == []
     with sqlite3.connect(data / "sample.sqlite") as conn:
         assert conn.execute("SELECT COUNT(*) FROM orders WHERE status = 'cancelled'").fetchone()[0]
+
+
+def test_kernel_pi_cell_o_binds_the_result_in_the_same_cell(kernel: tuple[Kernel, Path]) -> None:
+    """``%%pi -o NAME``: the awaited cell has bound NAME when it ends; a ``--background``
+    cell binds it when its run settles; a run without a result DataFrame says NAME was not
+    set, in the cell's output."""
+    k, _ = kernel
+    out = k.execute("%%pi -o counted\nSELECT COUNT(*) AS n FROM customers")
+    assert out == ""
+    out = k.execute("print(type(counted).__name__, list(counted.columns), len(counted))")
+    assert out.split() == ["DataFrame", "['n']", "1"]
+    k.execute("%%pi --background -o later\nSELECT customer_id FROM customers ORDER BY 1 LIMIT 2")
+    out = k.execute("from pi_notebook.notebook import current\n"
+                    "await current().last_run.wait(60)\nprint(list(later.customer_id))")  # fmt: skip
+    assert out.strip() == "[1, 2]"
+    out = k.execute("%%pi -o nothing\nShow me the 5 most expensive products.")
+    assert out.strip() == "No result DataFrame from this run (done): nothing was not set."
+    assert k.execute("print('nothing' in dir())").strip() == "False"
+
+
+def test_kernel_interrupt_stops_a_background_run(kernel: tuple[Kernel, Path]) -> None:
+    """The ■ with no cell running stops a ``--background`` run as Stop does: the query is
+    cancelled, the record says so; afterwards the idle kernel ignores interrupts again, and
+    an interrupt of another cell stays that cell's."""
+    k, _ = kernel
+    sql = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) "
+           "SELECT COUNT(*) FROM c")  # fmt: skip
+    since = len(k.log)
+    k.execute(f"%%pi --background\n{sql}")  # the cell is done at once
+    k.wait_for_text("running", since)
+    probe = "from pi_notebook.notebook import current\nprint(current().last_run.state.status)"
+    busy = k.kc.execute("import time\ntime.sleep(20)")  # another cell: the ■ is its own
+    time.sleep(1)
+    k.km.interrupt_kernel()
+    with pytest.raises(AssertionError, match="KeyboardInterrupt"):
+        k.finish(busy, timeout=15)
+    assert k.execute(probe).strip() == "running"
+    started = time.monotonic()
+    k.km.interrupt_kernel()
+    while (status := k.execute(probe).strip()) == "running":
+        assert time.monotonic() - started < 15, "the interrupt did not stop the background run"
+        time.sleep(0.2)
+    assert status == "stopped"
+    out = k.execute("run = current().last_run\nawait run.wait(30)\n"
+                    "print(run.metadata['calls'][0]['outcome'])\n"
+                    "import signal\nprint(get_ipython().kernel.saved_sigint_handler is signal.SIG_IGN)")  # fmt: skip
+    assert out.split() == ["aborted", "True"]
+    updates = [m["content"]["data"]["text/plain"] for m in k.log[since:]
+               if m["msg_type"] == "update_display_data"]  # fmt: skip
+    assert any("■ stopped (interrupted)" in u for u in updates)
+    k.km.interrupt_kernel()  # idle, no run: ignored as before
+    time.sleep(0.5)
+    assert k.execute("print('still here')").strip() == "still here"

@@ -40,6 +40,7 @@ async def test_load_defaults_status_line(
         out = capsys.readouterr().out.strip().splitlines()
         assert len(out) == 1
         assert "offline" in out[0] and "sample" in out[0] and "sqlite:///" in out[0]
+        assert out[0].endswith("(cells share one conversation; %pi_reset starts a new one)")
         tools = shell.run_line_magic("pi_tools", "")
         assert {"name", "source", "active", "label"} <= set(tools.columns)
         row = tools.set_index("name").loc["query_database"]
@@ -176,7 +177,7 @@ async def test_bad_input_is_one_line_usage_error(
 async def test_pi_cell_mistakes(loaded: InteractiveShell) -> None:
     with pytest.raises(UsageError, match="empty"):
         loaded.run_cell_magic("pi", "", "   ")
-    with pytest.raises(UsageError, match="no options except --background"):
+    with pytest.raises(UsageError, match="only --background and -o NAME"):
         loaded.run_cell_magic("pi", "--fast", "SELECT 1")
 
 
@@ -278,3 +279,76 @@ async def test_pi_audit_user_looks_across_sessions(loaded: InteractiveShell) -> 
     assert len(mine) >= 1 and set(mine["user"]) == {audit.user}
     nobody = loaded.run_line_magic("pi_audit", "--user no-such-person")
     assert len(nobody) == 0
+
+
+async def test_empty_audit_views_say_so_and_calls_read_decision_first(
+    loaded: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No grants, no decisions: one line says so and the empty frame (with its columns) is
+    still returned; ``%pi_audit --calls`` puts what a person reads first, ids and hashes last."""
+    grants = loaded.run_line_magic("pi_grants", "")
+    assert grants.empty and "grant_id" in grants.columns
+    assert capsys.readouterr().out == "No grants in force.\n"
+    approvals = loaded.run_line_magic("pi_approvals", "")
+    assert approvals.empty and "decision" in approvals.columns
+    assert capsys.readouterr().out == "No approval decisions yet.\n"
+    run = await _ask(loaded, "UPDATE customers SET city = 'Seen' WHERE customer_id = 12")
+    (await run.next_prompt(timeout=30)).reject()
+    await run.wait(timeout=30)
+    capsys.readouterr()
+    approvals = loaded.run_line_magic("pi_approvals", "")
+    assert list(approvals["decision"]) == ["rejected"]
+    assert capsys.readouterr().out == ""
+    calls = loaded.run_line_magic("pi_audit", "--calls")
+    assert list(calls.columns[:4]) == ["decision", "outcome", "sql", "rows"]
+    assert list(calls.columns[-3:]) == ["tool_call_id", "session_id", "args_hash"]
+    row = calls.iloc[-1]
+    assert (row["decision"], row["sql"]) == (
+        "rejected",
+        "UPDATE customers SET city = 'Seen' WHERE customer_id = 12",
+    )
+
+
+async def test_pi_cell_o_binds_the_last_result_when_the_run_settles(
+    loaded: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loaded.user_ns.pop("top", None)
+    loaded.run_cell_magic("pi", "-o top", "SELECT customer_id FROM customers ORDER BY 1 LIMIT 3")
+    run = current().last_run
+    assert run is not None
+    assert "top" not in loaded.user_ns  # bound when the run settles, not before
+    await run.wait(timeout=30)
+    top = loaded.user_ns["top"]
+    assert list(top["customer_id"]) == [1, 2, 3]
+    assert top is loaded.run_line_magic("pi_result", "")
+    # A run without a result DataFrame (a rejected write) leaves the name as it was.
+    capsys.readouterr()
+    loaded.run_cell_magic(
+        "pi", "--background -o top", "DELETE FROM customers WHERE customer_id = 13"
+    )
+    run = current().last_run
+    assert run is not None
+    (await run.next_prompt(timeout=30)).reject()
+    await run.wait(timeout=30)
+    assert loaded.user_ns["top"] is top
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1] == (
+        "No result DataFrame from this run (blocked): top was not set (top keeps its earlier value)."
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "match"),
+    [
+        ("-o 1bad", "'1bad' is not a variable name"),
+        ("-o class", "'class' is not a variable name"),
+        ("-o", "-o needs a variable name"),
+        ("-o df --fast", "only --background and -o NAME"),
+    ],
+)
+async def test_pi_cell_o_name_mistakes(loaded: InteractiveShell, line: str, match: str) -> None:
+    before = current().last_run
+    with pytest.raises(UsageError, match=match) as info:
+        loaded.run_cell_magic("pi", line, "SELECT 1 AS one")
+    assert "\n" not in str(info.value)
+    assert current().last_run is before  # no run started
