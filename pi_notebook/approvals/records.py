@@ -110,6 +110,7 @@ class ApprovalRecord:
     user: str | None = None
     requester: str | None = None
     approver: str | None = None
+    asked_because: str | None = None
     session_id: str | None = None
     reason: str | None = None
     affected_rows: int | None = None
@@ -122,7 +123,8 @@ class ApprovalRecord:
 
 APPROVAL_COLUMNS = [
     # What a person reads first: when, what was decided about which statement, its size, who.
-    "timestamp", "decision", "sql", "affected_rows", "requester", "approver", "reason",
+    "timestamp", "decision", "sql", "affected_rows", "requester", "approver", "asked_because",
+    "reason",
     "tool_name", "kind", "grant_id", "user", "session_id",
     # Ids and hashes last: for joining and verifying, not for reading.
     "tool_call_id", "args_hash", "original_args_hash", "policy_version", "audit_hash",
@@ -151,7 +153,8 @@ def approvals_dataframe(
 
     Columns, in :data:`APPROVAL_COLUMNS`' order (what a person reads first, ids and hashes
     last): timestamp (UTC datetimes), decision, sql, affected_rows, requester, approver,
-    reason, tool_name, kind, grant_id, user, session_id, tool_call_id, args_hash,
+    asked_because (why the call needed approval, the prompt's reasons joined by "; "), reason
+    (why it did not run, when it did not), tool_name, kind, grant_id, user, session_id, tool_call_id, args_hash,
     original_args_hash, policy_version, audit_hash. Values are as the audit stored them, so
     its redaction applies (a password literal in an approved statement is masked here too).
     ``audit=None`` gives the empty frame with these columns.
@@ -200,6 +203,7 @@ def approval_records(
                 user=_opt(payload.get("user", row.get("user"))),
                 requester=_opt(payload.get("requester")),
                 approver=_opt(payload.get("approver")),
+                asked_because=_reasons(payload.get("reasons")),
                 session_id=_opt(row.get("session_id")),
                 reason=_opt(payload.get("reason")),
                 affected_rows=rows if isinstance(rows, int) else None,
@@ -229,6 +233,13 @@ def _datetime(value: Any) -> datetime:
     if not isinstance(value, datetime):
         raise ValueError(f"audit record without a timestamp: {value!r}")
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _reasons(value: Any) -> str | None:
+    if isinstance(value, list | tuple):
+        texts = [str(v) for v in cast(list[Any], value) if v]
+        return "; ".join(texts) or None
+    return _opt(value)
 
 
 def _opt(value: Any) -> str | None:

@@ -65,6 +65,7 @@ async def test_confirm_only_ui_the_person_at_the_keyboard_approves(tmp_path: Pat
                              ConfirmOnly(True))  # fmt: skip
     row = frame.iloc[-1]
     assert (row.decision, row.requester, row.approver) == ("approved", "ana", "ana")
+    assert row.asked_because == "UPDATE changes data"  # why it was asked, filled when approved
 
 
 async def test_rejection_names_who_rejected(tmp_path: Path) -> None:
