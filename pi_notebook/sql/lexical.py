@@ -23,7 +23,7 @@ from sqlglot.parser import Parser
 from sqlglot.tokenizer_core import Token, TokenType
 from sqlglot.tokens import Tokenizer
 
-from pi_notebook.sql import functions
+from pi_notebook.sql import functions, warehouses
 from pi_notebook.sql.findings import Finding, rejects, writes
 
 MAX_SQL_CHARS = 100_000
@@ -41,6 +41,7 @@ DIALECTS: dict[str, str] = {
     "mariadb": "mysql",
     "duckdb": "duckdb",
     "clickhouse": "clickhouse",
+    "spark": "spark",
 }
 """Accepted dialect names (sqlglot's, plus SQLAlchemy's spellings) to sqlglot names."""
 
@@ -352,6 +353,15 @@ _CLICKHOUSE_REFUSED_STARTS = {
     "BACKUP": "BACKUP writes the database to files or object storage",
     "RESTORE": "RESTORE reads a backup from files or object storage",
 }
+
+
+def dialect_escape_findings(sql: str, tokens: Sequence[Token], dialect: str) -> list[Finding]:
+    """A warehouse dialect's own escapes, from the whole text and the statement's tokens
+    (``ADD JAR``, ``PUT``, Spark's ``${...}`` substitution): see ``warehouses.py``."""
+    rules = warehouses.rules_of(dialect)
+    if rules is None:
+        return []
+    return rules.escape_findings(sql, tokens, [word(token) for token in tokens])
 
 
 def _clickhouse_escapes(tokens: Sequence[Token], first: str) -> list[Finding]:

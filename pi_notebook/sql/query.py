@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from pi_notebook.sql import catalogs, clickhouse, functions, sizes
+from pi_notebook.sql import catalogs, clickhouse, functions, sizes, warehouses
 from pi_notebook.sql.findings import Finding, rejects, writes
 from pi_notebook.sql.pragmas import pragma_table_is_read
 from pi_notebook.sql.tables import builtin_schema, table_findings
@@ -209,6 +209,9 @@ def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
     if dialect == "clickhouse":
         attention -= clickhouse.PURE_NODES
         found.extend(clickhouse.clause_findings(nodes))
+    rules = warehouses.rules_of(dialect)
+    if rules is not None:
+        attention -= rules.pure_nodes
     qualified = [
         node.expression
         for node in (nodes if exp.Dot in kinds else ())
@@ -283,6 +286,11 @@ def function_finding(node: exp.Func, dialect: str) -> Finding | None:
         decided = clickhouse.call_finding(node)
         if decided is not False:
             return decided
+    rules = warehouses.rules_of(dialect)
+    if rules is not None:
+        own = rules.call_finding(node)
+        if own is not None:
+            return own
     if isinstance(node, exp.Anonymous):
         lowered = name.lower()
         if node.expressions and lowered in functions.PURE_ONLY_WITHOUT_ARGUMENTS[dialect]:

@@ -1,0 +1,85 @@
+"""D1 for the warehouse dialects (Spark SQL, Trino, Snowflake, BigQuery): their policy corpora
+under ``tests/fixtures/sql/<dialect>/``.
+
+No engine runs here ("dialect only"): the corpus is checked against the classifier. Every
+ordinary read classifies ``read``; no side effect classifies ``read`` (0 false auto-runs);
+the walls that must never open (arbitrary code, host files, substitution) are ``reject``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pi_notebook.sql import classify
+
+CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "sql"
+SEPARATOR = "-- ;;"
+DIALECTS = ("spark",)
+
+
+def load(dialect: str, name: str) -> list[str]:
+    """The entries of ``<dialect>/<name>``: separated by ``-- ;;`` lines, comment lines
+    dropped."""
+    entries, current = [], []
+    text = (CORPUS / dialect / name).read_text(encoding="utf-8")
+    for line in [*text.splitlines(), SEPARATOR]:
+        if line.strip() != SEPARATOR:
+            if not line.startswith("-- "):
+                current.append(line)
+            continue
+        entry = "\n".join(current).strip()
+        current = []
+        if entry:
+            entries.append(entry)
+    return entries
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_d1_warehouse_corpus_sizes(dialect: str) -> None:
+    reads, effects = load(dialect, "reads.sql"), load(dialect, "side_effects.sql")
+    assert len(reads) >= 50 and len(effects) >= 60
+    assert len(set(reads)) == len(reads) and len(set(effects)) == len(effects)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_d1_every_warehouse_corpus_read_is_classified_read(dialect: str) -> None:
+    verdicts = {sql: classify(sql, dialect) for sql in load(dialect, "reads.sql")}
+    assert {sql: v.reasons for sql, v in verdicts.items() if v.kind != "read"} == {}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_d1_no_warehouse_side_effect_is_classified_read(dialect: str) -> None:
+    false_reads = [sql for sql in load(dialect, "side_effects.sql")
+                   if classify(sql, dialect).kind == "read"]  # fmt: skip
+    assert false_reads == []
+
+
+@pytest.mark.parametrize(
+    ("sql", "kind"),
+    [
+        ("SELECT reflect('java.lang.Runtime', 'getRuntime')", "reject"),
+        ("SELECT java_method('java.lang.System', 'exit', 0)", "reject"),
+        ("SELECT try_reflect('java.lang.Thread', 'sleep', 1000L)", "reject"),
+        ("SELECT TRANSFORM (id) USING 'sh' AS (x) FROM t", "reject"),
+        ("ADD JAR '/tmp/evil.jar'", "reject"),
+        ("INSERT OVERWRITE LOCAL DIRECTORY '/tmp/x' SELECT 1", "reject"),
+        ("SELECT '${env:HOME}'", "reject"),
+        ("SELECT * FROM parquet.`/data/x`", "write"),
+        ("SELECT * FROM read_files('/data/x')", "write"),
+        ("SET spark.sql.ansi.enabled = false", "write"),
+        ("CACHE TABLE t", "write"),
+        ("CREATE TEMPORARY VIEW v AS SELECT 1", "write"),
+        ("ADD FILE '/tmp/x'", "write"),
+        ("SELECT unknown_function(1)", "write"),
+        ("SELECT input_file_name() FROM t", "read"),
+        ("SELECT * FROM t VERSION AS OF 3", "read"),
+        ("DESCRIBE TABLE EXTENDED db.t", "read"),
+        ("DESCRIBE parquet.`/etc/`", "write"),
+        ("SELECT 1 FROM", "reject"),
+        ("SELECT reflect FROM t", "read"),
+    ],
+)
+def test_d1_spark_verdicts(sql: str, kind: str) -> None:
+    assert classify(sql, "spark").kind == kind
