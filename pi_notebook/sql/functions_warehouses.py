@@ -1,6 +1,7 @@
 """The warehouse dialects' built-ins that read only their arguments (allow-lists, lower case).
 
-Only names sqlglot parses as ``exp.Anonymous`` matter here (the typed classes are judged once
+``TABLE(...)`` and ``DESCRIPTOR(...)`` only wrap a table function's arguments (Trino): the
+function inside is judged on its own. Only names sqlglot parses as ``exp.Anonymous`` matter here (the typed classes are judged once
 for every dialect in ``functions.py``); listing a name that sqlglot types is harmless. A name
 not listed asks: a user-defined, external or unknown function can do anything.
 """
@@ -71,8 +72,57 @@ _SPARK = """
     xpath_string xxhash64 year zeroifnull zip_with from_xml current_version
 """
 
+_TRINO = """
+    abs acos all_match any_match approx_distinct approx_most_frequent approx_percentile
+    approx_set arbitrary array_agg array_distinct array_except array_histogram
+    array_intersect array_join array_max array_min array_position array_remove array_sort
+    array_union arrays_overlap asin at_timezone atan atan2 avg bar beta_cdf
+    bing_tile bitwise_and bitwise_and_agg bitwise_left_shift bitwise_not bitwise_or
+    bitwise_or_agg bitwise_right_shift bitwise_right_shift_arithmetic bitwise_xor bool_and
+    bool_or cardinality cast cbrt ceil ceiling char2hexint checksum chr classify codepoint
+    coalesce color combinations concat concat_ws contains contains_sequence corr cos cosh
+    cosine_distance cosine_similarity count count_if covar_pop covar_samp crc32 cume_dist
+    current_catalog current_date current_groups current_path current_schema current_time
+    current_timestamp current_timezone current_user date date_add date_diff date_format
+    date_parse date_trunc day day_of_month day_of_week day_of_year degrees dense_rank
+    descriptor dow doy e element_at empty_approx_set euclidean_distance evaluate_classifier_predictions
+    every exclude_columns exp features filter first_value flatten floor format
+    format_datetime format_number from_base from_base32 from_base64 from_base64url
+    from_big_endian_32 from_big_endian_64 from_hex from_ieee754_32 from_ieee754_64
+    from_iso8601_date from_iso8601_timestamp from_iso8601_timestamp_nanos from_unixtime
+    from_unixtime_nanos from_utf8 geometric_mean greatest hamming_distance histogram hmac_md5
+    hmac_sha1 hmac_sha256 hmac_sha512 hour human_readable_seconds if index infinity
+    inverse_beta_cdf inverse_normal_cdf is_finite is_infinite is_json_scalar is_nan
+    json_array json_array_contains json_array_get json_array_length json_exists json_extract
+    json_extract_scalar json_format json_object json_parse json_query json_size json_value
+    kurtosis lag last_day_of_month last_value lead learn_classifier learn_libsvm_classifier
+    least length levenshtein_distance listagg ln localtime localtimestamp log log10 log2
+    lower lpad ltrim luhn_check make_set_digest map map_agg map_concat map_entries
+    map_filter map_from_entries map_keys map_union map_union_sum map_values map_zip_with
+    max max_by md5 merge merge_set_digest millisecond min min_by minute mod month
+    multimap_agg multimap_from_entries murmur3 nan ngrams none_match normal_cdf normalize
+    now nth_value ntile nullif numeric_histogram parse_data_size parse_datetime
+    parse_duration percent_rank pi position pow power qdigest_agg quarter radians rand
+    random rank reduce reduce_agg regexp_count regexp_extract regexp_extract_all
+    regexp_like regexp_position regexp_replace regexp_split regr_intercept regr_slope
+    repeat replace reverse rgb round row_number rpad rtrim second sequence sha1 sha256
+    sha512 shuffle sign sin sinh skewness slice soundex spooky_hash_v2_32
+    spooky_hash_v2_64 split split_part split_to_map split_to_multimap sqrt starts_with
+    stddev stddev_pop stddev_samp strpos substr substring sum t_cdf t_pdf tan tanh
+    tdigest_agg timestamp_objectid timezone_hour timezone_minute to_base to_base32
+    to_base64 to_base64url to_big_endian_32 to_big_endian_64 to_char to_date to_hex
+    to_ieee754_32 to_ieee754_64 to_iso8601 to_milliseconds to_timestamp to_unixtime
+    to_utf8 transform transform_keys transform_values translate trim trim_array truncate
+    try try_cast typeof upper url_decode url_encode url_extract_fragment url_extract_host
+    url_extract_parameter url_extract_path url_extract_port url_extract_protocol
+    url_extract_query uuid value_at_quantile values_at_quantiles var_pop var_samp variance
+    version week week_of_year width_bucket wilson_interval_lower wilson_interval_upper
+    with_timezone word_stem xxhash64 year year_of_week yow zip zip_with table
+"""
+
 PURE_FUNCTIONS: dict[str, frozenset[str]] = {
     "spark": _names(_SPARK),
+    "trino": _names(_TRINO),
 }
 """Per warehouse dialect: built-ins known to read only their arguments, the clock, the
 session's identity or a random source (table functions that only generate rows included)."""

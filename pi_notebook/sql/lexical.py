@@ -42,6 +42,7 @@ DIALECTS: dict[str, str] = {
     "duckdb": "duckdb",
     "clickhouse": "clickhouse",
     "spark": "spark",
+    "trino": "trino",
 }
 """Accepted dialect names (sqlglot's, plus SQLAlchemy's spellings) to sqlglot names."""
 

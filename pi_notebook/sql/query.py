@@ -275,6 +275,11 @@ def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
 def function_finding(node: exp.Func, dialect: str) -> Finding | None:
     """None when the call is on the dialect's side-effect-free list, else why not."""
     name, quoted = _function_name(node)
+    rules = warehouses.rules_of(dialect)
+    if rules is not None:
+        own = rules.call_finding(node)
+        if own is not None:
+            return own
     parent = node.parent
     if isinstance(parent, exp.Dot) and parent.expression is node:
         schema = parent.this.name.lower() if isinstance(parent.this, exp.Expr) else ""
@@ -286,11 +291,6 @@ def function_finding(node: exp.Func, dialect: str) -> Finding | None:
         decided = clickhouse.call_finding(node)
         if decided is not False:
             return decided
-    rules = warehouses.rules_of(dialect)
-    if rules is not None:
-        own = rules.call_finding(node)
-        if own is not None:
-            return own
     if isinstance(node, exp.Anonymous):
         lowered = name.lower()
         if node.expressions and lowered in functions.PURE_ONLY_WITHOUT_ARGUMENTS[dialect]:

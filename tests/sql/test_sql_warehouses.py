@@ -16,7 +16,7 @@ from pi_notebook.sql import classify
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "sql"
 SEPARATOR = "-- ;;"
-DIALECTS = ("spark",)
+DIALECTS = ("spark", "trino")
 
 
 def load(dialect: str, name: str) -> list[str]:
@@ -83,3 +83,29 @@ def test_d1_no_warehouse_side_effect_is_classified_read(dialect: str) -> None:
 )
 def test_d1_spark_verdicts(sql: str, kind: str) -> None:
     assert classify(sql, "spark").kind == kind
+
+
+@pytest.mark.parametrize(
+    ("sql", "kind"),
+    [
+        ("SELECT * FROM system.runtime.queries", "write"),
+        ("SELECT * FROM system.metadata.catalogs", "write"),
+        ("SELECT * FROM TABLE(system.query(query => 'DELETE FROM t'))", "write"),
+        ("CALL system.runtime.kill_query(query_id => 'q')", "write"),
+        ("SET SESSION query_max_run_time = '100d'", "write"),
+        ("RESET SESSION query_max_run_time", "write"),
+        ("PREPARE q FROM SELECT 1", "write"),
+        ("EXECUTE q", "write"),
+        ("EXPLAIN ANALYZE DELETE FROM t", "write"),
+        ("SELECT unknown_function(1)", "write"),
+        ("SELECT * FROM TABLE(exclude_columns(input => TABLE(t), columns => DESCRIPTOR(a)))",
+         "read"),
+        ("SELECT * FROM system.jdbc.tables", "read"),
+        ("SELECT * FROM t FOR VERSION AS OF 3", "read"),
+        ("EXPLAIN (TYPE DISTRIBUTED) SELECT 1", "read"),
+        ("DESCRIBE hive.db.t", "read"),
+        ("SELECT 1 FROM", "reject"),
+    ],
+)  # fmt: skip
+def test_d1_trino_verdicts(sql: str, kind: str) -> None:
+    assert classify(sql, "trino").kind == kind
