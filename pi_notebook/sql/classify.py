@@ -61,9 +61,9 @@ def classify(sql: str, dialect: str) -> Verdict:
     Args:
         sql: the statement as the model wrote it.
         dialect: sqlglot's dialect name: ``"sqlite"``, ``"postgres"``, ``"mysql"``
-            (also MariaDB), ``"duckdb"``, ``"clickhouse"`` or a warehouse's
-            (``"spark"``, ``"trino"``: see ``warehouses.py``); SQLAlchemy's ``"postgresql"`` and
-            ``"mariadb"`` are accepted too. Anything else is a ``reject``.
+            (also MariaDB), ``"duckdb"``, ``"clickhouse"`` or a warehouse's (``"spark"``,
+            ``"trino"``, ``"snowflake"``: see ``warehouses.py``); SQLAlchemy's
+            ``"postgresql"`` and ``"mariadb"`` are accepted too. Anything else is a ``reject``.
 
     Returns:
         ``read`` only for exactly one statement made entirely of known pure read

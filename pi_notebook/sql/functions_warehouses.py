@@ -117,12 +117,75 @@ _TRINO = """
     url_extract_parameter url_extract_path url_extract_port url_extract_protocol
     url_extract_query uuid value_at_quantile values_at_quantiles var_pop var_samp variance
     version week week_of_year width_bucket wilson_interval_lower wilson_interval_upper
-    with_timezone word_stem xxhash64 year year_of_week yow zip zip_with table
+    with_timezone word_stem xxhash64 year year_of_week yow zip zip_with table prev next first
+    last classifier match_number
+"""
+
+_SNOWFLAKE = """
+    abs acos acosh add_months any_value approx_count_distinct approx_percentile
+    approx_percentile_accumulate approx_percentile_estimate approx_top_k
+    approximate_jaccard_index approximate_similarity array_agg array_append array_cat
+    array_compact array_construct array_construct_compact array_contains array_distinct
+    array_except array_flatten array_generate_range array_insert array_intersection
+    array_max array_min array_position array_prepend array_remove array_remove_at
+    array_reverse array_size array_slice array_sort array_to_string array_union_agg
+    array_unique_agg arrays_overlap arrays_to_object arrays_zip as_array as_binary
+    as_boolean as_char as_date as_decimal as_double as_integer as_number as_object as_real
+    as_time as_timestamp_ltz as_timestamp_ntz as_timestamp_tz as_varchar ascii asin asinh
+    atan atan2 atanh avg base64_decode_binary base64_decode_string base64_encode bit_length
+    bitand bitand_agg bitmap_bit_position bitmap_bucket_number bitmap_construct_agg
+    bitmap_count bitmap_or_agg bitnot bitor bitor_agg bitshiftleft bitshiftright bitxor
+    bitxor_agg booland booland_agg boolnot boolor boolor_agg boolxor boolxor_agg cbrt ceil
+    charindex check_json check_xml chr coalesce collate collation compress concat
+    concat_ws contains convert_timezone corr cos cosh cot count count_if covar_pop
+    covar_samp cume_dist current_account current_account_name current_available_roles
+    current_client current_database current_date current_ip_address current_region
+    current_role current_schema current_schemas current_secondary_roles current_session
+    current_statement current_time current_timestamp current_transaction current_user
+    current_version current_warehouse date date_from_parts date_part date_trunc dateadd
+    datediff day dayname dayofmonth dayofweek dayofweekiso dayofyear decode decompress_binary
+    decompress_string degrees dense_rank div0 div0null editdistance endswith equal_null
+    exp extract factorial first_value flatten floor get get_ignore_case get_path getbit
+    greatest greatest_ignore_nulls grouping grouping_id hash hash_agg haversine hex_decode_binary
+    hex_decode_string hex_encode hll hll_accumulate hll_combine hll_estimate hour iff ifnull
+    ilike ilike_any initcap insert is_array is_binary is_boolean is_char is_date
+    is_date_value is_decimal is_double is_integer is_null_value is_object is_real is_time
+    is_timestamp_ltz is_timestamp_ntz is_timestamp_tz is_varchar jarowinkler_similarity
+    json_extract_path_text kurtosis lag last_day last_value lead least least_ignore_nulls
+    left len length like_all like_any listagg ln localtime localtimestamp log lower lpad
+    ltrim max max_by md5 md5_binary md5_hex md5_number_lower64 md5_number_upper64 median
+    min min_by minhash minhash_combine minute mod mode monthname months_between month
+    next_day normal nth_value ntile nullif nullifzero nvl nvl2 object_agg object_construct
+    object_construct_keep_null object_delete object_insert object_keys object_pick
+    octet_length parse_ip parse_json parse_url parse_xml percent_rank percentile_cont
+    percentile_disc pi position pow power previous_day quarter radians random randstr rank
+    ratio_to_report regexp regexp_count regexp_instr regexp_like regexp_replace
+    regexp_substr regexp_substr_all regr_avgx regr_avgy regr_count regr_intercept regr_r2
+    regr_slope regr_sxx regr_sxy regr_syy repeat replace reverse right rlike round
+    row_number rpad rtrim rtrimmed_length sha1 sha1_binary sha1_hex sha2 sha2_binary
+    sha2_hex sign sin sinh skew soundex soundex_p123 space split split_part split_to_table
+    sqrt square st_area st_astext st_asgeojson st_aswkt st_contains st_distance st_dwithin
+    st_geographyfromwkt st_geomfromwkt st_intersects st_makepoint st_point st_x st_y
+    startswith stddev stddev_pop stddev_samp strip_null_value strtok strtok_split_to_table
+    strtok_to_array substr substring sum sysdate systimestamp tan tanh time time_from_parts
+    time_slice timeadd timediff timestamp_from_parts timestamp_ltz_from_parts
+    timestamp_ntz_from_parts timestamp_tz_from_parts timestampadd timestampdiff to_array
+    to_binary to_boolean to_char to_date to_decimal to_double to_geography to_geometry
+    to_json to_number to_numeric to_object to_time to_timestamp to_timestamp_ltz
+    to_timestamp_ntz to_timestamp_tz to_varchar to_variant to_xml translate trim trunc
+    truncate try_base64_decode_binary try_base64_decode_string try_cast try_hex_decode_binary
+    try_hex_decode_string try_parse_json try_to_binary try_to_boolean try_to_date
+    try_to_decimal try_to_double try_to_number try_to_numeric try_to_time try_to_timestamp
+    try_to_timestamp_ltz try_to_timestamp_ntz try_to_timestamp_tz typeof unicode uniform
+    upper uuid_string var_pop var_samp variance variance_pop variance_samp vector_cosine_similarity
+    vector_inner_product vector_l2_distance week weekiso weekofyear width_bucket xmlget year
+    yearofweek yearofweekiso zeroifnull zipf prev next first last classifier match_number
 """
 
 PURE_FUNCTIONS: dict[str, frozenset[str]] = {
     "spark": _names(_SPARK),
     "trino": _names(_TRINO),
+    "snowflake": _names(_SNOWFLAKE),
 }
 """Per warehouse dialect: built-ins known to read only their arguments, the clock, the
 session's identity or a random source (table functions that only generate rows included)."""

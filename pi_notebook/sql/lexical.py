@@ -43,6 +43,7 @@ DIALECTS: dict[str, str] = {
     "clickhouse": "clickhouse",
     "spark": "spark",
     "trino": "trino",
+    "snowflake": "snowflake",
 }
 """Accepted dialect names (sqlglot's, plus SQLAlchemy's spellings) to sqlglot names."""
 

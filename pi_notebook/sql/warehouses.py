@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pi_notebook.sql import spark, trino
+from pi_notebook.sql import snowflake, spark, trino
 from pi_notebook.sql.dialect_rules import DialectRules
 
 __all__ = ["RULES", "rules_of"]
@@ -10,6 +10,7 @@ __all__ = ["RULES", "rules_of"]
 RULES: dict[str, DialectRules] = {
     "spark": spark.RULES,
     "trino": trino.RULES,
+    "snowflake": snowflake.RULES,
 }
 """Each warehouse dialect's hooks; the first-wave dialects and ClickHouse have none."""
 

