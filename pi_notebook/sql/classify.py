@@ -62,7 +62,7 @@ def classify(sql: str, dialect: str) -> Verdict:
         sql: the statement as the model wrote it.
         dialect: sqlglot's dialect name: ``"sqlite"``, ``"postgres"``, ``"mysql"``
             (also MariaDB), ``"duckdb"``, ``"clickhouse"`` or a warehouse's (``"spark"``,
-            ``"trino"``, ``"snowflake"``: see ``warehouses.py``); SQLAlchemy's
+            ``"trino"``, ``"snowflake"``, ``"bigquery"``: see ``warehouses.py``); SQLAlchemy's
             ``"postgresql"`` and ``"mariadb"`` are accepted too. Anything else is a ``reject``.
 
     Returns:

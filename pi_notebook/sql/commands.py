@@ -110,13 +110,15 @@ def command_assessment(
     first = word(tokens[0])
     if first == "PRAGMA":
         return _pragma(tokens, dialect)
+    rules = warehouses.rules_of(dialect)
+    if first == "SHOW" and rules is not None and not rules.has_show:
+        return Assessment((writes(f"SHOW is not a {dialect} statement"),))
     if first == "SHOW":
         return _show(tokens, sql, dialect, depth, assess)
     if first == "SUMMARIZE":
         return _summarize(tokens, sql, dialect, depth, assess)
     if dialect == "clickhouse":
         return _clickhouse_explain(tokens, sql, dialect, depth, assess)
-    rules = warehouses.rules_of(dialect)
     if rules is not None and first in ("DESCRIBE", "DESC"):
         return _warehouse_describe(tokens, sql, dialect, depth, assess, rules)
     if rules is not None and not rules.has_explain:

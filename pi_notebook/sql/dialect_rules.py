@@ -55,6 +55,7 @@ class DialectRules:
         explain_options: names allowed in a parenthesised ``EXPLAIN (...)`` list, or empty
             when the dialect has none.
         has_explain: the dialect has an ``EXPLAIN`` statement.
+        has_show: the dialect has ``SHOW`` statements.
         describe: the dialect has ``DESCRIBE``/``DESC`` (of a table: its columns).
         describe_words: words after ``DESCRIBE`` that say what is described
             (``TABLE``, ``EXTENDED``, ``FUNCTION``...); any other kind asks.
@@ -69,6 +70,7 @@ class DialectRules:
     explain_flags: frozenset[str] = frozenset()
     explain_options: frozenset[str] = frozenset()
     has_explain: bool = True
+    has_show: bool = True
     describe: bool = True
     describe_words: frozenset[str] = frozenset()
     describe_kind_required: bool = False

@@ -182,18 +182,70 @@ _SNOWFLAKE = """
     yearofweek yearofweekiso zeroifnull zipf prev next first last classifier match_number
 """
 
+_BIGQUERY = """
+    abs acos acosh any_value approx_count_distinct approx_quantiles approx_top_count
+    approx_top_sum array array_agg array_concat array_concat_agg array_first array_includes
+    array_includes_all array_includes_any array_last array_length array_reverse array_slice
+    array_to_string ascii asin asinh atan atan2 atanh avg bit_and bit_count bit_or bit_xor
+    bool byte_length cast cbrt ceil ceiling char_length character_length chr code_points_to_bytes
+    code_points_to_string coalesce collate concat contains_substr corr cos cosh cosine_distance
+    cot coth count countif covar_pop covar_samp csc csch cume_dist current_date
+    current_datetime current_time current_timestamp date date_add date_bucket date_diff
+    date_from_unix_date date_sub date_trunc datetime datetime_add datetime_bucket
+    datetime_diff datetime_sub datetime_trunc dense_rank div edit_distance ends_with
+    euclidean_distance exp extract farm_fingerprint first_value float64 floor format
+    format_date format_datetime format_time format_timestamp from_base32 from_base64 from_hex
+    generate_array generate_date_array generate_range_array generate_timestamp_array
+    generate_uuid greatest grouping hll_count_extract hll_count_init hll_count_merge
+    hll_count_merge_partial ieee_divide if ifnull initcap instr int64 is_inf is_nan
+    json_array json_array_append json_array_insert json_extract json_extract_array
+    json_extract_scalar json_extract_string_array json_keys json_object json_query
+    json_query_array json_remove json_set json_strip_nulls json_type json_value
+    json_value_array justify_days justify_hours justify_interval lag last_day last_value
+    lax_bool lax_float64 lax_int64 lax_string lead least left length ln log log10
+    logical_and logical_or lower lpad ltrim make_interval max max_by md5 min min_by mod
+    normalize normalize_and_casefold nth_value ntile nullif nullifzero octet_length
+    parse_bignumeric parse_date parse_datetime parse_json parse_numeric parse_time
+    parse_timestamp percent_rank percentile_cont percentile_disc pow power rand
+    range range_bucket range_contains range_end range_intersect range_overlaps range_start
+    rank regexp_contains regexp_extract regexp_extract_all regexp_instr regexp_replace
+    regexp_substr repeat replace reverse right round row_number rpad rtrim safe_add
+    safe_cast safe_convert_bytes_to_string safe_divide safe_multiply safe_negate
+    safe_subtract sec sech session_user sha1 sha256 sha512 sign sin sinh soundex split
+    sqrt st_area st_asbinary st_asgeojson st_astext st_buffer st_centroid st_contains
+    st_covers st_distance st_dwithin st_geogfromgeojson st_geogfromtext st_geogfromwkb
+    st_geogpoint st_intersects st_length st_makeline st_npoints st_perimeter st_x st_y
+    starts_with stddev stddev_pop stddev_samp string string_agg strpos struct substr
+    substring sum tan tanh time time_add time_diff time_sub time_trunc timestamp
+    timestamp_add timestamp_bucket timestamp_diff timestamp_micros timestamp_millis
+    timestamp_seconds timestamp_sub timestamp_trunc to_base32 to_base64 to_code_points
+    to_hex to_json to_json_string translate trim trunc typeof unicode unix_date unix_micros
+    unix_millis unix_seconds upper var_pop var_samp variance zeroifnull
+    divide multiply add subtract negate ipv4_to_int64 ipv4_from_int64 ip_from_string
+    ip_to_string ip_net_mask ip_trunc safe_ip_from_string host public_suffix reg_domain
+    extract merge merge_partial init new_keyset add_key_from_raw_bytes keyset_chain
+    keyset_from_json keyset_to_json keyset_length rotate_keyset decrypt_bytes
+    decrypt_string encrypt
+"""
+
 PURE_FUNCTIONS: dict[str, frozenset[str]] = {
     "spark": _names(_SPARK),
     "trino": _names(_TRINO),
     "snowflake": _names(_SNOWFLAKE),
+    "bigquery": _names(_BIGQUERY),
 }
 """Per warehouse dialect: built-ins known to read only their arguments, the clock, the
 session's identity or a random source (table functions that only generate rows included)."""
 
 QUALIFIED_SCHEMAS: dict[str, frozenset[str]] = {
-    name: frozenset() for name in ("spark", "trino", "snowflake", "bigquery")
+    "spark": frozenset(),
+    "trino": frozenset(),
+    "snowflake": frozenset(),
+    "bigquery": frozenset({"safe", "net", "hll_count", "keys", "aead", "deterministic_encrypt"}),
 }
-"""No qualifier names the built-ins: a qualified call is a user's function (or asks)."""
+"""Qualifiers that name built-in function families (BigQuery's ``SAFE.``, ``NET.``,
+``HLL_COUNT.``, ``KEYS.``, ``AEAD.``); any other qualifier names a user's function or a
+model (``ML.``, ``AI.``), which asks."""
 
 NONE: dict[str, frozenset[str]] = {
     name: frozenset() for name in ("spark", "trino", "snowflake", "bigquery")

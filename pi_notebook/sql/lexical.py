@@ -44,6 +44,7 @@ DIALECTS: dict[str, str] = {
     "spark": "spark",
     "trino": "trino",
     "snowflake": "snowflake",
+    "bigquery": "bigquery",
 }
 """Accepted dialect names (sqlglot's, plus SQLAlchemy's spellings) to sqlglot names."""
 
@@ -391,6 +392,8 @@ def _statement_escapes(tokens: Sequence[Token], words: Sequence[str], first: str
     found: list[Finding] = []
     if first == "COPY":
         found.extend(_copy_findings(tokens, words))
+    elif first == "EXPORT" and words[1:2] in (["DATA"], ["MODEL"]):
+        found.append(rejects(f"EXPORT {words[1]} writes data outside the database"))
     elif first == "EXPORT":
         found.append(rejects("EXPORT DATABASE writes files outside the database"))
     elif first == "VACUUM" and "INTO" in words:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pi_notebook.sql import snowflake, spark, trino
+from pi_notebook.sql import bigquery, snowflake, spark, trino
 from pi_notebook.sql.dialect_rules import DialectRules
 
 __all__ = ["RULES", "rules_of"]
@@ -11,6 +11,7 @@ RULES: dict[str, DialectRules] = {
     "spark": spark.RULES,
     "trino": trino.RULES,
     "snowflake": snowflake.RULES,
+    "bigquery": bigquery.RULES,
 }
 """Each warehouse dialect's hooks; the first-wave dialects and ClickHouse have none."""
 

@@ -16,7 +16,7 @@ from pi_notebook.sql import classify
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "sql"
 SEPARATOR = "-- ;;"
-DIALECTS = ("spark", "trino", "snowflake")
+DIALECTS = ("spark", "trino", "snowflake", "bigquery")
 
 
 def load(dialect: str, name: str) -> list[str]:
@@ -136,3 +136,29 @@ def test_d1_trino_verdicts(sql: str, kind: str) -> None:
 )
 def test_d1_snowflake_verdicts(sql: str, kind: str) -> None:
     assert classify(sql, "snowflake").kind == kind
+
+
+@pytest.mark.parametrize(
+    ("sql", "kind"),
+    [
+        ("EXPORT DATA OPTIONS (uri = 'gs://x/*.csv', format = 'CSV') AS SELECT 1", "reject"),
+        ("BEGIN SELECT 1; END", "reject"),
+        ("DECLARE x INT64 DEFAULT 1", "write"),
+        ("SET x = 2", "write"),
+        ("EXECUTE IMMEDIATE 'DELETE FROM t WHERE TRUE'", "write"),
+        ("CALL ds.cleanup()", "write"),
+        ("LOAD DATA INTO ds.t FROM FILES (format = 'CSV', uris = ['gs://b/x.csv'])", "write"),
+        ("SELECT * FROM EXTERNAL_QUERY('conn', 'SELECT 1')", "write"),
+        ("CREATE MODEL ds.m OPTIONS (model_type = 'linear_reg') AS SELECT 1 AS label", "write"),
+        ("SELECT * FROM ML.PREDICT(MODEL ds.m, (SELECT 1 AS x))", "write"),
+        ("SELECT * FROM `region-us.INFORMATION_SCHEMA.JOBS`", "write"),
+        ("SELECT ds.my_udf(x) FROM t", "write"),
+        ("SHOW TABLES", "write"),
+        ("SELECT SAFE.PARSE_DATE('%Y%m%d', s), NET.HOST(u) FROM t", "read"),
+        ("SELECT * FROM ds.t FOR SYSTEM_TIME AS OF '2024-01-01'", "read"),
+        ("SELECT * FROM ds.INFORMATION_SCHEMA.TABLES", "read"),
+        ("SELECT 1 FROM", "reject"),
+    ],
+)
+def test_d1_bigquery_verdicts(sql: str, kind: str) -> None:
+    assert classify(sql, "bigquery").kind == kind
