@@ -15,6 +15,8 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+# Left off for Spark: xpath*, from_xml and schema_of_xml parse XML with the JVM's parser
+# (whether a document's external entities, host files, stay unresolved is the cluster's setting).
 _SPARK = """
     abs acos acosh add_months aes_decrypt aes_encrypt aggregate and any any_value
     approx_count_distinct approx_percentile array array_agg array_append array_compact
@@ -36,40 +38,38 @@ _SPARK = """
     from_unixtime from_utc_timestamp get get_json_object getbit greatest grouping
     grouping_id hash hex histogram_numeric hll_sketch_agg hll_sketch_estimate hll_union
     hll_union_agg hour hypot if ifnull ilike initcap inline inline_outer
-    input_file_block_length input_file_block_start input_file_name instr int
-    is_valid_utf8 is_variant_null isnan isnotnull isnull json_array_length
-    json_object_keys json_tuple kurtosis lag last last_day last_value lcase lead least left
-    len length levenshtein like ln localtimestamp locate log log10 log1p log2 lower lpad
-    ltrim luhn_check make_date make_dt_interval make_interval make_timestamp
-    make_timestamp_ltz make_timestamp_ntz make_valid_utf8 make_ym_interval map map_concat
-    map_contains_key map_entries map_filter map_from_arrays map_from_entries map_keys
-    map_values map_zip_with mask max max_by md5 mean median min min_by minute mod mode
-    monotonically_increasing_id month monthname months_between named_struct nanvl negative
-    next_day not now nth_value ntile nullif nullifzero nvl nvl2 octet_length or overlay
-    parse_json parse_url percent_rank percentile percentile_approx percentile_cont
-    percentile_disc pi pmod posexplode posexplode_outer position positive pow power printf
-    quarter radians raise_error rand randn random randstr range rank rebalance reduce regexp
-    regexp_count regexp_extract regexp_extract_all regexp_instr regexp_like regexp_replace
-    regexp_substr regr_avgx regr_avgy regr_count regr_intercept regr_r2 regr_slope regr_sxx
-    regr_sxy regr_syy repartition repartition_by_range repeat replace reverse right rint
-    rlike round row_number rpad rtrim schema_of_csv schema_of_json schema_of_variant
-    schema_of_variant_agg schema_of_xml sec second sentences sequence session_user
-    session_window sha sha1 sha2 shiftleft shiftright shiftrightunsigned shuffle sign signum
-    sin sinh size skewness slice smallint some sort_array soundex space spark_partition_id
-    split split_part sql_keywords sqrt stack startswith std stddev stddev_pop stddev_samp
-    str_to_map string struct substr substring substring_index sum tan tanh timestamp
-    timestamp_micros timestamp_millis timestamp_seconds tinyint to_binary to_char to_csv
-    to_date to_json to_number to_timestamp to_timestamp_ltz to_timestamp_ntz
-    to_unix_timestamp to_utc_timestamp to_varchar to_variant_object to_xml transform
-    transform_keys transform_values translate trim trunc try_add try_aes_decrypt try_avg
-    try_divide try_element_at try_mod try_multiply try_parse_json try_parse_url
-    try_subtract try_sum try_to_binary try_to_number try_to_timestamp try_url_decode
-    try_validate_utf8 try_variant_get typeof ucase unbase64 unhex uniform unix_date
-    unix_micros unix_millis unix_seconds unix_timestamp upper url_decode url_encode user
-    uuid validate_utf8 var_pop var_samp variance variant_explode variant_explode_outer
-    variant_get version weekday weekofyear width_bucket window window_time xpath
-    xpath_boolean xpath_double xpath_float xpath_int xpath_long xpath_number xpath_short
-    xpath_string xxhash64 year zeroifnull zip_with from_xml current_version
+    input_file_block_length input_file_block_start input_file_name instr int is_valid_utf8
+    is_variant_null isnan isnotnull isnull json_array_length json_object_keys json_tuple
+    kurtosis lag last last_day last_value lcase lead least left len length levenshtein like
+    ln localtimestamp locate log log10 log1p log2 lower lpad ltrim luhn_check make_date
+    make_dt_interval make_interval make_timestamp make_timestamp_ltz make_timestamp_ntz
+    make_valid_utf8 make_ym_interval map map_concat map_contains_key map_entries map_filter
+    map_from_arrays map_from_entries map_keys map_values map_zip_with mask max max_by md5
+    mean median min min_by minute mod mode monotonically_increasing_id month monthname
+    months_between named_struct nanvl negative next_day not now nth_value ntile nullif
+    nullifzero nvl nvl2 octet_length or overlay parse_json parse_url percent_rank percentile
+    percentile_approx percentile_cont percentile_disc pi pmod posexplode posexplode_outer
+    position positive pow power printf quarter radians raise_error rand randn random randstr
+    range rank rebalance reduce regexp regexp_count regexp_extract regexp_extract_all
+    regexp_instr regexp_like regexp_replace regexp_substr regr_avgx regr_avgy regr_count
+    regr_intercept regr_r2 regr_slope regr_sxx regr_sxy regr_syy repartition
+    repartition_by_range repeat replace reverse right rint rlike round row_number rpad rtrim
+    schema_of_csv schema_of_json schema_of_variant schema_of_variant_agg sec second
+    sentences sequence session_user session_window sha sha1 sha2 shiftleft shiftright
+    shiftrightunsigned shuffle sign signum sin sinh size skewness slice smallint some
+    sort_array soundex space spark_partition_id split split_part sql_keywords sqrt stack
+    startswith std stddev stddev_pop stddev_samp str_to_map string struct substr substring
+    substring_index sum tan tanh timestamp timestamp_micros timestamp_millis
+    timestamp_seconds tinyint to_binary to_char to_csv to_date to_json to_number
+    to_timestamp to_timestamp_ltz to_timestamp_ntz to_unix_timestamp to_utc_timestamp
+    to_varchar to_variant_object to_xml transform transform_keys transform_values translate
+    trim trunc try_add try_aes_decrypt try_avg try_divide try_element_at try_mod
+    try_multiply try_parse_json try_parse_url try_subtract try_sum try_to_binary
+    try_to_number try_to_timestamp try_url_decode try_validate_utf8 try_variant_get typeof
+    ucase unbase64 unhex uniform unix_date unix_micros unix_millis unix_seconds
+    unix_timestamp upper url_decode url_encode user uuid validate_utf8 var_pop var_samp
+    variance variant_explode variant_explode_outer variant_get version weekday weekofyear
+    width_bucket window window_time xxhash64 year zeroifnull zip_with current_version
 """
 
 _TRINO = """

@@ -1,7 +1,8 @@
 """Trino's policy table. Trino's own read-only wall is server-side (``access-control.name=
 read-only`` or file-based rules), which this tool cannot see, so the classifier asks for:
 
-* ``system.runtime.*`` (other users' queries and their text, nodes, tasks, transactions) and
+* the JMX catalog (``jmx.current.*``: the JVMs' system properties and arguments) and
+  ``system.runtime.*`` (other users' queries and their text, nodes, tasks, transactions) and
   ``system.metadata.*`` (catalog properties, materialized views' storage, analyze and
   session properties): the cluster's own state, not the data;
 * query passthroughs and other connector table functions (``TABLE(system.query(...))``,
@@ -33,6 +34,10 @@ def _table_finding(table: exp.Table) -> Finding | None:
     if not isinstance(table.this, exp.Identifier):
         return None
     catalog, schema = table.catalog.lower(), table.db.lower()
+    # JMX tables are MBean names (java.lang:type=Runtime), whatever the catalog is called.
+    if catalog == "jmx" or ":" in table.name:
+        text = table.sql(dialect="trino")[:80]
+        return writes(f"{text} shows the cluster's JVMs (system properties, arguments)")
     if schema in SYSTEM_SCHEMAS and catalog in ("", "system"):
         text = table.sql(dialect="trino")[:80]
         return writes(f"{text} shows the cluster's state (other users' queries, nodes, "
