@@ -265,11 +265,12 @@ def quoting_findings(sql: str, dialect: str) -> list[Finding]:
     """Backslash before a quote: where the string ends depends on server settings.
 
     MySQL ends ``'a\\'`` at the second quote only without ``NO_BACKSLASH_ESCAPES``;
-    PostgreSQL only with ``standard_conforming_strings`` off. Either way the statement
+    PostgreSQL only with ``standard_conforming_strings`` off; Spark only with
+    ``spark.sql.parser.escapedStringLiterals`` off. Either way the statement
     may not be the one we parsed, so it is not a read; with a semicolon anywhere in
     the text it may be two statements, so it is a ``reject``.
     """
-    if dialect in ("mysql", "postgres") and _BACKSLASH_QUOTE.search(sql):
+    if dialect in ("mysql", "postgres", "spark") and _BACKSLASH_QUOTE.search(sql):
         if ";" in sql:
             # Where the string ends decides whether the semicolon separates statements.
             return [

@@ -4,7 +4,7 @@ asks for:
 
 * stage reads (``FROM @stage/path``, ``@~``, ``@%table``) and file-schema inference: files,
   not tables; ``PUT`` (uploads a file of this machine), ``COPY INTO``, ``LIST``, ``REMOVE``;
-* ``SYSTEM$...`` functions (many cancel queries, abort sessions, change clustering or wait),
+* ``seq.NEXTVAL`` (advances a sequence), ``SYSTEM$...`` functions (many cancel queries, abort sessions, change clustering or wait),
   external functions and UDFs (unknown names), ``RESULT_SCAN``;
 * ``SNOWFLAKE.ACCOUNT_USAGE`` and the other usage schemas (every user's queries with their
   text, logins, grants);
@@ -67,6 +67,9 @@ def _escape_findings(sql: str, tokens: Sequence[Token], words: Sequence[str]) ->
     head = " ".join(token.text.upper() for token in tokens[:1]).split()
     if head[:1] == ["GET"]:
         return [rejects("GET writes stage files onto this machine's file system")]
+    for index in range(1, len(tokens)):
+        if words[index] == "NEXTVAL" and tokens[index - 1].token_type == TokenType.DOT:
+            return [writes("seq.NEXTVAL advances a sequence")]
     if list(words[:2]) == ["COPY", "INTO"] and len(tokens) > 2:
         target = tokens[2]
         if target.token_type == TokenType.STRING:

@@ -66,6 +66,8 @@ def test_d1_no_warehouse_side_effect_is_classified_read(dialect: str) -> None:
         ("ADD JAR '/tmp/evil.jar'", "reject"),
         ("INSERT OVERWRITE LOCAL DIRECTORY '/tmp/x' SELECT 1", "reject"),
         ("SELECT '${env:HOME}'", "reject"),
+        ("SELECT 'a\\'; DROP TABLE t; --'", "reject"),
+        ("SELECT 'it\\'s'", "write"),
         ("SELECT * FROM parquet.`/data/x`", "write"),
         ("SELECT * FROM read_files('/data/x')", "write"),
         ("SET spark.sql.ansi.enabled = false", "write"),
