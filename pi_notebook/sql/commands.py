@@ -126,11 +126,9 @@ def command_assessment(
     return _explain(tokens, sql, dialect, depth, assess)
 
 
-_DESCRIBED_NAMES = frozenset(
-    {"FUNCTION", "DATABASE", "SCHEMA", "CATALOG", "INPUT", "OUTPUT", "HISTORY", "DETAIL"}
-)
-"""Kinds of ``DESCRIBE`` that show a name's metadata (a routine, a schema, a prepared
-statement's parameters, a table's history) rather than reading a table source."""
+_DESCRIBED_NAMES = frozenset({"FUNCTION", "DATABASE", "SCHEMA", "CATALOG"})
+"""Kinds of ``DESCRIBE`` that show a routine's or a schema's metadata rather than a table
+source's (``DESCRIBE HISTORY``/``DETAIL`` read a table, a path read included)."""
 
 
 def _warehouse_describe(
