@@ -1,8 +1,8 @@
 """``engines()``: the table of engines the tool runs, with each one's walls (third wave).
 
 One row per engine on the seam (:mod:`pi_notebook.sql.engines`): the four first-wave engines
-and ClickHouse through chDB. Warehouses whose dialect alone is supported would be listed as
-``dialect only``; none is yet, so none is listed.
+and ClickHouse through chDB, then the warehouses whose dialect alone is supported so far
+(Spark SQL, Trino, Snowflake, BigQuery: ``dialect only``, their URLs refused).
 """
 
 from __future__ import annotations
@@ -27,12 +27,14 @@ ENGINE_COLUMNS = (
 
 def engines() -> pd.DataFrame:
     """One row per engine: ``engine``, ``dialect`` (sqlglot's), ``url_scheme``,
-    ``read_only_backstop`` and ``cancel`` (text), ``arrow`` (bool), ``estimate`` (text or
-    ``None``: how a read's cost is estimated for a read budget) and ``tested_against``
-    (``live``, ``emulator`` or ``dialect only``).
+    ``read_only_backstop`` (text), ``cancel`` (text, or ``None`` where the tool runs
+    nothing), ``arrow`` (bool), ``estimate`` (text or ``None``: how a read's cost is
+    estimated for a read budget) and ``tested_against`` (``live``, ``emulator`` or
+    ``dialect only``).
 
-    >>> list(engines()["engine"])
-    ['sqlite', 'postgresql', 'mysql', 'duckdb', 'clickhouse']
+    >>> list(engines()["engine"])  # doctest: +NORMALIZE_WHITESPACE
+    ['sqlite', 'postgresql', 'mysql', 'duckdb', 'clickhouse', 'spark', 'trino',
+     'snowflake', 'bigquery']
     """
     rows = [
         {
@@ -50,4 +52,5 @@ def engines() -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=list(ENGINE_COLUMNS))
     frame["arrow"] = frame["arrow"].astype(bool)
     frame["estimate"] = frame["estimate"].astype(object)
+    frame["cancel"] = frame["cancel"].astype(object)
     return frame

@@ -28,12 +28,18 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+_WAREHOUSES_NONE: dict[str, frozenset[str]] = {
+    name: frozenset() for name in ("spark", "trino", "snowflake", "bigquery")
+}
+"""The warehouse dialects judge their catalogues in their own modules (``spark.py``...)."""
+
 HOST_FILE_TABLES: dict[str, frozenset[str]] = {
     "postgres": _names("pg_file_settings pg_hba_file_rules pg_ident_file_mappings"),
     "mysql": frozenset(),
     "sqlite": frozenset(),
     "duckdb": frozenset(),
     "clickhouse": frozenset(),
+    **_WAREHOUSES_NONE,
 }
 """Catalog views that read configuration files on the server host when queried."""
 
@@ -50,6 +56,7 @@ SECRET_TABLES: dict[str, frozenset[str]] = {
     "sqlite": _names("sqlite_dbpage"),
     "duckdb": frozenset(),
     "clickhouse": frozenset(),
+    **_WAREHOUSES_NONE,
 }
 """Tables holding secrets: password hashes (``pg_authid``, ``mysql.user``,
 ``mysql.global_priv``, MariaDB's password history), stored connection passwords
@@ -66,6 +73,7 @@ SETTINGS_TABLES: dict[str, frozenset[str]] = {
     "sqlite": frozenset(),
     "duckdb": frozenset(),
     "clickhouse": frozenset(),
+    **_WAREHOUSES_NONE,
 }
 """Views listing every setting with its value, secret ones included (PostgreSQL shows
 ``primary_conninfo`` with its password to a superuser): a read only when its query keeps
@@ -83,6 +91,7 @@ SECRET_SETTINGS: dict[str, frozenset[str]] = {
         azure_account_key hf_token"""
     ),
     "clickhouse": frozenset(),
+    **_WAREHOUSES_NONE,
 }
 """Settings whose value holds a password or a command (``SHOW x``, ``current_setting('x')``;
 PostgreSQL's ``SHOW ALL`` lists them all)."""

@@ -61,8 +61,9 @@ def classify(sql: str, dialect: str) -> Verdict:
     Args:
         sql: the statement as the model wrote it.
         dialect: sqlglot's dialect name: ``"sqlite"``, ``"postgres"``, ``"mysql"``
-            (also MariaDB) or ``"duckdb"``; SQLAlchemy's ``"postgresql"`` and
-            ``"mariadb"`` are accepted too. Anything else is a ``reject``.
+            (also MariaDB), ``"duckdb"``, ``"clickhouse"`` or a warehouse's (``"spark"``,
+            ``"trino"``, ``"snowflake"``, ``"bigquery"``: see ``warehouses.py``); SQLAlchemy's
+            ``"postgresql"`` and ``"mariadb"`` are accepted too. Anything else is a ``reject``.
 
     Returns:
         ``read`` only for exactly one statement made entirely of known pure read
@@ -137,6 +138,7 @@ def assess(sql: str, dialect: str, depth: int) -> Assessment:
         *lexical.quoting_findings(sql, dialect),
         *lexical.quoted_call_findings(body, dialect, types),
         *lexical.mysql_call_findings(body, dialect),
+        *lexical.dialect_escape_findings(sql, body, dialect),
     ]
     if any(finding.kind == "reject" for finding in early):
         return Assessment(tuple(early))

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 
 from sqlglot.tokenizer_core import Token, TokenType
 
+from pi_notebook.sql import warehouses
 from pi_notebook.sql.catalogs import SECRET_SETTINGS
+from pi_notebook.sql.dialect_rules import DialectRules
 from pi_notebook.sql.findings import Finding, writes
 from pi_notebook.sql.lexical import word
 from pi_notebook.sql.pragmas import PRAGMAS, pragma_statement_is_read
@@ -108,13 +110,63 @@ def command_assessment(
     first = word(tokens[0])
     if first == "PRAGMA":
         return _pragma(tokens, dialect)
+    rules = warehouses.rules_of(dialect)
+    if first == "SHOW" and rules is not None and not rules.has_show:
+        return Assessment((writes(f"SHOW is not a {dialect} statement"),))
     if first == "SHOW":
         return _show(tokens, sql, dialect, depth, assess)
     if first == "SUMMARIZE":
         return _summarize(tokens, sql, dialect, depth, assess)
     if dialect == "clickhouse":
         return _clickhouse_explain(tokens, sql, dialect, depth, assess)
+    if rules is not None and first in ("DESCRIBE", "DESC"):
+        return _warehouse_describe(tokens, sql, dialect, depth, assess, rules)
+    if rules is not None and not rules.has_explain:
+        return Assessment((writes(f"{first} is not a {dialect} statement"),))
     return _explain(tokens, sql, dialect, depth, assess)
+
+
+_DESCRIBED_NAMES = frozenset({"FUNCTION", "DATABASE", "SCHEMA", "CATALOG"})
+"""Kinds of ``DESCRIBE`` that show a routine's or a schema's metadata rather than a table
+source's (``DESCRIBE HISTORY``/``DETAIL`` read a table, a path read included)."""
+
+
+def _warehouse_describe(
+    tokens: Sequence[Token],
+    sql: str,
+    dialect: str,
+    depth: int,
+    assess: Assess,
+    rules: DialectRules,
+) -> Assessment:
+    """A warehouse's ``DESCRIBE [kind...] name [column]`` or ``DESCRIBE [QUERY] query``: the
+    name is judged as the table source it is (a path read asks); an unknown kind asks."""
+    first = word(tokens[0])
+    if not rules.describe:
+        return Assessment((writes(f"{first} is not a {dialect} statement"),))
+    index, kinds = 1, set()
+    while index < len(tokens) - 1 and word(tokens[index]) in rules.describe_words:
+        kinds.add(word(tokens[index]))
+        index += 1
+    if rules.describe_kind_required and not kinds:
+        kind = word(tokens[1]) if len(tokens) > 1 else ""
+        return Assessment((writes(f"{first} {kind or 'of this'} is not known to only read "
+                                  "a table's columns"),))  # fmt: skip
+    if index >= len(tokens):
+        return Assessment((writes(f"{first} without a name"),))
+    if word(tokens[index]) in _QUERY_STARTS or tokens[index].token_type == TokenType.L_PAREN:
+        return _describe_query(tokens, sql, dialect, depth, assess, start=index)
+    rest = tokens[index:]
+    if not _is_plain_name_list(rest):
+        return Assessment((writes(f"{first} with an expression that may call functions"),))
+    if kinds & _DESCRIBED_NAMES:
+        return Assessment((), read_reason=f"{first} reads metadata")
+    end = index + 1
+    while end + 1 < len(tokens) and tokens[end].token_type == TokenType.DOT:
+        end += 2
+    target = sql[tokens[index].start : tokens[end - 1].end + 1]
+    inner = assess(f"SELECT * FROM {target}", dialect, depth + 1)
+    return Assessment(inner.findings, read_reason=f"{first} reads a table's columns")
 
 
 def _rest(tokens: Sequence[Token], sql: str, start: int) -> str:
@@ -227,7 +279,8 @@ def _explain(
     first = word(tokens[0])
     if first in ("DESCRIBE", "DESC") and dialect not in ("mysql", "duckdb"):
         return Assessment((writes(f"{first} is not a {dialect} statement"),))
-    index, analyze = _skip_explain_options(tokens, dialect)
+    rules = warehouses.rules_of(dialect)
+    index, analyze = _skip_explain_options(tokens, dialect, rules)
     if index >= len(tokens):
         return Assessment((writes(f"{first} without a statement"),))
     start_word = word(tokens[index])
@@ -265,7 +318,9 @@ def _describe_query(
     return Assessment(kept, read_reason=f"{first} only plans the statement; it does not run it")
 
 
-def _skip_explain_options(tokens: Sequence[Token], dialect: str) -> tuple[int, bool]:
+def _skip_explain_options(
+    tokens: Sequence[Token], dialect: str, rules: DialectRules | None = None
+) -> tuple[int, bool]:
     """Index of the first token after EXPLAIN's options, and whether they may execute it.
 
     Any mention of ANALYZE counts, even ``ANALYZE false`` (DuckDB executes that too):
@@ -276,19 +331,21 @@ def _skip_explain_options(tokens: Sequence[Token], dialect: str) -> tuple[int, b
     """
     index = 1
     analyze = False
+    flags = rules.explain_flags if rules is not None else frozenset()
+    options = rules.explain_options if rules is not None else frozenset()
     while index < len(tokens):
         token = tokens[index]
         name = word(token)
-        # PostgreSQL and DuckDB take a parenthesised option list: EXPLAIN (ANALYZE, ...).
+        # PostgreSQL, DuckDB and Trino take a parenthesised option list: EXPLAIN (ANALYZE, ...).
         if (
             token.token_type == TokenType.L_PAREN
             and index == 1
-            and dialect in ("postgres", "duckdb")
+            and (dialect in ("postgres", "duckdb") or options)
         ):
-            index, executes = _option_list(tokens, index)
+            index, executes = _option_list(tokens, index, options or _PLAN_ONLY_OPTIONS)
             analyze = analyze or executes
             continue
-        if name in _EXPLAIN_FLAGS:
+        if name in _EXPLAIN_FLAGS or name in flags:
             analyze = analyze or name in ("ANALYZE", "ANALYSE")
             index += 1
             continue
@@ -303,7 +360,9 @@ def _skip_explain_options(tokens: Sequence[Token], dialect: str) -> tuple[int, b
     return index, analyze
 
 
-def _option_list(tokens: Sequence[Token], start: int) -> tuple[int, bool]:
+def _option_list(
+    tokens: Sequence[Token], start: int, plan_only: frozenset[str]
+) -> tuple[int, bool]:
     """Skip ``( name [value], ... )`` from ``start``; True when an option may execute."""
     index, depth, executes = start + 1, 1, False
     expect_name = True
@@ -318,7 +377,7 @@ def _option_list(tokens: Sequence[Token], start: int) -> tuple[int, bool]:
         elif kind == TokenType.COMMA and depth == 1:
             expect_name = True
         elif expect_name:
-            executes = executes or word(token) not in _PLAN_ONLY_OPTIONS
+            executes = executes or word(token) not in plan_only
             expect_name = False
         index += 1
     return index, executes or depth != 0

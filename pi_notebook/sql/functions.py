@@ -20,7 +20,7 @@ need approval for the size of what it builds (``sizes.py``) or for the pragma it
 
 from __future__ import annotations
 
-from pi_notebook.sql import functions_clickhouse
+from pi_notebook.sql import functions_clickhouse, functions_warehouses
 
 
 def _names(text: str) -> frozenset[str]:
@@ -354,6 +354,7 @@ PURE_FUNCTIONS: dict[str, frozenset[str]] = {
     "sqlite": _names(_COMMON + _SQLITE),
     "duckdb": _names(_COMMON + _DUCKDB),
     "clickhouse": functions_clickhouse.PURE_FUNCTIONS | functions_clickhouse.PURE_TABLE_FUNCTIONS,
+    **functions_warehouses.PURE_FUNCTIONS,
 }
 """Per dialect: lower-case names of functions parsed as ``exp.Anonymous`` that are known
 to be free of side effects. A pure function can still be slow; that is the engine's
@@ -365,6 +366,7 @@ QUALIFIED_SCHEMAS: dict[str, frozenset[str]] = {
     "sqlite": frozenset(),
     "duckdb": frozenset(),
     "clickhouse": frozenset(),
+    **functions_warehouses.QUALIFIED_SCHEMAS,
 }
 """Schemas whose functions are the built-ins themselves: ``pg_catalog.lower(x)`` is the
 same function as ``lower(x)``; any other qualifier names a user-defined function."""
@@ -377,6 +379,7 @@ REJECT_FUNCTIONS: dict[str, frozenset[str]] = {
     "sqlite": _names("load_extension fts3_tokenizer writefile edit"),
     "duckdb": _names("write_csv"),
     "clickhouse": functions_clickhouse.REJECT_FUNCTIONS,
+    **functions_warehouses.NONE,
 }
 """Functions that reach outside the database in a way approval must not be able to
 allow: writing host files (``lo_export``, adminpack, SQLite's ``writefile``), running
@@ -403,6 +406,7 @@ PURE_ONLY_WITHOUT_ARGUMENTS: dict[str, frozenset[str]] = {
     "sqlite": frozenset(),
     "duckdb": frozenset(),
     "clickhouse": frozenset(),
+    **functions_warehouses.NONE,
 }
 """Functions that only report when called bare: MySQL ``LAST_INSERT_ID(expr)`` sets the
 value the session's next ``LAST_INSERT_ID()`` returns."""

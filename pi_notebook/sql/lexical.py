@@ -23,7 +23,7 @@ from sqlglot.parser import Parser
 from sqlglot.tokenizer_core import Token, TokenType
 from sqlglot.tokens import Tokenizer
 
-from pi_notebook.sql import functions
+from pi_notebook.sql import functions, warehouses
 from pi_notebook.sql.findings import Finding, rejects, writes
 
 MAX_SQL_CHARS = 100_000
@@ -41,6 +41,10 @@ DIALECTS: dict[str, str] = {
     "mariadb": "mysql",
     "duckdb": "duckdb",
     "clickhouse": "clickhouse",
+    "spark": "spark",
+    "trino": "trino",
+    "snowflake": "snowflake",
+    "bigquery": "bigquery",
 }
 """Accepted dialect names (sqlglot's, plus SQLAlchemy's spellings) to sqlglot names."""
 
@@ -261,11 +265,12 @@ def quoting_findings(sql: str, dialect: str) -> list[Finding]:
     """Backslash before a quote: where the string ends depends on server settings.
 
     MySQL ends ``'a\\'`` at the second quote only without ``NO_BACKSLASH_ESCAPES``;
-    PostgreSQL only with ``standard_conforming_strings`` off. Either way the statement
+    PostgreSQL only with ``standard_conforming_strings`` off; Spark only with
+    ``spark.sql.parser.escapedStringLiterals`` off. Either way the statement
     may not be the one we parsed, so it is not a read; with a semicolon anywhere in
     the text it may be two statements, so it is a ``reject``.
     """
-    if dialect in ("mysql", "postgres") and _BACKSLASH_QUOTE.search(sql):
+    if dialect in ("mysql", "postgres", "spark") and _BACKSLASH_QUOTE.search(sql):
         if ";" in sql:
             # Where the string ends decides whether the semicolon separates statements.
             return [
@@ -354,6 +359,15 @@ _CLICKHOUSE_REFUSED_STARTS = {
 }
 
 
+def dialect_escape_findings(sql: str, tokens: Sequence[Token], dialect: str) -> list[Finding]:
+    """A warehouse dialect's own escapes, from the whole text and the statement's tokens
+    (``ADD JAR``, ``PUT``, Spark's ``${...}`` substitution): see ``warehouses.py``."""
+    rules = warehouses.rules_of(dialect)
+    if rules is None:
+        return []
+    return rules.escape_findings(sql, tokens, [word(token) for token in tokens])
+
+
 def _clickhouse_escapes(tokens: Sequence[Token], first: str) -> list[Finding]:
     """ClickHouse statements that reach past the database: server control, files written by
     ``INSERT INTO FUNCTION``, programs run by an ``Executable`` engine or dictionary source."""
@@ -379,6 +393,8 @@ def _statement_escapes(tokens: Sequence[Token], words: Sequence[str], first: str
     found: list[Finding] = []
     if first == "COPY":
         found.extend(_copy_findings(tokens, words))
+    elif first == "EXPORT" and words[1:2] in (["DATA"], ["MODEL"]):
+        found.append(rejects(f"EXPORT {words[1]} writes data outside the database"))
     elif first == "EXPORT":
         found.append(rejects("EXPORT DATABASE writes files outside the database"))
     elif first == "VACUUM" and "INTO" in words:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from pi_notebook.sql import catalogs, clickhouse, functions, sizes
+from pi_notebook.sql import catalogs, clickhouse, functions, sizes, warehouses
 from pi_notebook.sql.findings import Finding, rejects, writes
 from pi_notebook.sql.pragmas import pragma_table_is_read
 from pi_notebook.sql.tables import builtin_schema, table_findings
@@ -209,6 +209,9 @@ def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
     if dialect == "clickhouse":
         attention -= clickhouse.PURE_NODES
         found.extend(clickhouse.clause_findings(nodes))
+    rules = warehouses.rules_of(dialect)
+    if rules is not None:
+        attention -= rules.pure_nodes
     qualified = [
         node.expression
         for node in (nodes if exp.Dot in kinds else ())
@@ -272,6 +275,11 @@ def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
 def function_finding(node: exp.Func, dialect: str) -> Finding | None:
     """None when the call is on the dialect's side-effect-free list, else why not."""
     name, quoted = _function_name(node)
+    rules = warehouses.rules_of(dialect)
+    if rules is not None:
+        own = rules.call_finding(node)
+        if own is not None:
+            return own
     parent = node.parent
     if isinstance(parent, exp.Dot) and parent.expression is node:
         schema = parent.this.name.lower() if isinstance(parent.this, exp.Expr) else ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from pi_notebook.sql import catalogs, clickhouse, functions
+from pi_notebook.sql import catalogs, clickhouse, functions, warehouses
 from pi_notebook.sql.findings import Finding, writes
 from pi_notebook.sql.pragmas import pragma_table_is_read
 
@@ -30,6 +30,11 @@ def builtin_schema(schema: object, dialect: str) -> bool:
 
 def table_findings(table: exp.Table, dialect: str) -> list[Finding]:
     """Why reading ``table`` is not a plain read (empty when it is one)."""
+    rules = warehouses.rules_of(dialect)
+    if rules is not None:
+        own = rules.table_finding(table)
+        if own is not None:
+            return [own]
     source = table.this
     if isinstance(source, exp.Literal):
         return [writes("reads a file or URL named in the FROM clause", when_executed=False)]

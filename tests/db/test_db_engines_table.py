@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import pytest
+
 import pi_notebook.database
+from pi_notebook import create_agent_session
+from pi_notebook.database import database_extension
 from pi_notebook.sql import classify
-from pi_notebook.sql.engines import ENGINES, engine_for_url
+from pi_notebook.sql.engines import ENGINES, DialectOnly, create_backend, engine_for_url
+from pi_notebook.testing import ScriptedModel, text
+
+WAREHOUSE_URLS = {
+    "spark": "sc://localhost:15002",
+    "trino": "trino://analyst@localhost:8080/hive/sales",
+    "snowflake": "snowflake://analyst@account/analytics/sales",
+    "bigquery": "bigquery://my-project/sales",
+}
 
 
 def test_engines_lists_each_engine_with_its_walls() -> None:
     frame = pi_notebook.database.engines()
     assert list(frame.columns) == ["engine", "dialect", "url_scheme", "read_only_backstop",
                                    "cancel", "arrow", "estimate", "tested_against"]  # fmt: skip
-    assert list(frame["engine"]) == ["sqlite", "postgresql", "mysql", "duckdb", "clickhouse"]
+    assert list(frame["engine"]) == ["sqlite", "postgresql", "mysql", "duckdb", "clickhouse",
+                                     "spark", "trino", "snowflake", "bigquery"]  # fmt: skip
     assert set(frame["tested_against"]) <= {"live", "emulator", "dialect only"}
     assert frame["arrow"].dtype == bool and frame["read_only_backstop"].str.len().min() > 20
     clickhouse = frame.set_index("engine").loc["clickhouse"]
@@ -23,10 +36,55 @@ def test_engines_lists_each_engine_with_its_walls() -> None:
     assert "EXPLAIN ESTIMATE" in clickhouse["estimate"]
 
 
+def test_dialect_only_warehouses_are_listed_with_what_their_engines_offer() -> None:
+    frame = pi_notebook.database.engines().set_index("engine")
+    warehouses = frame.loc[list(WAREHOUSE_URLS)]
+    assert set(warehouses["tested_against"]) == {"dialect only"}
+    assert list(warehouses["dialect"]) == list(WAREHOUSE_URLS)
+    assert [scheme.split("://")[0] for scheme in warehouses["url_scheme"]] == [
+        "sc", "trino", "snowflake", "bigquery"]  # fmt: skip
+    assert warehouses["cancel"].isna().all() and warehouses["estimate"].isna().all()
+    assert not warehouses["arrow"].any()
+    backstops = warehouses["read_only_backstop"]
+    assert backstops["spark"].startswith("none: the classifier only (Spark has no read-only")
+    assert "access-control.name=read-only" in backstops["trino"]
+    assert "SELECT grants" in backstops["snowflake"] and "timeouts" in backstops["snowflake"]
+    assert "maximum_bytes_billed" in backstops["bigquery"]
+    assert all("cannot connect" in text for text in backstops)
+    assert set(frame.drop(index=list(WAREHOUSE_URLS))["tested_against"]) == {"live"}
+
+
+@pytest.mark.parametrize(("engine", "url"), sorted(WAREHOUSE_URLS.items()))
+def test_a_dialect_only_url_is_refused_in_one_line(engine: str, url: str) -> None:
+    assert engine_for_url(url).engine == engine
+    with pytest.raises(DialectOnly) as refused:
+        create_backend(url)
+    message = str(refused.value)
+    assert "\n" not in message and "'dialect only'" in message and engine in message
+
+
+def test_database_extension_refuses_a_dialect_only_url_when_the_session_starts() -> None:
+    """As any URL the tool cannot run: the extension's failure is the session's diagnostic,
+    in one line, and no query tool is registered."""
+    ext = database_extension(url=WAREHOUSE_URLS["spark"])
+    session = create_agent_session(model=ScriptedModel([text("done")]), extensions=[ext])
+    messages = [d.message for d in session.diagnostics]
+    assert len(messages) == 1 and "\n" not in messages[0]
+    assert "spark is 'dialect only' so far" in messages[0]
+    assert ext.backend is None
+    assert "query_database" not in [tool.name for tool in session.get_all_tools()]
+
+
+def test_an_unknown_url_is_still_refused_naming_only_the_urls_the_tool_runs() -> None:
+    with pytest.raises(ValueError, match="Unsupported database 'oracle'") as refused:
+        engine_for_url("oracle://u@h/db")
+    assert "sc://" not in str(refused.value) and "chdb:///PATH" in str(refused.value)
+
+
 def test_every_listed_engine_is_classified_and_dispatched() -> None:
     examples = {"sqlite": "sqlite:///x.db", "postgresql": "postgresql+psycopg://u@h/db",
                 "mysql": "mysql+pymysql://u@h/db", "duckdb": "duckdb:///x.duckdb",
-                "clickhouse": "chdb:///data/ch"}  # fmt: skip
+                "clickhouse": "chdb:///data/ch", **WAREHOUSE_URLS}  # fmt: skip
     for info in ENGINES:
         assert classify("SELECT 1", info.dialect).kind == "read"
         assert classify("DELETE FROM t", info.dialect).kind == "write"

@@ -17,13 +17,24 @@ from sqlalchemy.engine import URL, make_url
 
 from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.sql.backend import DatabaseBackend
-from pi_notebook.sql.engines import chdb, duckdb, mysql, postgresql, sqlite
-from pi_notebook.sql.engines.base import EngineInfo, MissingExtra, ReadEstimate
+from pi_notebook.sql.engines import (
+    bigquery,
+    chdb,
+    duckdb,
+    mysql,
+    postgresql,
+    snowflake,
+    spark,
+    sqlite,
+    trino,
+)
+from pi_notebook.sql.engines.base import DialectOnly, EngineInfo, MissingExtra, ReadEstimate
 from pi_notebook.sql.engines.chdb import ChdbBackend
 
 __all__ = [
     "ENGINES",
     "ChdbBackend",
+    "DialectOnly",
     "EngineInfo",
     "MissingExtra",
     "ReadEstimate",
@@ -39,8 +50,13 @@ ENGINES: tuple[EngineInfo, ...] = (
     mysql.ENGINE,
     duckdb.ENGINE,
     chdb.ENGINE,
+    spark.ENGINE,
+    trino.ENGINE,
+    snowflake.ENGINE,
+    bigquery.ENGINE,
 )
-"""Every engine the tool runs, in the order :func:`pi_notebook.database.engines` lists them."""
+"""Every engine on the seam, in the order :func:`pi_notebook.database.engines` lists them:
+the ones the tool runs, then the ``dialect only`` warehouses (classified, not connected)."""
 
 
 def engine_for_url(url: str | URL) -> EngineInfo:
@@ -53,7 +69,7 @@ def engine_for_url(url: str | URL) -> EngineInfo:
     for info in ENGINES:
         if name in info.schemes:
             return info
-    known = ", ".join(info.url_scheme.split(" ")[0] for info in ENGINES)
+    known = ", ".join(info.url_scheme.split(" ")[0] for info in ENGINES if info.connects)
     raise ValueError(f"Unsupported database {name!r}: the URLs the tool runs are {known}.")
 
 
@@ -61,10 +77,14 @@ def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
     """The backend that runs ``url``'s statements (options as :class:`DatabaseBackend`'s).
 
     Raises:
+        DialectOnly: the engine's SQL is classified, but the tool cannot connect to it yet.
         MissingExtra: the engine's client is not installed (the message names the extra).
         ValueError: an unsupported URL.
     """
     info = engine_for_url(url)
+    dialect_only = info.dialect_only()
+    if dialect_only is not None:
+        raise DialectOnly(dialect_only)
     missing = info.missing_extra()
     if missing is not None:
         raise MissingExtra(missing)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass
 
-__all__ = ["EngineInfo", "MissingExtra", "ReadEstimate"]
+__all__ = ["DialectOnly", "EngineInfo", "MissingExtra", "ReadEstimate"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +32,11 @@ class MissingExtra(ValueError):
     """The URL's engine needs an optional extra that is not installed."""
 
 
+class DialectOnly(ValueError):
+    """The URL's engine is ``dialect only``: its SQL is classified, but the tool cannot
+    connect to it yet."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class EngineInfo:
     """One engine on the seam (one module per engine under ``pi_notebook.sql.engines``).
@@ -43,7 +48,8 @@ class EngineInfo:
         schemes: the SQLAlchemy backend names or URL schemes that select it.
         read_only_backstop: the engine's own wall behind the classifier, in words.
         bounds: how a read is bounded (rows, bytes, time, memory).
-        cancel: how a running statement is cancelled (Stop, the statement timeout).
+        cancel: how a running statement is cancelled (Stop, the statement timeout), or
+            ``None`` where the tool runs nothing on the engine.
         write_preview: how a write is measured before a person is asked, or why it cannot be.
         estimate: how a read's cost is estimated before it runs, or ``None``.
         arrow: results can come as Arrow from the engine's client.
@@ -51,6 +57,8 @@ class EngineInfo:
         extra: the ``pi-notebook`` extra that installs its client, if any.
         modules: the modules that extra provides (checked before the URL is used).
         tested_against: what the tests run it on: ``live``, ``emulator`` or ``dialect only``.
+        connects: the tool can connect to the engine; ``False`` for a ``dialect only``
+            engine, whose SQL is classified but whose URL is refused.
     """
 
     engine: str
@@ -59,7 +67,7 @@ class EngineInfo:
     schemes: tuple[str, ...]
     read_only_backstop: str
     bounds: str
-    cancel: str
+    cancel: str | None
     write_preview: str
     estimate: str | None = None
     arrow: bool = False
@@ -67,6 +75,14 @@ class EngineInfo:
     extra: str | None = None
     modules: tuple[str, ...] = ()
     tested_against: str = "live"
+    connects: bool = True
+
+    def dialect_only(self) -> str | None:
+        """One line saying the tool cannot connect to this engine yet, or ``None``."""
+        if self.connects:
+            return None
+        return (f"{self.engine} is 'dialect only' so far: classify(sql, {self.dialect!r}) "
+                "judges its SQL, but query_database cannot connect to it yet")  # fmt: skip
 
     def missing_extra(self) -> str | None:
         """One line naming the extra to install, when a module it provides is missing."""
