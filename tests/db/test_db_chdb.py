@@ -164,11 +164,13 @@ async def test_d6_abort_of_a_mutation_kills_it_and_says_what_stays(
                                "ORDER BY id")  # fmt: skip
     await chdb_backend._run_as("write", "INSERT INTO m SELECT number, 0 FROM numbers(5000000)")
     controller = AbortController()
-    asyncio.get_running_loop().call_later(0.3, controller.abort)
+    # A mutation of several seconds (a hundred strings built per row), stopped after one: it is
+    # running by then even on a busy machine, and far from done.
+    asyncio.get_running_loop().call_later(1.0, controller.abort)
+    slow = ("ALTER TABLE m UPDATE v = cityHash64(arrayStringConcat(arrayMap("
+            "i -> toString(id + i), range(100)))) WHERE 1")  # fmt: skip
     with pytest.raises(QueryAborted, match="ClickHouse has no transactions") as stopped:
-        await chdb_backend._run_as(
-            "write", "ALTER TABLE m UPDATE v = cityHash64(id, repeat('x', 4000)) WHERE 1",
-            signal=controller.signal)  # fmt: skip
+        await chdb_backend._run_as("write", slow, signal=controller.signal)
     assert "nothing was written" not in str(stopped.value)
     await asyncio.sleep(1.0)
     running = "SELECT count() FROM system.mutations WHERE table = 'm' AND NOT is_done"
