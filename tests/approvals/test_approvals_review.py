@@ -8,6 +8,7 @@ database and records in the shared audit prove each outcome.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import sqlalchemy as sa
@@ -264,3 +265,45 @@ def test_review_settings_are_checked() -> None:
         database_extension(review={"url": "sqlite://", "reviewers": "bo"})
     with pytest.raises(ConfigurationError, match="unknown"):
         database_extension(review={"url": "sqlite://", "reviewers": ["bo"], "who": 1})
+
+
+class Watching:
+    """The requester's own UI: it shows notices and must never be asked to approve."""
+
+    def __init__(self) -> None:
+        self.notices: list[str] = []
+
+    def notify(self, message: str, level: str = "info") -> None:
+        self.notices.append(message)
+
+    async def request_approval(self, request: ApprovalRequest) -> Any:
+        raise AssertionError("a reviewed write never asks the requester's own UI")
+
+
+async def test_abort_while_waiting_withdraws_the_request_and_nothing_runs(
+    tmp_path: Path, data: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _as(monkeypatch, "ana")
+    store = f"sqlite:///{tmp_path}/team.sqlite"
+    log = AuditLog(store)
+    ui = Watching()
+    review = {"url": store, "reviewers": ["bo", "cy"], "timeout_s": 30, "poll_s": 0.05}
+    steps = [[tool_call("query_database", {"sql": UPDATE}, id="w1")], text("done")]
+    session = create_agent_session(model=ScriptedModel(steps), audit=log, ui=cast(Any, ui),
+                                   extensions=[database_extension(url=data, review=review)])  # fmt: skip
+    run = asyncio.ensure_future(session.prompt("go"))
+    with ReviewQueue(store) as queue:
+        for _ in range(400):
+            if queue.pending() and ui.notices:
+                break
+            await asyncio.sleep(0.02)
+        [request] = queue.pending()
+        assert any("Waiting for a review by bo or cy" in n for n in ui.notices), ui.notices
+        session.abort()
+        await asyncio.wait_for(run, 10)
+        assert queue.get(request.request_id).state == "withdrawn"  # type: ignore[union-attr]
+    await session.close()
+    row = approvals_dataframe(log).iloc[-1]
+    log.close()
+    assert (row.decision, row.requester) == ("aborted", "ana")
+    assert _name(data) == "a"
