@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import sqlalchemy as sa
+from sqlalchemy.exc import SQLAlchemyError
 
 from pi_notebook.approvals.protocol import ApprovalRequest, WritePreview
 from pi_notebook.errors import ConfigurationError, ReviewRefused, StateError
@@ -178,7 +179,11 @@ class ReviewQueue:
         self._backend = self.engine.dialect.name
         self._audit = audit
         self._own_audit: Any = None
-        _metadata.create_all(self.engine, checkfirst=True)
+        try:
+            _metadata.create_all(self.engine, checkfirst=True)
+        except SQLAlchemyError:  # another process created it at the same moment
+            if not sa.inspect(self.engine).has_table(REVIEW_TABLE):
+                raise
 
     # -- audit ------------------------------------------------------------------------------
     @property
@@ -327,8 +332,8 @@ class ReviewQueue:
         if why is not None:
             self._record("refused", found, decision=decision, reviewer=reviewer, reason=why)
             raise ReviewRefused(f"Refused: {why}; the request stays open.")
-        if found.state != "open":
-            raise StateError(_closed_text(found))
+        if found.state != "open" or found.expires_at <= _now():
+            raise StateError(_closed_text(found, expired_now=found.state == "open"))
         # On record first: a decision the requester may act on is always in the audit.
         self._record("decision", found, approver=reviewer, decision=decision, note=note)
         now = _now()

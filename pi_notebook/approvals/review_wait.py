@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from pi_notebook.approvals.protocol import ApprovalOutcome, ApprovalRequest
 from pi_notebook.approvals.review import ReviewQueue, deadline
-from pi_notebook.errors import ConfigurationError, PiNotebookError
+from pi_notebook.errors import AuditError, ConfigurationError, PiNotebookError
 from pi_notebook.identity import requester
 from pi_notebook.secrets import safe_url, scrub
 
@@ -111,12 +111,15 @@ class ReviewWaiter:
                 try:
                     self._queue = ReviewQueue(self.settings.url)
                 except Exception as exc:
-                    raise ReviewUnavailable(self._unreachable(exc)) from None
+                    raise ReviewUnavailable(self.unreachable(exc)) from None
             return self._queue
 
-    def _unreachable(self, exc: BaseException) -> str:
-        first = scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else "",
-                      self.settings.url)[:200]  # fmt: skip
+    def unreachable(self, exc: BaseException) -> str:
+        """Why a write does not run when the store failed with ``exc``, without secrets."""
+        text = str(exc).strip()
+        first = scrub(text.splitlines()[0] if text else "", self.settings.url)[:200]
+        if isinstance(exc, ConfigurationError | AuditError):
+            return f"the review could not be posted ({first}); nothing ran"
         return (f"the review store {safe_url(self.settings.url)} cannot be reached "
                 f"({type(exc).__name__}: {first}); nothing ran")  # fmt: skip
 
@@ -171,7 +174,7 @@ class ReviewUI:
         except ReviewUnavailable:
             raise
         except Exception as exc:
-            raise ReviewUnavailable(waiter._unreachable(exc)) from None  # pyright: ignore[reportPrivateUsage]
+            raise ReviewUnavailable(waiter.unreachable(exc)) from None
         until = posted.expires_at.strftime("%H:%M:%S UTC")
         self._notify(f"Waiting for a review by {settings.waits_for(asker)} (request "
                      f"{posted.request_id}, until {until}); you cannot approve your own request.")  # fmt: skip
@@ -181,7 +184,7 @@ class ReviewUI:
                 try:
                     found = await asyncio.to_thread(queue.get, posted.request_id)
                 except Exception as exc:
-                    raise ReviewUnavailable(waiter._unreachable(exc)) from None  # pyright: ignore[reportPrivateUsage]
+                    raise ReviewUnavailable(waiter.unreachable(exc)) from None
                 if found is not None and found.state in ("approved", "rejected"):
                     closed = True
                     self._notify(f"Review {posted.request_id}: {found.state} by {found.reviewer}"

@@ -307,3 +307,22 @@ async def test_abort_while_waiting_withdraws_the_request_and_nothing_runs(
     log.close()
     assert (row.decision, row.requester) == ("aborted", "ana")
     assert _name(data) == "a"
+
+
+async def test_a_requester_who_is_the_only_reviewer_cannot_approve_their_own_write(
+    tmp_path: Path, data: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _as(monkeypatch, "ana")
+    store = f"sqlite:///{tmp_path}/team.sqlite"
+    log = AuditLog(store)
+    review = {"url": store, "reviewers": ["ana"], "timeout_s": 10}
+    steps = [[tool_call("query_database", {"sql": UPDATE}, id="w1")], text("done")]
+    session = create_agent_session(model=ScriptedModel(steps), audit=log,
+                                   extensions=[database_extension(url=data, review=review)])  # fmt: skip
+    await session.prompt("go")
+    await session.close()
+    row = approvals_dataframe(log).iloc[-1]
+    log.close()
+    assert row.decision == "rejected"
+    assert "could not be posted" in row.reason and "besides the requester" in row.reason
+    assert _name(data) == "a"
