@@ -78,6 +78,7 @@ _requests = sa.Table(
     sa.Column("state", sa.String(16), nullable=False, index=True),
     sa.Column("reviewer", sa.String(255), nullable=True),
     sa.Column("note", sa.Text, nullable=True),
+    sa.Column("edited_args", sa.Text, nullable=True),  # JSON object: the reviewer's edit
     sa.Column("decided_at", sa.DateTime(timezone=True), nullable=True),
 )
 
@@ -103,6 +104,8 @@ class ReviewRequest:
         reviewer: who decided (``None`` while open or when nobody decided).
         note: the reviewer's note.
         decided_at: when it left ``open`` (UTC), if it did.
+        edited_args: the arguments as the reviewer edited them before approving (the
+            requester's gate previews an edit whose effect differs again and posts it anew).
     """
 
     request_id: str
@@ -120,6 +123,7 @@ class ReviewRequest:
     reviewer: str | None = None
     note: str | None = None
     decided_at: datetime | None = None
+    edited_args: dict[str, Any] | None = None
 
 
 PENDING_COLUMNS = [
@@ -311,9 +315,13 @@ class ReviewQueue:
         frame["affected_rows"] = frame["affected_rows"].astype("Int64")
         return cast("pd.DataFrame", frame)
 
-    def decide(self, request_id: str, decision: str, reviewer: str,
-               note: str | None = None) -> ReviewRequest:  # fmt: skip
+    def decide(self, request_id: str, decision: str, reviewer: str, note: str | None = None,
+               *, edited_args: dict[str, Any] | None = None) -> ReviewRequest:  # fmt: skip
         """Approve or reject an open request as ``reviewer``; the request as decided.
+
+        ``edited_args`` (with ``approved``) replaces the arguments, e.g. ``{"sql": ...}``: as
+        with a local edit, the requester's gate checks it again, and a statement whose preview
+        differs from the one shown comes back as a new request with its own preview.
 
         Raises:
             ValueError: ``decision`` is not ``approved`` or ``rejected``.
@@ -325,6 +333,8 @@ class ReviewQueue:
         """
         if decision not in ("approved", "rejected"):
             raise ValueError(f"a review decision is 'approved' or 'rejected', not {decision!r}")
+        if edited_args is not None and decision != "approved":
+            raise ValueError("only an approval carries edited arguments")
         found = self.get(request_id)
         if found is None:
             raise StateError(f"no review request {request_id!r} in this store")
@@ -335,13 +345,15 @@ class ReviewQueue:
         if found.state != "open" or found.expires_at <= _now():
             raise StateError(_closed_text(found, expired_now=found.state == "open"))
         # On record first: a decision the requester may act on is always in the audit.
-        self._record("decision", found, approver=reviewer, decision=decision, note=note)
+        self._record("decision", found, approver=reviewer, decision=decision, note=note,
+                     edited_args=edited_args)  # fmt: skip
         now = _now()
         with self.engine.begin() as conn:
             done = conn.execute(_requests.update().where(
                 _requests.c.request_id == request_id, _requests.c.state == "open",
                 _requests.c.expires_at > _stored(now, self._backend),
             ).values(state=decision, reviewer=reviewer, note=note,
+                     edited_args=json.dumps(edited_args) if edited_args is not None else None,
                      decided_at=_stored(now, self._backend)))  # fmt: skip
         after = self.get(request_id) or found
         if done.rowcount != 1:
@@ -397,6 +409,7 @@ def _from_row(row: dict[str, Any]) -> ReviewRequest:
         created_at=_utc(row["created_at"]), expires_at=_utc(row["expires_at"]),
         state=row["state"], reviewer=row["reviewer"], note=row["note"],
         decided_at=_utc(decided) if decided is not None else None,
+        edited_args=json.loads(row["edited_args"]) if row.get("edited_args") else None,
     )  # fmt: skip
 
 

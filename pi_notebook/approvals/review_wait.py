@@ -187,9 +187,12 @@ class ReviewUI:
                     raise ReviewUnavailable(waiter.unreachable(exc)) from None
                 if found is not None and found.state in ("approved", "rejected"):
                     closed = True
-                    self._notify(f"Review {posted.request_id}: {found.state} by {found.reviewer}"
-                                 + (f" ({found.note})" if found.note else "") + ".")  # fmt: skip
-                    return ApprovalOutcome(found.state, approver=found.reviewer)
+                    edited = " as edited" if found.edited_args is not None else ""
+                    self._notify(f"Review {posted.request_id}: {found.state}{edited} by "
+                                 f"{found.reviewer}" + (f" ({found.note})" if found.note else "")
+                                 + ".")  # fmt: skip
+                    return ApprovalOutcome(found.state, approver=found.reviewer,
+                                           edited_args=found.edited_args)  # fmt: skip
                 if found is None or found.state != "open":
                     closed = True
                     raise ReviewUnavailable(f"review request {posted.request_id} is no longer "

@@ -2,9 +2,10 @@
 reviewer's decision on one of them.
 
 ``%pi_review`` lists the open requests (``PiNotebook.review["url"]``, or ``--store URL``) as a
-DataFrame; ``%pi_review --approve ID`` and ``%pi_review --reject ID [--note TEXT]`` decide one
-as :func:`~pi_notebook.identity.current_user` (an id may be shortened to a unique prefix of 6
-or more characters). A refusal (your own request, not on its list) or a request that is no
+DataFrame; ``%pi_review --approve ID [--sql SQL]`` (approve, or approve the statement as
+edited) and ``%pi_review --reject ID [--note TEXT]`` decide one as
+:func:`~pi_notebook.identity.current_user` (an id may be shortened to a unique prefix of 6 or
+more characters). A refusal (your own request, not on its list) or a request that is no
 longer open is a ``UsageError`` that says so; the refusal is in the audit either way.
 """
 
@@ -27,7 +28,7 @@ __all__ = ["MIN_PREFIX", "REVIEW_MAGIC_NAMES", "ReviewMagics"]
 
 REVIEW_MAGIC_NAMES = ("pi_review",)
 MIN_PREFIX = 6
-_USAGE = "%pi_review [--approve ID | --reject ID] [--note TEXT] [--store URL]"
+_USAGE = "%pi_review [--approve ID [--sql SQL] | --reject ID] [--note TEXT] [--store URL]"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,6 +66,7 @@ class ReviewMagics(Magics):
         group.add_argument("--approve", metavar="ID")
         group.add_argument("--reject", metavar="ID")
         parser.add_argument("--note")
+        parser.add_argument("--sql", help="approve the statement as edited")
         parser.add_argument("--store", metavar="URL")
         try:
             args = parser.parse_args(shlex.split(line))
@@ -73,14 +75,17 @@ class ReviewMagics(Magics):
         queue = self._queue(args.store)
         wanted = args.approve or args.reject
         if wanted is None:
-            if args.note is not None:
-                raise UsageError(f"--note goes with --approve or --reject. Usage: {_USAGE}")
+            if args.note is not None or args.sql is not None:
+                raise UsageError(f"--note and --sql go with a decision. Usage: {_USAGE}")
             return queue.to_dataframe()
+        if args.sql is not None and not args.approve:
+            raise UsageError(f"--sql goes with --approve (an edit is approved). Usage: {_USAGE}")
         request_id = self._resolve(queue, wanted)
         decision = "approved" if args.approve else "rejected"
         me = current_user()
         try:
-            decided = queue.decide(request_id, decision, me, note=args.note)
+            edit = {"sql": args.sql} if args.sql is not None else None
+            decided = queue.decide(request_id, decision, me, note=args.note, edited_args=edit)
         except (ReviewRefused, StateError) as exc:
             raise UsageError(str(exc)) from None
         what = decided.args.get("sql", decided.tool_name)

@@ -326,3 +326,34 @@ async def test_a_requester_who_is_the_only_reviewer_cannot_approve_their_own_wri
     assert row.decision == "rejected"
     assert "could not be posted" in row.reason and "besides the requester" in row.reason
     assert _name(data) == "a"
+
+
+def test_a_reviewer_edit_with_another_effect_comes_back_as_a_new_preview(
+    store: str, data: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _as(monkeypatch, "bo")
+    edited = "UPDATE items SET name = 'z' WHERE id IN (1, 2)"
+    asker = Requester(data, store)
+    with ReviewQueue(store) as queue:
+        first = asker.posted(queue)
+        queue.decide(first.request_id, "approved", "bo", edited_args={"sql": edited})
+        assert _name(data) == "a"  # an edit changing 2 rows, not 1 as shown: not run yet
+        end = time.monotonic() + 30
+        while not (again := [r for r in queue.pending() if r.request_id != first.request_id]):
+            assert time.monotonic() < end and asker.proc.poll() is None
+            time.sleep(0.05)
+        [second] = again
+        assert second.args == {"sql": edited} and second.preview is not None
+        assert second.preview["affected_rows"] == 2 and "you edited" in second.reasons[0]
+        queue.decide(second.request_id, "approved", "bo")
+    result = asker.result()
+    assert (result["decision"], result["requester"], result["approver"]) == (
+        "approved",
+        "ana",
+        "bo",
+    )
+    engine = sa.create_engine(data)
+    with engine.connect() as conn:
+        names = conn.exec_driver_sql("SELECT name FROM items ORDER BY id").scalars().all()
+    engine.dispose()
+    assert names == ["z", "z"]  # the edit ran, as the reviewer saw it previewed

@@ -72,6 +72,18 @@ async def test_pi_review_refusals_are_usage_errors(
         shell.run_line_magic("pi_review", "--approve nothing")
     with pytest.raises(UsageError, match="Usage"):
         shell.run_line_magic("pi_review", f"--approve {posted.request_id} --reject x")
+    with pytest.raises(UsageError, match="--sql goes with --approve"):
+        shell.run_line_magic("pi_review", f"--reject {posted.request_id} --sql 'SELECT 1'")
+
+
+async def test_pi_review_approves_an_edit(reviewer: tuple[InteractiveShell, str]) -> None:
+    shell, store = reviewer
+    posted = _post(store, "c3")
+    edit = "UPDATE customers SET city = 'Oslo' WHERE customer_id = 2"
+    shell.run_line_magic("pi_review", f'--approve {posted.request_id} --sql "{edit}"')
+    with ReviewQueue(store) as queue:
+        decided = queue.get(posted.request_id)
+    assert decided is not None and decided.edited_args == {"sql": edit}
 
 
 async def test_pi_review_without_a_store_says_how_to_set_one(loaded: InteractiveShell) -> None:
