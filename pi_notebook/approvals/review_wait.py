@@ -206,13 +206,16 @@ class ReviewUI:
                         await asyncio.Event().wait()  # the gate ends the call "expired"
                     continue  # decided just before: read the decision
                 await asyncio.sleep(min(settings.poll_s, left))
-        except asyncio.CancelledError:
-            if not closed:  # the gate's deadline or the run's abort: nobody may decide it now
+        except BaseException as exc:
+            # The gate's deadline, the run's abort, or the store failing while we wait: nobody
+            # may decide the request now (if the store is down, its deadline closes it).
+            if not closed:
                 aborted = self.signal is not None and self.signal.aborted
-                close = queue.withdraw if aborted else queue.expire
+                expired = isinstance(exc, asyncio.CancelledError) and not aborted
+                close = queue.expire if expired else queue.withdraw
                 try:
                     await asyncio.shield(asyncio.to_thread(close, posted.request_id))
-                except BaseException:  # the store is closed at its deadline anyway
+                except BaseException:  # best effort: the deadline closes it anyway
                     pass
             raise
 
