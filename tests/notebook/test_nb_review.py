@@ -3,6 +3,9 @@ and approves or rejects one as its user; refusals are one-line UsageErrors."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,6 +17,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from pi_notebook.approvals import ApprovalRequest
 from pi_notebook.approvals.review import ReviewQueue, ReviewRequest
 
+ROOT = Path(__file__).resolve().parents[2]
 SQL = "UPDATE customers SET city = 'Oslo' WHERE customer_id = 1"
 
 
@@ -89,3 +93,44 @@ async def test_pi_review_approves_an_edit(reviewer: tuple[InteractiveShell, str]
 async def test_pi_review_without_a_store_says_how_to_set_one(loaded: InteractiveShell) -> None:
     with pytest.raises(UsageError, match="No review store"):
         loaded.run_line_magic("pi_review", "")
+
+
+async def test_a_pi_cell_write_waits_for_a_reviewer_and_says_so(
+    loaded: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    from pi_notebook.approvals import approvals_dataframe
+    from pi_notebook.notebook import current
+
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    monkeypatch.setenv("PI_NOTEBOOK_USER", "ana")
+    store = f"sqlite:///{tmp_path}/team.sqlite"
+    settings = f"{{'url': {store!r}, 'reviewers': ['bo'], 'timeout_s': 30, 'poll_s': 0.05}}"
+    loaded.run_line_magic("config", f"PiNotebook.review = {settings}")
+    loaded.run_cell_magic("pi", "", "UPDATE customers SET city = 'Reviewed' WHERE customer_id = 3")
+    run = current().last_run
+    assert run is not None
+    with ReviewQueue(store) as queue:
+        for _ in range(500):
+            if queue.pending() and any(
+                "Waiting for a review by bo" in n for n in run.state.notices
+            ):
+                break
+            await asyncio.sleep(0.02)
+        [request] = queue.pending()
+    assert request.requester == "ana"
+    decide = ("from pi_notebook.approvals.review import ReviewQueue; import sys; "
+              "ReviewQueue(sys.argv[1]).decide(sys.argv[2], 'approved', 'bo')")  # fmt: skip
+    env = {**os.environ, "PI_NOTEBOOK_USER": "bo", "PYTHONPATH": str(ROOT)}  # bo's kernel
+    done = await asyncio.create_subprocess_exec(sys.executable, "-c", decide, store,
+                                                request.request_id, env=env)  # fmt: skip
+    assert await done.wait() == 0
+    state = await run.wait(timeout=30)
+    assert any("approved by bo" in n for n in state.notices), state.notices
+    url = current().database_url.removeprefix("sqlite:///")
+    with sqlite3.connect(url) as conn:
+        city = conn.execute("SELECT city FROM customers WHERE customer_id = 3").fetchone()[0]
+    assert city == "Reviewed"
+    row = approvals_dataframe(current().audit).iloc[-1]
+    assert (row.decision, row.requester, row.approver) == ("approved", "ana", "bo")
