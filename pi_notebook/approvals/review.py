@@ -126,11 +126,10 @@ class ReviewRequest:
     edited_args: dict[str, Any] | None = None
 
 
-PENDING_COLUMNS = [
+REVIEW_COLUMNS = [
     "request_id", "requester", "tool_name", "args", "affected_rows", "reasons", "expires_at",
     "reviewers", "created_at", "tool_call_id", "args_hash",
 ]  # fmt: skip
-REVIEW_COLUMNS = PENDING_COLUMNS
 """The columns of :meth:`ReviewQueue.to_dataframe`: what a reviewer reads first, ids last."""
 
 
