@@ -20,6 +20,8 @@ still does::
     │   └── AwaitNotSupportedError      the kernel cannot take clicks while a cell awaits
     ├── ApprovalRefused                 a call was refused right before execute: it lacks the
     │                                   approval it needs, or its arguments changed since
+    ├── ReviewRefused (PermissionError) a review decision this person may not make (their own
+    │                                   request, or not on its list of reviewers)
     ├── QueryError                      a statement did not run or failed (short, safe text)
     │   ├── QueryRefused                the backend's final check refused it; nothing ran
     │   └── QueryAborted
@@ -46,6 +48,7 @@ __all__ = [
     "QueryAborted",
     "QueryError",
     "QueryRefused",
+    "ReviewRefused",
     "RuntimeNotInitializedError",
     "SessionClosedError",
     "StateError",
@@ -84,6 +87,12 @@ class GrantError(ConfigurationError):
 
 class ApprovalRefused(PiNotebookError):
     """A call was refused right before ``execute``; the message says why and nothing ran."""
+
+
+class ReviewRefused(PiNotebookError, PermissionError):
+    """A review decision this person may not make: the requester deciding their own request, a
+    reviewer not on its list, or a reviewer who is not the deciding process's user. The request
+    stays open and the attempt is audited."""
 
 
 class ToolArgumentsError(PiNotebookError):

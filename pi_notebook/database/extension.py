@@ -24,6 +24,7 @@ import pandas as pd
 
 from pi_notebook.ai.messages import TextContent
 from pi_notebook.approvals import AuditApprovals, CapabilityStore
+from pi_notebook.approvals.review_wait import ReviewSettings, ReviewWaiter
 from pi_notebook.database.budget import ReadBudget, install_read_budget
 from pi_notebook.database.describe import register_schema_context
 from pi_notebook.database.gate import TOOL_NAME, Edit, make_gate
@@ -66,6 +67,11 @@ class DatabaseExtension:
             values, nor anything computed from them; ``details`` keep them for the user.
         read_budget: ``{"rows": M, "bytes": N}``: a read whose engine estimate passes either
             bound asks a person first (see :mod:`.budget`).
+        review: ``{"url": STORE, "reviewers": ["ana", "bo"], "timeout_s": 600}``: every write
+            waits for a reviewer's decision in that store (``%pi_review``,
+            ``ReviewQueue(STORE).decide``) instead of the local prompt; the requester never
+            approves their own request; ``timeout_s`` defaults to ``approval_timeout_s``
+            (see :mod:`pi_notebook.approvals.review`).
     """
 
     def __init__(self, url: str | None = None, *, row_cap: int = 10_000,
@@ -76,6 +82,7 @@ class DatabaseExtension:
                  data_policy: DataPolicy | Mapping[str, Any] | str | Path | None = None,
                  max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
                  read_budget: ReadBudget | Mapping[str, Any] | None = None,
+                 review: ReviewSettings | Mapping[str, Any] | None = None,
                  ) -> None:  # fmt: skip
         self.url = url
         self.row_cap = row_cap
@@ -96,6 +103,7 @@ class DatabaseExtension:
         self.schema: SchemaCache | None = None
         self.data_policy = load_policy(data_policy) if data_policy is not None else None
         self.read_budget = ReadBudget.of(read_budget) if read_budget is not None else None
+        self.review = ReviewSettings.of(review) if review is not None else None
 
     def keep_result(self, tool_call_id: str, frame: pd.DataFrame) -> None:
         """Remember ``frame`` as the result of ``tool_call_id`` (the last ``keep_results``)."""
@@ -128,7 +136,8 @@ class DatabaseExtension:
         grants = GrantStore(backend.dialect, audit=lambda: pi.audit)
         self.grants = grants
         pi.register_tool(make_query_tool(self, backend, pi))
-        pi.on("tool_call", make_gate(self, backend, pi, grants))
+        waiter = ReviewWaiter(self.review) if self.review is not None else None
+        pi.on("tool_call", make_gate(self, backend, pi, grants, review=waiter))
         if self.read_budget is not None:
             install_read_budget(pi, backend, self.read_budget,
                                 approval_timeout_s=self.approval_timeout_s)  # fmt: skip
@@ -144,7 +153,7 @@ class DatabaseExtension:
                                 budget=self.schema_budget_chars, policy=self.data_policy)  # fmt: skip
         if self.data_policy is not None:
             self.content_policy = install_data_policy(pi, self.data_policy, self.schema)
-        pi.on("session_shutdown", lambda _event, _ctx: self._shutdown(backend, grants))
+        pi.on("session_shutdown", lambda _event, _ctx: self._shutdown(backend, grants, waiter))
 
     def _tell_model_of_edit(self, event: Any, _ctx: Any) -> dict[str, Any] | None:
         """The model is told the person edited the statement, and sees the one that ran."""
@@ -167,9 +176,12 @@ class DatabaseExtension:
         backend.capabilities.revoke(event.tool_call_id)
         self.edits.pop(event.tool_call_id, None)
 
-    def _shutdown(self, backend: DatabaseBackend, grants: GrantStore) -> None:
+    def _shutdown(self, backend: DatabaseBackend, grants: GrantStore,
+                  waiter: ReviewWaiter | None = None) -> None:  # fmt: skip
         grants.revoke_all(reason="session closed")
         backend.dispose()
+        if waiter is not None:
+            waiter.close()
 
 
 def database_extension(url: str | None = None, **options: Any) -> DatabaseExtension:

@@ -30,6 +30,7 @@ from pi_notebook.approvals import (
     ask,
     commit_record,
 )
+from pi_notebook.approvals.review_wait import ReviewWaiter
 from pi_notebook.approvals.tools import unrecorded
 from pi_notebook.database.grants import ActiveGrant, GrantStore
 from pi_notebook.database.names import TOOL_NAME
@@ -101,9 +102,10 @@ class GateSettings(Protocol):
 
 
 def make_gate(ext: GateSettings, backend: DatabaseBackend, pi: ExtensionAPI,
-              grants: GrantStore | None = None) -> Any:  # fmt: skip
+              grants: GrantStore | None = None, review: ReviewWaiter | None = None) -> Any:  # fmt: skip
     """The ``tool_call`` handler guarding ``query_database`` on ``backend``, with the grants
-    of this session (``grants``, default ``ext.grants`` as it is now)."""
+    of this session (``grants``, default ``ext.grants`` as it is now). With ``review``, a
+    write is put to a reviewer in that store instead of the call's own UI (four eyes)."""
     store = grants if grants is not None else ext.grants
 
     async def gate(event: Any, ctx: Any) -> dict[str, Any] | None:
@@ -116,7 +118,11 @@ def make_gate(ext: GateSettings, backend: DatabaseBackend, pi: ExtensionAPI,
             return None
         if verdict.kind != "write":  # reject, or anything unknown: refuse without asking
             return _block("Refused: " + "; ".join(verdict.reasons))
+        if review is not None:  # a reviewer decides, through the same ask() as a local UI
+            ctx = review.context(ctx)
         call = _Call(ext, backend, pi, event, ctx, sql, store)
+        if review is not None:
+            call.timeout_s = review.settings.timeout_s or ext.approval_timeout_s
         if backend.capabilities.used(call.call_id):
             return _block(f"Refused: the call id {call.call_id!r} was already used in this "
                           "session; each call needs a new id. Nothing was run.")  # fmt: skip
@@ -158,6 +164,7 @@ class _Call:
         self.signal = getattr(ctx, "signal", None)
         self.args_hash = query_args_hash(sql, backend.dialect)
         self.edited_others: dict[str, Any] = {}
+        self.timeout_s: float = ext.approval_timeout_s
 
     async def preview(self, sql: str) -> WritePreview | None:
         """The backend's measurement of ``sql`` (``None`` if the backend cannot preview).
@@ -228,7 +235,7 @@ class _Call:
                                       title=TITLE, args={"sql": shown.sql},
                                       args_hash=shown.args_hash, reasons=reasons,
                                       preview=shown.preview, editable=True,
-                                      timeout_s=self.ext.approval_timeout_s,
+                                      timeout_s=self.timeout_s,
                                       grant_scope=await self.suggest(scope, shown.preview))  # fmt: skip
             # As in the chapter, a confirm-only UI is asked confirm("Database write", sql).
             answer = await ask(request, self.ctx, message=shown.sql, no_ui_reason=NO_UI_REASON)

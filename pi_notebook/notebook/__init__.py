@@ -88,6 +88,9 @@ def load_ipython_extension(ipython: Any) -> None:
         raise UsageError(f"{exc} Fix it with %config PiNotebook.model = 'offline'.") from None
     ipython.configurables.append(config)
     ipython.register_magics(PiMagics(ipython, state))
+    from .review_magic import ReviewMagics
+
+    ipython.register_magics(ReviewMagics(ipython, state))
     cell.install(ipython)
     _STATE = state
     print(state.status_line())
@@ -109,3 +112,10 @@ def unload_ipython_extension(ipython: Any) -> None:
     for kind, names in _MAGIC_NAMES.items():
         for name in names:
             manager.magics[kind].pop(name, None)
+    from .review_magic import REVIEW_MAGIC_NAMES, ReviewMagics
+
+    for name in REVIEW_MAGIC_NAMES:
+        manager.magics["line"].pop(name, None)
+    review = manager.registry.pop(ReviewMagics.__name__, None)
+    if isinstance(review, ReviewMagics):
+        review.close()

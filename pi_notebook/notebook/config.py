@@ -30,6 +30,11 @@ class PiNotebook(Configurable):
         help="Seconds an approval prompt waits for a person's decision before it expires "
         "(no decision counts as a rejection).",
     ).tag(config=True)
+    review = Dict(
+        help="Four-eyes review of writes: {'url': STORE, 'reviewers': ['ana', 'bo'], "
+        "'timeout_s': 600}; writes wait for a reviewer's decision in that store (the team's "
+        "audit database), and %pi_review lists and decides its open requests. Empty: none.",
+    ).tag(config=True)
     row_cap = Int(10_000, help="Rows kept in each result DataFrame.").tag(config=True)
     statement_timeout = Float(30.0, help="Seconds a statement may run before it is cancelled.").tag(
         config=True
