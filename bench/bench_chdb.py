@@ -11,7 +11,7 @@ Large read: ``number, toString(number)`` of ``numbers(N)`` (1M rows; ``--quick``
 whole (row cap N, no byte bound) against the client's Arrow read (``ArrowTable`` then
 ``to_pandas``) and its native DataFrame.
 
-Targets (issue 26): fixed cost <= +300 us over the reused session; the large read <= 1.2x the
+Targets: fixed cost <= +300 us over the reused session; the large read <= 1.2x the
 client's Arrow read. The timings alternate ``--repeat`` times; each shows its best (the
 machine is shared).
 

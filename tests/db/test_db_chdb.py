@@ -1,5 +1,5 @@
 """ClickHouse through chDB on the engine seam: the backend's bounds, backstop, cancel and
-write preview (D5, D6, issue 12.3), and the URL's dispatch (a missing extra named in one line).
+write preview (D5, D6), and the URL's dispatch (a missing extra named in one line).
 
 chDB holds one database per process: every test disposes of its backend before the next one
 opens another database.
