@@ -177,7 +177,7 @@ async def test_d6_abort_of_a_mutation_kills_it_and_says_what_stays(
     assert await count(chdb_backend, running) == 0
 
 
-async def test_12_3_preview_counts_with_a_derived_read_or_says_it_cannot(
+async def test_d5_preview_counts_with_a_derived_read_or_says_it_cannot(
     chdb_backend: ChdbBackend,
 ) -> None:
     insert = await chdb_backend.preview("p1", "INSERT INTO events SELECT * FROM events LIMIT 7")
