@@ -239,12 +239,13 @@ async def test_a_duckdb_scan_over_the_row_budget_asks_and_a_filtered_one_does_no
     duck_big: str, run: Any
 ) -> None:
     ui = ScriptedApprovalUI("rejected")
-    session = await run(duck_big, [BIG, SMALL], ui, {"rows": 100_000})
-    [request] = ui.requests
-    assert request.args == {"sql": BIG}
+    commented = "/* the whole table */ -- please\n" + BIG
+    session = await run(duck_big, [BIG, SMALL, commented], ui, {"rows": 100_000})
+    request, again = ui.requests  # a comment in front does not take a read out of the budget
+    assert request.args == {"sql": BIG} and again.reasons == request.reasons
     assert request.reasons == ("the engine estimates this read scans about 200,000 rows, "
                                "over the read budget of 100,000 rows",)  # fmt: skip
-    big, small = _results(session)
+    big, small, _commented = _results(session)
     assert big.is_error and not small.is_error and len(small.details["dataframe"]) == 100
     estimate = small.details["estimate"]
     assert estimate["rows"] < 100_000 and estimate["bytes"] is None

@@ -15,9 +15,13 @@ from typing import Any
 
 __all__ = ["EXPLAINABLE", "explain_prefix", "leaves", "plan_json"]
 
-EXPLAINABLE = re.compile(r"\s*\(*\s*(select|with|values|table|from)\b", re.IGNORECASE)
+EXPLAINABLE = re.compile(
+    r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*\(*\s*(select|with|values|table|from)\b",
+    re.IGNORECASE | re.DOTALL,
+)
 """A statement an ``EXPLAIN`` prefix can only plan (it can never join the prefix into
-``EXPLAIN ANALYZE``, which executes)."""
+``EXPLAIN ANALYZE``, which executes), after any leading comments (so a comment in front of
+a read does not take it out of the budget)."""
 
 
 def explain_prefix(sql: str) -> str | None:
