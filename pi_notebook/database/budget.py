@@ -3,7 +3,7 @@ read runs at once or asks a person.
 
 ``database_extension(url=..., read_budget={"bytes": N, "rows": M})``: before a read runs,
 the engine estimates what it scans (:func:`pi_notebook.sql.engines.estimate_read`; ClickHouse:
-``EXPLAIN ESTIMATE``). A read whose estimate passes either bound is put to the person through
+``EXPLAIN ESTIMATE``; PostgreSQL and DuckDB: ``EXPLAIN (FORMAT JSON)``). A read whose estimate passes either bound is put to the person through
 the approval gate, with the estimate in the request's reasons ("scans about 1.2 GB"); the
 decision is committed to the audit before anything runs. Every read's result carries
 ``details["estimate"]`` (``rows``, ``bytes``, ``source``); a read whose estimate cannot be

@@ -34,6 +34,13 @@ def test_engines_lists_each_engine_with_its_walls() -> None:
     assert clickhouse["url_scheme"].startswith("chdb:///") and "KILL QUERY" in clickhouse["cancel"]
     assert not clickhouse["arrow"]  # chDB's native DataFrame stream, not its Arrow output
     assert "EXPLAIN ESTIMATE" in clickhouse["estimate"]
+    estimates = frame.set_index("engine")["estimate"]
+    assert (
+        "EXPLAIN (FORMAT JSON)" in estimates["postgresql"]
+        and "Plan Width" in estimates["postgresql"]
+    )
+    assert "Estimated Cardinality" in estimates["duckdb"]
+    assert estimates[["sqlite", "mysql"]].isna().all()  # no estimate: reads run as before
 
 
 def test_dialect_only_warehouses_are_listed_with_what_their_engines_offer() -> None:

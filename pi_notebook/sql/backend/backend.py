@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.engine import URL, make_url
 
@@ -66,9 +66,12 @@ from pi_notebook.sql.backend.worker import (
     DriftError,
     Fetched,
     RunSettings,
+    estimate_statement,
     preview_statement,
     run_statement,
 )
+
+T = TypeVar("T")
 
 __all__ = ["AUDIT_UNAVAILABLE", "DatabaseBackend", "ProgressCallback", "query_args_hash"]
 
@@ -370,6 +373,22 @@ class DatabaseBackend:
         record_after(audit, replace(base, phase="result", affected_rows=preview.affected_rows,
                                     method=measured.method, note=preview.note))  # fmt: skip
         return preview
+
+    async def estimate_with(
+        self, hook: Callable[[Any, str], T], sql: str, *, signal: AbortSignal | None = None
+    ) -> T:
+        """Run the engine's estimate ``hook(raw, sql)`` for the read ``sql`` on the worker,
+        inside the read-only transaction and statement timeout a read runs in (rolled back).
+
+        Raises:
+            QueryAborted: ``signal`` aborted.
+            QueryTimeout: the statement timeout passed.
+            QueryError: the database could not be reached, or the hook failed (safe text).
+        """
+        return await self._execution.call(
+            estimate_statement, self.engine, self.backend, hook, sql, self.settings,
+            signal=signal, slot=self._slot,
+        )  # fmt: skip
 
     async def _run_as(
         self,

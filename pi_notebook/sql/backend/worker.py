@@ -331,6 +331,29 @@ def _bounded(
     return fetched
 
 
+def estimate_statement(
+    engine: sa.Engine,
+    backend: str,
+    hook: Callable[[Any, str], T],
+    sql: str,
+    settings: RunSettings,
+    *,
+    canceller: Canceller,
+    progress: Callable[[int], None] | None = None,
+    slot: ConnectionSlot | None = None,
+) -> T:
+    """The engine's estimate of the read ``sql``: ``hook(raw, sql)`` inside the read-only
+    transaction and statement timeout the read itself runs in, always rolled back (then the
+    session reset, as after any read).
+
+    Raises:
+        ConnectFailed: the connection could not be opened.
+        Exception: the hook's error, or a cancel (abort, timeout) that reached the driver.
+    """
+    with transaction(engine, backend, "read", settings, canceller, commit=False, slot=slot) as raw:
+        return hook(raw, sql)
+
+
 def preview_statement(
     engine: sa.Engine,
     backend: str,

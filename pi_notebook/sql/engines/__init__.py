@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy.engine import URL, make_url
 
 from pi_notebook.ai.abort import AbortSignal
-from pi_notebook.sql.backend import DatabaseBackend
+from pi_notebook.sql.backend import DatabaseBackend, QueryAborted, QueryError
 from pi_notebook.sql.engines import (
     bigquery,
     chdb,
@@ -99,11 +99,18 @@ def schema_source(backend: DatabaseBackend) -> Any:
     return backend.schema_source if isinstance(backend, ChdbBackend) else backend.engine
 
 
+_ESTIMATES = {"postgresql": postgresql.estimate, "duckdb": duckdb.estimate}
+"""The estimate hook of each SQLAlchemy engine that has one (run by
+:meth:`~pi_notebook.sql.backend.DatabaseBackend.estimate_with`)."""
+
+
 async def estimate_read(
     backend: DatabaseBackend, sql: str, *, signal: AbortSignal | None = None
 ) -> ReadEstimate:
-    """The engine's estimate of what the read ``sql`` scans; an engine without one (so far:
-    all but ClickHouse) says so, and the read follows the engine's own limits.
+    """The engine's estimate of what the read ``sql`` scans, at most one round trip before
+    the read (ClickHouse ``EXPLAIN ESTIMATE``, PostgreSQL and DuckDB ``EXPLAIN (FORMAT
+    JSON)``, inside the read's own read-only transaction). An engine without one (SQLite,
+    MySQL) or an estimate that fails says so, and the read follows the engine's own limits.
 
     Raises:
         QueryAborted: ``signal`` aborted.
@@ -111,6 +118,16 @@ async def estimate_read(
     """
     if isinstance(backend, ChdbBackend):
         return await backend.estimate(sql, signal=signal)
-    return ReadEstimate(rows=None, bytes=None,
-                        source=f"no estimate on {backend.backend} yet: the read is not held "
-                        "to the budget, only to the row, size and time limits")  # fmt: skip
+    hook = _ESTIMATES.get(backend.backend)
+    if hook is None:
+        return ReadEstimate(rows=None, bytes=None,
+                            source=f"no estimate on {backend.backend} yet: the read is not held "
+                            "to the budget, only to the row, size and time limits")  # fmt: skip
+    try:
+        return await backend.estimate_with(hook, sql, signal=signal)
+    except QueryAborted:
+        raise
+    except QueryError as error:  # the estimate is advice: the read's own limits still hold
+        return ReadEstimate(rows=None, bytes=None,
+                            source=f"{backend.backend} EXPLAIN failed, so the read runs as "
+                            f"without a budget: {error}")  # fmt: skip
