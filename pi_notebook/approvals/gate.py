@@ -34,6 +34,7 @@ from pi_notebook.approvals.protocol import ApprovalOutcome, ApprovalRequest, Dec
 from pi_notebook.identity import requester
 
 __all__ = [
+    "DEFERRED_REASON",
     "NO_UI_REASON",
     "REJECTED_REASON",
     "AskContext",
@@ -44,6 +45,10 @@ __all__ = [
 ]
 
 REJECTED_REASON = "Rejected by user."
+DEFERRED_REASON = (
+    "Not run yet: the question went to the person with this result; their answer comes with "
+    "a new call of exactly these arguments."
+)
 NO_UI_REASON = "This call requires interactive approval."
 ABORTED_REASON = "Not approved: the run was aborted while waiting for approval."
 _clock = time.monotonic  # measures waited_ms only; tests replace it (decisions never use it)
@@ -175,6 +180,8 @@ async def ask(
         return answer("rejected", f"Not approved: {problem}.", problem=problem)
     if outcome.decision == "approved":
         return answer("approved", "", outcome=outcome)
+    if outcome.decision == "deferred":
+        return answer("deferred", DEFERRED_REASON, outcome=outcome)
     return answer("rejected", REJECTED_REASON, outcome=outcome)
 
 
@@ -218,8 +225,9 @@ def _validated(value: Any, via: str) -> tuple[ApprovalOutcome | None, str]:
         return None, f"confirm() answered {type(value).__name__}, not True or False"
     if not isinstance(value, ApprovalOutcome):
         return None, f"the approval UI answered {type(value).__name__}, not an ApprovalOutcome"
-    if value.decision not in ("approved", "rejected"):
-        return None, f"the approval UI answered {value.decision!r}; only approved or rejected count"
+    if value.decision not in ("approved", "rejected", "deferred"):
+        return None, (f"the approval UI answered {value.decision!r}; only approved, rejected or "
+                      "deferred count")  # fmt: skip
     edited = value.edited_args
     raw_edit: Any = edited  # a UI may answer with anything: check its shape at run time
     if raw_edit is not None and not (

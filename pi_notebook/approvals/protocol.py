@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 Decision: TypeAlias = Literal[
-    "approved", "rejected", "expired", "aborted", "no_ui", "refused", "granted"
+    "approved", "rejected", "expired", "aborted", "no_ui", "refused", "granted", "deferred"
 ]
 """The one decision about a call, as the gate answers it, the audit stores it and the UIs show it.
 
@@ -47,7 +47,9 @@ A person answers ``approved`` or ``rejected`` (the only answers a UI's
 before the deadline), ``aborted`` (the run stopped while asking) and ``no_ui`` (nobody to
 ask); ``refused`` means the person approved but what they approved may not run (an edit that
 is refused, a grant that may not be created); ``granted`` means the call ran inside a scoped
-grant without asking (audit kind ``grant_use``)."""
+grant without asking (audit kind ``grant_use``); ``deferred`` means the question went to
+the person with the call's result and nothing ran: the answer comes with a new call (an MCP
+client's retry, protocol 2026-07-28), which is decided on its own."""
 DECISIONS: tuple[Decision, ...] = get_args(Decision)
 """Every :data:`Decision`, in the order above."""
 

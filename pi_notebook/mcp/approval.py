@@ -260,9 +260,11 @@ class McpApprovalUI:
         )
         current = _current.get()
         approved = await self._decide(question, request.timeout_s)
-        approver = current.client if current is not None else None
         if current is not None and current.asked is question:
-            approver = f"{current.client} (not yet: the question went out with this call's result)"
+            # Asked in this call's result (protocol 2026-07-28): no decision yet, nothing runs;
+            # the client's retry is a new call, decided on its own.
+            return ApprovalOutcome("deferred")
+        approver = current.client if current is not None else None
         return ApprovalOutcome("approved" if approved else "rejected", approver=approver)
 
     async def confirm(

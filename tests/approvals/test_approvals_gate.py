@@ -133,7 +133,7 @@ async def test_abort_while_asking_is_aborted() -> None:
     ("answer", "problem"),
     [
         ("yes", "answered str"),
-        (ApprovalOutcome("expired"), "only approved or rejected"),
+        (ApprovalOutcome("expired"), "only approved, rejected or deferred"),
         (ApprovalOutcome("approved", edited_args=["sql"]), "edited arguments"),  # type: ignore[arg-type]
         (ApprovalOutcome("approved", grant={"tables": ["*"]}), "not a Grant"),  # type: ignore[arg-type]
     ],
@@ -165,7 +165,7 @@ def test_one_decision_type_keeps_the_audited_strings() -> None:
     from pi_notebook.approvals import DECISIONS, ApprovalEntry, is_decision
 
     assert DECISIONS == ("approved", "rejected", "expired", "aborted", "no_ui", "refused",
-                         "granted")  # fmt: skip
+                         "granted", "deferred")  # fmt: skip
     assert is_decision("no_ui") and not is_decision("asked") and not is_decision(None)
     entry = ApprovalEntry(decision="expired", args_hash="h", args={})
     assert entry.payload()["decision"] == "expired"

@@ -238,6 +238,13 @@ async def test_every_call_is_in_the_verified_audit_with_the_client_name(served: 
             asking = log.to_dataframe(tool_call_id=request["answers_question_of"])
             kinds = list(asking["kind"])
             assert kinds[0] == "mcp_request" and "approval" in kinds
+            # The asking leg decided nothing: it is recorded deferred, never rejected.
+            legs = [p["decision"] for k, p in zip(asking["kind"], asking["payload"], strict=True)
+                    if k == "approval"]  # fmt: skip
+            assert legs == ["deferred"]
+            answered = [p["decision"] for k, p in zip(records["kind"], records["payload"],
+                        strict=True) if k == "approval"]  # fmt: skip
+            assert answered == ["approved"]
         else:
             assert request["answers_question_of"] is None
         mcp_calls = log.to_dataframe(kind="mcp_request")
