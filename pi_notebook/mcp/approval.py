@@ -192,32 +192,37 @@ def approval_message(question: Question, client: str) -> str:
 
 @dataclass
 class _Pending:
-    args_hash: str
-    affected_rows: int | None
+    question: Question
     key: str
     asked_in: str | None
     expires_at: float
+
+
+Expired = Callable[[str | None, Question], None]
+"""Told of a question nobody answered in time: the call that asked it, and the question."""
 
 
 class PendingApprovals:
     """Questions sent in an ``InputRequiredResult``, waiting for the client's retry.
 
     Each is keyed by a random nonce that travels in the (sealed) ``requestState`` and is
-    consumed by the first retry that carries it, so a replayed retry finds nothing.
+    consumed by the first retry that carries it, so a replayed retry finds nothing. A question
+    whose time ran out unanswered is handed to ``on_expired`` (the server audits it as
+    ``expired``) when the store next looks, or at :meth:`close`.
     """
 
-    def __init__(self, ttl_s: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, ttl_s: float, *, clock: Callable[[], float] = time.monotonic,
+                 on_expired: Expired | None = None) -> None:  # fmt: skip
         self.ttl_s = ttl_s
         self._clock = clock
+        self._on_expired = on_expired
         self._pending: dict[str, _Pending] = {}
 
     def add(self, question: Question, key: str, *, asked_in: str | None = None) -> str:
         """Remember ``question`` (asked by the call ``asked_in``); returns its nonce."""
         self._expire()
         nonce = secrets.token_urlsafe(18)
-        self._pending[nonce] = _Pending(
-            question.args_hash, question.affected_rows, key, asked_in, self._clock() + self.ttl_s
-        )
+        self._pending[nonce] = _Pending(question, key, asked_in, self._clock() + self.ttl_s)
         return nonce
 
     def consume(self, nonce: str, responses: dict[str, Any]) -> PriorAnswer | None:
@@ -228,8 +233,8 @@ class PendingApprovals:
         if entry is None:
             return None
         return PriorAnswer(
-            args_hash=entry.args_hash,
-            affected_rows=entry.affected_rows,
+            args_hash=entry.question.args_hash,
+            affected_rows=entry.question.affected_rows,
             approved=decision_of(responses.get(entry.key)),
             asked_in=entry.asked_in,
         )
@@ -238,10 +243,20 @@ class PendingApprovals:
         self._expire()
         return len(self._pending)
 
-    def _expire(self) -> None:
+    def close(self) -> None:
+        """The server is stopping: every question still waiting ends unanswered."""
+        self._expire(everything=True)
+
+    def _expire(self, *, everything: bool = False) -> None:
         now = self._clock()
-        for nonce in [n for n, p in self._pending.items() if p.expires_at <= now]:
-            del self._pending[nonce]
+        gone = [n for n, p in self._pending.items() if everything or p.expires_at <= now]
+        for nonce in gone:
+            entry = self._pending.pop(nonce)
+            if self._on_expired is not None:
+                try:
+                    self._on_expired(entry.asked_in, entry.question)
+                except Exception:  # recording is best effort; the question is gone either way
+                    log.exception("mcp: recording an unanswered question failed")
 
 
 class McpApprovalUI:

@@ -192,6 +192,7 @@ async def served_session(
         audit=options.audit_url,
         builtin_tools=False,
     )
+    server: GovernedToolServer | None = None
     try:
         await session.start()
         server = GovernedToolServer(
@@ -202,6 +203,8 @@ async def served_session(
         )
         yield session, server
     finally:
+        if server is not None:
+            server.pending.close()  # questions still unanswered end expired, in the audit
         await session.close()
 
 

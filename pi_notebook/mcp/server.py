@@ -50,6 +50,7 @@ from mcp.types import (
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from pi_notebook.ai.messages import ToolResultMessage, content_text
+from pi_notebook.approvals import ApprovalEntry
 from pi_notebook.mcp.approval import (
     APPROVAL_SCHEMA,
     PendingApprovals,
@@ -152,7 +153,7 @@ class GovernedToolServer:
         self.session = session
         self.dialect = dialect
         self.transport = transport
-        self.pending = PendingApprovals(approval_ttl_s)
+        self.pending = PendingApprovals(approval_ttl_s, on_expired=self._unanswered)
         self.server: Server[Any] = Server(
             SERVER_NAME,
             version="0.1.0",
@@ -165,6 +166,21 @@ class GovernedToolServer:
         self.server.middleware.append(
             RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=SERVER_NAME)
         )
+
+    def _unanswered(self, call_id: str | None, question: Question) -> None:
+        """A question sent with a call's result that no retry answered in time: that call's
+        approval ends ``expired`` (its first leg was only ``deferred``)."""
+        audit = self.session.audit
+        if audit is None or call_id is None:
+            return
+        entry = ApprovalEntry(
+            decision="expired", args_hash=question.args_hash,
+            args={"sql": question.statement} if question.tool_name == "query_database" else {},
+            reasons=question.reasons, reason="Not approved: the client never answered the question "
+            f"(it expired after {self.pending.ttl_s:g} s).", via="request_approval",
+        )  # fmt: skip
+        audit.record("approval", entry.payload(), tool_call_id=call_id,
+                     tool_name=question.tool_name)  # fmt: skip
 
     def served_tools(self) -> list[str]:
         """The served tools the session offers now, in order."""

@@ -163,6 +163,31 @@ def test_pending_questions_are_consumed_once_and_expire() -> None:
     assert pending.consume(late, yes) is None and len(pending) == 0
 
 
+def test_an_unanswered_question_is_handed_on_as_expired_once() -> None:
+    """A question sent with a call's result that no retry answers ends: the server audits the
+    asking call's approval as expired (at the next look, or when the server stops)."""
+    now = [0.0]
+    expired: list[tuple[str | None, str]] = []
+    pending = PendingApprovals(10, clock=lambda: now[0],
+                               on_expired=lambda call, q: expired.append((call, q.args_hash)))  # fmt: skip
+    question = Question(title="t", tool_name="q", statement="s", args_hash="h", preview=PREVIEW)
+    pending.add(question, "k", asked_in="call-late")
+    kept = pending.add(question, "k", asked_in="call-kept")
+    pending.add(question, "k", asked_in="call-open")
+    yes = {"k": ElicitResult(action="accept", content={"approve": True})}
+    assert pending.consume(kept, yes) is not None  # answered: never handed on
+    now[0] = 5.0
+    assert len(pending) == 2 and expired == []
+    now[0] = 11.0
+    assert len(pending) == 0
+    assert expired == [("call-late", "h"), ("call-open", "h")]
+    pending.close()
+    assert len(expired) == 2  # once each
+    still = pending.add(question, "k", asked_in="call-at-stop")
+    pending.close()
+    assert expired[-1] == ("call-at-stop", "h") and pending.consume(still, yes) is None
+
+
 # -- issue 14: an edit made before approving an MCP tool call is what runs -----------------------
 
 
@@ -194,3 +219,25 @@ async def test_an_edited_mcp_call_runs_as_edited(tmp_path: Path) -> None:
         assert row.args_hash == args_hash({"path": str(edited), "text": "edited"})
     finally:
         await session.close()
+
+
+async def test_a_question_left_unanswered_when_the_server_stops_ends_expired_in_the_audit(
+    tmp_path: Path,
+) -> None:
+    from pi_notebook.approvals import approvals_dataframe
+    from pi_notebook.audit import AuditLog
+    from pi_notebook.mcp.serve import ServeOptions, served_session
+
+    options = ServeOptions(
+        command="serve", database_url=f"sqlite:///{tmp_path}/data.sqlite",
+        audit_url=f"sqlite:///{tmp_path}/audit.sqlite", data_policy=None, approval_timeout=60,
+        http=None, issuer=None, audience=None, resource_url=None,
+    )  # fmt: skip
+    question = Question(title="Database write", tool_name="query_database",
+                        statement="DELETE FROM t", args_hash="h" * 64, reasons=("DELETE",))  # fmt: skip
+    async with served_session(options) as (_session, server):
+        server.pending.add(question, "approve", asked_in="mcp_asked")
+    with AuditLog(options.audit_url) as log:
+        frame = approvals_dataframe(log, tool_call_id="mcp_asked")
+    assert list(frame["decision"]) == ["expired"]
+    assert frame["sql"].iloc[0] == "DELETE FROM t" and "never answered" in frame["reason"].iloc[0]
