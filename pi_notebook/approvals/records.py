@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from pi_notebook.approvals.protocol import Decision, is_decision
+from pi_notebook.audit.records import AuditRecord
 from pi_notebook.identity import requester
 
 if TYPE_CHECKING:
@@ -26,9 +27,11 @@ if TYPE_CHECKING:
 __all__ = [
     "APPROVAL_COLUMNS",
     "APPROVAL_KINDS",
+    "ApprovalDecided",
     "ApprovalEntry",
     "ApprovalRecord",
     "AuditApprovals",
+    "GrantUsed",
     "approvals_dataframe",
 ]
 
@@ -95,6 +98,26 @@ class ApprovalEntry:
                 value = list(value)
             out[key] = value
         return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalDecided(AuditRecord):
+    """The durable ``approval`` record: a gate's decision, committed before what it authorises."""
+
+    kind: ClassVar[str] = "approval"
+    durable: ClassVar[bool] = True
+    entry: ApprovalEntry
+    """The decision; the payload is :meth:`ApprovalEntry.payload`."""
+
+    def payload(self) -> dict[str, Any]:
+        return self.entry.payload()
+
+
+@dataclass(frozen=True, kw_only=True)
+class GrantUsed(ApprovalDecided):
+    """The durable ``grant_use`` record: a call ran inside a scoped grant, nobody was asked."""
+
+    kind: ClassVar[str] = "grant_use"
 
 
 @dataclass(frozen=True, kw_only=True)

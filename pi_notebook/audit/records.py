@@ -159,14 +159,21 @@ class CapabilityMismatch(AuditRecord):
 
     kind: ClassVar[str] = "capability_mismatch"
     durable: ClassVar[bool] = True
-    sql: str
-    """The statement the backend was given."""
+    sql: str | None = None
+    """The statement the backend was given (``None``, and left out of the payload, for a
+    tool that is not SQL)."""
     approved_hash: str | None
     """The hash the approval bound to (``None`` without one)."""
     final_hash: str
     """The hash of the final arguments."""
     reason: str
     """Why the capability did not match."""
+
+    def payload(self) -> dict[str, Any]:
+        out = super().payload()
+        if self.sql is None:
+            del out["sql"]
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
