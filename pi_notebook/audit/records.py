@@ -339,7 +339,16 @@ class NotebookOutput(AuditRecord):
     output_digest: str
     """``output_digest(output["data"])`` of the display output."""
     calls: Sequence[Mapping[str, Any]] = ()
-    """The stamped calls: tool_call_id, tool_name, args_hash, decision, outcome, audit_hash."""
+    """The stamped calls: tool_call_id, tool_name, args_hash, decision, outcome, rows,
+    audit_hash."""
+    prompt_digest: str | None = None
+    """``prompt_digest(prompt)`` of the run's prompt (left out of the payload when ``None``)."""
+
+    def payload(self) -> dict[str, Any]:
+        out = super().payload()
+        if self.prompt_digest is None:
+            del out["prompt_digest"]
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
