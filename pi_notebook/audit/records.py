@@ -2,8 +2,10 @@
 
 Write a record with ``log.append(record)`` (queued) or ``await log.commit(record)`` (durable:
 returns the record's hash once it is on disk, raises ``AuditUnavailableError`` otherwise). The
-generic ``AuditLog.record(kind, payload)`` stays for third-party extensions; its payloads are
-free-form. What does not belong here: how records are encoded, chained or stored.
+generic ``AuditLog.record(kind, payload)`` stays only for third-party extensions; its payloads
+are free-form. Layers above the audit keep their record classes beside the code that writes
+them (the audit imports none of them). What does not belong here: how records are encoded,
+chained or stored.
 
 Record kinds, who writes each (the one place per fact), and which are durable (committed
 before what they authorise happens):
@@ -15,9 +17,18 @@ before what they authorise happens):
   number of updates): the recorder.
 - ``tool_call``: the session, once per call: the decision of the whole ``tool_call`` chain
   (``allowed`` or ``blocked``) with the arguments execute gets.
-- ``approval`` (durable), ``grant_use`` (durable): the approval gates; their payload is
-  ``pi_notebook.approvals.records.ApprovalEntry`` (typed there, beside the gates).
-  ``grant_revoke``: the database's grants (``pi_notebook.database.grants.GrantRevoke``).
+- ``approval`` (durable), ``grant_use`` (durable): the approval gates
+  (``pi_notebook.approvals.records.ApprovalDecided`` and ``GrantUsed``, typed there beside the
+  gates; their payload is an ``ApprovalEntry``); ``capability_mismatch`` without ``sql``: a
+  tool's approvals (``ToolApprovals``).
+- ``review`` (durable): each step of a four-eyes review
+  (``pi_notebook.approvals.records.ReviewStep``).
+- ``grant_revoke``: the database's grants (``pi_notebook.database.grants.GrantRevoke``);
+  ``data_policy``: the data policy, when protected columns were hidden from the model
+  (``pi_notebook.database.guard.DataPolicyApplied``).
+- ``provider_request_blocked``: the pre-model hooks
+  (``pi_notebook.session.premodel.ProviderRequestBlocked``).
+- ``mcp_request``: the MCP server, once per served call (``pi_notebook.mcp.server.McpRequest``).
 - ``write_preview`` (its ``start`` phase durable), ``preview_drift``: the backend's measure of
   a write before it is asked about, and a write refused because its count drifted.
 - ``final_args`` (durable), ``capability_mismatch`` (durable), ``query_refused``,

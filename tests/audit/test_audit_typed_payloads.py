@@ -119,7 +119,8 @@ async def test_a_typed_record_is_stored_as_the_kind_and_dict(tmp_path: Any) -> N
         frame = log.to_dataframe()
     finally:
         log.close()
-    rows = list(zip(frame["kind"], frame["payload"], frame["tool_call_id"], strict=True))
+    columns = ("kind", "payload", "tool_call_id", "tool_name", "policy_version")
+    rows = list(zip(*(frame[c] for c in columns), strict=True))
     assert len(rows) == 2 * len(CASES)
     for typed, untyped in zip(rows[::2], rows[1::2], strict=True):
         assert typed == untyped
