@@ -29,9 +29,11 @@ from pi_notebook.approvals.protocol import (
     is_decision,
 )
 from pi_notebook.approvals.records import (
+    ApprovalDecided,
     ApprovalEntry,
     ApprovalRecord,
     AuditApprovals,
+    GrantUsed,
     approvals_dataframe,
 )
 from pi_notebook.approvals.tools import TOOL_POLICY_VERSION, ToolApprovals, commit_record
@@ -41,6 +43,7 @@ __all__ = [
     "NO_UI_REASON",
     "REJECTED_REASON",
     "TOOL_POLICY_VERSION",
+    "ApprovalDecided",
     "ApprovalEntry",
     "ApprovalOutcome",
     "ApprovalRecord",
@@ -53,6 +56,7 @@ __all__ = [
     "Decision",
     "GateAnswer",
     "Grant",
+    "GrantUsed",
     "ToolApprovals",
     "WritePreview",
     "approval_method",

@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from pi_notebook.approvals.protocol import Decision, is_decision
+from pi_notebook.audit.records import AuditRecord
 from pi_notebook.identity import requester
 
 if TYPE_CHECKING:
@@ -26,9 +27,12 @@ if TYPE_CHECKING:
 __all__ = [
     "APPROVAL_COLUMNS",
     "APPROVAL_KINDS",
+    "ApprovalDecided",
     "ApprovalEntry",
     "ApprovalRecord",
     "AuditApprovals",
+    "GrantUsed",
+    "ReviewStep",
     "approvals_dataframe",
 ]
 
@@ -94,6 +98,88 @@ class ApprovalEntry:
             elif key == "reasons":
                 value = list(value)
             out[key] = value
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalDecided(AuditRecord):
+    """The durable ``approval`` record: a gate's decision, committed before what it authorises."""
+
+    kind: ClassVar[str] = "approval"
+    durable: ClassVar[bool] = True
+    entry: ApprovalEntry
+    """The decision; the payload is :meth:`ApprovalEntry.payload`."""
+
+    def payload(self) -> dict[str, Any]:
+        return self.entry.payload()
+
+
+@dataclass(frozen=True, kw_only=True)
+class GrantUsed(ApprovalDecided):
+    """The durable ``grant_use`` record: a call ran inside a scoped grant, nobody was asked."""
+
+    kind: ClassVar[str] = "grant_use"
+
+
+_REVIEW_EXTRAS: dict[str, tuple[str, ...]] = {
+    "posted": (),
+    "expired": ("decision",),
+    "withdrawn": ("decision",),
+    "refused": ("decision", "reviewer", "reason"),
+    "decision": ("decision", "note", "edited_args"),
+    "decision_lost": ("decision", "reviewer", "state"),
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewStep(AuditRecord):
+    """The durable ``review`` record of one step of a four-eyes review
+    (:mod:`pi_notebook.approvals.review`): the request as posted, and what each event adds."""
+
+    kind: ClassVar[str] = "review"
+    durable: ClassVar[bool] = True
+    event: str
+    """``posted``, ``refused``, ``decision``, ``decision_lost``, ``expired`` or ``withdrawn``."""
+    request_id: str
+    """The review request."""
+    requester: str
+    """Who asked."""
+    approver: str | None = None
+    """Who decided (``None`` until decided)."""
+    reviewers: Sequence[str] = ()
+    """Who may decide."""
+    args: Mapping[str, Any]
+    """The arguments the decision binds to."""
+    args_hash: str
+    """Their hash."""
+    expires_at: str
+    """When the request stops being decidable (ISO 8601, UTC)."""
+    decision: str | None = None
+    """The decision attempted or taken (every event but ``posted``)."""
+    reviewer: str | None = None
+    """Who tried to decide (``refused``, ``decision_lost``)."""
+    reason: str | None = None
+    """Why the reviewer was refused (``refused``)."""
+    note: str | None = None
+    """The reviewer's note (``decision``)."""
+    edited_args: Mapping[str, Any] | None = None
+    """The arguments as the reviewer edited them (``decision``)."""
+    state: str | None = None
+    """The state the request was already in (``decision_lost``)."""
+
+    def __post_init__(self) -> None:
+        if self.event not in _REVIEW_EXTRAS:
+            raise ValueError(f"unknown review event {self.event!r}")
+
+    def payload(self) -> dict[str, Any]:
+        """The request's fields, then those this event carries (present even when ``None``)."""
+        out: dict[str, Any] = {
+            "event": self.event, "request_id": self.request_id, "requester": self.requester,
+            "approver": self.approver, "reviewers": list(self.reviewers), "args": self.args,
+            "args_hash": self.args_hash, "expires_at": self.expires_at,
+        }  # fmt: skip
+        for name in _REVIEW_EXTRAS[self.event]:
+            out[name] = getattr(self, name)
         return out
 
 

@@ -35,6 +35,8 @@ import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
 from pi_notebook.approvals.protocol import ApprovalRequest, WritePreview
+from pi_notebook.approvals.records import ReviewStep
+from pi_notebook.audit.durable import record_before
 from pi_notebook.errors import ConfigurationError, ReviewRefused, StateError
 from pi_notebook.identity import current_user
 
@@ -53,7 +55,7 @@ __all__ = [
 ]
 
 REVIEW_TABLE = "pi_review_requests"
-REVIEW_KIND = "review"
+REVIEW_KIND = ReviewStep.kind
 """The audit record kind of every review step."""
 SAMPLE_ROWS = 20
 """Rows of a preview's sample kept in the store for the reviewer."""
@@ -202,16 +204,12 @@ class ReviewQueue:
     def _record(self, event: str, found: ReviewRequest, *, approver: str | None = None,
                 **more: Any) -> None:  # fmt: skip
         """A durable ``review`` record of one step (raises if it cannot be committed)."""
-        from pi_notebook.audit.durable import record_before
-
-        payload: dict[str, Any] = {
-            "event": event, "request_id": found.request_id, "requester": found.requester,
-            "approver": approver, "reviewers": list(found.reviewers),
-            "args": found.args, "args_hash": found.args_hash,
-            "expires_at": found.expires_at.isoformat(), **more,
-        }  # fmt: skip
-        record_before(self.audit, REVIEW_KIND, payload, tool_call_id=found.tool_call_id,
-                      tool_name=found.tool_name)  # fmt: skip
+        step = ReviewStep(event=event, request_id=found.request_id, requester=found.requester,
+                          approver=approver, reviewers=found.reviewers, args=found.args,
+                          args_hash=found.args_hash, expires_at=found.expires_at.isoformat(),
+                          tool_call_id=found.tool_call_id, tool_name=found.tool_name,
+                          **more)  # fmt: skip
+        record_before(self.audit, step)
 
     # -- the requester's side -----------------------------------------------------------------
     def post(self, request: ApprovalRequest, requester: str, reviewers: list[str] | tuple[str, ...],

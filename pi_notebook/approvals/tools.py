@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -28,7 +28,9 @@ from pi_notebook.approvals.capabilities import CapabilityStore
 from pi_notebook.approvals.gate import GateAnswer, ask
 from pi_notebook.approvals.hashing import args_hash, canonical_args, canonical_json
 from pi_notebook.approvals.protocol import ApprovalRequest
-from pi_notebook.approvals.records import ApprovalEntry
+from pi_notebook.approvals.records import ApprovalDecided, ApprovalEntry
+from pi_notebook.audit.durable import commit_before
+from pi_notebook.audit.records import AuditRecord, CapabilityMismatch
 from pi_notebook.errors import ApprovalRefused
 
 __all__ = ["TOOL_POLICY_VERSION", "ApprovalRule", "ToolApprovals", "commit_record", "unrecorded"]
@@ -41,16 +43,13 @@ TOOL_POLICY_VERSION = "tool-approval/1"
 ApprovalRule: TypeAlias = bool | Callable[[Any], Any]
 
 
-async def commit_record(audit: Any, kind: str, payload: Mapping[str, Any], **ids: Any) -> None:
+async def commit_record(audit: Any, record: AuditRecord) -> None:
     """Commit a durable audit record before what it authorises (``audit=None``: no audit).
 
     Raises:
         Exception: the record could not be committed; whatever it authorises must not happen.
     """
-    # Imported here: the audit package's recorder imports this package.
-    from pi_notebook.audit.durable import commit_before
-
-    await commit_before(audit, kind, payload, **ids)
+    await commit_before(audit, record)
 
 
 def unrecorded(exc: BaseException) -> str:
@@ -157,9 +156,9 @@ class ToolApprovals:
         answer = await ask(request, ctx, signal=signal)
         entry, block = self._settle(answer, request, params)
         try:
-            await commit_record(self._audit(), "approval", entry.payload(),
-                                tool_call_id=tool_call_id, tool_name=tool_name,
-                                policy_version=TOOL_POLICY_VERSION)  # fmt: skip
+            await commit_record(self._audit(), ApprovalDecided(
+                entry=entry, tool_call_id=tool_call_id, tool_name=tool_name,
+                policy_version=TOOL_POLICY_VERSION))  # fmt: skip
         except Exception as exc:  # an approval we cannot record is no approval
             self._edits.pop(tool_call_id, None)
             return unrecorded(exc)
@@ -247,11 +246,10 @@ class ToolApprovals:
     async def _mismatch(self, tool_call_id: str, tool_name: str, approved: str | None,
                         final: str, reason: str) -> None:  # fmt: skip
         try:
-            await commit_record(self._audit(), "capability_mismatch",
-                                {"approved_hash": approved, "final_hash": final,
-                                 "reason": reason},
-                                tool_call_id=tool_call_id, tool_name=tool_name,
-                                policy_version=TOOL_POLICY_VERSION)  # fmt: skip
+            await commit_record(self._audit(), CapabilityMismatch(
+                approved_hash=approved, final_hash=final, reason=reason,
+                tool_call_id=tool_call_id, tool_name=tool_name,
+                policy_version=TOOL_POLICY_VERSION))  # fmt: skip
         except Exception:  # the call is refused either way
             log.exception("audit: capability_mismatch of %s could not be recorded", tool_call_id)
 

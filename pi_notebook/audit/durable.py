@@ -5,7 +5,9 @@ committed durably first, and a failure stops the run (fail closed): ``commit_bef
 ``AuditUnavailableError`` (its text starts "the audit store is unavailable") and the caller
 refuses ("Refused: not run: the audit store is unavailable", ``backend.AUDIT_UNAVAILABLE``). Records about
 what already happened are best effort: a broken audit must not turn a committed write into an
-error. Records may be typed (``pi_notebook.audit.records``) or a kind with a dict payload.
+error. The package writes typed records (``pi_notebook.audit.records`` and the layers'
+own ``AuditRecord`` classes); a kind with a dict payload is accepted for third-party
+extensions.
 """
 
 from __future__ import annotations

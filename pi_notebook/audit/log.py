@@ -132,6 +132,11 @@ class AuditLog:
     ) -> str | None:
         """Append a record: a typed ``AuditRecord``, or a kind and a free-form payload.
 
+        The kind-and-payload form is the documented door for third-party extensions (their
+        own kinds, free-form payloads). Every record the package itself writes is a typed
+        ``AuditRecord`` (:mod:`pi_notebook.audit.records` lists them), written through
+        :mod:`pi_notebook.audit.durable`'s rules.
+
         The payload is converted to JSON-safe values, redacted and truncated now; it is
         hashed and written by the background writer. Without ``durable`` this never raises
         and returns ``None``. With ``durable=True`` it blocks until the record and all records

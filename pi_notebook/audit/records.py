@@ -2,8 +2,10 @@
 
 Write a record with ``log.append(record)`` (queued) or ``await log.commit(record)`` (durable:
 returns the record's hash once it is on disk, raises ``AuditUnavailableError`` otherwise). The
-generic ``AuditLog.record(kind, payload)`` stays for third-party extensions; its payloads are
-free-form. What does not belong here: how records are encoded, chained or stored.
+generic ``AuditLog.record(kind, payload)`` stays only for third-party extensions; its payloads
+are free-form. Layers above the audit keep their record classes beside the code that writes
+them (the audit imports none of them). What does not belong here: how records are encoded,
+chained or stored.
 
 Record kinds, who writes each (the one place per fact), and which are durable (committed
 before what they authorise happens):
@@ -15,9 +17,18 @@ before what they authorise happens):
   number of updates): the recorder.
 - ``tool_call``: the session, once per call: the decision of the whole ``tool_call`` chain
   (``allowed`` or ``blocked``) with the arguments execute gets.
-- ``approval`` (durable), ``grant_use`` (durable): the approval gates; their payload is
-  ``pi_notebook.approvals.records.ApprovalEntry`` (typed there, beside the gates).
-  ``grant_revoke``: the database's grants (``pi_notebook.database.grants.GrantRevoke``).
+- ``approval`` (durable), ``grant_use`` (durable): the approval gates
+  (``pi_notebook.approvals.records.ApprovalDecided`` and ``GrantUsed``, typed there beside the
+  gates; their payload is an ``ApprovalEntry``); ``capability_mismatch`` without ``sql``: a
+  tool's approvals (``ToolApprovals``).
+- ``review`` (durable): each step of a four-eyes review
+  (``pi_notebook.approvals.records.ReviewStep``).
+- ``grant_revoke``: the database's grants (``pi_notebook.database.grants.GrantRevoke``);
+  ``data_policy``: the data policy, when protected columns were hidden from the model
+  (``pi_notebook.database.guard.DataPolicyApplied``).
+- ``provider_request_blocked``: the pre-model hooks
+  (``pi_notebook.session.premodel.ProviderRequestBlocked``).
+- ``mcp_request``: the MCP server, once per served call (``pi_notebook.mcp.server.McpRequest``).
 - ``write_preview`` (its ``start`` phase durable), ``preview_drift``: the backend's measure of
   a write before it is asked about, and a write refused because its count drifted.
 - ``final_args`` (durable), ``capability_mismatch`` (durable), ``query_refused``,
@@ -159,14 +170,21 @@ class CapabilityMismatch(AuditRecord):
 
     kind: ClassVar[str] = "capability_mismatch"
     durable: ClassVar[bool] = True
-    sql: str
-    """The statement the backend was given."""
+    sql: str | None = None
+    """The statement the backend was given (``None``, and left out of the payload, for a
+    tool that is not SQL)."""
     approved_hash: str | None
     """The hash the approval bound to (``None`` without one)."""
     final_hash: str
     """The hash of the final arguments."""
     reason: str
     """Why the capability did not match."""
+
+    def payload(self) -> dict[str, Any]:
+        out = super().payload()
+        if self.sql is None:
+            del out["sql"]
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -332,7 +350,16 @@ class NotebookOutput(AuditRecord):
     output_digest: str
     """``output_digest(output["data"])`` of the display output."""
     calls: Sequence[Mapping[str, Any]] = ()
-    """The stamped calls: tool_call_id, tool_name, args_hash, decision, outcome, audit_hash."""
+    """The stamped calls: tool_call_id, tool_name, args_hash, decision, outcome, rows,
+    audit_hash."""
+    prompt_digest: str | None = None
+    """``prompt_digest(prompt)`` of the run's prompt (left out of the payload when ``None``)."""
+
+    def payload(self) -> dict[str, Any]:
+        out = super().payload()
+        if self.prompt_digest is None:
+            del out["prompt_digest"]
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,7 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pi_notebook.approvals import ApprovalEntry, ApprovalRequest, ask, commit_record
+from pi_notebook.approvals import (
+    ApprovalDecided,
+    ApprovalEntry,
+    ApprovalRequest,
+    ask,
+    commit_record,
+)
 from pi_notebook.approvals.tools import unrecorded
 from pi_notebook.errors import AbortError
 from pi_notebook.sql import POLICY_VERSION, classify
@@ -120,9 +126,9 @@ def install_read_budget(pi: ExtensionAPI, backend: DatabaseBackend, budget: Read
         )  # fmt: skip
         audit = getattr(ctx, "audit", None) or getattr(pi, "audit", None)
         try:
-            await commit_record(audit, "approval", entry.payload(),
-                                tool_call_id=event.tool_call_id, tool_name=TOOL_NAME,
-                                policy_version=POLICY_VERSION)  # fmt: skip
+            await commit_record(audit, ApprovalDecided(
+                entry=entry, tool_call_id=event.tool_call_id, tool_name=TOOL_NAME,
+                policy_version=POLICY_VERSION))  # fmt: skip
         except Exception as exc:  # a decision we cannot record is no approval
             return {"block": True, "reason": unrecorded(exc)}
         return None if answer.approved else {"block": True, "reason": answer.reason}

@@ -22,10 +22,12 @@ from pydantic import ValidationError
 
 from pi_notebook.approvals import (
     REJECTED_REASON,
+    ApprovalDecided,
     ApprovalEntry,
     ApprovalRequest,
     GateAnswer,
     Grant,
+    GrantUsed,
     WritePreview,
     ask,
     commit_record,
@@ -137,7 +139,7 @@ def make_gate(ext: GateSettings, backend: DatabaseBackend, pi: ExtensionAPI,
             entry = ApprovalEntry(decision="aborted", args_hash=call.args_hash,
                                   args={"sql": sql}, reasons=verdict.reasons, reason=reason)  # fmt: skip
             try:
-                await call.commit("approval", entry)
+                await call.commit(ApprovalDecided, entry)
             except _Blocked:
                 pass  # blocked either way
             return _block(reason)
@@ -185,10 +187,11 @@ class _Call:
         except Exception as exc:  # the database may be down: the person still decides
             return WritePreview(affected_rows=None, note=f"The preview failed: {exc}")
 
-    async def commit(self, kind: str, entry: ApprovalEntry) -> None:
+    async def commit(self, record: type[ApprovalDecided], entry: ApprovalEntry) -> None:
         try:
-            await commit_record(self.audit, kind, entry.payload(), tool_call_id=self.call_id,
-                                tool_name=TOOL_NAME, policy_version=POLICY_VERSION)  # fmt: skip
+            await commit_record(self.audit, record(entry=entry, tool_call_id=self.call_id,
+                                                   tool_name=TOOL_NAME,
+                                                   policy_version=POLICY_VERSION))  # fmt: skip
         except Exception as exc:  # an approval we cannot record is no approval
             raise _Blocked(unrecorded(exc)) from None
 
@@ -214,7 +217,7 @@ class _Call:
                               args={"sql": self.sql}, via="grant", approver=current.approver,
                               preview=_preview_record(preview),
                               grant=current.describe())  # fmt: skip
-        await self.commit("grant_use", entry)
+        await self.commit(GrantUsed, entry)
         self.backend.capabilities.grant(self.call_id, self.args_hash, self.ext.capability_ttl_s,
                                         expected_rows=rows, max_rows=current.grant.max_rows)  # fmt: skip
         return preview, True
@@ -263,7 +266,7 @@ class _Call:
                                                      origin_call_id=self.call_id)  # fmt: skip
                 except (_Blocked, GrantError) as exc:
                     reason = str(exc) if isinstance(exc, _Blocked) else f"Not run: {exc}."
-                    await self.commit("approval", replace(entry, decision="refused",
+                    await self.commit(ApprovalDecided, replace(entry, decision="refused",
                                                           reason=reason))  # fmt: skip
                     raise _Blocked(reason) from None
                 entry = _approved_entry(entry, self, final, active)
@@ -272,7 +275,7 @@ class _Call:
 
     async def _settle(self, entry: ApprovalEntry, answer: GateAnswer, final: _Final | None,
                       active: ActiveGrant | None) -> dict[str, Any] | None:  # fmt: skip
-        await self.commit("approval", entry)
+        await self.commit(ApprovalDecided, entry)
         if final is None:
             return _block(answer.reason)
         if active is not None:

@@ -25,9 +25,13 @@ Registered by the database extension when it has a ``data_policy``:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from pi_notebook.ai.messages import ImageContent, TextContent
+from pi_notebook.audit.durable import record_after
+from pi_notebook.audit.records import AuditRecord
 from pi_notebook.extensions import ExtensionAPI
 
 from .names import DESCRIBE_TOOL, TOOL_NAME
@@ -35,11 +39,30 @@ from .policy import DataPolicy, LineagePolicy, generic_error
 from .protected_values import scrub_messages
 from .schema import SchemaCache
 
-__all__ = ["POLICY_AUDIT_KIND", "install_data_policy", "register_data_policy", "sanitize_error"]
+__all__ = [
+    "POLICY_AUDIT_KIND",
+    "DataPolicyApplied",
+    "install_data_policy",
+    "register_data_policy",
+    "sanitize_error",
+]
 
 log = logging.getLogger(__name__)
 
 POLICY_AUDIT_KIND = "data_policy"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataPolicyApplied(AuditRecord):
+    """A result reached the model with protected columns hidden (masked, hashed or dropped)
+    by the data policy; its ``policy_version`` is also in the payload."""
+
+    kind: ClassVar[str] = POLICY_AUDIT_KIND
+    protected: Mapping[str, Any]
+    """The result's protected columns and how each was hidden."""
+
+    def payload(self) -> dict[str, Any]:
+        return {"protected": dict(self.protected), "policy_version": self.policy_version}
 
 
 def sanitize_error(text: str) -> str:
@@ -97,16 +120,9 @@ def register_data_policy(
         protected = details.get("protected_columns")
         if protected:
             audit = getattr(ctx, "audit", None) or pi.audit
-            if audit is not None:
-                try:
-                    audit.record(
-                        POLICY_AUDIT_KIND,
-                        {"protected": dict(protected), "policy_version": policy.version},
-                        tool_call_id=event.tool_call_id, tool_name=event.tool_name,
-                        policy_version=policy.version,
-                    )  # fmt: skip
-                except Exception:  # the result stands; the record is best effort
-                    log.exception("audit record %r failed", POLICY_AUDIT_KIND)
+            record_after(audit, DataPolicyApplied(  # best effort: the result stands
+                protected=protected, tool_call_id=event.tool_call_id, tool_name=event.tool_name,
+                policy_version=policy.version))  # fmt: skip
         return None
 
     def announce(event: Any, ctx: Any) -> dict[str, str]:

@@ -25,8 +25,9 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from mcp.server import Server
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -50,7 +51,9 @@ from mcp.types import (
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from pi_notebook.ai.messages import ToolResultMessage, content_text
-from pi_notebook.approvals import ApprovalEntry
+from pi_notebook.approvals import ApprovalDecided, ApprovalEntry
+from pi_notebook.audit.durable import record_after
+from pi_notebook.audit.records import AuditRecord
 from pi_notebook.mcp.approval import (
     APPROVAL_SCHEMA,
     PendingApprovals,
@@ -65,7 +68,7 @@ from pi_notebook.session import AgentSession
 from pi_notebook.sql import classify
 from pi_notebook.sql.backend import query_args_hash
 
-__all__ = ["SERVED_TOOLS", "SERVER_NAME", "GovernedToolServer"]
+__all__ = ["SERVED_TOOLS", "SERVER_NAME", "GovernedToolServer", "McpRequest"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +77,35 @@ SERVED_TOOLS = ("query_database", "describe_database")
 _APPROVAL_KEY = "pi_notebook_approval"
 _META = "pi-notebook/call"
 _ANNOTATIONS_META = "pi-notebook/annotations"
+
+
+@dataclass(frozen=True, kw_only=True)
+class McpRequest(AuditRecord):
+    """A ``tools/call`` served over MCP: who asked, from which client, and how it is approved."""
+
+    kind: ClassVar[str] = "mcp_request"
+    caller: Mapping[str, Any]
+    """``Principal.describe()`` of the verified caller, else ``{"requester": None}``; its keys
+    lead the payload."""
+    client: str | None
+    """The client's name, as it introduced itself."""
+    client_version: str | None
+    """Its version."""
+    protocol_version: str | None
+    """The MCP protocol version of the connection."""
+    transport: str
+    """The transport the request came over."""
+    request_id: str
+    """The JSON-RPC request id."""
+    approval_mode: str
+    """How a write of this call is approved."""
+    answers_question_of: str | None = None
+    """The call whose question this request answers, where it answers one."""
+
+    def payload(self) -> dict[str, Any]:
+        out = super().payload()
+        return {**out.pop("caller"), **out}
+
 
 _ANNOTATIONS = {
     "query_database": ToolAnnotations(
@@ -179,8 +211,9 @@ class GovernedToolServer:
             reasons=question.reasons, reason="Not approved: the client never answered the question "
             f"(it expired after {self.pending.ttl_s:g} s).", via="request_approval",
         )  # fmt: skip
-        audit.record("approval", entry.payload(), tool_call_id=call_id,
-                     tool_name=question.tool_name)  # fmt: skip
+        # After the fact, so best effort: nothing waits on it, and nothing it allows runs.
+        record_after(audit, ApprovalDecided(entry=entry, tool_call_id=call_id,
+                                            tool_name=question.tool_name))  # fmt: skip
 
     def served_tools(self) -> list[str]:
         """The served tools the session offers now, in order."""
@@ -271,21 +304,19 @@ class GovernedToolServer:
         if audit is None:
             return
         caller = principal.describe() if principal is not None else {"requester": None}
-        audit.record(
-            "mcp_request",
-            {
-                **caller,
-                "client": peer.client,
-                "client_version": peer.client_version,
-                "protocol_version": peer.protocol_version,
-                "transport": peer.transport,
-                "request_id": str(ctx.request_id),
-                "approval_mode": approval.mode,
-                "answers_question_of": approval.answer.asked_in if approval.answer else None,
-            },
+        record = McpRequest(
+            caller=caller,
+            client=peer.client,
+            client_version=peer.client_version,
+            protocol_version=peer.protocol_version,
+            transport=peer.transport,
+            request_id=str(ctx.request_id),
+            approval_mode=approval.mode,
+            answers_question_of=approval.answer.asked_in if approval.answer else None,
             tool_call_id=call_id,
             tool_name=tool,
         )
+        record_after(audit, record)
 
     def _verdict(self, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         """The classifier's verdict on the statement, and its approval hash."""

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..approvals import is_decision
+from ..audit.durable import record_before
+from ..audit.records import NotebookOutput
 from .store import Decided
 
 __all__ = ["CallStamp", "args_hash_of", "call_stamps", "grant_words", "record_output"]
@@ -120,19 +122,19 @@ def call_stamps(
     return {call_id: CallStamp(tool_call_id=call_id, **row) for call_id, row in found.items()}
 
 
-def record_output(audit: Any, session_id: str, payload: dict[str, Any],
+def record_output(audit: Any, session_id: str, record: NotebookOutput,
                   since: dt.datetime) -> str | None:  # fmt: skip
     """Write the durable ``notebook_output`` record; returns its hash (``None`` if it failed)."""
     if audit is None:
         return None
     try:
-        audit.record("notebook_output", payload, durable=True)
-        frame = _records(audit, session_id, since, kind="notebook_output")
+        record_before(audit, record)
+        frame = _records(audit, session_id, since, kind=record.kind)
     except Exception:
         log.exception("pi_notebook: could not record the run's output in the audit")
         return None
     for stored, hash_ in zip(reversed(list(frame["payload"])), reversed(list(frame["hash"])),
                              strict=True):  # fmt: skip
-        if isinstance(stored, dict) and stored.get("run_id") == payload["run_id"]:
+        if isinstance(stored, dict) and stored.get("run_id") == record.run_id:
             return str(hash_)
     return None

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..agent.events import AgentEndEvent
 from ..approvals.protocol import is_decision
 from ..audit.notebook import output_digest, prompt_digest
+from ..audit.records import NotebookOutput
 from ..errors import AwaitNotSupportedError
 from .prompts import ApprovalPrompt, Prompt
 from .provenance import args_hash_of, call_stamps, record_output
@@ -190,9 +191,9 @@ class Run:
                 "audit_hash": stamp.audit_hash if stamp else None,
             })  # fmt: skip
         digest = output_digest(data)
-        payload = {"run_id": self.run_id, "output_digest": digest, "calls": calls,
-                   "prompt_digest": prompt_digest(self.prompt)}  # fmt: skip
-        record_hash = await asyncio.to_thread(record_output, audit, session_id, payload,
+        output = NotebookOutput(run_id=self.run_id, output_digest=digest, calls=calls,
+                                prompt_digest=prompt_digest(self.prompt))  # fmt: skip
+        record_hash = await asyncio.to_thread(record_output, audit, session_id, output,
                                               self._since)  # fmt: skip
         self.metadata = {"run_id": self.run_id, "session_id": session_id, "model": model,
                          "output_digest": digest, "record_hash": record_hash, "calls": calls}  # fmt: skip

@@ -14,12 +14,14 @@ import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..agent.agent import Agent, AgentState
 from ..ai.abort import AbortSignal
 from ..ai.messages import Message, TextContent, UserMessage, content_text
 from ..ai.payload import payload_text
+from ..audit.durable import record_after
+from ..audit.records import AuditRecord
 from ..extensions import premodel
 from ..extensions.runner import ExtensionRunner
 
@@ -31,6 +33,7 @@ __all__ = [
     "PreModelHooks",
     "PreparedPrompt",
     "PromptOverride",
+    "ProviderRequestBlocked",
     "SystemPromptState",
     "copy_for_context",
     "prepare_prompt",
@@ -40,6 +43,24 @@ log = logging.getLogger(__name__)
 
 PROVIDER_BLOCK_KIND = "provider_request_blocked"
 """Audit kind of a request that a ``before_provider_request`` handler stopped."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderRequestBlocked(AuditRecord):
+    """A ``before_provider_request`` handler stopped a request: the block, never the payload
+    (its digest and size identify what was stopped)."""
+
+    kind: ClassVar[str] = PROVIDER_BLOCK_KIND
+    reason: str
+    """The handler's reason."""
+    extension_path: str
+    """The extension that blocked."""
+    model: str
+    """The model the request was for."""
+    payload_sha256: str
+    """SHA-256 (hex) of the request's text."""
+    payload_chars: int
+    """Its length in characters."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,16 +203,11 @@ class PreModelHooks:
         audit = self._audit()
         if audit is None:
             return
-        try:
-            audit.record(
-                PROVIDER_BLOCK_KIND,
-                {
-                    "reason": reason,
-                    "extension_path": path,
-                    "model": model,
-                    "payload_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-                    "payload_chars": len(text),
-                },
-            )
-        except Exception:  # the block stands whatever the audit does
-            log.exception("audit record %r failed", PROVIDER_BLOCK_KIND)
+        record = ProviderRequestBlocked(
+            reason=reason,
+            extension_path=path,
+            model=model,
+            payload_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            payload_chars=len(text),
+        )
+        record_after(audit, record)  # the block stands whatever the audit does
