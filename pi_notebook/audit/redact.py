@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .redact_sql import looks_like_sql, redact_sql
+from .redact_sql import redact_sql
 
 __all__ = [
     "DEFAULT_PATTERNS",
@@ -205,7 +205,7 @@ class Redactor:
     def redact_text(self, text: str) -> str:
         """``text`` with every match of every pattern masked; SQL text first has the values
         bound to secret-named columns masked (see :mod:`.redact_sql`)."""
-        if self._key_re is not None and looks_like_sql(text):
+        if self._key_re is not None:  # redact_sql leaves text that does not look like SQL
             text = redact_sql(text, self.is_secret_key, self.mask)
         for rx in self._candidates(text):
             text = rx.sub(self._replace, text)

@@ -432,12 +432,25 @@ class DatabaseBackend:
                     on_progress=on_progress, audited=audited,
                 )  # fmt: skip
         except QueryError as error:
-            failure = QueryAbort if isinstance(error, QueryAborted) else QueryFailure
-            record_after(audit, failure(error=str(error), args_hash=final_hash, **ids))
+            self._record_failure(audit, error, final_hash, ids)
             raise
+        return self._finish(fetched, kind, started, final_hash, ids,
+                            audit if record_result else None)  # fmt: skip
+
+    @staticmethod
+    def _record_failure(audit: AuditSink | None, error: QueryError, final_hash: str,
+                        ids: dict[str, Any]) -> None:  # fmt: skip
+        """The audit record of a statement that failed or was stopped (best effort)."""
+        failure = QueryAbort if isinstance(error, QueryAborted) else QueryFailure
+        record_after(audit, failure(error=str(error), args_hash=final_hash, **ids))
+
+    def _finish(self, fetched: Any, kind: RunKind, started: float, final_hash: str,
+                ids: dict[str, Any], audit: AuditSink | None) -> QueryOutcome:  # fmt: skip
+        """The outcome of a statement that ran, and its ``query_result`` record when
+        ``audit`` is given (best effort)."""
         outcome = shape(fetched, kind=kind, dialect=self.dialect, args_hash=final_hash,
                         seconds=time.perf_counter() - started)  # fmt: skip
-        if record_result and audit is not None:
+        if audit is not None:
             record_after(audit, QueryResult(
                 row_count=outcome.row_count, truncated=outcome.truncated,
                 duration_ms=outcome.duration_ms, statement_kind=kind, args_hash=final_hash,

@@ -50,7 +50,7 @@ from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.approvals.capabilities import CapabilityStore
 from pi_notebook.approvals.protocol import WritePreview
 from pi_notebook.audit.durable import record_after
-from pi_notebook.audit.records import QueryAbort, QueryFailure, QueryResult, WritePreviewRecord
+from pi_notebook.audit.records import WritePreviewRecord
 from pi_notebook.sql import classify, lexical
 from pi_notebook.sql.backend import AuditSink, DatabaseBackend, ProgressCallback, QueryError
 from pi_notebook.sql.backend.derive import WritePlan, plan_write
@@ -59,7 +59,7 @@ from pi_notebook.sql.backend.execution import Execution
 from pi_notebook.sql.backend.fetch import Fetched, ProgressSteps, RunSettings, read_limit
 from pi_notebook.sql.backend.measure import METHOD_TEXT
 from pi_notebook.sql.backend.readonly import RunKind
-from pi_notebook.sql.backend.results import QueryOutcome, render_fetched, shape
+from pi_notebook.sql.backend.results import QueryOutcome, render_fetched
 from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
 from pi_notebook.sql.backend.worker import AuditBlocked, Bounds, DriftError
 from pi_notebook.sql.engines.base import EngineInfo, ReadEstimate
@@ -321,17 +321,10 @@ class ChdbBackend(DatabaseBackend):
                 error
             ):
                 error = type(error)(_no_rollback(str(error)))
-            failure = QueryAbort if isinstance(error, QueryAborted) else QueryFailure
-            record_after(audit, failure(error=str(error), args_hash=final_hash, **ids))
+            self._record_failure(audit, error, final_hash, ids)
             raise error from None
-        outcome = shape(fetched, kind=kind, dialect=self.dialect, args_hash=final_hash,
-                        seconds=time.perf_counter() - started)  # fmt: skip
-        if record_result and audit is not None:
-            record_after(audit, QueryResult(
-                row_count=outcome.row_count, truncated=outcome.truncated,
-                duration_ms=outcome.duration_ms, statement_kind=kind, args_hash=final_hash,
-                **ids))  # fmt: skip
-        return outcome
+        return self._finish(fetched, kind, started, final_hash, ids,
+                            audit if record_result else None)  # fmt: skip
 
     def _statement(
         self,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pi_notebook.sql.engines.base import EngineInfo, ReadEstimate
-from pi_notebook.sql.engines.plans import explain_prefix, leaves, plan_json
+from pi_notebook.sql.engines.plans import explain_prefix, leaves, not_planned, plan_json
 
 __all__ = ["ENGINE", "estimate"]
 
@@ -36,8 +36,7 @@ def estimate(raw: Any, sql: str) -> ReadEstimate:
     width, so ``bytes`` is ``None`` (a byte budget alone never holds a DuckDB read)."""
     explain = explain_prefix(sql)
     if explain is None:
-        word = sql.split(None, 1)[0].upper() if sql.strip() else "this"
-        return ReadEstimate(rows=None, bytes=None, source=f"no estimate for {word} statements")
+        return not_planned(sql)
     # A cursor() would be a second connection with its own transaction: use the connection.
     found = raw.driver_connection.execute(explain).fetchall()
     plans = [plan_json(value) for _kind, value in found]

@@ -13,7 +13,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["EXPLAINABLE", "explain_prefix", "leaves", "plan_json"]
+from pi_notebook.sql.engines.base import ReadEstimate
+
+__all__ = ["EXPLAINABLE", "explain_prefix", "leaves", "not_planned", "plan_json"]
 
 EXPLAINABLE = re.compile(
     r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*\(*\s*(select|with|values|table|from)\b",
@@ -30,6 +32,12 @@ def explain_prefix(sql: str) -> str | None:
     if not EXPLAINABLE.match(sql):
         return None
     return "EXPLAIN (FORMAT JSON) " + sql.strip().rstrip(";").rstrip()
+
+
+def not_planned(sql: str) -> ReadEstimate:
+    """The estimate of a read no ``EXPLAIN`` prefix may plan (it does not start as a query)."""
+    word = sql.split(None, 1)[0].upper() if sql.strip() else "this"
+    return ReadEstimate(rows=None, bytes=None, source=f"no estimate for {word} statements")
 
 
 def plan_json(value: Any) -> Any:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pi_notebook.sql.backend.readonly import take_pending_begin
 from pi_notebook.sql.engines.base import EngineInfo, ReadEstimate
-from pi_notebook.sql.engines.plans import explain_prefix, leaves, plan_json
+from pi_notebook.sql.engines.plans import explain_prefix, leaves, not_planned, plan_json
 
 __all__ = ["ENGINE", "estimate"]
 
@@ -35,8 +35,7 @@ def estimate(raw: Any, sql: str) -> ReadEstimate:
     ``BEGIN`` (when still pending), the ``EXPLAIN`` and the ``ROLLBACK`` go in one message."""
     explain = explain_prefix(sql)
     if explain is None:
-        word = sql.split(None, 1)[0].upper() if sql.strip() else "this"
-        return ReadEstimate(rows=None, bytes=None, source=f"no estimate for {word} statements")
+        return not_planned(sql)
     begin = take_pending_begin(raw)
     text = f"{begin}; {explain}; ROLLBACK" if begin is not None else explain
     cur = raw.driver_connection.cursor()
