@@ -200,7 +200,7 @@ class QueryRefusal(AuditRecord):
 
 @dataclass(frozen=True, kw_only=True)
 class WritePreviewRecord(AuditRecord):
-    """One phase of measuring a write before it is asked about (issue 12.3): ``start`` is
+    """One phase of measuring a write before it is asked about: ``start`` is
     durable (committed before the measuring statement runs, and rolled back after it), then
     ``result`` or ``error``."""
 

@@ -172,7 +172,7 @@ class DatabaseExtension:
 
     def _call_ended(self, backend: DatabaseBackend, event: Any) -> None:
         # A capability dies with the call that earned it, however the call ended (blocked by
-        # a later handler, errored, aborted, finished); its id is burnt (issue 15, item 4).
+        # a later handler, errored, aborted, finished); its id is burnt.
         backend.capabilities.revoke(event.tool_call_id)
         self.edits.pop(event.tool_call_id, None)
 

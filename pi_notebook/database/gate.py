@@ -1,4 +1,4 @@
-"""The approval gate of ``query_database``: a ``tool_call`` handler (S24, D10, issue 12).
+"""The approval gate of ``query_database``: a ``tool_call`` handler (S24, D10).
 
 - A read passes; a ``reject`` verdict is refused at once, without asking.
 - A write inside a live scoped grant runs without asking: ``grant_use`` is committed to the

@@ -420,11 +420,11 @@ class NotebookState:
 
     def bound_results(self) -> int:
         """Drop the DataFrames of all but the latest :attr:`keep_results` calls of every run
-        (issue 15.7), across rebuilt sessions too; returns how many were dropped.
+        across rebuilt sessions too; returns how many were dropped.
 
-        A dropped result's ``details["dataframe"]`` becomes the retention's note and
-        ``details["dataframe_dropped"]`` is set, as the session does: its card and record keep
-        the preview they show, and ``%pi_result`` for it says how to get the rows again.
+          A dropped result's ``details["dataframe"]`` becomes the retention's note and
+          ``details["dataframe_dropped"]`` is set, as the session does: its card and record keep
+          the preview they show, and ``%pi_result`` for it says how to get the rows again.
         """
         keep = self.keep_results
         if keep is None:

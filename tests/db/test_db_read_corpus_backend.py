@@ -1,4 +1,4 @@
-"""D1 + D5, issue 15 item 5: the classifier's reads are the backend's reads, on all four engines.
+"""D1 + D5: the classifier's reads are the backend's reads, on all four engines.
 
 Every entry of ``tests/fixtures/sql/reads_corpus_{dialect}.sql`` runs through the real
 ``DatabaseBackend.run`` (classifier, read-only transaction, SQLite's authorizer) against the

@@ -324,7 +324,7 @@ class DatabaseBackend:
         signal: AbortSignal | None = None,
         audit: AuditSink | None = None,
     ) -> WritePreview:
-        """Measure what the write ``sql`` would do, changing nothing (issue 12.3).
+        """Measure what the write ``sql`` would do, changing nothing.
 
         The rows it would change are counted by running it in a transaction that is always
         rolled back where a rollback is certain to undo it, else with the equivalent
