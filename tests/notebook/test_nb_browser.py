@@ -99,12 +99,13 @@ def _run_cell(page: Any, index: int) -> None:
     page.keyboard.press("Control+Enter")
 
 
-def _open(page: Any, lab: LabServer, name: str, prompt: str, more: tuple[str, ...] = ()) -> Any:
-    """Open a notebook with ``%load_ext pi_notebook``, a ``%%pi`` cell and the cells ``more``;
-    run the first two; the run view."""
+def _open(page: Any, lab: LabServer, name: str, prompt: str, more: tuple[str, ...] = (),
+          setup: str = "") -> Any:  # fmt: skip
+    """Open a notebook with ``%load_ext pi_notebook`` (and the lines ``setup``), a ``%%pi``
+    cell and the cells ``more``; run the first two; the run view."""
     from playwright.sync_api import expect
 
-    sources = ["%load_ext pi_notebook", f"%%pi\n{prompt}", *more]
+    sources = ["%load_ext pi_notebook" + (f"\n{setup}" if setup else ""), f"%%pi\n{prompt}", *more]
     (lab.root / name).write_text(notebook_json(sources))
     workspace = name.removesuffix(".ipynb")
     page.goto(lab.url(f"/lab/workspaces/{workspace}/tree/{name}"))
@@ -416,24 +417,37 @@ def _verified(lab: LabServer, name: str, *, calls: int) -> None:
     assert report.ok and report.calls == calls, report.problems
 
 
+NUMBERS = {
+    "sqlite": ("SELECT 70131.16 AS revenue, 1234567.89 AS amount, 0.125 AS share, 1e-7 AS tiny, "
+               "12345678901234 AS big, 10001 AS customer_id",
+               ["70,131.16", "1,234,567.89", "0.125", "1e-07", "12,345,678,901,234", "10001"]),
+    "postgres": ("SELECT 70131.16::float8 AS revenue, 1234567.89::numeric AS amount, "
+                 "0.125::float8 AS share, 1e-7::float8 AS tiny, 12345678901234::bigint AS big, "
+                 "70131.10::numeric(12,2) AS price",
+                 ["70,131.16", "1,234,567.89", "0.125", "1e-07", "12,345,678,901,234", "70,131.10"]),
+}  # fmt: skip
+"""Per engine: a read, and the exact strings its row shows (the numeric keeps its scale)."""
+
+
+@pytest.mark.parametrize("engine", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_browser_numbers_are_exact_in_the_card_and_the_saved_record(
-    page: Any, lab: LabServer
+    page: Any, lab: LabServer, engine: str, request: pytest.FixtureRequest
 ) -> None:
     """Money keeps its cents and big numbers their digits, on screen and in the saved file."""
     from playwright.sync_api import expect
 
-    shown = ["70,131.16", "1,234,567.89", "0.125", "1e-07", "12,345,678,901,234", "10001"]
-    run = _open(page, lab, "numbers.ipynb",
-                "SELECT 70131.16 AS revenue, 1234567.89 AS amount, 0.125 AS share, "
-                "1e-7 AS tiny, 12345678901234 AS big, 10001 AS customer_id")  # fmt: skip
+    sql, shown = NUMBERS[engine]
+    setup = f"%pi_connect {request.getfixturevalue('pg_url')}" if engine == "postgres" else ""
+    name = f"numbers-{engine}.ipynb"
+    run = _open(page, lab, name, sql, setup=setup)
     row = run.locator(".pi-record table.pi-table tbody tr").first
     expect(row).to_be_visible(timeout=SLOW)
     assert [c.strip() for c in row.locator("td").all_inner_texts()][-len(shown) :] == shown
-    _shot(page, "numbers.png")
+    _shot(page, f"numbers-{engine}.png")
     page.keyboard.press("Control+s")
     expect(page.locator(".jp-mod-dirty")).to_have_count(0, timeout=SLOW)
-    (record,) = _saved_records(lab, "numbers.ipynb")
+    (record,) = _saved_records(lab, name)
     assert " ".join(shown) in " ".join(record.split())
     for rounded in ("70,131.2", "1,234,568", "1.235e+13"):
         assert rounded not in record
-    _verified(lab, "numbers.ipynb", calls=1)
+    _verified(lab, name, calls=1)
