@@ -51,6 +51,7 @@ from typing import Any, ClassVar
 __all__ = [
     "AuditRecord",
     "CapabilityMismatch",
+    "ConversationReset",
     "ExtensionError",
     "FinalArgs",
     "NotebookOutput",
@@ -324,6 +325,16 @@ class SessionShutdown(AuditRecord):
     kind: ClassVar[str] = "session_shutdown"
     open_calls: Sequence[str] = ()
     """Calls that had started and not ended."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConversationReset(AuditRecord):
+    """``%pi_reset``: the model's messages were cleared; the session, its tools and grants
+    stay. What the model saw before it is in the records before this one."""
+
+    kind: ClassVar[str] = "conversation_reset"
+    cleared_messages: int
+    """How many messages the model forgot."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from ..audit.records import ConversationReset
 from ..database import DatabaseExtension, database_extension
 from ..extensions.loader import labelled_extension
 from ..secrets import safe_url, scrub
@@ -305,6 +306,8 @@ class NotebookState:
         if self.session is not None:
             cleared = len(self.session.messages)
             self.session.messages.clear()
+        if self.audit is not None:
+            self.audit.append(ConversationReset(cleared_messages=cleared))
         return RESET_NOTE.format(cleared=f"{cleared} message{'s' if cleared != 1 else ''}")
 
     def current_session(self) -> AgentSession:
