@@ -96,3 +96,20 @@ def test_every_listed_engine_is_classified_and_dispatched() -> None:
         assert classify("SELECT 1", info.dialect).kind == "read"
         assert classify("DELETE FROM t", info.dialect).kind == "write"
         assert engine_for_url(examples[info.engine]) is info
+
+
+def test_the_readme_and_deployment_tables_are_the_engines_own_facts() -> None:
+    """The engine tables of the README and docs/deployment.md are what ``engines_markdown``
+    renders from the seam now (``scripts/engine_tables.py`` rewrites them)."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "engine_tables.py"
+    spec = importlib.util.spec_from_file_location("engine_tables", script)
+    assert spec is not None and spec.loader is not None
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    for name, (path, _columns) in tables.TABLES.items():
+        text = path.read_text()
+        assert tables.rendered(name, text) == text, f"{path.name} is stale: run {script.name}"
+        assert "| clickhouse |" in text and "| live |" in text
