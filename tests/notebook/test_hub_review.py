@@ -173,9 +173,11 @@ def test_hub_ana_asks_bo_approves_with_pi_review(hub: Hub, tmp_path: Path) -> No
             )
             _run(ana, ana_cells, 1)
             asking = ana_cells.nth(1)
-            expect(asking.locator(".pi-run")).to_contain_text(
+            waiting = asking.locator(".pi-tool-card")
+            expect(waiting.locator(".pi-review-wait")).to_contain_text(
                 "Waiting for a review by bo", timeout=SLOW
             )
+            expect(waiting.locator(".pi-status")).to_contain_text("awaiting approval")
             expect(asking.locator(".pi-approval")).to_have_count(0)  # not hers to approve
             timings["ana waiting"] = time.monotonic() - started
             _shot(asking, tmp_path, "hub-review-requester-waiting.png")

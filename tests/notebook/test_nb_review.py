@@ -124,6 +124,9 @@ async def test_a_pi_cell_write_waits_for_a_reviewer_and_says_so(
             await asyncio.sleep(0.02)
         [request] = queue.pending()
     assert request.requester == "ana"
+    [card] = run.view.cards  # the call's own card says it waits, and for whom
+    assert run.state.cards[card.tool_call_id].status == "awaiting approval"
+    assert "Waiting for a review by bo" in card.prompt.value
     decide = ("from pi_notebook.approvals.review import ReviewQueue; import sys; "
               "ReviewQueue(sys.argv[1]).decide(sys.argv[2], 'approved', 'bo')")  # fmt: skip
     env = {**os.environ, "PI_NOTEBOOK_USER": "bo", "PYTHONPATH": str(ROOT)}  # bo's kernel
@@ -132,6 +135,7 @@ async def test_a_pi_cell_write_waits_for_a_reviewer_and_says_so(
     assert await done.wait() == 0
     state = await run.wait(timeout=30)
     assert any("approved by bo" in n for n in state.notices), state.notices
+    assert "Approved by bo" in card.prompt.value
     url = current().database_url.removeprefix("sqlite:///")
     with sqlite3.connect(url) as conn:
         city = conn.execute("SELECT city FROM customers WHERE customer_id = 3").fetchone()[0]
@@ -257,3 +261,28 @@ async def test_pi_review_card_of_a_request_decided_elsewhere_says_so(
     card.reject_button.click()
     assert "already approved by bo" in card.status.value and _buttons(card) == []
     assert card.decided is False
+
+
+async def test_a_pi_cell_write_nobody_reviews_expires_and_its_card_says_so(
+    loaded: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    from pi_notebook.notebook import current
+
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    monkeypatch.setenv("PI_NOTEBOOK_USER", "ana")
+    store = f"sqlite:///{tmp_path}/team.sqlite"
+    settings = f"{{'url': {store!r}, 'reviewers': ['bo'], 'timeout_s': 2, 'poll_s': 0.05}}"
+    loaded.run_line_magic("config", f"PiNotebook.review = {settings}")
+    loaded.run_cell_magic("pi", "", "UPDATE customers SET city = 'Unseen' WHERE customer_id = 4")
+    run = current().last_run
+    assert run is not None
+    state = await run.wait(timeout=30)
+    [card] = run.view.cards
+    assert "No review decision in time" in card.prompt.value
+    assert state.cards[card.tool_call_id].status == "blocked"
+    url = current().database_url.removeprefix("sqlite:///")
+    with sqlite3.connect(url) as conn:
+        city = conn.execute("SELECT city FROM customers WHERE customer_id = 4").fetchone()[0]
+    assert city != "Unseen"
