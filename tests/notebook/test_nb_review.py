@@ -202,7 +202,8 @@ async def test_pi_review_cards_approve_a_write_another_process_waits_for(
     assert {"pi-prompt", "pi-approval"} <= set(card._dom_classes)  # the approval prompt's look
     assert _buttons(card) == ["Approve", "Reject"]
     assert "ana" in board.text() and update in board.text()  # the plain-text form
-    assert board._repr_mimebundle_()["text/plain"] == board.text()  # what nbconvert shows
+    bundle = board._repr_mimebundle_()  # what nbconvert and plain-text front ends show
+    assert bundle is not None and bundle["text/plain"] == board.text()
     card.approve_button.click()
     assert "Approved by bo" in card.status.value
     assert _buttons(card) == []  # decided: the buttons are gone
