@@ -102,11 +102,15 @@ def _login(page: Any, hub: Hub, user: str) -> None:
     expect(page).not_to_have_url(re.compile(r"/hub/login"), timeout=SLOW)
 
 
-def _open(page: Any, hub: Hub, user: str, name: str) -> Any:
-    """Open ``name`` in ``user``'s JupyterLab; wait until its kernel is idle; the cells."""
+def _goto(page: Any, hub: Hub, user: str, name: str) -> None:
+    """Start opening ``name`` in ``user``'s JupyterLab (returns while it loads)."""
+    page.goto(f"{hub.base}/user/{user}/lab/tree/{name}", wait_until="commit")
+
+
+def _opened(page: Any) -> Any:
+    """Wait until the notebook :func:`_goto` opens is shown and its kernel is idle; its cells."""
     from playwright.sync_api import expect
 
-    page.goto(f"{hub.base}/user/{user}/lab/tree/{name}")
     panel = page.locator(".jp-NotebookPanel")
     expect(panel).to_have_count(1, timeout=SLOW)
     expect(page.locator(".jp-StatusBar-Widget", has_text=KERNEL_IDLE).first).to_be_visible(
@@ -165,8 +169,12 @@ def test_hub_ana_asks_bo_approves_with_pi_review(hub: Hub, tmp_path: Path) -> No
             hub.wait_ready("bo")
             timings["servers up"] = time.monotonic() - started
 
+            # Both open their notebooks (bo's Lab loads while ana works).
+            _goto(ana, hub, "ana", "ask.ipynb")
+            _goto(bo, hub, "bo", "review.ipynb")
+
             # ana asks: her write waits for bo, and her card says so.
-            ana_cells = _open(ana, hub, "ana", "ask.ipynb")
+            ana_cells = _opened(ana)
             _run(ana, ana_cells, 0)
             expect(ana_cells.nth(0).locator(".jp-OutputArea-output")).to_contain_text(
                 "pi_notebook: model", timeout=SLOW
@@ -183,7 +191,7 @@ def test_hub_ana_asks_bo_approves_with_pi_review(hub: Hub, tmp_path: Path) -> No
             _shot(asking, tmp_path, "hub-review-requester-waiting.png")
 
             # bo, in his own server, reviews: one card, from ana, with the statement.
-            bo_cells = _open(bo, hub, "bo", "review.ipynb")
+            bo_cells = _opened(bo)
             _run(bo, bo_cells, 0)
             expect(bo_cells.nth(0).locator(".jp-OutputArea-output")).to_contain_text(
                 "pi_notebook: model", timeout=SLOW
