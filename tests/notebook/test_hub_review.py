@@ -188,7 +188,7 @@ def test_hub_ana_asks_bo_approves_with_pi_review(hub: Hub, tmp_path: Path) -> No
             expect(waiting.locator(".pi-status")).to_contain_text("awaiting approval")
             expect(asking.locator(".pi-approval")).to_have_count(0)  # not hers to approve
             timings["ana waiting"] = time.monotonic() - started
-            _shot(asking, tmp_path, "hub-review-requester-waiting.png")
+            _shot(asking, tmp_path, "hub-review-requester-waiting.png", doc=True)
 
             # bo, in his own server, reviews: one card, from ana, with the statement.
             bo_cells = _opened(bo)
