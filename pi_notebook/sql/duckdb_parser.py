@@ -43,19 +43,18 @@ READ_REASON = (
 )
 UNPARSED = ("the SQL cannot be parsed", "the SQL is nested too deeply to parse")
 """How the classifier's refusals of text sqlglot cannot parse begin."""
-_CONFIG = {
-    "enable_external_access": "false",
-    "autoinstall_known_extensions": "false",
-    "autoload_known_extensions": "false",
-    "lock_configuration": "true",
+_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "lock_configuration": True,
 }
 _LOCATIONS = frozenset({"query_location", "query_location_length"})
 
 
-def duckdb_tree(sql: str) -> list[dict[str, Any]] | None:
-    """The statements DuckDB's parser makes of ``sql`` (their ``node`` trees), or ``None``
-    when it cannot parse it, serializes only part of it (not a ``SELECT``), or DuckDB is not
-    installed."""
+def _ask_duckdb(query: str, value: str) -> str | None:
+    """The one text ``query`` returns for the parameter ``value`` on a fresh in-memory
+    connection without external access, or ``None`` (no DuckDB, or any failure)."""
     try:
         import duckdb
     except ImportError:
@@ -63,34 +62,42 @@ def duckdb_tree(sql: str) -> list[dict[str, Any]] | None:
     try:
         conn = duckdb.connect(":memory:", config=_CONFIG)
         try:
-            row = conn.execute("SELECT json_serialize_sql(?::VARCHAR)", [sql]).fetchone()
+            row = conn.execute(query, [value]).fetchone()
         finally:
             conn.close()
-        parsed = json.loads(row[0]) if row and isinstance(row[0], str) else None
     except Exception:  # any failure of the parser is "cannot say"
+        return None
+    return row[0] if row and isinstance(row[0], str) else None
+
+
+def duckdb_tree(sql: str) -> list[dict[str, Any]] | None:
+    """The statements DuckDB's parser makes of ``sql`` (their ``node`` trees), or ``None``
+    when it cannot parse it, serializes only part of it (not a ``SELECT``), or DuckDB is not
+    installed."""
+    text = _ask_duckdb("SELECT json_serialize_sql(?::VARCHAR)", sql)
+    try:
+        parsed = json.loads(text) if text is not None else None
+    except ValueError:
         return None
     if not isinstance(parsed, dict) or parsed.get("error") is not False:
         return None
     statements = parsed.get("statements")
     if not isinstance(statements, list):
         return None
-    return [s.get("node") for s in statements if isinstance(s, dict)]
+    nodes: list[dict[str, Any]] = []
+    for statement in statements:
+        node = statement.get("node") if isinstance(statement, dict) else None
+        if not isinstance(node, dict):
+            return None
+        nodes.append(node)
+    return nodes
 
 
 def _rendered(tree: dict[str, Any]) -> str | None:
     """DuckDB's own SQL text for one statement's tree, or ``None``."""
-    try:
-        import duckdb
-
-        conn = duckdb.connect(":memory:", config=_CONFIG)
-        try:
-            text = json.dumps({"error": False, "statements": [{"node": tree}]})
-            row = conn.execute("SELECT json_deserialize_sql(?::JSON)", [text]).fetchone()
-        finally:
-            conn.close()
-    except Exception:
-        return None
-    return row[0] if row and isinstance(row[0], str) and row[0].strip() else None
+    payload = json.dumps({"error": False, "statements": [{"node": tree}]})
+    text = _ask_duckdb("SELECT json_deserialize_sql(?::JSON)", payload)
+    return text if text is not None and text.strip() else None
 
 
 def _walk(node: object) -> Iterator[dict[str, Any]]:
@@ -157,7 +164,7 @@ def duckdb_assessment(
     ``classify_rendered(text)`` assesses DuckDB's rendering of the statement with the whole
     classifier (without asking DuckDB again)."""
     trees = duckdb_tree(sql)
-    if trees is None or len(trees) != 1 or not isinstance(trees[0], dict):
+    if trees is None or len(trees) != 1:
         return None
     tree = trees[0]
     calls = [_call_problem(*call) for call in function_names(tree)]

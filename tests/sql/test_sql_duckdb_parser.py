@@ -39,7 +39,9 @@ def test_d1_a_read_only_duckdb_parses_is_a_read() -> None:
         ("current_setting('s3_secret_access_key')", "write", "password"),
     ],
 )
-def test_d1_duckdb_parses_it_but_the_policy_still_holds(select: str, kind: str, reason: str) -> None:
+def test_d1_duckdb_parses_it_but_the_policy_still_holds(
+    select: str, kind: str, reason: str
+) -> None:
     verdict = classify(TRAILING.format(select), "duckdb")
     assert verdict.kind == kind, verdict
     assert any(reason in r for r in verdict.reasons), verdict
@@ -60,7 +62,9 @@ def test_d1_a_file_named_like_the_cte_it_defines_still_asks(
 
 
 def test_d1_the_memory_rules_apply_to_what_duckdb_parses() -> None:
-    sql = "WITH l AS (SELECT customer_id, list(total) AS t FROM orders GROUP BY 1),\nSELECT * FROM l"
+    sql = (
+        "WITH l AS (SELECT customer_id, list(total) AS t FROM orders GROUP BY 1),\nSELECT * FROM l"
+    )
     assert classify(sql, "duckdb").kind == "write"
     assert classify(sql, "duckdb", memory_bounded=True).reasons == (READ_REASON,)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from sql_fixture_cases import load_cases
+from sql_fixture_cases import Case, load_cases
 from test_sql_audit15 import COPIED_AGGREGATES
 from test_sql_redteam import LEXICAL_CASES
 
@@ -53,8 +53,8 @@ def test_d1_only_a_true_memory_bounded_drops_the_rules() -> None:
 
 
 @pytest.mark.parametrize("case", DUCKDB_CASES, ids=[case.id for case in DUCKDB_CASES])
-def test_d1_no_side_effect_case_runs_as_a_read_under_the_cap(case: object) -> None:
-    expected, sql = case.expected, case.sql  # type: ignore[attr-defined]
+def test_d1_no_side_effect_case_runs_as_a_read_under_the_cap(case: Case) -> None:
+    expected, sql = case.expected, case.sql
     uncapped = classify(sql, "duckdb")
     capped = classify(sql, "duckdb", memory_bounded=True)
     assert uncapped.kind == expected
