@@ -34,6 +34,7 @@ from sqlglot import exp
 from pi_notebook.sql import functions
 from pi_notebook.sql.commands import Assessment
 from pi_notebook.sql.findings import rejects, writes
+from pi_notebook.sql.pragmas import pragma_table_is_read
 
 __all__ = ["READ_REASON", "UNPARSED", "duckdb_assessment", "duckdb_tree", "function_names"]
 
@@ -148,6 +149,10 @@ def _call_problem(catalog: str, schema: str, name: str) -> tuple[str, str] | Non
             "user-defined or unknown"  # fmt: skip
     if lowered in functions.HOST_ACCESS_FUNCTIONS:
         return "write", f"function {lowered}() reads host files, the network or SQL in a string"
+    if lowered.startswith("pragma_"):  # a pragma's table: reports only (pragmas.py)
+        if pragma_table_is_read("duckdb", lowered.removeprefix("pragma_"), with_arguments=True):
+            return None
+        return "write", f"{lowered} runs a pragma that may change state"
     if set(name) <= _OPERATOR_CHARS:
         return None  # an operator DuckDB's tree writes as a call (~~ for LIKE)
     if lowered in functions.PURE_FUNCTIONS["duckdb"] or _pure_class(lowered):

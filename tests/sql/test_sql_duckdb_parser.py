@@ -102,3 +102,12 @@ def test_d1_the_function_names_of_duckdbs_tree_are_every_call() -> None:
     assert all(name != "+" for _c, _s, name in names)  # operators are left out
     assert duckdb_tree("SELECT FROM WHERE") is None
     assert duckdb_tree("DELETE FROM t") is None
+
+
+def test_d1_a_pragma_table_duckdb_parses_is_judged_by_the_pragma_table() -> None:
+    report = classify(
+        TRAILING.format("(SELECT count(*) FROM pragma_table_info('orders'))"), "duckdb"
+    )
+    assert report.reasons == (READ_REASON,)
+    other = classify(TRAILING.format("(SELECT count(*) FROM pragma_nonsense())"), "duckdb")
+    assert other.kind == "write"
