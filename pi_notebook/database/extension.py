@@ -118,8 +118,8 @@ class DatabaseExtension:
 
     def explain_approval(self, sql: str) -> str:
         """Why ``sql`` needs approval, in words (for a UI showing the approval prompt)."""
-        dialect = self.backend.dialect if self.backend is not None else "sqlite"
-        verdict = classify(sql, dialect)
+        backend = self.backend
+        verdict = backend.classify(sql) if backend is not None else classify(sql, "sqlite")
         return "; ".join(verdict.reasons) or "it is not a plain read"
 
     def __call__(self, pi: ExtensionAPI) -> None:

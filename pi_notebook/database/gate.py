@@ -39,7 +39,7 @@ from pi_notebook.database.names import TOOL_NAME
 from pi_notebook.database.scope import StatementScope
 from pi_notebook.database.triggers import hidden_effects
 from pi_notebook.errors import AbortError, GrantError, QueryRefused
-from pi_notebook.sql import POLICY_VERSION, classify
+from pi_notebook.sql import POLICY_VERSION
 from pi_notebook.sql.backend import DatabaseBackend, query_args_hash
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def make_gate(ext: GateSettings, backend: DatabaseBackend, pi: ExtensionAPI,
             return None
         sql = getattr(event.input, "sql", None)
         sql = sql if isinstance(sql, str) else ""
-        verdict = classify(sql, backend.dialect)
+        verdict = backend.classify(sql)
         if verdict.kind == "read":
             return None
         if verdict.kind != "write":  # reject, or anything unknown: refuse without asking
@@ -312,7 +312,7 @@ class _Call:
                            f"problem(s): {exc.errors()[0]['msg']}).") from None  # fmt: skip
         if new_sql == shown.sql:
             return shown
-        verdict = classify(new_sql, self.backend.dialect)
+        verdict = self.backend.classify(new_sql)
         new_hash = query_args_hash(new_sql, self.backend.dialect)
         if verdict.kind == "read":
             return _Final(sql=new_sql, args_hash=new_hash, kind="read", preview=None)

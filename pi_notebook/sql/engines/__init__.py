@@ -74,7 +74,8 @@ def engine_for_url(url: str | URL) -> EngineInfo:
 
 
 def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
-    """The backend that runs ``url``'s statements (options as :class:`DatabaseBackend`'s).
+    """The backend that runs ``url``'s statements (options as :class:`DatabaseBackend`'s;
+    ``memory_capped`` defaults to the engine's :attr:`EngineInfo.memory_capped`).
 
     Raises:
         DialectOnly: the engine's SQL is classified, but the tool cannot connect to it yet.
@@ -90,6 +91,7 @@ def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
         raise MissingExtra(missing)
     if info is chdb.ENGINE:
         return ChdbBackend(url, **options)
+    options.setdefault("memory_capped", info.memory_capped)
     return DatabaseBackend(url, **options)
 
 
