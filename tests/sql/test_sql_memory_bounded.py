@@ -13,7 +13,7 @@ import re
 
 import pytest
 from sql_fixture_cases import Case, load_cases
-from test_sql_audit15 import COPIED_AGGREGATES
+from test_sql_second_audit import COPIED_AGGREGATES
 from test_sql_redteam import LEXICAL_CASES
 
 from pi_notebook.sql import classify
