@@ -14,6 +14,14 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+## The Snowflake emulator the tests run against (fakesnow's server), in its own venv: fakesnow
+## pins sqlglot ~=30.22 (the project pins 30.30.0) and breaks with the 5.x Snowflake client.
+FAKESNOW := $(VENV)-fakesnow
+$(FAKESNOW)/.installed:
+	$(PYTHON) -m venv $(FAKESNOW)
+	$(FAKESNOW)/bin/python -m pip install --quiet "fakesnow[server]==0.12.1" "snowflake-connector-python==4.8.1"
+	touch $(FAKESNOW)/.installed
+
 ## Main job: JupyterLab on 127.0.0.1 with the quickstart open (SQLite sample + offline model).
 lab: $(STAMP)
 	$(PY) scripts/lab.py
@@ -33,7 +41,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/pyright
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(FAKESNOW)/.installed
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 ## Everything CI runs: lint, type check, the whole test suite.

@@ -1,4 +1,11 @@
-"""BigQuery on the seam: its dialect and policy table only ("dialect only": no connection)."""
+"""BigQuery on the seam: its dialect and policy table only ("dialect only": no connection).
+
+It stays so because no BigQuery runs here to test a client against: the PyPI emulator,
+bqemulator 1.4, requires ``sqlglot<30.12`` (the project pins 30.30.0) and loads DuckDB's
+``spatial`` extension when it starts, which offline needs a spatial package built for the
+DuckDB in use; PyPI has them only up to DuckDB 1.5 (``duckdb-extension-spatial`` 1.5.5), the
+project runs DuckDB 2.0. The tool claims nothing it has not run.
+"""
 
 from pi_notebook.sql.engines.base import EngineInfo
 
@@ -9,8 +16,10 @@ ENGINE = EngineInfo(
     dialect="bigquery",
     url_scheme="bigquery://PROJECT/DATASET",
     schemes=("bigquery",),
-    read_only_backstop="maximum_bytes_billed and IAM roles (not enforced by this tool yet); "
-    "the tool cannot connect to BigQuery yet",
+    read_only_backstop="maximum_bytes_billed (a hard cap per job), a dry run, a job timeout "
+    "and IAM roles (not enforced by this tool yet); the tool cannot connect to BigQuery yet: "
+    "its emulator (bqemulator) cannot run beside the project's pins (it needs sqlglot<30.12, "
+    "and DuckDB's spatial extension, packaged on PyPI only up to DuckDB 1.5)",
     bounds="none yet: the tool cannot connect to BigQuery",
     cancel=None,
     write_preview="none yet: the tool cannot connect to BigQuery",
