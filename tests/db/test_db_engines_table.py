@@ -93,12 +93,14 @@ def test_an_unknown_url_is_still_refused_naming_only_the_urls_the_tool_runs() ->
     with pytest.raises(ValueError, match="Unsupported database 'oracle'") as refused:
         engine_for_url("oracle://u@h/db")
     assert "sc://" not in str(refused.value) and "chdb:///PATH" in str(refused.value)
+    assert "snowflake://" in str(refused.value)
 
 
 def test_every_listed_engine_is_classified_and_dispatched() -> None:
     examples = {"sqlite": "sqlite:///x.db", "postgresql": "postgresql+psycopg://u@h/db",
                 "mysql": "mysql+pymysql://u@h/db", "duckdb": "duckdb:///x.duckdb",
-                "clickhouse": "chdb:///data/ch", **WAREHOUSE_URLS}  # fmt: skip
+                "clickhouse": "chdb:///data/ch", "snowflake": "snowflake://u@acct/db/sales",
+                **WAREHOUSE_URLS}  # fmt: skip
     for info in ENGINES:
         assert classify("SELECT 1", info.dialect).kind == "read"
         assert classify("DELETE FROM t", info.dialect).kind == "write"

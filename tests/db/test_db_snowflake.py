@@ -34,8 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "sql" / "snowflake" / "side_effects.sql"
 SCHEMA = (
     "CREATE SCHEMA IF NOT EXISTS SALES",
-    "CREATE OR REPLACE TABLE SALES.ORDERS (ID INT, KIND VARCHAR, AMOUNT FLOAT, "
-    "TS TIMESTAMP_NTZ)",
+    "CREATE OR REPLACE TABLE SALES.ORDERS (ID INT, KIND VARCHAR, AMOUNT FLOAT, TS TIMESTAMP_NTZ)",
     "INSERT INTO SALES.ORDERS SELECT seq4(), IFF(seq4() % 4 = 0, 'buy', 'view'), seq4() / 10, "
     "'2024-01-01'::TIMESTAMP_NTZ FROM TABLE(GENERATOR(ROWCOUNT => 100))",
 )
@@ -216,7 +215,9 @@ async def test_d1_side_effects_from_the_corpus_never_auto_run(
     results = _results(session)
     assert len(results) == len(effects) and all(r.is_error for r in results)
     asked = {r.args["sql"] for r in ui.requests}
-    assert all(sql in asked or "Refused" in _text(r) for sql, r in zip(effects, results))
+    assert all(
+        sql in asked or "Refused" in _text(r) for sql, r in zip(effects, results, strict=True)
+    )
     await session.close()
     assert await _count(warehouse) == 100
     assert await _count(warehouse, "SELECT count(*) FROM ORDERS WHERE AMOUNT = 0") == 1
@@ -243,7 +244,8 @@ def test_an_explain_plan_gives_the_bytes_snowflake_assigns() -> None:
 
 def test_the_url_is_parsed_as_snowflake_sqlalchemy_writes_it() -> None:
     args = snowflake_connect_args(
-        "snowflake://ana:p%40ss@xy12345.eu-west-1/ANALYTICS/SALES?warehouse=WH&role=READER")
+        "snowflake://ana:p%40ss@xy12345.eu-west-1/ANALYTICS/SALES?warehouse=WH&role=READER"
+    )
     assert args == {"account": "xy12345.eu-west-1", "user": "ana", "password": "p@ss",
                     "database": "ANALYTICS", "schema": "SALES", "warehouse": "WH",
                     "role": "READER"}  # fmt: skip
