@@ -26,6 +26,7 @@ pytest.importorskip("snowflake.connector")
 
 import pi_notebook.database
 from pi_notebook import AgentSession, create_agent_session
+from pi_notebook.sql.backend import QueryTimeout
 from pi_notebook.sql.engines import MissingExtra, SnowflakeBackend, create_backend, estimate_read
 from pi_notebook.sql.engines.snowflake import explain_estimate, snowflake_connect_args
 from pi_notebook.testing import ScriptedApprovalUI, ScriptedModel, text, tool_call
@@ -221,6 +222,36 @@ async def test_d1_side_effects_from_the_corpus_never_auto_run(
     await session.close()
     assert await _count(warehouse) == 100
     assert await _count(warehouse, "SELECT count(*) FROM ORDERS WHERE AMOUNT = 0") == 1
+
+
+LONG_READ = (
+    "SELECT count(*) FROM ORDERS a, ORDERS b, ORDERS c, ORDERS d "
+    "WHERE MOD(a.ID * b.ID + c.ID * d.ID, 7) = 3"
+)
+"""A read of 10^8 joined rows: seconds on the emulator."""
+
+
+async def test_s11_stop_ends_a_long_snowflake_read_with_no_answer(
+    warehouse: str, session_on: Any
+) -> None:
+    """The emulator has no abort request: the read's answer is dropped when it comes."""
+    session, _ = await session_on(warehouse, [LONG_READ], statement_timeout_s=120)
+    run = asyncio.create_task(session.prompt("go"))
+    await asyncio.sleep(1)
+    session.abort()
+    await run
+    [result] = _results(session)
+    assert result.is_error and "abort" in _text(result).lower()
+    assert "dataframe" not in (result.details or {})
+
+
+async def test_d6_the_statement_timeout_ends_a_long_snowflake_read(warehouse: str) -> None:
+    backend = create_backend(warehouse, statement_timeout_s=1)
+    try:
+        with pytest.raises(QueryTimeout, match="statement timeout"):
+            await backend.run("long", LONG_READ)
+    finally:
+        backend.dispose()
 
 
 async def test_the_estimate_says_the_emulator_cannot_explain(warehouse: str) -> None:

@@ -15,7 +15,8 @@ what is Snowflake's:
   ``MULTI_STATEMENT_COUNT = 1``, set when it opens;
 * a statement is sent with ``execute_async``; Stop and the statement timeout cancel it by
   its query id with the client's ``abort_query`` (the REST abort request). A Snowflake
-  statement is atomic: a stopped write changes nothing;
+  statement is atomic: a stopped write changes nothing; a stopped read returns nothing, even
+  if the server answered after all;
 * rows come as the client's Arrow batches (``fetch_arrow_batches``), kept to the row cap
   and the byte bound, the rest never fetched;
 * a read's cost is ``EXPLAIN USING JSON`` (``bytesAssigned``, partitions assigned of
@@ -34,7 +35,7 @@ import pandas as pd
 from sqlalchemy.engine import URL, make_url
 
 from pi_notebook.sql import lexical
-from pi_notebook.sql.backend.errors import ConnectFailed
+from pi_notebook.sql.backend.errors import ConnectFailed, QueryAborted
 from pi_notebook.sql.backend.fetch import Fetched, RunSettings
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.engines.base import EngineInfo, ReadEstimate
@@ -60,8 +61,9 @@ ENGINE = EngineInfo(
     bounds="Arrow batches read until the cap + 1 and the byte bound (the rest never "
     "fetched); STATEMENT_TIMEOUT_IN_SECONDS on the session",
     cancel="abort_query by query id (the client's REST abort request); statements are "
-    "atomic, a stopped write changes nothing. The emulator answers a query before it "
-    "returns its id and has no abort request, so the tests cannot show a cancel",
+    "atomic, a stopped write changes nothing; a stopped read returns nothing. The emulator "
+    "answers before it gives the query id and has no abort request: the tests show the "
+    "stopped read's answer dropped, not the server's work stopped",
     write_preview="no transaction is tried: rows counted with the derived SELECT count(*), "
     "else not measured (said so)",
     estimate="EXPLAIN USING JSON: bytesAssigned and partitions assigned (the emulator has "
@@ -200,9 +202,10 @@ class SnowflakeBackend(WarehouseBackend):
     def close(self) -> None:
         self.client.close()
 
-    def _run(self, sql: str, canceller: Any) -> Any:
+    def _run(self, sql: str, canceller: Any, *, read: bool = True) -> Any:
         """Send ``sql``, wait for its result, in its cancel window; the cursor, ready to
-        fetch."""
+        fetch. A read stopped (Stop, the statement timeout) returns nothing, even when the
+        server answered after all (one that has no abort request, such as the emulator)."""
         cursor = self.client.connection().cursor()
         query_id: list[str] = []
 
@@ -215,6 +218,8 @@ class SnowflakeBackend(WarehouseBackend):
                 cursor.execute_async(sql)
                 query_id.append(cursor.sfqid)
                 cursor.get_results_from_sfqid(cursor.sfqid)
+            if read and canceller.reason is not None:
+                raise QueryAborted("stopped while it ran")
         except BaseException:
             cursor.close()
             raise
@@ -228,7 +233,7 @@ class SnowflakeBackend(WarehouseBackend):
         canceller: Any,
         progress: Callable[[int], None] | None,
     ) -> Fetched:
-        cursor = self._run(sql, canceller)
+        cursor = self._run(sql, canceller, read=kind == "read")
         try:
             fetched = take_arrow(cursor.fetch_arrow_batches(), lambda: _columns(cursor),
                                  settings, progress)  # fmt: skip
