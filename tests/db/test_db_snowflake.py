@@ -26,7 +26,7 @@ pytest.importorskip("snowflake.connector")
 
 import pi_notebook.database
 from pi_notebook import AgentSession, create_agent_session
-from pi_notebook.sql.backend import QueryTimeout
+from pi_notebook.sql.backend import QueryError, QueryTimeout
 from pi_notebook.sql.engines import MissingExtra, SnowflakeBackend, create_backend, estimate_read
 from pi_notebook.sql.engines.snowflake import explain_estimate, snowflake_connect_args
 from pi_notebook.testing import ScriptedApprovalUI, ScriptedModel, text, tool_call
@@ -298,3 +298,16 @@ def test_a_snowflake_url_without_the_extra_is_refused_in_one_line(
     assert str(refused.value) == (
         "snowflake needs the 'snowflake' extra: pip install \"pi-notebook[snowflake]\""
     )
+
+
+async def test_a_snowflake_connection_failure_names_no_password() -> None:
+    backend = create_backend(
+        "snowflake://ana:s3cret-pw@acct/DB/S?host=127.0.0.1&port=9&protocol=http",
+        statement_timeout_s=1,
+    )
+    try:
+        with pytest.raises(QueryError) as failed:
+            await backend.run("r", "SELECT 1")
+    finally:
+        backend.dispose()
+    assert "s3cret-pw" not in str(failed.value) and "snowflake://ana:***@acct" in str(failed.value)

@@ -1,10 +1,13 @@
 """BigQuery on the seam: its dialect and policy table only ("dialect only": no connection).
 
-It stays so because no BigQuery runs here to test a client against: the PyPI emulator,
-bqemulator 1.4, requires ``sqlglot<30.12`` (the project pins 30.30.0) and loads DuckDB's
-``spatial`` extension when it starts, which offline needs a spatial package built for the
-DuckDB in use; PyPI has them only up to DuckDB 1.5 (``duckdb-extension-spatial`` 1.5.5), the
-project runs DuckDB 2.0. The tool claims nothing it has not run.
+It stays so because its emulator cannot run beside the project's pins: bqemulator 1.4
+requires ``sqlglot<30.12`` (the project pins 30.30.0), and it loads DuckDB's ``spatial``
+extension when it starts, which offline needs a spatial package built for the DuckDB in use;
+PyPI has them only up to DuckDB 1.5 (``duckdb-extension-spatial`` 1.5.5), the project runs
+DuckDB 2.0, and with DuckDB 2.0.1 bqemulator stops at start ("DuckDB spatial extension is
+required"). In a virtual environment of its own (DuckDB 1.5.5, that spatial package installed
+from its file, numpy) it starts and answers; no client path is wired to it yet, and the tool
+claims nothing it has not run.
 """
 
 from pi_notebook.sql.engines.base import EngineInfo
