@@ -264,6 +264,22 @@ async def test_the_estimate_says_the_emulator_cannot_explain(warehouse: str) -> 
     assert estimate.source.startswith("Snowflake EXPLAIN USING JSON failed")
 
 
+async def test_a_read_budget_on_the_emulator_says_there_is_no_estimate(
+    warehouse: str, session_on: Any
+) -> None:
+    """fakesnow has no EXPLAIN: the read runs within its own limits, and says why."""
+    ui = ScriptedApprovalUI("rejected")
+    session, _ = await session_on(warehouse, ["SELECT * FROM ORDERS"], ui=ui,
+                                  read_budget={"bytes": 1})  # fmt: skip
+    await session.prompt("go")
+    [result] = _results(session)
+    assert not result.is_error and ui.requests == []
+    estimate = result.details["estimate"]
+    assert estimate["bytes"] is None
+    assert estimate["source"].startswith("Snowflake EXPLAIN USING JSON failed")
+    assert len(result.details["dataframe"]) == 100
+
+
 def test_an_explain_plan_gives_the_bytes_snowflake_assigns() -> None:
     plan = ('{"GlobalStats": {"partitionsTotal": 40, "partitionsAssigned": 3, '
             '"bytesAssigned": 1048576}, "Operations": [[]]}')  # fmt: skip

@@ -61,7 +61,8 @@ ENGINES: tuple[EngineInfo, ...] = (
     bigquery.ENGINE,
 )
 """Every engine on the seam, in the order :func:`pi_notebook.database.engines` lists them:
-the ones the tool runs, then the ``dialect only`` warehouses (classified, not connected)."""
+the embedded and SQLAlchemy ones, then the warehouses (Snowflake runs through its client, the
+``dialect only`` ones are classified, not connected)."""
 
 
 def engine_for_url(url: str | URL) -> EngineInfo:
