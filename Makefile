@@ -19,7 +19,7 @@ venv: $(STAMP)
 FAKESNOW := $(VENV)-fakesnow
 $(FAKESNOW)/.installed:
 	$(PYTHON) -m venv $(FAKESNOW)
-	$(FAKESNOW)/bin/python -m pip install --quiet "fakesnow[server]==0.12.1" "snowflake-connector-python==4.8.1"
+	$(FAKESNOW)/bin/python -m pip install --quiet "fakesnow[server]==0.12.1" "snowflake-connector-python==4.8.1" "duckdb==2.0.1"
 	touch $(FAKESNOW)/.installed
 
 ## Main job: JupyterLab on 127.0.0.1 with the quickstart open (SQLite sample + offline model).

@@ -29,7 +29,7 @@ import json
 import math
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 from sqlalchemy.engine import URL, make_url
@@ -75,6 +75,7 @@ ENGINE = EngineInfo(
     tested_against="emulator",
 )
 
+_T = TypeVar("_T")
 _OPTIONS = frozenset({"warehouse", "role", "host", "port", "protocol"})
 _ROW_STARTS = frozenset({"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "LIST"})
 _COUNT_PREFIX = "number of rows "
@@ -202,10 +203,13 @@ class SnowflakeBackend(WarehouseBackend):
     def close(self) -> None:
         self.client.close()
 
-    def _run(self, sql: str, canceller: Any, *, read: bool = True) -> Any:
-        """Send ``sql``, wait for its result, in its cancel window; the cursor, ready to
-        fetch. A read stopped (Stop, the statement timeout) returns nothing, even when the
-        server answered after all (one that has no abort request, such as the emulator)."""
+    def _run(
+        self, sql: str, canceller: Any, consume: Callable[[Any], _T], *, read: bool = True
+    ) -> _T:
+        """Send ``sql`` and ``consume`` its cursor, all in the statement's cancel window (the
+        client waits for an async query's end at its first fetch). A read stopped (Stop, the
+        statement timeout) returns nothing, even when the server answered after all (one
+        that has no abort request, such as the emulator)."""
         cursor = self.client.connection().cursor()
         query_id: list[str] = []
 
@@ -218,12 +222,12 @@ class SnowflakeBackend(WarehouseBackend):
                 cursor.execute_async(sql)
                 query_id.append(cursor.sfqid)
                 cursor.get_results_from_sfqid(cursor.sfqid)
+                result = consume(cursor)
             if read and canceller.reason is not None:
                 raise QueryAborted("stopped while it ran")
-        except BaseException:
+            return result
+        finally:
             cursor.close()
-            raise
-        return cursor
 
     def _execute(
         self,
@@ -233,12 +237,11 @@ class SnowflakeBackend(WarehouseBackend):
         canceller: Any,
         progress: Callable[[int], None] | None,
     ) -> Fetched:
-        cursor = self._run(sql, canceller, read=kind == "read")
-        try:
-            fetched = take_arrow(cursor.fetch_arrow_batches(), lambda: _columns(cursor),
-                                 settings, progress)  # fmt: skip
-        finally:
-            cursor.close()
+        def take(cursor: Any) -> Fetched:
+            return take_arrow(cursor.fetch_arrow_batches(), lambda: _columns(cursor), settings,
+                              progress)  # fmt: skip
+
+        fetched = self._run(sql, canceller, take, read=kind == "read")
         if kind == "write" or _first_word(sql) not in _ROW_STARTS:
             counts = [c for c in fetched.columns if c.lower().startswith(_COUNT_PREFIX)]
             frame = fetched.frame if fetched.frame is not None else pd.DataFrame()
@@ -247,11 +250,7 @@ class SnowflakeBackend(WarehouseBackend):
         return fetched
 
     def _read_frame(self, sql: str, canceller: Any) -> pd.DataFrame:
-        cursor = self._run(sql, canceller)
-        try:
-            return cursor.fetch_pandas_all()
-        finally:
-            cursor.close()
+        return self._run(sql, canceller, lambda cursor: cursor.fetch_pandas_all())
 
     def _estimate(
         self, sql: str, *, canceller: Any, progress: Callable[[int], None] | None = None
