@@ -30,6 +30,7 @@ from pi_notebook.sql.engines import (
 )
 from pi_notebook.sql.engines.base import DialectOnly, EngineInfo, MissingExtra, ReadEstimate
 from pi_notebook.sql.engines.chdb import ChdbBackend
+from pi_notebook.sql.engines.direct import DirectBackend
 
 __all__ = [
     "ENGINES",
@@ -116,7 +117,7 @@ async def estimate_read(
         QueryAborted: ``signal`` aborted.
         QueryError: the database could not be reached.
     """
-    if isinstance(backend, ChdbBackend):
+    if isinstance(backend, DirectBackend):
         return await backend.estimate(sql, signal=signal)
     hook = _ESTIMATES.get(backend.backend)
     if hook is None:
