@@ -20,6 +20,7 @@ from pi_notebook.sql.backend import DatabaseBackend, QueryAborted, QueryError
 from pi_notebook.sql.engines import (
     bigquery,
     chdb,
+    clickhouse_server,
     duckdb,
     mysql,
     postgresql,
@@ -30,11 +31,13 @@ from pi_notebook.sql.engines import (
 )
 from pi_notebook.sql.engines.base import DialectOnly, EngineInfo, MissingExtra, ReadEstimate
 from pi_notebook.sql.engines.chdb import ChdbBackend
+from pi_notebook.sql.engines.clickhouse_server import ClickHouseServerBackend
 from pi_notebook.sql.engines.direct import DirectBackend
 
 __all__ = [
     "ENGINES",
     "ChdbBackend",
+    "ClickHouseServerBackend",
     "DialectOnly",
     "EngineInfo",
     "MissingExtra",
@@ -51,6 +54,7 @@ ENGINES: tuple[EngineInfo, ...] = (
     mysql.ENGINE,
     duckdb.ENGINE,
     chdb.ENGINE,
+    clickhouse_server.ENGINE,
     spark.ENGINE,
     trino.ENGINE,
     snowflake.ENGINE,
@@ -91,13 +95,16 @@ def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
         raise MissingExtra(missing)
     if info is chdb.ENGINE:
         return ChdbBackend(url, **options)
+    if info is clickhouse_server.ENGINE:
+        return ClickHouseServerBackend(url, **options)
     return DatabaseBackend(url, **options)
 
 
 def schema_source(backend: DatabaseBackend) -> Any:
     """What :class:`~pi_notebook.database.schema.SchemaCache` reads the schema from: the
-    SQLAlchemy engine, or the backend's own schema reader (chDB)."""
-    return backend.schema_source if isinstance(backend, ChdbBackend) else backend.engine
+    SQLAlchemy engine, or the backend's own schema reader (chDB, a ClickHouse server,
+    Trino)."""
+    return backend.schema_source if isinstance(backend, DirectBackend) else backend.engine
 
 
 _ESTIMATES = {"postgresql": postgresql.estimate, "duckdb": duckdb.estimate}

@@ -56,6 +56,8 @@ class DirectBackend(DatabaseBackend):
     ``tool_name``, ``settings`` and ``_execution`` in their ``__init__``."""
 
     settings: RunSettings
+    schema_source: Any
+    """What the schema cache reads the catalog from (``catalog()``)."""
     _execution: Execution
     _inline: Any = None
     _adbc: Any = None

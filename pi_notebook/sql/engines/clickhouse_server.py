@@ -1,0 +1,310 @@
+"""A ClickHouse server through clickhouse-connect (``clickhousedb://USER:PASSWORD@HOST:8123/DB``,
+its HTTP interface; ``?secure=true`` for HTTPS).
+
+The policy path is :class:`~pi_notebook.sql.backend.DatabaseBackend`'s (classify, capability,
+audit first), the statement path :class:`~pi_notebook.sql.engines.direct.DirectBackend`'s;
+what this module adds is how a statement reaches the server:
+
+* every request carries its own settings, and no session (``autogenerate_session_id`` off),
+  so nothing one statement sets can reach the next. A read is sent with ``readonly=1``,
+  ``max_execution_time`` (the statement timeout), ``max_memory_usage`` and
+  ``max_result_rows`` (``result_overflow_mode=break``): with ``readonly=1`` in force the
+  server refuses writes and any setting change the statement itself makes (``SET``,
+  ``SETTINGS``). As on chDB, ``SETTINGS readonly = 1`` follows the statement, so only
+  statements that take a SETTINGS clause parse (``SYSTEM`` and ``USE`` do not);
+* every statement carries a ``query_id`` the tool sets; Stop and the statement timeout send
+  ``KILL QUERY WHERE query_id = ...`` (and ``KILL MUTATION`` for a stopped ``ALTER ...
+  UPDATE/DELETE``);
+* rows come as Arrow (``query_arrow_stream``, one table per block, turned into DataFrames
+  block by block): kept to the row cap and the byte bound, the stream is closed there, which
+  ends the HTTP response;
+* an approved write runs without ``readonly`` (mutations synchronously:
+  ``mutations_sync=2``); ClickHouse has no transactions, so a stopped write is not undone
+  (the error says so), and its preview counts rows with the derived ``SELECT count()``.
+
+Verified only against a scripted HTTP server in the tests (the requests this module sends,
+the ``KILL QUERY`` on Stop, the row bound, a refused connection), never against a live
+server: the server's own behaviour (``readonly=1`` sent with other settings in one request,
+DateTime in its Arrow output) is ClickHouse's documented one, not observed here.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pandas as pd
+from sqlalchemy.engine import URL, make_url
+
+from pi_notebook.approvals.capabilities import CapabilityStore
+from pi_notebook.sql.backend import AuditSink
+from pi_notebook.sql.backend.derive import WritePlan
+from pi_notebook.sql.backend.engines import CONNECT_TIMEOUT_S
+from pi_notebook.sql.backend.errors import ConnectFailed
+from pi_notebook.sql.backend.execution import Execution
+from pi_notebook.sql.backend.fetch import Fetched, RunSettings
+from pi_notebook.sql.backend.readonly import RunKind
+from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
+from pi_notebook.sql.engines.base import EngineInfo, ReadEstimate
+from pi_notebook.sql.engines.clickhouse_common import (
+    NO_ROLLBACK,
+    READ_CLAUSE,
+    ROW_STARTS,
+    ClickHouseCatalog,
+    clickhouse_plan,
+    explain_estimate,
+    first_word,
+    mutated_table,
+    quote,
+    statement_body,
+)
+from pi_notebook.sql.engines.direct import DirectBackend, Running, Stream, take
+
+__all__ = ["CLICKHOUSE_MEMORY_ENV", "CLICKHOUSE_MEMORY_LIMIT", "ENGINE", "ClickHouseServerBackend"]
+
+ENGINE = EngineInfo(
+    engine="clickhouse server",
+    dialect="clickhouse",
+    url_scheme="clickhousedb://USER:PASSWORD@HOST:8123/DB",
+    schemes=("clickhousedb",),
+    read_only_backstop="the server's readonly=1, sent with every read's request (no SET or "
+    "SETTINGS in the statement can lift it), with no session between statements; client "
+    "path tested against a scripted HTTP server; never against a live server",
+    bounds="an Arrow stream closed at the cap + 1 and the byte bound; the request's "
+    "max_execution_time, max_memory_usage and max_result_rows",
+    cancel="KILL QUERY WHERE query_id = the id the tool set (and KILL MUTATION for a stopped "
+    "ALTER ... UPDATE/DELETE); no rollback: what a write had done stays",
+    write_preview="no transaction to roll back: rows counted with the derived SELECT count(), "
+    "else not measured (said so)",
+    estimate="EXPLAIN ESTIMATE (rows of MergeTree tables) x the tables' bytes per row",
+    arrow=True,
+    read_path="clickhouse-connect's query_arrow_stream, block by block into DataFrames; "
+    "client path tested against a scripted HTTP server; never against a live server",
+    extra="clickhouse",
+    modules=("clickhouse_connect", "pyarrow"),
+    tested_against="dialect only",
+)
+
+CLICKHOUSE_MEMORY_LIMIT = 1 << 30
+"""``max_memory_usage`` of a read, in bytes (``PI_NOTEBOOK_CLICKHOUSE_MEMORY_LIMIT``
+overrides)."""
+CLICKHOUSE_MEMORY_ENV = "PI_NOTEBOOK_CLICKHOUSE_MEMORY_LIMIT"
+
+_OPTIONS = frozenset({"secure"})
+_CAUSES = (
+    ("connection refused", "connection refused (is a ClickHouse server's HTTP port there?)"),
+    ("timed out", "no answer in time"),
+    ("name or service not known", "unknown host"),
+    ("nodename nor servname", "unknown host"),
+    ("temporary failure in name resolution", "unknown host"),
+    ("authentication failed", "authentication failed (user or password)"),
+    ("code: 516", "authentication failed (user or password)"),
+)
+"""Known connection failures, as a short cause (clickhouse-connect's own text is long)."""
+
+
+class _Server:
+    """The clickhouse-connect client of one backend, opened on first use on the worker
+    thread. One client serves reads, writes and cancels: it keeps no session, so each
+    request carries all its settings."""
+
+    def __init__(self, url: URL, connect_timeout_s: float, receive_timeout_s: float) -> None:
+        options = dict(url.query)
+        unknown = sorted(set(options) - _OPTIONS)
+        if unknown:
+            raise ValueError(f"clickhousedb URL: unknown option(s) {', '.join(unknown)}; "
+                             "only ?secure=true is accepted")  # fmt: skip
+        secure = str(options.get("secure", "false")).lower() in ("1", "true", "yes")
+        self._args: dict[str, Any] = {
+            "host": url.host or "localhost", "port": url.port or (8443 if secure else 8123),
+            "username": url.username or "default", "password": url.password or "",
+            "database": url.database or "__default__", "secure": secure,
+            "connect_timeout": max(1, math.ceil(connect_timeout_s)),
+            "send_receive_timeout": max(1, math.ceil(receive_timeout_s)),
+            "autogenerate_session_id": False, "query_limit": 0, "query_retries": 0,
+            "client_name": "pi-notebook",
+        }  # fmt: skip
+        self._lock = threading.Lock()
+        self._client: Any = None
+
+    def client(self) -> Any:
+        """The client, opened now if needed.
+
+        Raises:
+            ConnectFailed: the server could not be reached (a short cause, no credentials).
+        """
+        with self._lock:
+            if self._client is None:
+                import clickhouse_connect
+
+                try:
+                    self._client = clickhouse_connect.get_client(**self._args)
+                except Exception as exc:
+                    raise ConnectFailed(RuntimeError(_cause(exc))) from None
+            return self._client
+
+    def kill(self, query_id: str, mutated: tuple[str, str] | None = None) -> None:
+        """Cancel the statement ``query_id`` (thread-safe; the canceller repeats it), and the
+        unfinished mutations of ``mutated`` (``(database, table)``, database "" for the
+        current one)."""
+        with self._lock:
+            client = self._client
+        if client is None:
+            return
+        client.command(f"KILL QUERY WHERE query_id = {quote(query_id)} ASYNC")
+        if mutated is not None:
+            database, table = mutated
+            where = f"database = {quote(database)}" if database else (
+                "database = currentDatabase()")  # fmt: skip
+            client.command(f"KILL MUTATION WHERE {where} AND table = {quote(table)} "
+                           "AND NOT is_done")  # fmt: skip
+
+    def close(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # closing a client whose server went away
+                pass
+
+
+class ClickHouseServerBackend(DirectBackend):
+    """``query_database``'s backend for a ClickHouse server (see the module docstring)."""
+
+    engine_name = "ClickHouse"
+    no_rollback = NO_ROLLBACK
+
+    def __init__(
+        self,
+        url: str | URL,
+        *,
+        row_cap: int = 10_000,
+        statement_timeout_s: float = 30,
+        approvals: CapabilityStore | None = None,
+        audit: AuditSink | None = None,
+        count_limit: int = 1_000_000,
+        progress_every: int = 10_000,
+        tool_name: str = "query_database",
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
+        **_ignored: Any,
+    ) -> None:
+        self.url = make_url(url)
+        self.backend = "clickhousedb"
+        self.dialect = "clickhouse"
+        self.capabilities = approvals if approvals is not None else CapabilityStore()
+        self.audit = audit
+        self.tool_name = tool_name
+        self.settings = RunSettings(
+            row_cap=row_cap, count_limit=max(count_limit, row_cap + 1),
+            statement_timeout_s=statement_timeout_s, progress_every=progress_every,
+            max_result_bytes=max_result_bytes)  # fmt: skip
+        self.memory_limit = int(os.environ.get(CLICKHOUSE_MEMORY_ENV, CLICKHOUSE_MEMORY_LIMIT))
+        self.read_settings: dict[str, str] = {
+            "readonly": "1", "max_execution_time": f"{statement_timeout_s:g}",
+            "max_memory_usage": str(self.memory_limit),
+            "max_result_rows": str(self.settings.count_limit),
+            "result_overflow_mode": "break"}  # fmt: skip
+        """Sent with every read (and every derived read: counts, samples, estimates)."""
+        self.write_settings: dict[str, str] = {
+            "max_execution_time": f"{statement_timeout_s:g}", "mutations_sync": "2"}  # fmt: skip
+        """Sent with an approved write."""
+        # A server that stops answering mid-response is given up after the timeout + 10 s.
+        self._server = _Server(self.url, connect_timeout_s, statement_timeout_s + 10)
+        self.schema_source = ClickHouseCatalog(self._catalog_read, self.url)
+        self._execution = Execution(self.url, statement_timeout_s)
+
+    def dispose(self) -> None:
+        """Close the client (the backend reconnects if used again)."""
+        self._execution.close()
+        self._server.close()
+
+    # -- statements ----------------------------------------------------------------------
+    def _plan(self, sql: str) -> WritePlan:
+        return clickhouse_plan(sql)
+
+    def _read_frame(self, sql: str, canceller: Any) -> pd.DataFrame:
+        """A small derived read (a count, a sample, an estimate) with the read settings."""
+        client = self._server.client()
+        query_id = _query_id()
+        with Running(canceller, lambda: self._server.kill(query_id)):
+            table = client.query_arrow(f"{statement_body(sql)}{READ_CLAUSE}",
+                                       settings={**self.read_settings, "query_id": query_id})  # fmt: skip
+        return _to_frame(table)
+
+    def _catalog_read(self, sql: str) -> pd.DataFrame:
+        client = self._server.client()
+        table = client.query_arrow(f"{sql}{READ_CLAUSE}",
+                                   settings={**self.read_settings, "query_id": _query_id()})  # fmt: skip
+        return _to_frame(table)
+
+    def _execute(
+        self,
+        kind: RunKind,
+        sql: str,
+        settings: RunSettings,
+        canceller: Any,
+        progress: Callable[[int], None] | None,
+    ) -> Fetched:
+        client = self._server.client()
+        query_id = _query_id()
+        read = kind == "read"
+        text = statement_body(sql) + (READ_CLAUSE if read else "")
+        sent = {**(self.read_settings if read else self.write_settings), "query_id": query_id}
+        mutated = None if read else mutated_table(sql)
+        with Running(canceller, lambda: self._server.kill(query_id, mutated)):
+            if first_word(sql) in ROW_STARTS:
+                context = client.query_arrow_stream(text, settings=sent)
+                context.__enter__()
+                stream = Stream(_frames(context), lambda: context.__exit__(None, None, None))
+                return take(stream, settings, progress)
+            # Not a query (an approved write, or a forced "read" in the tests).
+            summary = client.command(text, settings=sent)
+        written = int(getattr(summary, "written_rows", 0) or 0)
+        return Fetched(columns=[], row_count=written, has_rows=False)
+
+    # -- read estimate -------------------------------------------------------------------
+    def _estimate(
+        self, sql: str, *, canceller: Any, progress: Callable[[int], None] | None = None
+    ) -> ReadEstimate:
+        """``EXPLAIN ESTIMATE`` and the tables' widths, read-only, in one call on the worker."""
+        return explain_estimate(sql, lambda text: self._read_frame(text, canceller), canceller)
+
+
+def _frames(context: Any) -> Iterator[pd.DataFrame]:
+    for table in context:
+        yield _to_frame(table)
+
+
+def _to_frame(table: Any) -> pd.DataFrame:
+    """An Arrow table as a DataFrame, ClickHouse's ``String`` (Arrow binary: asking the server
+    for Arrow strings is a setting a read-only profile may refuse) as text where it is UTF-8."""
+    import pyarrow as pa
+
+    for index, field in enumerate(table.schema):
+        if pa.types.is_binary(field.type) or pa.types.is_large_binary(field.type):
+            try:
+                table = table.set_column(index, field.name, table.column(index).cast(pa.string()))
+            except pa.ArrowInvalid:  # not UTF-8: the values stay bytes
+                pass
+    return table.to_pandas()
+
+
+def _query_id() -> str:
+    return f"pi-{uuid.uuid4().hex}"
+
+
+def _cause(exc: BaseException) -> str:
+    """A short cause of a failed connect (clickhouse-connect's text names the URL and the
+    whole retry chain)."""
+    text = " ".join(str(exc).split())
+    lowered = text.lower()
+    for needle, cause in _CAUSES:
+        if needle in lowered:
+            return cause
+    return text if len(text) <= 200 else text[:199] + "…"
