@@ -5,8 +5,11 @@ is bounded, how a statement is cancelled, how a write is previewed, how a read's
 estimated and whether results come as Arrow (:class:`EngineInfo`).
 :func:`create_backend` is the one way a URL becomes the backend that runs its statements:
 the four SQLAlchemy engines share :class:`~pi_notebook.sql.backend.DatabaseBackend` (their
-per-engine paths live in ``pi_notebook.sql.backend``), chDB has :class:`ChdbBackend`. A URL
-whose engine's extra is missing is refused in one line naming the extra.
+per-engine paths live in ``pi_notebook.sql.backend``); the engines reached through their own
+client share :class:`~pi_notebook.sql.engines.direct.DirectBackend`'s statement path: chDB
+(:class:`ChdbBackend`), a ClickHouse server (:class:`ClickHouseServerBackend`) and Trino
+(:class:`TrinoBackend`). A URL whose engine's extra is missing is refused in one line naming
+the extra.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pi_notebook.sql.engines.base import DialectOnly, EngineInfo, MissingExtra, 
 from pi_notebook.sql.engines.chdb import ChdbBackend
 from pi_notebook.sql.engines.clickhouse_server import ClickHouseServerBackend
 from pi_notebook.sql.engines.direct import DirectBackend
+from pi_notebook.sql.engines.trino import TrinoBackend
 
 __all__ = [
     "ENGINES",
@@ -42,6 +46,7 @@ __all__ = [
     "EngineInfo",
     "MissingExtra",
     "ReadEstimate",
+    "TrinoBackend",
     "create_backend",
     "engine_for_url",
     "estimate_read",
@@ -55,8 +60,8 @@ ENGINES: tuple[EngineInfo, ...] = (
     duckdb.ENGINE,
     chdb.ENGINE,
     clickhouse_server.ENGINE,
-    spark.ENGINE,
     trino.ENGINE,
+    spark.ENGINE,
     snowflake.ENGINE,
     bigquery.ENGINE,
 )
@@ -97,6 +102,8 @@ def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
         return ChdbBackend(url, **options)
     if info is clickhouse_server.ENGINE:
         return ClickHouseServerBackend(url, **options)
+    if info is trino.ENGINE:
+        return TrinoBackend(url, **options)
     return DatabaseBackend(url, **options)
 
 
@@ -116,8 +123,9 @@ async def estimate_read(
     backend: DatabaseBackend, sql: str, *, signal: AbortSignal | None = None
 ) -> ReadEstimate:
     """The engine's estimate of what the read ``sql`` scans, at most one round trip before
-    the read (ClickHouse ``EXPLAIN ESTIMATE``, PostgreSQL and DuckDB ``EXPLAIN (FORMAT
-    JSON)``, inside the read's own read-only transaction). An engine without one (SQLite,
+    the read (ClickHouse ``EXPLAIN ESTIMATE``, Trino ``EXPLAIN (TYPE IO, FORMAT JSON)``,
+    PostgreSQL and DuckDB ``EXPLAIN (FORMAT JSON)``, inside the read's own read-only
+    transaction). An engine without one (SQLite,
     MySQL) or an estimate that fails says so, and the read follows the engine's own limits.
 
     Raises:
