@@ -66,7 +66,8 @@ ENGINES: tuple[EngineInfo, ...] = (
     bigquery.ENGINE,
 )
 """Every engine on the seam, in the order :func:`pi_notebook.database.engines` lists them:
-the ones the tool runs, then the ``dialect only`` warehouses (classified, not connected)."""
+the ones the tool runs (a ClickHouse server and Trino tested against scripted servers only),
+then the ``dialect only`` warehouses (classified, not connected)."""
 
 
 def engine_for_url(url: str | URL) -> EngineInfo:

@@ -41,32 +41,27 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL
 
-from pi_notebook.approvals.capabilities import CapabilityStore
-from pi_notebook.sql.backend import AuditSink
-from pi_notebook.sql.backend.derive import WritePlan
 from pi_notebook.sql.backend.errors import ConnectFailed
-from pi_notebook.sql.backend.execution import Execution
 from pi_notebook.sql.backend.fetch import Fetched, RunSettings
 from pi_notebook.sql.backend.readonly import RunKind
-from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
-from pi_notebook.sql.engines.base import EngineInfo, ReadEstimate
+from pi_notebook.sql.engines.base import EngineInfo
 from pi_notebook.sql.engines.clickhouse_common import (
-    NO_ROLLBACK,
     READ_CLAUSE,
     ROW_STARTS,
     STREAMED,
+    ClickHouseBackend,
     ClickHouseCatalog,
     clickhouse_plan,
-    explain_estimate,
     first_word,
     has_totals,
     mutated_table,
     quote,
+    read_limits,
     statement_body,
 )
-from pi_notebook.sql.engines.direct import DirectBackend, Running, Whole, take
+from pi_notebook.sql.engines.direct import Running, Whole, take
 
 __all__ = [
     "CHDB_MEMORY_ENV",
@@ -192,50 +187,21 @@ class _Database:
                     pass
 
 
-class ChdbBackend(DirectBackend):
+class ChdbBackend(ClickHouseBackend):
     """``query_database``'s backend for chDB (see the module docstring); the policy path
     (``run``: classify, capability, audit) is :class:`DatabaseBackend`'s, the statement path
     :class:`DirectBackend`'s."""
 
-    engine_name = "ClickHouse"
-    no_rollback = NO_ROLLBACK
+    backend = "chdb"
 
-    def __init__(
-        self,
-        url: str | URL,
-        *,
-        row_cap: int = 10_000,
-        statement_timeout_s: float = 30,
-        approvals: CapabilityStore | None = None,
-        audit: AuditSink | None = None,
-        count_limit: int = 1_000_000,
-        progress_every: int = 10_000,
-        tool_name: str = "query_database",
-        max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
-        **_ignored: Any,
-    ) -> None:
-        self.url = make_url(url)
-        self.backend = "chdb"
-        self.dialect = "clickhouse"
-        self.capabilities = approvals if approvals is not None else CapabilityStore()
-        self.audit = audit
-        self.tool_name = tool_name
-        self.settings = RunSettings(
-            row_cap=row_cap, count_limit=max(count_limit, row_cap + 1),
-            statement_timeout_s=statement_timeout_s, progress_every=progress_every,
-            max_result_bytes=max_result_bytes)  # fmt: skip
+    def __init__(self, url: str | URL, **options: Any) -> None:
+        super().__init__(url, **options)
         self.memory_limit = int(os.environ.get(CHDB_MEMORY_ENV, CHDB_MEMORY_LIMIT))
-        self._database = _Database(chdb_path(self.url), {
-            "readonly": "1", "max_execution_time": f"{statement_timeout_s:g}",
-            "max_memory_usage": str(self.memory_limit),
-            "max_result_rows": str(self.settings.count_limit),
-            "result_overflow_mode": "break"})  # fmt: skip
+        self._database = _Database(chdb_path(self.url),
+                                   read_limits(self.settings, self.memory_limit))  # fmt: skip
         self.schema_source = ClickHouseCatalog(
             lambda sql: self._database.reader().query(sql, "DataFrame"), self.url
         )
-        self._execution = Execution(self.url, statement_timeout_s)
-        self._inline = None
-        self._adbc = None
 
     def dispose(self) -> None:
         """Close its sessions (another chDB database may then be opened in this process)."""
@@ -243,9 +209,6 @@ class ChdbBackend(DirectBackend):
         self._database.close()
 
     # -- statements ----------------------------------------------------------------------
-    def _plan(self, sql: str) -> WritePlan:
-        return clickhouse_plan(sql)
-
     def _read_frame(self, sql: str, canceller: Any) -> pd.DataFrame:
         """A small derived read (a count, a sample, an estimate) in the read-only session,
         cancellable."""
@@ -283,13 +246,6 @@ class ChdbBackend(DirectBackend):
             result = session.query(text, "CSV")
         written = int(result.rows_written())
         return Fetched(columns=[], row_count=written, has_rows=False)
-
-    # -- read estimate -------------------------------------------------------------------
-    def _estimate(
-        self, sql: str, *, canceller: Any, progress: Callable[[int], None] | None = None
-    ) -> ReadEstimate:
-        """``EXPLAIN ESTIMATE`` and the tables' widths, read-only, in one call on the worker."""
-        return explain_estimate(sql, lambda text: self._read_frame(text, canceller), canceller)
 
 
 def _marker() -> str:

@@ -12,13 +12,16 @@ from sqlalchemy.engine import URL
 
 from pi_notebook.sql import classify, lexical
 from pi_notebook.sql.backend.derive import WritePlan, plan_write
+from pi_notebook.sql.backend.fetch import RunSettings
 from pi_notebook.sql.engines.base import ReadEstimate
+from pi_notebook.sql.engines.direct import DirectBackend
 
 __all__ = [
     "NO_ROLLBACK",
     "READ_CLAUSE",
     "ROW_STARTS",
     "STREAMED",
+    "ClickHouseBackend",
     "ClickHouseCatalog",
     "clickhouse_plan",
     "explain_estimate",
@@ -26,6 +29,7 @@ __all__ = [
     "has_totals",
     "mutated_table",
     "quote",
+    "read_limits",
     "statement_body",
 ]
 
@@ -43,6 +47,33 @@ NO_ROLLBACK = (
     "killed)"
 )
 """What a stopped write's error says instead of "nothing was written"."""
+
+
+class ClickHouseBackend(DirectBackend):
+    """What chDB's and a server's backends share beyond :class:`DirectBackend`: the write
+    plan of a mutation, ``EXPLAIN ESTIMATE``, and what a stopped write leaves behind."""
+
+    engine_name = "ClickHouse"
+    no_rollback = NO_ROLLBACK
+    dialect = "clickhouse"
+
+    def _plan(self, sql: str) -> WritePlan:
+        return clickhouse_plan(sql)
+
+    def _estimate(
+        self, sql: str, *, canceller: Any, progress: Callable[[int], None] | None = None
+    ) -> ReadEstimate:
+        """``EXPLAIN ESTIMATE`` and the tables' widths, read-only, in one call on the worker."""
+        return explain_estimate(sql, lambda text: self._read_frame(text, canceller), canceller)
+
+
+def read_limits(settings: RunSettings, memory_limit: int) -> dict[str, str]:
+    """The settings every read runs with: ``readonly=1`` (which no statement can lift), the
+    statement timeout, the memory limit and a result row limit (``break``: past it the
+    result ends, it does not fail)."""
+    return {"readonly": "1", "max_execution_time": f"{settings.statement_timeout_s:g}",
+            "max_memory_usage": str(memory_limit), "max_result_rows": str(settings.count_limit),
+            "result_overflow_mode": "break"}  # fmt: skip
 
 
 def clickhouse_plan(sql: str) -> WritePlan:

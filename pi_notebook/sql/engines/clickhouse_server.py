@@ -11,7 +11,9 @@ what this module adds is how a statement reaches the server:
   ``max_result_rows`` (``result_overflow_mode=break``): with ``readonly=1`` in force the
   server refuses writes and any setting change the statement itself makes (``SET``,
   ``SETTINGS``). As on chDB, ``SETTINGS readonly = 1`` follows the statement, so only
-  statements that take a SETTINGS clause parse (``SYSTEM`` and ``USE`` do not);
+  statements that take a SETTINGS clause parse (``SYSTEM`` and ``USE`` do not). The tool's
+  user needs a profile with ``readonly`` 0 or 2: ``readonly=1`` in the profile refuses the
+  limits each request sets;
 * every statement carries a ``query_id`` the tool sets; Stop and the statement timeout send
   ``KILL QUERY WHERE query_id = ...`` (and ``KILL MUTATION`` for a stopped ``ALTER ...
   UPDATE/DELETE``);
@@ -38,31 +40,24 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pandas as pd
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL
 
-from pi_notebook.approvals.capabilities import CapabilityStore
-from pi_notebook.sql.backend import AuditSink
-from pi_notebook.sql.backend.derive import WritePlan
-from pi_notebook.sql.backend.engines import CONNECT_TIMEOUT_S
 from pi_notebook.sql.backend.errors import ConnectFailed
-from pi_notebook.sql.backend.execution import Execution
 from pi_notebook.sql.backend.fetch import Fetched, RunSettings
 from pi_notebook.sql.backend.readonly import RunKind
-from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
-from pi_notebook.sql.engines.base import EngineInfo, ReadEstimate
+from pi_notebook.sql.engines.base import EngineInfo
 from pi_notebook.sql.engines.clickhouse_common import (
-    NO_ROLLBACK,
     READ_CLAUSE,
     ROW_STARTS,
+    ClickHouseBackend,
     ClickHouseCatalog,
-    clickhouse_plan,
-    explain_estimate,
     first_word,
     mutated_table,
     quote,
+    read_limits,
     statement_body,
 )
-from pi_notebook.sql.engines.direct import DirectBackend, Running, Stream, take
+from pi_notebook.sql.engines.direct import Running, Stream, take
 
 __all__ = ["CLICKHOUSE_MEMORY_ENV", "CLICKHOUSE_MEMORY_LIMIT", "ENGINE", "ClickHouseServerBackend"]
 
@@ -173,51 +168,23 @@ class _Server:
                 pass
 
 
-class ClickHouseServerBackend(DirectBackend):
+class ClickHouseServerBackend(ClickHouseBackend):
     """``query_database``'s backend for a ClickHouse server (see the module docstring)."""
 
-    engine_name = "ClickHouse"
-    no_rollback = NO_ROLLBACK
+    backend = "clickhousedb"
 
-    def __init__(
-        self,
-        url: str | URL,
-        *,
-        row_cap: int = 10_000,
-        statement_timeout_s: float = 30,
-        approvals: CapabilityStore | None = None,
-        audit: AuditSink | None = None,
-        count_limit: int = 1_000_000,
-        progress_every: int = 10_000,
-        tool_name: str = "query_database",
-        connect_timeout_s: float = CONNECT_TIMEOUT_S,
-        max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
-        **_ignored: Any,
-    ) -> None:
-        self.url = make_url(url)
-        self.backend = "clickhousedb"
-        self.dialect = "clickhouse"
-        self.capabilities = approvals if approvals is not None else CapabilityStore()
-        self.audit = audit
-        self.tool_name = tool_name
-        self.settings = RunSettings(
-            row_cap=row_cap, count_limit=max(count_limit, row_cap + 1),
-            statement_timeout_s=statement_timeout_s, progress_every=progress_every,
-            max_result_bytes=max_result_bytes)  # fmt: skip
+    def __init__(self, url: str | URL, **options: Any) -> None:
+        super().__init__(url, **options)
+        timeout = self.settings.statement_timeout_s
         self.memory_limit = int(os.environ.get(CLICKHOUSE_MEMORY_ENV, CLICKHOUSE_MEMORY_LIMIT))
-        self.read_settings: dict[str, str] = {
-            "readonly": "1", "max_execution_time": f"{statement_timeout_s:g}",
-            "max_memory_usage": str(self.memory_limit),
-            "max_result_rows": str(self.settings.count_limit),
-            "result_overflow_mode": "break"}  # fmt: skip
+        self.read_settings = read_limits(self.settings, self.memory_limit)
         """Sent with every read (and every derived read: counts, samples, estimates)."""
         self.write_settings: dict[str, str] = {
-            "max_execution_time": f"{statement_timeout_s:g}", "mutations_sync": "2"}  # fmt: skip
+            "max_execution_time": f"{timeout:g}", "mutations_sync": "2"}  # fmt: skip
         """Sent with an approved write."""
         # A server that stops answering mid-response is given up after the timeout + 10 s.
-        self._server = _Server(self.url, connect_timeout_s, statement_timeout_s + 10)
+        self._server = _Server(self.url, self.connect_timeout_s, timeout + 10)
         self.schema_source = ClickHouseCatalog(self._catalog_read, self.url)
-        self._execution = Execution(self.url, statement_timeout_s)
 
     def dispose(self) -> None:
         """Close the client (the backend reconnects if used again)."""
@@ -225,9 +192,6 @@ class ClickHouseServerBackend(DirectBackend):
         self._server.close()
 
     # -- statements ----------------------------------------------------------------------
-    def _plan(self, sql: str) -> WritePlan:
-        return clickhouse_plan(sql)
-
     def _read_frame(self, sql: str, canceller: Any) -> pd.DataFrame:
         """A small derived read (a count, a sample, an estimate) with the read settings."""
         client = self._server.client()
@@ -267,13 +231,6 @@ class ClickHouseServerBackend(DirectBackend):
             summary = client.command(text, settings=sent)
         written = int(getattr(summary, "written_rows", 0) or 0)
         return Fetched(columns=[], row_count=written, has_rows=False)
-
-    # -- read estimate -------------------------------------------------------------------
-    def _estimate(
-        self, sql: str, *, canceller: Any, progress: Callable[[int], None] | None = None
-    ) -> ReadEstimate:
-        """``EXPLAIN ESTIMATE`` and the tables' widths, read-only, in one call on the worker."""
-        return explain_estimate(sql, lambda text: self._read_frame(text, canceller), canceller)
 
 
 def _frames(context: Any) -> Iterator[pd.DataFrame]:

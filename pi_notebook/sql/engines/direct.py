@@ -29,19 +29,23 @@ from dataclasses import replace
 from typing import Any
 
 import pandas as pd
+from sqlalchemy.engine import URL, make_url
 
 from pi_notebook.ai.abort import AbortSignal
+from pi_notebook.approvals.capabilities import CapabilityStore
 from pi_notebook.approvals.protocol import WritePreview
 from pi_notebook.audit.durable import record_after
 from pi_notebook.audit.records import WritePreviewRecord
 from pi_notebook.sql.backend import AuditSink, DatabaseBackend, ProgressCallback, QueryError
 from pi_notebook.sql.backend.derive import WritePlan
+from pi_notebook.sql.backend.engines import CONNECT_TIMEOUT_S
 from pi_notebook.sql.backend.errors import QueryAborted, QueryRefused, QueryTimeout
 from pi_notebook.sql.backend.execution import Execution
 from pi_notebook.sql.backend.fetch import Fetched, ProgressSteps, RunSettings, read_limit
 from pi_notebook.sql.backend.measure import METHOD_TEXT
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.backend.results import QueryOutcome, render_fetched
+from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
 from pi_notebook.sql.backend.worker import AuditBlocked, Bounds, DriftError
 from pi_notebook.sql.engines.base import ReadEstimate
 
@@ -52,15 +56,41 @@ _HEAD_ROWS = 50
 
 class DirectBackend(DatabaseBackend):
     """``query_database``'s backend for an engine with its own client (see the module
-    docstring). Subclasses set ``url``, ``backend``, ``dialect``, ``capabilities``, ``audit``,
-    ``tool_name``, ``settings`` and ``_execution`` in their ``__init__``."""
+    docstring). Options as :class:`DatabaseBackend`'s (``arrow`` is the engine's own
+    matter); a subclass names its ``backend`` and ``dialect`` and sets ``schema_source``."""
 
-    settings: RunSettings
+    backend: str
+    dialect: str
     schema_source: Any
     """What the schema cache reads the catalog from (``catalog()``)."""
-    _execution: Execution
     _inline: Any = None
     _adbc: Any = None
+
+    def __init__(
+        self,
+        url: str | URL,
+        *,
+        row_cap: int = 10_000,
+        statement_timeout_s: float = 30,
+        approvals: CapabilityStore | None = None,
+        audit: AuditSink | None = None,
+        count_limit: int = 1_000_000,
+        progress_every: int = 10_000,
+        tool_name: str = "query_database",
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
+        **_ignored: Any,
+    ) -> None:
+        self.url = make_url(url)
+        self.capabilities = approvals if approvals is not None else CapabilityStore()
+        self.audit = audit
+        self.tool_name = tool_name
+        self.connect_timeout_s = connect_timeout_s
+        self.settings = RunSettings(
+            row_cap=row_cap, count_limit=max(count_limit, row_cap + 1),
+            statement_timeout_s=statement_timeout_s, progress_every=progress_every,
+            max_result_bytes=max_result_bytes)  # fmt: skip
+        self._execution = Execution(self.url, statement_timeout_s)
 
     engine_name = "the engine"
     """The engine's name in messages."""

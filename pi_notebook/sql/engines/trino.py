@@ -33,17 +33,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pandas as pd
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL
 
-from pi_notebook.approvals.capabilities import CapabilityStore
-from pi_notebook.sql.backend import AuditSink
 from pi_notebook.sql.backend.derive import WritePlan, plan_write
-from pi_notebook.sql.backend.engines import CONNECT_TIMEOUT_S
 from pi_notebook.sql.backend.errors import ConnectFailed, QueryAborted
-from pi_notebook.sql.backend.execution import Execution
 from pi_notebook.sql.backend.fetch import Fetched, RunSettings
 from pi_notebook.sql.backend.readonly import RunKind
-from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
 from pi_notebook.sql.engines.base import EngineInfo, ReadEstimate
 from pi_notebook.sql.engines.direct import DirectBackend, Running, Stream, short, take
 from pi_notebook.sql.engines.plans import EXPLAINABLE, not_planned
@@ -127,34 +122,14 @@ class TrinoBackend(DirectBackend):
     engine_name = "Trino"
     no_rollback = _NO_ROLLBACK
 
-    def __init__(
-        self,
-        url: str | URL,
-        *,
-        row_cap: int = 10_000,
-        statement_timeout_s: float = 30,
-        approvals: CapabilityStore | None = None,
-        audit: AuditSink | None = None,
-        count_limit: int = 1_000_000,
-        progress_every: int = 10_000,
-        tool_name: str = "query_database",
-        connect_timeout_s: float = CONNECT_TIMEOUT_S,
-        max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
-        **_ignored: Any,
-    ) -> None:
-        self.url = make_url(url)
-        self.backend = "trino"
-        self.dialect = "trino"
-        self.capabilities = approvals if approvals is not None else CapabilityStore()
-        self.audit = audit
-        self.tool_name = tool_name
-        self.settings = RunSettings(
-            row_cap=row_cap, count_limit=max(count_limit, row_cap + 1),
-            statement_timeout_s=statement_timeout_s, progress_every=progress_every,
-            max_result_bytes=max_result_bytes)  # fmt: skip
-        self._coordinator = _Coordinator(self.url, statement_timeout_s, connect_timeout_s)
+    backend = "trino"
+    dialect = "trino"
+
+    def __init__(self, url: str | URL, **options: Any) -> None:
+        super().__init__(url, **options)
+        self._coordinator = _Coordinator(self.url, self.settings.statement_timeout_s,
+                                         self.connect_timeout_s)  # fmt: skip
         self.schema_source = TrinoCatalog(self._rows, self.url, self._coordinator.schema)
-        self._execution = Execution(self.url, statement_timeout_s)
 
     def dispose(self) -> None:
         """Let the worker thread go (each statement has its own connection)."""
