@@ -11,7 +11,6 @@ held statement with that id (Code 394).
 
 from __future__ import annotations
 
-import http.server
 import json
 import re
 import threading
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+from loopback_http import LoopbackServer
 
 __all__ = ["FakeClickHouse", "Request"]
 
@@ -36,8 +36,8 @@ class Request:
 
 
 @dataclass
-class FakeClickHouse:
-    """The server (``start()`` / ``stop()``); ``requests`` in arrival order.
+class FakeClickHouse(LoopbackServer):
+    """The server (``start()`` / ``stop()``, ``port``); ``requests`` in arrival order.
 
     Attributes:
         counts: the value ``SELECT count() ...`` answers.
@@ -51,38 +51,15 @@ class FakeClickHouse:
     held: threading.Event = field(default_factory=threading.Event)
     _killed: dict[str, threading.Event] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: Any = None
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    def start(self) -> FakeClickHouse:
-        fake = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                sql = self.rfile.read(length).decode() if length else ""
-                params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(self.path).query))
-                sql = params.pop("query", "") + sql
-                fake._answer(self, Request(params, sql))
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
 
     def stop(self) -> None:
         for event in self._killed.values():
             event.set()
-        self._server.shutdown()
-        self._server.server_close()
+        super().stop()
+
+    def post(self, handler: Any, body: str) -> None:
+        params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(handler.path).query))
+        self._answer(handler, Request(params, params.pop("query", "") + body))
 
     def sent(self, needle: str) -> list[Request]:
         """The requests whose statement contains ``needle``."""

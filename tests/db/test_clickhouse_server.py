@@ -5,8 +5,10 @@ a write, a preview, an estimate, a Stop and a timeout, and what it makes of the 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import socket
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 
@@ -21,6 +23,7 @@ from pi_notebook.sql.backend import QueryAborted, QueryError, QueryRefused, quer
 from pi_notebook.sql.backend.errors import QueryTimeout
 from pi_notebook.sql.engines import (
     ClickHouseServerBackend,
+    MissingExtra,
     create_backend,
     engine_for_url,
     estimate_read,
@@ -28,7 +31,8 @@ from pi_notebook.sql.engines import (
 )
 
 READ_SETTINGS = {"readonly": "1", "max_execution_time": "20", "max_result_rows": "1000000",
-                 "result_overflow_mode": "break", "max_memory_usage": str(1 << 30)}  # fmt: skip
+                 "result_overflow_mode": "break", "max_memory_usage": str(1 << 30),
+                 "cancel_http_readonly_queries_on_client_close": "1"}  # fmt: skip
 
 
 @pytest.fixture
@@ -62,7 +66,7 @@ def only(requests: list[Request]) -> Request:
 async def test_a_read_is_sent_with_readonly_and_its_limits_and_comes_back_as_arrow(
     server: FakeClickHouse, backend: ClickHouseServerBackend
 ) -> None:
-    outcome = await backend.run("r1", "SELECT n, kind FROM events;")
+    outcome = await backend.run("r1", "SELECT n, kind FROM events; -- the two kinds")
     assert list(outcome.dataframe["kind"]) == ["view", "café"]  # String as text, not bytes
     assert list(outcome.dataframe["n"]) == [1, 2] and outcome.row_count_exact
     sent = only(server.sent("FROM events"))
@@ -179,9 +183,14 @@ async def test_the_schema_is_read_from_the_servers_catalog(
     assert [(c.name, c.nullable) for c in table.columns] == [("ts", False), ("kind", True)]
 
 
-def test_clickhousedb_urls_dispatch_and_unknown_options_are_refused() -> None:
+def test_clickhousedb_urls_dispatch_and_unknown_options_are_refused(monkeypatch: Any) -> None:
     info = engine_for_url("clickhousedb://ana@db.internal:8123/shop")
     assert info.connects and info.dialect == "clickhouse" and info.arrow
     assert "never against a live server" in info.read_only_backstop
     with pytest.raises(ValueError, match="unknown option"):
         create_backend("clickhousedb://ana@db.internal:8123/shop?compress=0")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "clickhouse_connect" else real(name, *a))  # fmt: skip
+    with pytest.raises(MissingExtra, match=r'pip install "pi-notebook\[clickhouse\]"'):
+        create_backend("clickhousedb://ana@db.internal:8123/shop")

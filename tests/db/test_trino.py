@@ -5,8 +5,10 @@ preview, an estimate, a Stop and a timeout, and what it makes of the answers."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import socket
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 
@@ -19,6 +21,7 @@ from pi_notebook.database.schema import inspect_schema
 from pi_notebook.sql.backend import QueryAborted, QueryError, QueryRefused, query_args_hash
 from pi_notebook.sql.backend.errors import QueryTimeout
 from pi_notebook.sql.engines import (
+    MissingExtra,
     TrinoBackend,
     create_backend,
     engine_for_url,
@@ -54,11 +57,13 @@ async def backend(server: FakeTrino) -> AsyncIterator[TrinoBackend]:
 async def test_a_read_carries_the_time_limit_and_the_urls_catalog_and_schema(
     server: FakeTrino, backend: TrinoBackend
 ) -> None:
-    outcome = await backend.run("r1", "SELECT n, kind FROM events;")
+    outcome = await backend.run("r1", "SELECT n, kind FROM events; -- the two kinds")
     assert list(outcome.dataframe.columns) == ["n", "kind"]
     assert list(outcome.dataframe["kind"]) == ["view", "café"] and outcome.row_count_exact
     (sent,) = server.sent("FROM events")
-    assert sent.sql == "SELECT n, kind FROM events"  # no trailing semicolon: Trino refuses it
+    assert (
+        sent.sql == "SELECT n, kind FROM events"
+    )  # no trailing ";" or comment: Trino refuses them
     assert sent.headers["X-Trino-Session"] == "query_max_execution_time=20s"
     assert (sent.headers["X-Trino-User"], sent.headers["X-Trino-Catalog"],
             sent.headers["X-Trino-Schema"]) == ("analyst", "hive", "sales")  # fmt: skip
@@ -159,7 +164,7 @@ async def test_the_schema_is_read_from_the_catalogs_information_schema(
                                                                        ("kind", True)]  # fmt: skip
 
 
-def test_trino_urls_connect_and_say_where_the_wall_is() -> None:
+def test_trino_urls_connect_and_say_where_the_wall_is(monkeypatch: Any) -> None:
     info = engine_for_url("trino://analyst@db.internal:8080/hive/sales")
     assert info.connects and info.cancel is not None and "nextUri" in info.cancel
     assert "cannot set or verify" in info.read_only_backstop
@@ -167,3 +172,8 @@ def test_trino_urls_connect_and_say_where_the_wall_is() -> None:
     assert "never against a live server" in info.read_only_backstop
     with pytest.raises(ValueError, match="CATALOG/SCHEMA"):
         create_backend("trino://analyst@db.internal:8080/hive")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "trino" else real(name, *a))  # fmt: skip
+    with pytest.raises(MissingExtra, match=r'pip install "pi-notebook\[trino\]"'):
+        create_backend("trino://analyst@db.internal:8080/hive/sales")

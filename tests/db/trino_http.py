@@ -8,13 +8,14 @@ records every request so the tests can check what the backend sent.
 
 from __future__ import annotations
 
-import http.server
 import itertools
 import json
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from loopback_http import LoopbackServer
 
 __all__ = ["FakeTrino", "Statement"]
 
@@ -41,8 +42,8 @@ class Statement:
 
 
 @dataclass
-class FakeTrino:
-    """The server (``start()`` / ``stop()``); ``statements`` in arrival order."""
+class FakeTrino(LoopbackServer):
+    """The server (``start()`` / ``stop()``, ``port``); ``statements`` in arrival order."""
 
     statements: dict[str, Statement] = field(default_factory=dict)
     counts: int = 3
@@ -54,40 +55,6 @@ class FakeTrino:
     held: threading.Event = field(default_factory=threading.Event)
     _ids: Any = field(default_factory=itertools.count)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: Any = None
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    def start(self) -> FakeTrino:
-        fake = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                sql = self.rfile.read(length).decode()
-                fake._post(self, sql)
-
-            def do_GET(self) -> None:
-                fake._page(self)
-
-            def do_DELETE(self) -> None:
-                fake._delete(self)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
     def sent(self, needle: str) -> list[Statement]:
         """The statements whose text contains ``needle``."""
@@ -101,14 +68,14 @@ class FakeTrino:
     def _next(self, query_id: str, page: int) -> str:
         return f"http://127.0.0.1:{self.port}/v1/statement/executing/{query_id}/{page}"
 
-    def _post(self, handler: Any, sql: str) -> None:
+    def post(self, handler: Any, body: str) -> None:
         query_id = f"q{next(self._ids)}"
         with self._lock:
-            self.statements[query_id] = Statement(sql, dict(handler.headers))
+            self.statements[query_id] = Statement(body, dict(handler.headers))
         _json(handler, {**self._base(query_id), "nextUri": self._next(query_id, 1),
                         "stats": {"state": "QUEUED"}})  # fmt: skip
 
-    def _page(self, handler: Any) -> None:
+    def get(self, handler: Any) -> None:
         query_id, page = handler.path.rstrip("/").split("/")[-2:]
         statement = self.statements[query_id]
         base = self._base(query_id)
@@ -137,7 +104,7 @@ class FakeTrino:
         _json(handler, {**base, "columns": columns, "data": data,
                         "stats": {"state": "FINISHED"}})  # fmt: skip
 
-    def _delete(self, handler: Any) -> None:
+    def delete(self, handler: Any) -> None:
         query_id = handler.path.rstrip("/").split("/")[-2]
         with self._lock:
             self.statements[query_id].deleted = True

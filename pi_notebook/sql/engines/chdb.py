@@ -59,9 +59,8 @@ from pi_notebook.sql.engines.clickhouse_common import (
     mutated_table,
     quote,
     read_limits,
-    statement_body,
 )
-from pi_notebook.sql.engines.direct import Running, Whole, take
+from pi_notebook.sql.engines.direct import Running, Whole, statement_body, take
 
 __all__ = [
     "CHDB_MEMORY_ENV",
@@ -215,7 +214,9 @@ class ChdbBackend(ClickHouseBackend):
         marker = _marker()
         session = self._database.reader()
         with Running(canceller, lambda: self._database.kill(marker)):
-            return session.query(f"{marker}{statement_body(sql)}{READ_CLAUSE}", "DataFrame")
+            return session.query(
+                f"{marker}{statement_body(sql, 'clickhouse')}{READ_CLAUSE}", "DataFrame"
+            )
 
     def _execute(
         self,
@@ -227,7 +228,9 @@ class ChdbBackend(ClickHouseBackend):
     ) -> Fetched:
         session = self._database.reader() if kind == "read" else self._database.session()
         marker = _marker()
-        text = f"{marker}{statement_body(sql)}" + (READ_CLAUSE if kind == "read" else "")
+        text = f"{marker}{statement_body(sql, 'clickhouse')}" + (
+            READ_CLAUSE if kind == "read" else ""
+        )
         mutated = mutated_table(sql) if kind == "write" else None
 
         def cancel() -> None:

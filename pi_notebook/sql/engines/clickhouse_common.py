@@ -14,7 +14,7 @@ from pi_notebook.sql import classify, lexical
 from pi_notebook.sql.backend.derive import WritePlan, plan_write
 from pi_notebook.sql.backend.fetch import RunSettings
 from pi_notebook.sql.engines.base import ReadEstimate
-from pi_notebook.sql.engines.direct import DirectBackend
+from pi_notebook.sql.engines.direct import DirectBackend, statement_body
 
 __all__ = [
     "NO_ROLLBACK",
@@ -30,7 +30,6 @@ __all__ = [
     "mutated_table",
     "quote",
     "read_limits",
-    "statement_body",
 ]
 
 ROW_STARTS = frozenset({"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "EXISTS"})
@@ -111,16 +110,6 @@ def clickhouse_plan(sql: str) -> WritePlan:
                      else None)  # fmt: skip
 
 
-def statement_body(sql: str) -> str:
-    """``sql`` up to the end of its statement's last token (without trailing semicolons and
-    comments): the tool's ``SETTINGS`` clause goes right after it."""
-    tokens = lexical.tokens_of(sql, "clickhouse")
-    for token in reversed(tokens):
-        if token.text != ";":
-            return sql[: token.end + 1]
-    return sql
-
-
 def first_word(sql: str) -> str:
     """The statement's first keyword, upper case (past opening parentheses), or ""."""
     tokens = lexical.tokens_of(sql, "clickhouse")
@@ -168,7 +157,7 @@ def explain_estimate(sql: str, read: Callable[[str], pd.DataFrame], canceller: A
         return ReadEstimate(rows=None, bytes=None,
                             source=f"no estimate for {word or 'this'} statements")  # fmt: skip
     try:
-        parts = read(f"EXPLAIN ESTIMATE {statement_body(sql)}")
+        parts = read(f"EXPLAIN ESTIMATE {statement_body(sql, 'clickhouse')}")
     except Exception as exc:
         if canceller.reason is not None:
             raise

@@ -7,8 +7,9 @@ what this module adds is how a statement reaches the server:
 
 * every request carries its own settings, and no session (``autogenerate_session_id`` off),
   so nothing one statement sets can reach the next. A read is sent with ``readonly=1``,
-  ``max_execution_time`` (the statement timeout), ``max_memory_usage`` and
-  ``max_result_rows`` (``result_overflow_mode=break``): with ``readonly=1`` in force the
+  ``max_execution_time`` (the statement timeout), ``max_memory_usage``,
+  ``max_result_rows`` (``result_overflow_mode=break``) and
+  ``cancel_http_readonly_queries_on_client_close`` (a read the tool stops reading ends): with ``readonly=1`` in force the
   server refuses writes and any setting change the statement itself makes (``SET``,
   ``SETTINGS``). As on chDB, ``SETTINGS readonly = 1`` follows the statement, so only
   statements that take a SETTINGS clause parse (``SYSTEM`` and ``USE`` do not). The tool's
@@ -55,9 +56,8 @@ from pi_notebook.sql.engines.clickhouse_common import (
     mutated_table,
     quote,
     read_limits,
-    statement_body,
 )
-from pi_notebook.sql.engines.direct import Running, Stream, take
+from pi_notebook.sql.engines.direct import Running, Stream, statement_body, take
 
 __all__ = ["CLICKHOUSE_MEMORY_ENV", "CLICKHOUSE_MEMORY_LIMIT", "ENGINE", "ClickHouseServerBackend"]
 
@@ -177,7 +177,8 @@ class ClickHouseServerBackend(ClickHouseBackend):
         super().__init__(url, **options)
         timeout = self.settings.statement_timeout_s
         self.memory_limit = int(os.environ.get(CLICKHOUSE_MEMORY_ENV, CLICKHOUSE_MEMORY_LIMIT))
-        self.read_settings = read_limits(self.settings, self.memory_limit)
+        self.read_settings = {**read_limits(self.settings, self.memory_limit),
+                              "cancel_http_readonly_queries_on_client_close": "1"}  # fmt: skip
         """Sent with every read (and every derived read: counts, samples, estimates)."""
         self.write_settings: dict[str, str] = {
             "max_execution_time": f"{timeout:g}", "mutations_sync": "2"}  # fmt: skip
@@ -197,15 +198,15 @@ class ClickHouseServerBackend(ClickHouseBackend):
         client = self._server.client()
         query_id = _query_id()
         with Running(canceller, lambda: self._server.kill(query_id)):
-            table = client.query_arrow(f"{statement_body(sql)}{READ_CLAUSE}",
-                                       settings={**self.read_settings, "query_id": query_id})  # fmt: skip
-        return _to_frame(table)
+            return self._arrow(client, sql, query_id)
 
     def _catalog_read(self, sql: str) -> pd.DataFrame:
-        client = self._server.client()
-        table = client.query_arrow(f"{sql}{READ_CLAUSE}",
-                                   settings={**self.read_settings, "query_id": _query_id()})  # fmt: skip
-        return _to_frame(table)
+        return self._arrow(self._server.client(), sql, _query_id())
+
+    def _arrow(self, client: Any, sql: str, query_id: str) -> pd.DataFrame:
+        text = statement_body(sql, "clickhouse") + READ_CLAUSE
+        return _to_frame(client.query_arrow(text, settings={**self.read_settings,
+                                                            "query_id": query_id}))  # fmt: skip
 
     def _execute(
         self,
@@ -218,7 +219,7 @@ class ClickHouseServerBackend(ClickHouseBackend):
         client = self._server.client()
         query_id = _query_id()
         read = kind == "read"
-        text = statement_body(sql) + (READ_CLAUSE if read else "")
+        text = statement_body(sql, "clickhouse") + (READ_CLAUSE if read else "")
         sent = {**(self.read_settings if read else self.write_settings), "query_id": query_id}
         mutated = None if read else mutated_table(sql)
         with Running(canceller, lambda: self._server.kill(query_id, mutated)):

@@ -36,6 +36,7 @@ from pi_notebook.approvals.capabilities import CapabilityStore
 from pi_notebook.approvals.protocol import WritePreview
 from pi_notebook.audit.durable import record_after
 from pi_notebook.audit.records import WritePreviewRecord
+from pi_notebook.sql import lexical
 from pi_notebook.sql.backend import AuditSink, DatabaseBackend, ProgressCallback, QueryError
 from pi_notebook.sql.backend.derive import WritePlan
 from pi_notebook.sql.backend.engines import CONNECT_TIMEOUT_S
@@ -49,7 +50,7 @@ from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
 from pi_notebook.sql.backend.worker import AuditBlocked, Bounds, DriftError
 from pi_notebook.sql.engines.base import ReadEstimate
 
-__all__ = ["DirectBackend", "Running", "Stream", "Whole", "short", "take"]
+__all__ = ["DirectBackend", "Running", "Stream", "Whole", "short", "statement_body", "take"]
 
 _HEAD_ROWS = 50
 
@@ -405,6 +406,16 @@ def _audited(wait: Callable[[], object]) -> None:
         wait()
     except BaseException as exc:
         raise AuditBlocked(str(exc)) from exc
+
+
+def statement_body(sql: str, dialect: str) -> str:
+    """``sql`` up to the end of its statement's last token, without trailing semicolons and
+    comments (a server may refuse them; ClickHouse's ``SETTINGS`` clause goes right after)."""
+    tokens = lexical.tokens_of(sql, dialect)
+    for token in reversed(tokens):
+        if token.text != ";":
+            return sql[: token.end + 1]
+    return sql
 
 
 def short(exc: BaseException) -> str:

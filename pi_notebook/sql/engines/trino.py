@@ -40,7 +40,14 @@ from pi_notebook.sql.backend.errors import ConnectFailed, QueryAborted
 from pi_notebook.sql.backend.fetch import Fetched, RunSettings
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.engines.base import EngineInfo, ReadEstimate
-from pi_notebook.sql.engines.direct import DirectBackend, Running, Stream, short, take
+from pi_notebook.sql.engines.direct import (
+    DirectBackend,
+    Running,
+    Stream,
+    short,
+    statement_body,
+    take,
+)
 from pi_notebook.sql.engines.plans import EXPLAINABLE, not_planned
 
 __all__ = ["ENGINE", "TrinoBackend", "TrinoCatalog", "io_estimate"]
@@ -181,7 +188,7 @@ class TrinoBackend(DirectBackend):
         canceller: Any,
         progress: Callable[[int], None] | None,
     ) -> Fetched:
-        connection, cursor = self._open(sql.strip().rstrip(";").rstrip(), canceller)
+        connection, cursor = self._open(statement_body(sql, "trino"), canceller)
         try:
             with Running(canceller, cursor.cancel):
                 names = _names(cursor)
@@ -207,7 +214,7 @@ class TrinoBackend(DirectBackend):
         """``EXPLAIN (TYPE IO, FORMAT JSON)``, on the worker (it plans; it reads nothing)."""
         if not EXPLAINABLE.match(sql):
             return not_planned(sql)
-        text = "EXPLAIN (TYPE IO, FORMAT JSON) " + sql.strip().rstrip(";").rstrip()
+        text = "EXPLAIN (TYPE IO, FORMAT JSON) " + statement_body(sql, "trino")
         try:
             frame = self._rows(text, canceller)
             return io_estimate(frame.iloc[0, 0])
