@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import http.server
+import socket
 import threading
 from typing import Any
 
-__all__ = ["LoopbackServer"]
+__all__ = ["LoopbackServer", "free_port"]
 
 
 class LoopbackServer:
@@ -57,3 +58,10 @@ class LoopbackServer:
 
     def delete(self, handler: Any) -> None:
         handler.send_error(405)
+
+
+def free_port() -> int:
+    """A loopback port with nothing listening on it (for a refused connection)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ pytest.importorskip("clickhouse_connect")
 pytest.importorskip("pyarrow")
 
 from clickhouse_http import FakeClickHouse, Request
+from loopback_http import free_port
 
 from pi_notebook.ai.abort import AbortController
 from pi_notebook.database.schema import inspect_schema
@@ -150,9 +150,7 @@ async def test_preview_counts_with_a_read_only_derived_count_and_bounds_refuse_a
 
 
 async def test_a_refused_connection_is_one_short_line_without_the_password() -> None:
-    with socket.socket() as probe:  # a port with nothing listening
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     backend = create_backend(url(port), statement_timeout_s=20)
     try:
         with pytest.raises(QueryError) as failed:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 
 pytest.importorskip("trino")
 
+from loopback_http import free_port
 from trino_http import PAGES, FakeTrino
 
 from pi_notebook.ai.abort import AbortController
@@ -130,9 +130,7 @@ async def test_preview_counts_with_the_derived_count_and_bounds_refuse_a_drift(
 
 
 async def test_a_refused_connection_is_one_short_line() -> None:
-    with socket.socket() as probe:  # a port with nothing listening
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     backend = create_backend(url(port), statement_timeout_s=20)
     try:
         with pytest.raises(QueryError) as failed:
