@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +18,10 @@ pytest.importorskip("pyarrow")
 from clickhouse_http import FakeClickHouse, Request
 from loopback_http import free_port
 
+import pi_notebook.database
+from pi_notebook import create_agent_session
 from pi_notebook.ai.abort import AbortController
+from pi_notebook.approvals.protocol import Decision
 from pi_notebook.database.schema import inspect_schema
 from pi_notebook.sql.backend import QueryAborted, QueryError, QueryRefused, query_args_hash
 from pi_notebook.sql.backend.errors import QueryTimeout
@@ -29,6 +33,7 @@ from pi_notebook.sql.engines import (
     estimate_read,
     schema_source,
 )
+from pi_notebook.testing import ScriptedApprovalUI, ScriptedModel, text, tool_call
 
 READ_SETTINGS = {"readonly": "1", "max_execution_time": "20", "max_result_rows": "1000000",
                  "result_overflow_mode": "break", "max_memory_usage": str(1 << 30),
@@ -192,3 +197,28 @@ def test_clickhousedb_urls_dispatch_and_unknown_options_are_refused(monkeypatch:
                         lambda name, *a: None if name == "clickhouse_connect" else real(name, *a))  # fmt: skip
     with pytest.raises(MissingExtra, match=r'pip install "pi-notebook\[clickhouse\]"'):
         create_backend("clickhousedb://ana@db.internal:8123/shop")
+
+
+@pytest.mark.parametrize("decision", ["rejected", "approved"])
+async def test_through_a_session_a_read_runs_and_a_write_reaches_the_server_only_if_approved(
+    server: FakeClickHouse, tmp_path: Path, decision: Decision
+) -> None:
+    write = "ALTER TABLE events DELETE WHERE kind = 'view'"
+    ui = ScriptedApprovalUI(decision)
+    session = create_agent_session(
+        model=ScriptedModel([[tool_call("query_database", {"sql": "SELECT n, kind FROM events"},
+                                        id="q1")],
+                             [tool_call("query_database", {"sql": write}, id="q2")],
+                             text("done")]),
+        ui=ui, audit=f"sqlite:///{tmp_path / 'audit.sqlite'}",
+        extensions=[pi_notebook.database.database_extension(url(server.port))])  # fmt: skip
+    try:
+        await session.prompt("go")
+    finally:
+        await session.close()
+    read, written = [m for m in session.messages if m.role == "toolResult"]
+    assert not read.is_error and list(read.details["dataframe"]["kind"]) == ["view", "café"]
+    [request] = ui.requests
+    assert request.preview is not None and request.preview.affected_rows == 3
+    assert written.is_error == (decision == "rejected")
+    assert len(server.sent("ALTER TABLE")) == (decision == "approved")
