@@ -2,7 +2,7 @@
 
 It is not ClickHouse: it answers the few statements the tests send, as the real HTTP
 interface would frame them (POST body = statement, settings and ``query_id`` as URL
-parameters, Arrow / ArrowStream bodies, ``Code: N. DB::Exception`` errors with HTTP 500,
+parameters, bodies in the Native format, ``Code: N. DB::Exception`` errors with HTTP 500,
 ``X-ClickHouse-Summary`` after a write), and records every request so the tests can check
 what the backend sent. Two server rules are scripted because the tests lean on them:
 ``readonly=1`` refuses a write (Code 164), and ``KILL QUERY WHERE query_id = '...'`` ends the
@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 import threading
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
 from loopback_http import LoopbackServer
 
 __all__ = ["FakeClickHouse", "Request"]
 
-_BATCH = pa.record_batch([pa.array(range(1000), pa.uint64())], names=["number"])
+Columns = list[tuple[str, str, list[Any]]]
+"""A result as (name, ClickHouse type, values) per column."""
 _WRITE = re.compile(r"^\s*(INSERT|ALTER|DELETE|CREATE|DROP|TRUNCATE)\b", re.IGNORECASE)
 
 
@@ -95,22 +96,28 @@ class FakeClickHouse(LoopbackServer):
             killed.wait(20)
             return _error(handler, 394, "Query was cancelled. (QUERY_WAS_CANCELLED)")
         if "numbers_stream" in sql:
-            return self._stream(handler)
-        return _send(handler, _ipc(_table_for(sql, self.counts), file="FORMAT Arrow\n" in sql
-                                   or sql.rstrip().endswith("FORMAT Arrow")))  # fmt: skip
+            limit = int(request.params.get("max_result_rows") or 0)
+            return self._stream(handler, killed, -(-limit // 1000) if limit else 50_000)
+        return _send(handler, native(_result(sql, self.counts)))
 
-    def _stream(self, handler: Any) -> None:
-        """ArrowStream blocks of 1000 rows, up to 50 million, until the client hangs up."""
+    def _stream(self, handler: Any, killed: threading.Event, blocks: int) -> None:
+        """Native blocks of 1000 rows: ``blocks`` of them (``max_result_rows`` in ``break``
+        mode ends the result at the end of the block that passes it; else 50 million rows),
+        or fewer if the client hangs up or a KILL QUERY names the statement (then an
+        exception ends the body, as ClickHouse's does)."""
         handler.send_response(200)
         handler.send_header("Transfer-Encoding", "chunked")
         handler.end_headers()
+        block = native([("number", "UInt64", list(range(1000)))])
         try:
-            _chunk(handler, _BATCH.schema.serialize().to_pybytes())
-            block = _BATCH.serialize().to_pybytes()
-            for _ in range(50_000):
-                _chunk(handler, block)
-                self.streamed_rows += _BATCH.num_rows
-            _chunk(handler, b"\xff\xff\xff\xff\x00\x00\x00\x00")
+            for _ in range(blocks):
+                if killed.is_set():
+                    block = b"Code: 394. DB::Exception: Query was cancelled. (QUERY_WAS_CANCELLED)"
+                    handler.wfile.write(b"%x\r\n%s\r\n" % (len(block), block))
+                    break
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(block), block))
+                handler.wfile.flush()
+                self.streamed_rows += 1000
             handler.wfile.write(b"0\r\n\r\n")
         except OSError:  # the client closed the stream: what the bound is about
             pass
@@ -119,34 +126,59 @@ class FakeClickHouse(LoopbackServer):
             handler.close_connection = True
 
 
-def _chunk(handler: Any, data: bytes) -> None:
-    handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-    handler.wfile.flush()
-
-
-def _table_for(sql: str, counts: int) -> pa.Table:
+def _result(sql: str, counts: int) -> Columns:
     if "EXPLAIN ESTIMATE" in sql:
-        return pa.table({"database": ["shop"], "table": ["events"], "parts": pa.array([2], pa.uint64()),
-                         "rows": pa.array([8192], pa.uint64()), "marks": pa.array([1], pa.uint64())})  # fmt: skip
+        return [("database", "String", ["shop"]), ("table", "String", ["events"]),
+                ("parts", "UInt64", [2]), ("rows", "UInt64", [8192]), ("marks", "UInt64", [1])]  # fmt: skip
     if "FROM system.parts" in sql:
-        return pa.table({"database": [b"shop"], "table": [b"events"], "width": [16.0]})
+        return [("database", "String", ["shop"]), ("table", "String", ["events"]),
+                ("width", "Float64", [16.0])]  # fmt: skip
     if "count()" in sql:
-        return pa.table({"count()": pa.array([counts], pa.uint64())})
+        return [("count()", "UInt64", [counts])]
     if "FROM system.tables" in sql:
-        return pa.table({"name": [b"events"], "engine": [b"MergeTree"], "comment": [b"clicks"]})
+        return [("name", "String", ["events"]), ("engine", "String", ["MergeTree"]),
+                ("comment", "String", ["clicks"])]  # fmt: skip
     if "FROM system.columns" in sql:
-        return pa.table({"table": [b"events"] * 2, "name": [b"ts", b"kind"],
-                         "type": [b"DateTime", b"Nullable(String)"], "comment": [b"", b""],
-                         "is_in_primary_key": pa.array([1, 0], pa.uint8())})  # fmt: skip
-    return pa.table({"n": pa.array([1, 2], pa.uint64()), "kind": [b"view", b"caf\xc3\xa9"]})
+        return [("table", "String", ["events", "events"]), ("name", "String", ["ts", "kind"]),
+                ("type", "String", ["DateTime", "Nullable(String)"]),
+                ("comment", "String", ["", ""]), ("is_in_primary_key", "UInt8", [1, 0])]  # fmt: skip
+    return [("ts", "DateTime", [1704067200, 1704067260]), ("n", "UInt64", [1, 2]),
+            ("kind", "Nullable(String)", ["view", "café"])]  # fmt: skip
 
 
-def _ipc(table: pa.Table, *, file: bool) -> bytes:
-    sink = pa.BufferOutputStream()
-    writer = pa.ipc.new_file(sink, table.schema) if file else pa.ipc.new_stream(sink, table.schema)
-    writer.write_table(table)
-    writer.close()
-    return sink.getvalue().to_pybytes()
+def native(columns: Columns) -> bytes:
+    """``columns`` as one block of ClickHouse's Native format (client protocol 0)."""
+    rows = len(columns[0][2]) if columns else 0
+    out = bytearray(_varuint(len(columns)) + _varuint(rows))
+    for name, kind, values in columns:
+        out += _string(name) + _string(kind) + _values(kind, values)
+    return bytes(out)
+
+
+def _values(kind: str, values: list[Any]) -> bytes:
+    if kind.startswith("Nullable("):
+        inner = kind[len("Nullable(") : -1]
+        empty = "" if inner == "String" else 0
+        return bytes(v is None for v in values) + _values(
+            inner, [empty if v is None else v for v in values])  # fmt: skip
+    if kind == "String":
+        return b"".join(_string(v) for v in values)
+    code = {"UInt8": "B", "UInt64": "Q", "Float64": "d", "DateTime": "I"}[kind]
+    return struct.pack(f"<{len(values)}{code}", *values)
+
+
+def _string(text: str) -> bytes:
+    data = text.encode()
+    return _varuint(len(data)) + data
+
+
+def _varuint(number: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, number = number & 0x7F, number >> 7
+        out.append(low | (0x80 if number else 0))
+        if not number:
+            return bytes(out)
 
 
 def _send(handler: Any, body: bytes, headers: dict[str, str] | None = None) -> None:

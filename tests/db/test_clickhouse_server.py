@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 pytest.importorskip("clickhouse_connect")
-pytest.importorskip("pyarrow")
 
 from clickhouse_http import FakeClickHouse, Request
 from loopback_http import free_port
@@ -35,8 +34,7 @@ from pi_notebook.sql.engines import (
 )
 from pi_notebook.testing import ScriptedApprovalUI, ScriptedModel, text, tool_call
 
-READ_SETTINGS = {"readonly": "1", "max_execution_time": "20", "max_result_rows": "1000000",
-                 "result_overflow_mode": "break", "max_memory_usage": str(1 << 30),
+READ_SETTINGS = {"readonly": "1", "max_execution_time": "20", "result_overflow_mode": "break", "max_memory_usage": str(1 << 30),
                  "cancel_http_readonly_queries_on_client_close": "1"}  # fmt: skip
 
 
@@ -71,24 +69,32 @@ def only(requests: list[Request]) -> Request:
 async def test_a_read_is_sent_with_readonly_and_its_limits_and_comes_back_as_arrow(
     server: FakeClickHouse, backend: ClickHouseServerBackend
 ) -> None:
-    outcome = await backend.run("r1", "SELECT n, kind FROM events; -- the two kinds")
-    assert list(outcome.dataframe["kind"]) == ["view", "café"]  # String as text, not bytes
-    assert list(outcome.dataframe["n"]) == [1, 2] and outcome.row_count_exact
+    outcome = await backend.run("r1", "SELECT ts, n, kind FROM events; -- the two kinds")
+    frame = outcome.dataframe
+    assert list(frame["kind"]) == ["view", "café"] and list(frame["n"]) == [1, 2]
+    assert str(frame["ts"].iloc[0]) == "2024-01-01 00:00:00"  # a DateTime, not Arrow's UInt32
+    assert outcome.row_count_exact
     sent = only(server.sent("FROM events"))
     assert sent.params.items() >= READ_SETTINGS.items()
+    assert sent.params["max_result_rows"] == "101"  # the row cap + 1: the server stops there
     assert sent.params["query_id"].startswith("pi-") and "session_id" not in sent.params
-    assert sent.sql == "SELECT n, kind FROM events\nSETTINGS readonly = 1\n FORMAT ArrowStream"
+    assert sent.sql == "SELECT ts, n, kind FROM events\nSETTINGS readonly = 1\n FORMAT Native"
     assert not any("s3cret" in str(r) for r in server.requests)  # sent as a header only
 
 
-async def test_a_read_stops_at_the_row_cap_and_hangs_up_on_the_rest(
+async def test_a_read_stops_at_the_row_cap_and_kills_the_rest(
     server: FakeClickHouse, backend: ClickHouseServerBackend
 ) -> None:
     outcome = await backend.run("r1", "SELECT number FROM numbers_stream")
     assert len(outcome.dataframe) == 100 and outcome.truncated
     assert outcome.row_count == 101 and not outcome.row_count_exact
     assert await asyncio.to_thread(server.stream_done.wait, 20)
-    assert server.streamed_rows < 50_000_000  # the client closed the response early
+    assert server.streamed_rows == 1000  # one block: max_result_rows=101 ended the result
+    query_id = only(server.sent("numbers_stream")).params["query_id"]
+    assert server.sent(f"KILL QUERY WHERE query_id = '{query_id}'")
+    counted = await backend.run("r2", "SELECT number FROM numbers_stream", count_rows=True)
+    assert counted.row_count == 1_000_000 and not counted.row_count_exact  # the count limit
+    assert server.sent("numbers_stream")[-1].params["max_result_rows"] == "1000000"
 
 
 async def test_stop_sends_kill_query_for_the_id_the_tool_set(
@@ -188,7 +194,7 @@ async def test_the_schema_is_read_from_the_servers_catalog(
 
 def test_clickhousedb_urls_dispatch_and_unknown_options_are_refused(monkeypatch: Any) -> None:
     info = engine_for_url("clickhousedb://ana@db.internal:8123/shop")
-    assert info.connects and info.dialect == "clickhouse" and info.arrow
+    assert info.connects and info.dialect == "clickhouse" and "Native format" in info.read_path
     assert "never against a live server" in info.read_only_backstop
     with pytest.raises(ValueError, match="unknown option"):
         create_backend("clickhousedb://ana@db.internal:8123/shop?compress=0")
@@ -206,7 +212,7 @@ async def test_through_a_session_a_read_runs_and_a_write_reaches_the_server_only
     write = "ALTER TABLE events DELETE WHERE kind = 'view'"
     ui = ScriptedApprovalUI(decision)
     session = create_agent_session(
-        model=ScriptedModel([[tool_call("query_database", {"sql": "SELECT n, kind FROM events"},
+        model=ScriptedModel([[tool_call("query_database", {"sql": "SELECT kind FROM events"},
                                         id="q1")],
                              [tool_call("query_database", {"sql": write}, id="q2")],
                              text("done")]),

@@ -8,7 +8,9 @@ what this module adds is how a statement reaches the server:
 * every request carries its own settings, and no session (``autogenerate_session_id`` off),
   so nothing one statement sets can reach the next. A read is sent with ``readonly=1``,
   ``max_execution_time`` (the statement timeout), ``max_memory_usage``,
-  ``max_result_rows`` (``result_overflow_mode=break``) and
+  ``max_result_rows`` (the row cap + 1, or the count limit when counting;
+  ``result_overflow_mode=break``: the result ends at the end of the block that passes it,
+  subqueries are not cut, verified on chDB 26) and
   ``cancel_http_readonly_queries_on_client_close`` (a read the tool stops reading ends): with ``readonly=1`` in force the
   server refuses writes and any setting change the statement itself makes (``SET``,
   ``SETTINGS``). As on chDB, ``SETTINGS readonly = 1`` follows the statement, so only
@@ -18,9 +20,11 @@ what this module adds is how a statement reaches the server:
 * every statement carries a ``query_id`` the tool sets; Stop and the statement timeout send
   ``KILL QUERY WHERE query_id = ...`` (and ``KILL MUTATION`` for a stopped ``ALTER ...
   UPDATE/DELETE``);
-* rows come as Arrow (``query_arrow_stream``, one table per block, turned into DataFrames
-  block by block): kept to the row cap and the byte bound, the stream is closed there, which
-  ends the HTTP response;
+* rows come in ClickHouse's Native format (``query_df_stream``: one typed DataFrame per
+  block), kept to the row cap and the byte bound; there the query is killed (its
+  ``query_id``) and the stream closed. Not Arrow: ClickHouse's Arrow output gives a ``DateTime`` column as a bare
+  ``UInt32`` (verified on chDB 26, the same engine), which no reader can tell from a
+  ``UInt32`` column, while the Native format carries the column types;
 * an approved write runs without ``readonly`` (mutations synchronously:
   ``mutations_sync=2``); ClickHouse has no transactions, so a stopped write is not undone
   (the error says so), and its preview counts rows with the derived ``SELECT count()``.
@@ -28,7 +32,7 @@ what this module adds is how a statement reaches the server:
 Verified only against a scripted HTTP server in the tests (the requests this module sends,
 the ``KILL QUERY`` on Stop, the row bound, a refused connection), never against a live
 server: the server's own behaviour (``readonly=1`` sent with other settings in one request,
-DateTime in its Arrow output) is ClickHouse's documented one, not observed here.
+the end of a read on hang-up) is ClickHouse's documented one, not observed here.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ import pandas as pd
 from sqlalchemy.engine import URL
 
 from pi_notebook.sql.backend.errors import ConnectFailed
-from pi_notebook.sql.backend.fetch import Fetched, RunSettings
+from pi_notebook.sql.backend.fetch import Fetched, RunSettings, read_limit
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.engines.base import EngineInfo
 from pi_notebook.sql.engines.clickhouse_common import (
@@ -57,7 +61,7 @@ from pi_notebook.sql.engines.clickhouse_common import (
     quote,
     read_limits,
 )
-from pi_notebook.sql.engines.direct import Running, Stream, statement_body, take
+from pi_notebook.sql.engines.direct import Running, statement_body, take
 
 __all__ = ["CLICKHOUSE_MEMORY_ENV", "CLICKHOUSE_MEMORY_LIMIT", "ENGINE", "ClickHouseServerBackend"]
 
@@ -76,11 +80,12 @@ ENGINE = EngineInfo(
     write_preview="no transaction to roll back: rows counted with the derived SELECT count(), "
     "else not measured (said so)",
     estimate="EXPLAIN ESTIMATE (rows of MergeTree tables) x the tables' bytes per row",
-    arrow=True,
-    read_path="clickhouse-connect's query_arrow_stream, block by block into DataFrames; "
-    "client path tested against a scripted HTTP server; never against a live server",
+    arrow=False,
+    read_path="clickhouse-connect's query_df_stream: the Native format, block by block into "
+    "typed DataFrames (ClickHouse's Arrow output turns DateTime into UInt32); client path "
+    "tested against a scripted HTTP server; never against a live server",
     extra="clickhouse",
-    modules=("clickhouse_connect", "pyarrow"),
+    modules=("clickhouse_connect",),
     tested_against="dialect only",
 )
 
@@ -198,15 +203,14 @@ class ClickHouseServerBackend(ClickHouseBackend):
         client = self._server.client()
         query_id = _query_id()
         with Running(canceller, lambda: self._server.kill(query_id)):
-            return self._arrow(client, sql, query_id)
+            return self._frame(client, sql, query_id)
 
     def _catalog_read(self, sql: str) -> pd.DataFrame:
-        return self._arrow(self._server.client(), sql, _query_id())
+        return self._frame(self._server.client(), sql, _query_id())
 
-    def _arrow(self, client: Any, sql: str, query_id: str) -> pd.DataFrame:
+    def _frame(self, client: Any, sql: str, query_id: str) -> pd.DataFrame:
         text = statement_body(sql, "clickhouse") + READ_CLAUSE
-        return _to_frame(client.query_arrow(text, settings={**self.read_settings,
-                                                            "query_id": query_id}))  # fmt: skip
+        return client.query_df(text, settings={**self.read_settings, "query_id": query_id})
 
     def _execute(
         self,
@@ -221,12 +225,13 @@ class ClickHouseServerBackend(ClickHouseBackend):
         read = kind == "read"
         text = statement_body(sql, "clickhouse") + (READ_CLAUSE if read else "")
         sent = {**(self.read_settings if read else self.write_settings), "query_id": query_id}
+        if read:  # the server stops the result (at a block's end) past what the read keeps
+            sent["max_result_rows"] = str(read_limit(settings) or settings.count_limit)
         mutated = None if read else mutated_table(sql)
         with Running(canceller, lambda: self._server.kill(query_id, mutated)):
             if first_word(sql) in ROW_STARTS:
-                context = client.query_arrow_stream(text, settings=sent)
-                context.__enter__()
-                stream = Stream(_frames(context), lambda: context.__exit__(None, None, None))
+                stream = _Blocks(client.query_df_stream(text, settings=sent),
+                                 lambda: self._server.kill(query_id))  # fmt: skip
                 return take(stream, settings, progress)
             # Not a query (an approved write, or a forced "read" in the tests).
             summary = client.command(text, settings=sent)
@@ -234,23 +239,27 @@ class ClickHouseServerBackend(ClickHouseBackend):
         return Fetched(columns=[], row_count=written, has_rows=False)
 
 
-def _frames(context: Any) -> Iterator[pd.DataFrame]:
-    for table in context:
-        yield _to_frame(table)
+class _Blocks:
+    """The DataFrames of a ``query_df_stream``, for :func:`take`. Closed before its end (the
+    read has what it keeps), the query is killed first: clickhouse-connect reads a closed
+    stream to its end, so without the kill the rest of the result would still cross the
+    network (``result_overflow_mode=break`` bounds it at the row limit)."""
 
+    def __init__(self, context: Any, kill: Callable[[], None]) -> None:
+        self._context, self._kill = context.__enter__(), kill
+        self._ended = False
 
-def _to_frame(table: Any) -> pd.DataFrame:
-    """An Arrow table as a DataFrame, ClickHouse's ``String`` (Arrow binary: asking the server
-    for Arrow strings is a setting a read-only profile may refuse) as text where it is UTF-8."""
-    import pyarrow as pa
+    def __iter__(self) -> Iterator[pd.DataFrame]:
+        yield from self._context
+        self._ended = True
 
-    for index, field in enumerate(table.schema):
-        if pa.types.is_binary(field.type) or pa.types.is_large_binary(field.type):
+    def close(self) -> None:
+        if not self._ended:
             try:
-                table = table.set_column(index, field.name, table.column(index).cast(pa.string()))
-            except pa.ArrowInvalid:  # not UTF-8: the values stay bytes
+                self._kill()
+            except Exception:  # the server went away: closing the stream ends it anyway
                 pass
-    return table.to_pandas()
+        self._context.__exit__(None, None, None)
 
 
 def _query_id() -> str:
