@@ -175,6 +175,9 @@ def test_trino_urls_connect_and_say_where_the_wall_is(monkeypatch: Any) -> None:
     assert "never against a live server" in info.read_only_backstop
     with pytest.raises(ValueError, match="CATALOG/SCHEMA"):
         create_backend("trino://analyst@db.internal:8080/hive")
+    with pytest.raises(ValueError, match=r"only over HTTPS: add \?secure=true") as plain:
+        create_backend("trino://analyst:s3cret@db.internal:8080/hive/sales")
+    assert "s3cret" not in str(plain.value)
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "trino" else real(name, *a))  # fmt: skip

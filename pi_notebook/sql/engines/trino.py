@@ -99,6 +99,8 @@ class _Coordinator:
             raise ValueError("trino URL: write it as trino://USER@HOST:8080/CATALOG/SCHEMA")
         self.catalog, self.schema = parts
         secure = str(options.get("secure", "false")).lower() in ("1", "true", "yes")
+        if url.password and not secure:
+            raise ValueError("trino URL: a password is sent only over HTTPS: add ?secure=true")
         self._args: dict[str, Any] = {
             "host": url.host or "localhost", "port": url.port or (443 if secure else 8080),
             "user": url.username, "catalog": self.catalog, "schema": self.schema,
