@@ -34,7 +34,8 @@ from pi_notebook.sql.engines import (
 )
 from pi_notebook.testing import ScriptedApprovalUI, ScriptedModel, text, tool_call
 
-READ_SETTINGS = {"readonly": "1", "max_execution_time": "20", "result_overflow_mode": "break", "max_memory_usage": str(1 << 30),
+READ_SETTINGS = {"readonly": "1", "max_execution_time": "20", "result_overflow_mode": "break",
+                 "max_memory_usage": str(1 << 30),
                  "cancel_http_readonly_queries_on_client_close": "1"}  # fmt: skip
 
 

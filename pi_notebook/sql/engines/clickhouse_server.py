@@ -7,11 +7,10 @@ what this module adds is how a statement reaches the server:
 
 * every request carries its own settings, and no session (``autogenerate_session_id`` off),
   so nothing one statement sets can reach the next. A read is sent with ``readonly=1``,
-  ``max_execution_time`` (the statement timeout), ``max_memory_usage``,
-  ``max_result_rows`` (the row cap + 1, or the count limit when counting;
-  ``result_overflow_mode=break``: the result ends at the end of the block that passes it,
-  subqueries are not cut, verified on chDB 26) and
-  ``cancel_http_readonly_queries_on_client_close`` (a read the tool stops reading ends): with ``readonly=1`` in force the
+  ``max_execution_time`` (the statement timeout), ``max_memory_usage``, ``max_result_rows``
+  (the row cap + 1, or the count limit when counting; ``result_overflow_mode=break``: the
+  result ends with the block that passes it, and subqueries are not cut, verified on chDB 26)
+  and ``cancel_http_readonly_queries_on_client_close``. With ``readonly=1`` in force the
   server refuses writes and any setting change the statement itself makes (``SET``,
   ``SETTINGS``). As on chDB, ``SETTINGS readonly = 1`` follows the statement, so only
   statements that take a SETTINGS clause parse (``SYSTEM`` and ``USE`` do not). The tool's
@@ -22,9 +21,9 @@ what this module adds is how a statement reaches the server:
   UPDATE/DELETE``);
 * rows come in ClickHouse's Native format (``query_df_stream``: one typed DataFrame per
   block), kept to the row cap and the byte bound; there the query is killed (its
-  ``query_id``) and the stream closed. Not Arrow: ClickHouse's Arrow output gives a ``DateTime`` column as a bare
-  ``UInt32`` (verified on chDB 26, the same engine), which no reader can tell from a
-  ``UInt32`` column, while the Native format carries the column types;
+  ``query_id``) and the stream closed. Not Arrow: ClickHouse's Arrow output gives a
+  ``DateTime`` column as a bare ``UInt32`` (verified on chDB 26, the same engine), which no
+  reader can tell from a ``UInt32`` column; the Native format carries the column types;
 * an approved write runs without ``readonly`` (mutations synchronously:
   ``mutations_sync=2``); ClickHouse has no transactions, so a stopped write is not undone
   (the error says so), and its preview counts rows with the derived ``SELECT count()``.
@@ -32,7 +31,7 @@ what this module adds is how a statement reaches the server:
 Verified only against a scripted HTTP server in the tests (the requests this module sends,
 the ``KILL QUERY`` on Stop, the row bound, a refused connection), never against a live
 server: the server's own behaviour (``readonly=1`` sent with other settings in one request,
-the end of a read on hang-up) is ClickHouse's documented one, not observed here.
+``KILL QUERY`` ending a streamed result) is ClickHouse's documented one, not observed here.
 """
 
 from __future__ import annotations
@@ -73,8 +72,8 @@ ENGINE = EngineInfo(
     read_only_backstop="the server's readonly=1, sent with every read's request (no SET or "
     "SETTINGS in the statement can lift it), with no session between statements; client "
     "path tested against a scripted HTTP server; never against a live server",
-    bounds="an Arrow stream closed at the cap + 1 and the byte bound; the request's "
-    "max_execution_time, max_memory_usage and max_result_rows",
+    bounds="a Native stream stopped at the cap + 1 and the byte bound (the rest killed); the "
+    "request's max_result_rows (cap + 1), max_execution_time and max_memory_usage",
     cancel="KILL QUERY WHERE query_id = the id the tool set (and KILL MUTATION for a stopped "
     "ALTER ... UPDATE/DELETE); no rollback: what a write had done stays",
     write_preview="no transaction to roll back: rows counted with the derived SELECT count(), "
