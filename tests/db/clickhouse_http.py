@@ -86,15 +86,16 @@ class FakeClickHouse(LoopbackServer):
             return _send(handler, b"")
         if sql.startswith("KILL MUTATION"):
             return _send(handler, b"")
-        if _WRITE.match(sql):
-            if request.params.get("readonly") == "1":
-                return _error(handler, 164, "Cannot execute query in readonly mode. (READONLY)")
-            summary = json.dumps({"read_rows": "0", "written_rows": str(self.counts)})
-            return _send(handler, b"", {"X-ClickHouse-Summary": summary})
+        write = _WRITE.match(sql)
+        if write and request.params.get("readonly") == "1":
+            return _error(handler, 164, "Cannot execute query in readonly mode. (READONLY)")
         if "slow_table" in sql:  # held until a KILL QUERY names it (or 20 s)
             self.held.set()
             killed.wait(20)
             return _error(handler, 394, "Query was cancelled. (QUERY_WAS_CANCELLED)")
+        if write:
+            summary = json.dumps({"read_rows": "0", "written_rows": str(self.counts)})
+            return _send(handler, b"", {"X-ClickHouse-Summary": summary})
         if "numbers_stream" in sql:
             limit = int(request.params.get("max_result_rows") or 0)
             return self._stream(handler, killed, -(-limit // 1000) if limit else 50_000)

@@ -112,6 +112,23 @@ async def test_stop_sends_kill_query_for_the_id_the_tool_set(
     assert server.sent(f"KILL QUERY WHERE query_id = '{query_id}'")
 
 
+async def test_stop_of_an_approved_mutation_kills_it_and_says_what_stays(
+    server: FakeClickHouse, backend: ClickHouseServerBackend
+) -> None:
+    sql = "ALTER TABLE slow_table DELETE WHERE kind = 'view'"
+    backend.capabilities.grant("w1", query_args_hash(sql, "clickhouse"), 60)
+    controller = AbortController()
+    running = asyncio.create_task(backend.run("w1", sql, signal=controller.signal))
+    assert await asyncio.to_thread(server.held.wait, 20)
+    controller.abort()
+    with pytest.raises(QueryAborted, match="ClickHouse has no transactions") as stopped:
+        await running
+    assert "nothing was written" not in str(stopped.value)
+    query_id = only(server.sent("ALTER TABLE slow_table")).params["query_id"]
+    assert server.sent(f"KILL QUERY WHERE query_id = '{query_id}'")
+    assert server.sent("KILL MUTATION WHERE database = currentDatabase() AND table = 'slow_table'")
+
+
 async def test_the_statement_timeout_kills_the_query(server: FakeClickHouse) -> None:
     backend = create_backend(url(server.port), statement_timeout_s=1)
     try:

@@ -96,6 +96,22 @@ async def test_stop_deletes_the_querys_next_uri(server: FakeTrino, backend: Trin
     assert sent.deleted
 
 
+async def test_stop_of_an_approved_write_cancels_it_and_says_what_stays(
+    server: FakeTrino, backend: TrinoBackend
+) -> None:
+    sql = "INSERT INTO slow_table SELECT * FROM staging"
+    backend.capabilities.grant("w1", query_args_hash(sql, "trino"), 60)
+    controller = AbortController()
+    running = asyncio.create_task(backend.run("w1", sql, signal=controller.signal))
+    assert await asyncio.to_thread(server.held.wait, 20)
+    controller.abort()
+    with pytest.raises(QueryAborted, match="without a transaction") as stopped:
+        await running
+    assert "nothing was written" not in str(stopped.value)
+    (sent,) = server.sent("INSERT INTO slow_table")
+    assert sent.deleted
+
+
 async def test_the_statement_timeout_cancels_the_query(server: FakeTrino) -> None:
     backend = create_backend(url(server.port), statement_timeout_s=1)
     try:
