@@ -1,14 +1,21 @@
 """A threaded HTTP server on loopback whose requests go to the methods of one object
-(the scripted ClickHouse and Trino servers of the server-engine tests)."""
+(the scripted ClickHouse and Trino servers of the server-engine tests), and a session that
+reads and then asks to write through one of them."""
 
 from __future__ import annotations
 
 import http.server
 import socket
 import threading
+from pathlib import Path
 from typing import Any
 
-__all__ = ["LoopbackServer", "free_port"]
+import pi_notebook.database
+from pi_notebook import create_agent_session
+from pi_notebook.approvals.protocol import Decision
+from pi_notebook.testing import ScriptedApprovalUI, ScriptedModel, text, tool_call
+
+__all__ = ["LoopbackServer", "free_port", "read_then_write"]
 
 
 class LoopbackServer:
@@ -65,3 +72,24 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+async def read_then_write(
+    url: str, read: str, write: str, decision: Decision, audit: Path
+) -> tuple[Any, Any, Any]:
+    """A session on ``url`` whose model sends ``read``, then ``write``, which the person
+    answers with ``decision``: the two tool results and the one approval request."""
+    ui = ScriptedApprovalUI(decision)
+    session = create_agent_session(
+        model=ScriptedModel([[tool_call("query_database", {"sql": read}, id="q1")],
+                             [tool_call("query_database", {"sql": write}, id="q2")],
+                             text("done")]),
+        ui=ui, audit=f"sqlite:///{audit}",
+        extensions=[pi_notebook.database.database_extension(url)])  # fmt: skip
+    try:
+        await session.prompt("go")
+    finally:
+        await session.close()
+    first, second = [m for m in session.messages if m.role == "toolResult"]
+    [request] = ui.requests
+    return first, second, request

@@ -15,10 +15,8 @@ import pytest
 pytest.importorskip("clickhouse_connect")
 
 from clickhouse_http import FakeClickHouse, Request
-from loopback_http import free_port
+from loopback_http import free_port, read_then_write
 
-import pi_notebook.database
-from pi_notebook import create_agent_session
 from pi_notebook.ai.abort import AbortController
 from pi_notebook.approvals.protocol import Decision
 from pi_notebook.database.schema import inspect_schema
@@ -32,7 +30,6 @@ from pi_notebook.sql.engines import (
     estimate_read,
     schema_source,
 )
-from pi_notebook.testing import ScriptedApprovalUI, ScriptedModel, text, tool_call
 
 READ_SETTINGS = {"readonly": "1", "max_execution_time": "20", "result_overflow_mode": "break",
                  "max_memory_usage": str(1 << 30),
@@ -228,21 +225,10 @@ async def test_through_a_session_a_read_runs_and_a_write_reaches_the_server_only
     server: FakeClickHouse, tmp_path: Path, decision: Decision
 ) -> None:
     write = "ALTER TABLE events DELETE WHERE kind = 'view'"
-    ui = ScriptedApprovalUI(decision)
-    session = create_agent_session(
-        model=ScriptedModel([[tool_call("query_database", {"sql": "SELECT kind FROM events"},
-                                        id="q1")],
-                             [tool_call("query_database", {"sql": write}, id="q2")],
-                             text("done")]),
-        ui=ui, audit=f"sqlite:///{tmp_path / 'audit.sqlite'}",
-        extensions=[pi_notebook.database.database_extension(url(server.port))])  # fmt: skip
-    try:
-        await session.prompt("go")
-    finally:
-        await session.close()
-    read, written = [m for m in session.messages if m.role == "toolResult"]
+    read, written, request = await read_then_write(
+        url(server.port), "SELECT kind FROM events", write, decision, tmp_path / "audit.sqlite"
+    )
     assert not read.is_error and list(read.details["dataframe"]["kind"]) == ["view", "café"]
-    [request] = ui.requests
     assert request.preview is not None and request.preview.affected_rows == 3
     assert written.is_error == (decision == "rejected")
     assert len(server.sent("ALTER TABLE")) == (decision == "approved")
