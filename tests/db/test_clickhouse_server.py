@@ -232,3 +232,15 @@ async def test_through_a_session_a_read_runs_and_a_write_reaches_the_server_only
     assert request.preview is not None and request.preview.affected_rows == 3
     assert written.is_error == (decision == "rejected")
     assert len(server.sent("ALTER TABLE")) == (decision == "approved")
+
+
+async def test_the_memory_limit_of_a_read_can_be_set_in_the_environment(
+    server: FakeClickHouse, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("PI_NOTEBOOK_CLICKHOUSE_MEMORY_LIMIT", str(256 << 20))
+    backend = create_backend(url(server.port))
+    try:
+        await backend.run("r1", "SELECT kind FROM events")
+    finally:
+        backend.dispose()
+    assert only(server.sent("FROM events")).params["max_memory_usage"] == str(256 << 20)
