@@ -60,7 +60,8 @@ from pi_notebook.sql.engines.clickhouse_common import (
     quote,
     read_limits,
 )
-from pi_notebook.sql.engines.direct import Running, Whole, statement_body, take
+from pi_notebook.sql.engines.direct import Running, statement_body
+from pi_notebook.sql.engines.rows import Whole, take
 
 __all__ = [
     "CHDB_MEMORY_ENV",

@@ -60,7 +60,8 @@ from pi_notebook.sql.engines.clickhouse_common import (
     quote,
     read_limits,
 )
-from pi_notebook.sql.engines.direct import Running, statement_body, take
+from pi_notebook.sql.engines.direct import Running, statement_body
+from pi_notebook.sql.engines.rows import take
 
 __all__ = ["CLICKHOUSE_MEMORY_ENV", "CLICKHOUSE_MEMORY_LIMIT", "ENGINE", "ClickHouseServerBackend"]
 

@@ -11,7 +11,8 @@ statement runs once decided:
 * a write waits for its audit record before anything is sent, and when its approval is
   bounded by a row count, the rows are counted first with the derived ``SELECT count()``
   (:meth:`DirectBackend._plan`): a count outside the bounds, or no count, refuses it;
-* rows come as a stream of DataFrames kept to the row cap and the byte bound (:func:`take`);
+* rows come as a stream of DataFrames kept to the row cap and the byte bound
+  (:func:`~pi_notebook.sql.engines.rows.take`);
 * a write's preview counts rows with the derived ``SELECT count()`` (run as a read) or says
   plainly that they cannot be counted: nothing is ever run to be rolled back.
 
@@ -22,9 +23,8 @@ and :attr:`DirectBackend.no_rollback` (what a stopped write leaves behind, in wo
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -42,7 +42,7 @@ from pi_notebook.sql.backend.derive import WritePlan
 from pi_notebook.sql.backend.engines import CONNECT_TIMEOUT_S
 from pi_notebook.sql.backend.errors import QueryAborted, QueryRefused, QueryTimeout
 from pi_notebook.sql.backend.execution import Execution
-from pi_notebook.sql.backend.fetch import Fetched, ProgressSteps, RunSettings, read_limit
+from pi_notebook.sql.backend.fetch import Fetched, RunSettings
 from pi_notebook.sql.backend.measure import METHOD_TEXT
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.backend.results import QueryOutcome, render_fetched
@@ -50,9 +50,7 @@ from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
 from pi_notebook.sql.backend.worker import AuditBlocked, Bounds, DriftError
 from pi_notebook.sql.engines.base import ReadEstimate
 
-__all__ = ["DirectBackend", "Running", "Stream", "Whole", "short", "statement_body", "take"]
-
-_HEAD_ROWS = 50
+__all__ = ["DirectBackend", "Running", "short", "statement_body"]
 
 
 class DirectBackend(DatabaseBackend):
@@ -313,92 +311,6 @@ class Running:
 
     def __exit__(self, *exc: object) -> None:
         self.canceller.stopped()
-
-
-class Whole:
-    """A result read at once, as a stream of one chunk."""
-
-    def __init__(self, frame: pd.DataFrame) -> None:
-        self.frame = frame
-
-    def __iter__(self) -> Any:
-        return iter([self.frame] if len(self.frame.columns) else [])
-
-    def close(self) -> None:
-        pass
-
-
-class Stream:
-    """DataFrames from ``chunks`` with ``close`` calling ``on_close`` (the client's own)."""
-
-    def __init__(self, chunks: Iterable[pd.DataFrame], on_close: Callable[[], None]) -> None:
-        self.chunks, self.on_close = chunks, on_close
-
-    def __iter__(self) -> Any:
-        return iter(self.chunks)
-
-    def close(self) -> None:
-        self.on_close()
-
-
-def take(stream: Any, settings: RunSettings, progress: Callable[[int], None] | None) -> Fetched:
-    """Keep the stream's first ``row_cap`` rows within ``max_result_bytes``; stop the stream at
-    the read's limit or the size bound (``stream``: DataFrames, and ``close()``)."""
-    limit = read_limit(settings)
-    cap, budget = settings.row_cap, settings.max_result_bytes
-    kept_frames: list[pd.DataFrame] = []
-    seen = kept = 0
-    sized = False
-    columns: list[str] | None = None
-    steps = ProgressSteps(progress, settings.progress_every)
-    try:
-        for chunk in stream:
-            if columns is None:
-                columns = [str(c) for c in chunk.columns]
-            if kept < cap and not sized:
-                taken = chunk if len(chunk) <= cap - kept else chunk.iloc[: cap - kept]
-                if budget is not None:
-                    taken, sized, used = _within(taken, budget)
-                    budget -= used
-                if sized:
-                    cap = kept + len(taken)
-                kept_frames.append(taken)
-                kept += len(taken)
-            seen += len(chunk)
-            steps.update(seen)
-            if (limit is not None and (seen >= limit or sized)) or seen >= settings.count_limit:
-                break
-    finally:
-        stream.close()
-    exact = (seen < limit and not sized) if limit is not None else seen < settings.count_limit
-    seen = min(seen, limit) if limit is not None else seen
-    frame = (pd.concat(kept_frames, ignore_index=True) if len(kept_frames) > 1
-             else kept_frames[0] if kept_frames else pd.DataFrame(columns=columns or []))  # fmt: skip
-    index = frame.index
-    if not (isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1):
-        frame = frame.reset_index(drop=True)
-    return Fetched(columns=columns or [str(c) for c in frame.columns], row_count=seen,
-                   row_count_exact=exact, truncated=seen > len(frame), size_capped=sized,
-                   head=_head(frame), kept=len(frame), frame=frame)  # fmt: skip
-
-
-def _head(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
-    """The first rows as tuples of plain values, missing ones as ``None`` (for the preview)."""
-    values = frame.head(_HEAD_ROWS).to_numpy(dtype=object, copy=True)
-    if values.size:
-        values[pd.isna(values)] = None
-    return list(map(tuple, values))
-
-
-def _within(frame: pd.DataFrame, budget: int) -> tuple[pd.DataFrame, bool, int]:
-    """The leading rows of ``frame`` whose values fit in ``budget`` bytes, whether any were
-    left out, and the bytes they hold."""
-    total = int(frame.memory_usage(index=False, deep=True).sum())
-    if total <= budget:
-        return frame, False, total
-    per_row = total / max(1, len(frame))
-    rows = max(0, math.floor(budget / per_row) if per_row else len(frame))
-    return frame.iloc[:rows], True, int(per_row * rows)
 
 
 def _audited(wait: Callable[[], object]) -> None:

@@ -40,15 +40,9 @@ from pi_notebook.sql.backend.errors import ConnectFailed, QueryAborted
 from pi_notebook.sql.backend.fetch import Fetched, RunSettings
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.engines.base import EngineInfo, ReadEstimate
-from pi_notebook.sql.engines.direct import (
-    DirectBackend,
-    Running,
-    Stream,
-    short,
-    statement_body,
-    take,
-)
+from pi_notebook.sql.engines.direct import DirectBackend, Running, short, statement_body
 from pi_notebook.sql.engines.plans import EXPLAINABLE, not_planned
+from pi_notebook.sql.engines.rows import Stream, take
 
 __all__ = ["ENGINE", "TrinoBackend", "TrinoCatalog", "io_estimate"]
 
