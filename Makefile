@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,db,providers,mcp,arrow,bench,lab,clickhouse,snowflake]"
+	$(PY) -m pip install --quiet -e ".[dev,db,providers,mcp,arrow,bench,lab,clickhouse,snowflake,trino]"
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -5,9 +5,12 @@ is bounded, how a statement is cancelled, how a write is previewed, how a read's
 estimated and whether results come as Arrow (:class:`EngineInfo`).
 :func:`create_backend` is the one way a URL becomes the backend that runs its statements:
 the four SQLAlchemy engines share :class:`~pi_notebook.sql.backend.DatabaseBackend` (their
-per-engine paths live in ``pi_notebook.sql.backend``), chDB has :class:`ChdbBackend`, Snowflake
-:class:`SnowflakeBackend` (its own client, on :mod:`.warehouse_base`). A URL
-whose engine's extra is missing is refused in one line naming the extra.
+per-engine paths live in ``pi_notebook.sql.backend``); the engines reached through their own
+client share :class:`~pi_notebook.sql.engines.direct.DirectBackend`'s statement path: chDB
+(:class:`ChdbBackend`), a ClickHouse server (:class:`ClickHouseServerBackend`) and Trino
+(:class:`TrinoBackend`); Snowflake has :class:`SnowflakeBackend` (its own client, on
+:mod:`.warehouse_base`). A URL whose engine's extra is missing is refused in one line naming
+the extra.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pi_notebook.sql.backend import DatabaseBackend, QueryAborted, QueryError
 from pi_notebook.sql.engines import (
     bigquery,
     chdb,
+    clickhouse_server,
     duckdb,
     mysql,
     postgresql,
@@ -31,17 +35,22 @@ from pi_notebook.sql.engines import (
 )
 from pi_notebook.sql.engines.base import DialectOnly, EngineInfo, MissingExtra, ReadEstimate
 from pi_notebook.sql.engines.chdb import ChdbBackend
+from pi_notebook.sql.engines.clickhouse_server import ClickHouseServerBackend
+from pi_notebook.sql.engines.direct import DirectBackend
 from pi_notebook.sql.engines.snowflake import SnowflakeBackend
+from pi_notebook.sql.engines.trino import TrinoBackend
 from pi_notebook.sql.engines.warehouse_base import WarehouseBackend
 
 __all__ = [
     "ENGINES",
     "ChdbBackend",
+    "ClickHouseServerBackend",
     "DialectOnly",
     "EngineInfo",
     "MissingExtra",
     "ReadEstimate",
     "SnowflakeBackend",
+    "TrinoBackend",
     "WarehouseBackend",
     "create_backend",
     "engine_for_url",
@@ -55,14 +64,16 @@ ENGINES: tuple[EngineInfo, ...] = (
     mysql.ENGINE,
     duckdb.ENGINE,
     chdb.ENGINE,
-    spark.ENGINE,
+    clickhouse_server.ENGINE,
     trino.ENGINE,
+    spark.ENGINE,
     snowflake.ENGINE,
     bigquery.ENGINE,
 )
 """Every engine on the seam, in the order :func:`pi_notebook.database.engines` lists them:
-the embedded and SQLAlchemy ones, then the warehouses (Snowflake runs through its client, the
-``dialect only`` ones are classified, not connected)."""
+the ones the tool runs (Snowflake against its emulator; a ClickHouse server and Trino tested
+against scripted servers only), then the ``dialect only`` warehouses (classified, not
+connected)."""
 
 
 def engine_for_url(url: str | URL) -> EngineInfo:
@@ -99,14 +110,19 @@ def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
         return ChdbBackend(url, **options)
     if info is snowflake.ENGINE:
         return SnowflakeBackend(url, **options)
+    if info is clickhouse_server.ENGINE:
+        return ClickHouseServerBackend(url, **options)
+    if info is trino.ENGINE:
+        return TrinoBackend(url, **options)
     options.setdefault("memory_capped", info.memory_capped)
     return DatabaseBackend(url, **options)
 
 
 def schema_source(backend: DatabaseBackend) -> Any:
     """What :class:`~pi_notebook.database.schema.SchemaCache` reads the schema from: the
-    SQLAlchemy engine, or the backend's own schema reader (chDB, the warehouses' clients)."""
-    if isinstance(backend, ChdbBackend | WarehouseBackend):
+    SQLAlchemy engine, or the backend's own schema reader (chDB, a ClickHouse server, Trino,
+    the warehouses' clients)."""
+    if isinstance(backend, DirectBackend | WarehouseBackend):
         return backend.schema_source
     return backend.engine
 
@@ -120,15 +136,16 @@ async def estimate_read(
     backend: DatabaseBackend, sql: str, *, signal: AbortSignal | None = None
 ) -> ReadEstimate:
     """The engine's estimate of what the read ``sql`` scans, at most one round trip before
-    the read (ClickHouse ``EXPLAIN ESTIMATE``, PostgreSQL and DuckDB ``EXPLAIN (FORMAT
-    JSON)``, inside the read's own read-only transaction; Snowflake ``EXPLAIN USING JSON``). An engine without one (SQLite,
+    the read (ClickHouse ``EXPLAIN ESTIMATE``, Trino ``EXPLAIN (TYPE IO, FORMAT JSON)``,
+    Snowflake ``EXPLAIN USING JSON``, PostgreSQL and DuckDB ``EXPLAIN (FORMAT JSON)``, inside
+    the read's own read-only transaction). An engine without one (SQLite,
     MySQL) or an estimate that fails says so, and the read follows the engine's own limits.
 
     Raises:
         QueryAborted: ``signal`` aborted.
         QueryError: the database could not be reached.
     """
-    if isinstance(backend, ChdbBackend | WarehouseBackend):
+    if isinstance(backend, DirectBackend | WarehouseBackend):
         return await backend.estimate(sql, signal=signal)
     hook = _ESTIMATES.get(backend.backend)
     if hook is None:
