@@ -119,6 +119,8 @@ class DatabaseBackend:
     """
 
     memory_capped: bool = False
+    role_per_user: bool = False
+    role_for: RoleFor | None = None
 
     def __init__(
         self,
@@ -315,7 +317,7 @@ class DatabaseBackend:
                                       signal=signal, on_progress=on_progress, audit=audit,
                                       bounds=bounds, count_rows=count_rows, audited=audited,
                                       on_slow=on_slow, record_result=record_result,
-                                      role=role)  # fmt: skip
+                                      **({"role": role} if role is not None else {}))  # fmt: skip
         except DriftError as drift:
             raise self._drift(drift, bounds or Bounds(), sql, final_hash, audit, ids) from None
         except AuditBlocked:
