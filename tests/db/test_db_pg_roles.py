@@ -7,15 +7,19 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from dbtest_support import FakeAudit
 
+from pi_notebook import create_agent_session
+from pi_notebook.database import database_extension
 from pi_notebook.identity import acting_for
 from pi_notebook.sql.backend import DatabaseBackend, QueryError, QueryRefused, query_args_hash
 from pi_notebook.sql.backend.arrow import arrow_available
 from pi_notebook.sql.engines import create_backend
+from pi_notebook.testing import ScriptedModel, text, tool_call
 
 pytestmark = pytest.mark.postgres
 
@@ -213,3 +217,43 @@ def test_role_per_user_is_refused_on_other_engines() -> None:
         DatabaseBackend("sqlite://", role_per_user=True)
     with pytest.raises(ValueError, match="role_per_user needs PostgreSQL; duckdb"):
         create_backend("duckdb:///:memory:", role_per_user=True)
+
+
+class _Yes:
+    async def confirm(self, title: str, message: str, *, signal: object = None,
+                      timeout: float | None = None) -> bool:  # fmt: skip
+        return True
+
+
+async def test_the_extension_runs_an_approved_write_under_the_persons_role(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    monkeypatch.setenv("PI_NOTEBOOK_USER", "bo")
+    update = "UPDATE open_t SET v = 5 WHERE id = 2"
+    model = ScriptedModel([[tool_call("query_database", {"sql": update}, id="c1")], text("ok")])
+    ext = database_extension(cluster.login_url, role_per_user=True,
+                             role_for={"bo": cluster.bo})  # fmt: skip
+    session = create_agent_session(model=model, extensions=[ext], ui=_Yes(),
+                                   audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip
+    try:
+        await session.prompt("go")
+        assert _values(cluster.admin) == [10, 5]
+        assert session.audit is not None
+        frame = session.audit.to_dataframe()
+        [payload] = frame[frame["kind"] == "final_args"]["payload"].tolist()
+        assert payload["db_role"] == cluster.bo
+    finally:
+        await session.close()
+
+
+def test_the_extension_refuses_role_per_user_on_other_engines_at_start() -> None:
+    session = create_agent_session(model=ScriptedModel([text("x")]), audit=None,
+                                   extensions=[database_extension("sqlite://",
+                                                                  role_per_user=True)])  # fmt: skip
+    [diagnostic] = session.diagnostics
+    assert diagnostic.message.endswith(
+        "role_per_user needs PostgreSQL; sqlite statements would run with the login's own "
+        "privileges."
+    )
+    assert "query_database" not in session.active_tool_names
