@@ -72,7 +72,9 @@ def _values(admin_url: str) -> list[int]:
     engine = sa.create_engine(admin_url)
     try:
         with engine.connect() as conn:
-            return [int(v) for v in conn.execute(sa.text("SELECT v FROM open_t ORDER BY id")).scalars()]
+            return [
+                int(v) for v in conn.execute(sa.text("SELECT v FROM open_t ORDER BY id")).scalars()
+            ]
     finally:
         engine.dispose()
 
