@@ -179,6 +179,24 @@ async def test_role_for_maps_users_and_mcp_requests_act_for_their_subject(
         quoted.dispose()
 
 
+async def test_a_role_name_is_used_exactly_as_written(cluster: Cluster) -> None:
+    odd = f'Odd "Role" {cluster.ana}'  # capitals, a quote and spaces: only a quoted identifier
+    admin = sa.create_engine(cluster.admin, isolation_level="AUTOCOMMIT")
+    quoted = odd.replace('"', '""')
+    backend = DatabaseBackend(cluster.login_url, role_per_user=True, role_for=lambda _u: odd)
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'CREATE ROLE "{quoted}" NOLOGIN'))
+            conn.execute(sa.text(f'GRANT "{quoted}" TO {cluster.login}'))
+        out = await backend.run("r1", "SELECT current_user AS u")
+        assert out.dataframe["u"].tolist() == [odd]
+    finally:
+        backend.dispose()
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP ROLE IF EXISTS "{quoted}"'))
+        admin.dispose()
+
+
 @pytest.mark.skipif(not arrow_available("postgresql"), reason="no pyarrow/ADBC")
 async def test_the_arrow_read_runs_under_the_persons_role(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
