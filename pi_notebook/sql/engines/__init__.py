@@ -97,7 +97,7 @@ def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
     Raises:
         DialectOnly: the engine's SQL is classified, but the tool cannot connect to it yet.
         MissingExtra: the engine's client is not installed (the message names the extra).
-        ValueError: an unsupported URL.
+        ValueError: an unsupported URL; ``role_per_user`` on an engine other than PostgreSQL.
     """
     info = engine_for_url(url)
     dialect_only = info.dialect_only()
@@ -106,6 +106,11 @@ def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
     missing = info.missing_extra()
     if missing is not None:
         raise MissingExtra(missing)
+    if (options.get("role_per_user") or options.get("role_for") is not None) and (
+        info is not postgresql.ENGINE
+    ):
+        raise ValueError(f"role_per_user needs PostgreSQL; {info.engine} statements would run "
+                         "with the login's own privileges.")  # fmt: skip
     if info is chdb.ENGINE:
         return ChdbBackend(url, **options)
     if info is snowflake.ENGINE:
