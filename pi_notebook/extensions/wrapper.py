@@ -50,6 +50,8 @@ def wrap_tool_definition(
         execute=execute,
         prepare_arguments=definition.prepare_arguments,
         execution_mode=definition.execution_mode,
+        describe_call=definition.describe_call,
+        describe_result=definition.describe_result,
     )
 
 
