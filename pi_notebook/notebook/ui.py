@@ -21,6 +21,7 @@ answer is False/None on timeout (expired) or abort (C31, C36: timeouts in second
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -85,9 +86,12 @@ class NotebookUI:
         deadline passes it cancels this call and the prompt shows ``expired``.
         """
         timeout = request.timeout_s if request.timeout_s is not None else self.default_timeout
+        run = self._get_run()
+        view_of = getattr(run, "view_of", None)
+        if request.view is None and view_of is not None:  # shown as its tool describes it
+            request = replace(request, view=view_of(request.tool_name, request.args))
         prompt = ApprovalPrompt.for_request(request, timeout=timeout)
         self.prompts.append(prompt)
-        run = self._get_run()
         signal = None
         if run is not None:  # on the card the request names
             run.attach_prompt(prompt, request.tool_call_id, reasons=tuple(request.reasons))
