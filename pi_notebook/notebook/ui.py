@@ -21,8 +21,8 @@ answer is False/None on timeout (expired) or abort (C31, C36: timeouts in second
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..ai.abort import AbortSignal

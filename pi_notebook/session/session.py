@@ -76,6 +76,7 @@ log = logging.getLogger(__name__)
 
 SessionListener = Callable[[Any], Awaitable[None] | None]
 
+
 # The events the session itself reads whoever else listens: the usage meter's and the end of
 # a call (its approval dies with it).
 def _weak_view_of(session: AgentSession) -> ViewOf:

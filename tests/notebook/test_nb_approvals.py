@@ -16,8 +16,8 @@ from pydantic import BaseModel
 
 from pi_notebook import TextContent, ToolDefinition, ToolResult, create_agent_session, define_tool
 from pi_notebook.approvals import ApprovalOutcome, ApprovalRequest, Grant, WritePreview
-from pi_notebook.notebook import ApprovalPrompt, NotebookUI, Run
 from pi_notebook.database import query_call_view
+from pi_notebook.notebook import ApprovalPrompt, NotebookUI, Run
 from pi_notebook.testing import ScriptedModel, text, tool_call
 
 
