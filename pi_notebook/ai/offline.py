@@ -37,7 +37,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .abort import AbortSignal
 from .events import AssistantMessageEvent
@@ -350,14 +350,16 @@ def sql_tool(tools: Sequence[ToolSchema]) -> SqlTool | None:
     for tool in tools:
         if not re.search(r"\bSQL\b", tool.description):
             continue
-        properties: Any = tool.parameters.get("properties")
-        if not isinstance(properties, dict):
+        raw: Any = tool.parameters.get("properties")
+        if not isinstance(raw, dict):
             continue
+        properties = cast(dict[str, Any], raw)
         required: Any = tool.parameters.get("required")
-        order = [*(required if isinstance(required, list) else []), *properties]
+        listed = cast(list[Any], required) if isinstance(required, list) else []
+        order: list[Any] = [*listed, *properties]
         for name in order:
-            spec: Any = properties.get(name)
-            if isinstance(name, str) and isinstance(spec, dict) and spec.get("type") == "string":
+            spec: Any = properties.get(name) if isinstance(name, str) else None
+            if isinstance(spec, dict) and cast(dict[str, Any], spec).get("type") == "string":
                 found = re.search(r"\((\w+) dialect\)", tool.description)
                 return SqlTool(name=tool.name, argument=name,
                                dialect=found.group(1) if found else None)  # fmt: skip
