@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .agent.types import ToolResult
-from .agent.views import CallView, ResultView
+from .agent.views import CallView
 from .ai.abort import AbortController, AbortError, AbortSignal
 from .ai.messages import (
     AssistantMessage,
@@ -48,7 +48,7 @@ __all__ = [
     "AgentSession",
     # Messages
     "AssistantMessage",
-    # How a tool shows a call and its result
+    # How a tool shows its calls
     "CallView",
     # Extensions and tools
     "ExtensionAPI",
@@ -57,7 +57,6 @@ __all__ = [
     # Errors
     "PiNotebookError",
     "RegisteredTool",
-    "ResultView",
     "SessionClosedError",
     "SourceInfo",
     "TextContent",

@@ -1,9 +1,9 @@
-"""How a tool call is shown: ``CallView`` and ``ResultView``, which a tool gives of itself.
+"""How a tool call is shown: ``CallView``, which a tool gives of itself.
 
 The host knows no tool's arguments. A tool may say how one of its calls reads (a title, one
-block of code and its language, the other arguments worth showing) and what a result
-changed; the notebook's cards and record, the audit summaries and the MCP server's questions
-render that and name no tool. A tool that says nothing is shown by :func:`default_call_view`:
+block of code and its language, the other arguments worth showing); the notebook's cards,
+record and approval prompts, the audit summaries and the MCP server's questions render that
+and name no tool. A tool that says nothing is shown by :func:`default_call_view`:
 its title and its arguments.
 """
 
@@ -17,12 +17,9 @@ from typing import Any, TypeAlias
 __all__ = [
     "CallDescriber",
     "CallView",
-    "ResultDescriber",
-    "ResultView",
     "ViewOf",
     "call_view",
     "default_call_view",
-    "result_view",
 ]
 
 log = logging.getLogger(__name__)
@@ -50,18 +47,8 @@ class CallView:
     fields: Mapping[str, Any] = field(default_factory=dict[str, Any])
 
 
-@dataclass(frozen=True, kw_only=True)
-class ResultView:
-    """What a call's result changed, in a few words (e.g. ``"3 rows changed"``)."""
-
-    summary: str
-
-
 CallDescriber: TypeAlias = Callable[[Mapping[str, Any]], CallView]
 """A tool's ``describe_call(args)``: the view of a call with these arguments."""
-ResultDescriber: TypeAlias = Callable[[Any], "ResultView | None"]
-"""A tool's ``describe_result(details)``: what a result with these details changed, or
-``None`` when it has nothing to say."""
 ViewOf: TypeAlias = Callable[[str, Any], CallView]
 """``view_of(tool_name, args)``: how a host that knows its tools shows any call."""
 
@@ -77,28 +64,16 @@ def default_call_view(title: str, args: Any) -> CallView:
 def call_view(title: str, args: Any, describe: CallDescriber | None = None) -> CallView:
     """``describe(args)`` when the tool gives one and it answers with a ``CallView``; else
     (no describer, arguments that are not a mapping, a describer that raises or answers
-    something else) :func:`default_call_view`. A failing describer is logged, never raised:
-    showing a call must not stop it."""
+    something else) :func:`default_call_view`. A failing describer is logged (its exception's
+    type, never its message), never raised: showing a call must not stop it."""
     if describe is not None and isinstance(args, Mapping):
         try:
             view = describe(args)  # pyright: ignore[reportUnknownArgumentType]
-        except Exception:
-            log.warning("describe_call of %r failed; showing its arguments", title, exc_info=True)
+        except Exception as exc:  # its message may quote the arguments: only its type is logged
+            log.warning("describe_call of %r failed (%s); showing its arguments", title,
+                        type(exc).__name__)  # fmt: skip
         else:
             if isinstance(view, CallView):  # pyright: ignore[reportUnnecessaryIsInstance]
                 return view
             log.warning("describe_call of %r returned %r, not a CallView", title, type(view))
     return default_call_view(title, args)
-
-
-def result_view(details: Any, describe: ResultDescriber | None = None) -> ResultView | None:
-    """``describe(details)`` when the tool gives one; ``None`` without one, when it has
-    nothing to say, or when it fails (logged)."""
-    if describe is None:
-        return None
-    try:
-        view = describe(details)
-    except Exception:
-        log.warning("describe_result failed", exc_info=True)
-        return None
-    return view if isinstance(view, ResultView) else None

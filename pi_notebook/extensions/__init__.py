@@ -1,6 +1,6 @@
 """The extension system (layer 3): definitions, the API, the loader, the runner, the wrapper."""
 
-from ..agent.views import CallView, ResultView
+from ..agent.views import CallView
 from .api import ExtensionAPI, ToolRegistrationError
 from .context import ExtensionContext
 from .events import (
@@ -45,7 +45,6 @@ __all__ = [
     "InputEventResult",
     "NoUI",
     "RegisteredTool",
-    "ResultView",
     "RuntimeNotInitializedError",
     "SessionShutdownEvent",
     "SessionStartEvent",

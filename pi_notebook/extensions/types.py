@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from pydantic import BaseModel
 
 from ..agent.types import ExecutionMode, ToolResult, ToolUpdateCallback
-from ..agent.views import CallDescriber, ResultDescriber
+from ..agent.views import CallDescriber
 from ..ai.abort import AbortSignal
 
 if TYPE_CHECKING:
@@ -52,11 +52,11 @@ class ToolDefinition(Generic[P]):
 
     ``describe_call(args)`` (optional) says how a call reads: a ``CallView`` with a title, one
     block of code and its language (the argument it is, so an edit goes back into it), and
-    the other arguments worth showing. ``describe_result(details)`` says what a result
-    changed (a ``ResultView``, or ``None``). The notebook, the audit summaries and the MCP
-    server render these; a tool without them is shown by its label and its arguments. Both
-    get plain JSON values (the arguments as the model sent them, the result's ``details``)
-    and must not raise; a failure is logged and the default view is shown.
+    the other arguments worth showing. The notebook (cards, record, approval prompts), the
+    audit and approval summaries and the MCP server's questions render it; a tool without
+    one is shown by its label and its arguments. It gets the arguments as plain JSON values
+    (as the model sent them, or as recorded) and should not raise: a failure is logged and
+    the default view is shown.
     """
 
     name: str
@@ -70,7 +70,6 @@ class ToolDefinition(Generic[P]):
     prompt_guidelines: Sequence[str] | None = None
     requires_approval: bool | Callable[[P], str | None] = False
     describe_call: CallDescriber | None = None
-    describe_result: ResultDescriber | None = None
 
 
 def define_tool(definition: ToolDefinition[P]) -> ToolDefinition[P]:

@@ -51,7 +51,6 @@ def wrap_tool_definition(
         prepare_arguments=definition.prepare_arguments,
         execution_mode=definition.execution_mode,
         describe_call=definition.describe_call,
-        describe_result=definition.describe_result,
     )
 
 
