@@ -9,10 +9,18 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,db,providers,mcp,arrow,bench,lab,clickhouse]"
+	$(PY) -m pip install --quiet -e ".[dev,db,providers,mcp,arrow,bench,lab,clickhouse,snowflake]"
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+## The Snowflake emulator the tests run against (fakesnow's server), in its own venv: fakesnow
+## pins sqlglot ~=30.22 (the project pins 30.30.0) and breaks with the 5.x Snowflake client.
+FAKESNOW := $(VENV)-fakesnow
+$(FAKESNOW)/.installed:
+	$(PYTHON) -m venv $(FAKESNOW)
+	$(FAKESNOW)/bin/python -m pip install --quiet "fakesnow[server]==0.12.1" "snowflake-connector-python==4.8.1" "duckdb==2.0.1"
+	touch $(FAKESNOW)/.installed
 
 ## Main job: JupyterLab on 127.0.0.1 with the quickstart open (SQLite sample + offline model).
 lab: $(STAMP)
@@ -33,7 +41,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/pyright
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(FAKESNOW)/.installed
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 ## Everything CI runs: lint, type check, the whole test suite.

@@ -1,6 +1,6 @@
 """Benchmark of ``query_database`` against bare SQLAlchemy, pandas and ADBC, in one run, as ratios.
 
-Every figure is a ratio against a baseline measured in the same run (issue 16); nothing here
+Every figure is a ratio against a baseline measured in the same run; nothing here
 is a test. Rows:
 
 1. Fixed cost (SQLite, and PostgreSQL for reference): the tool's ``execute`` for ``SELECT 1``

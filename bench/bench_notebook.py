@@ -10,7 +10,7 @@ Workload: a scripted model makes N calls of a no-op tool, one per turn (50, 200,
   cards re-rendered), and the durable record is rendered at the end (audit stamping off).
 
 The figure is the notebook's cost per call (Run minus session, divided by calls) and its
-ratio to the session's own per-call cost. Target (issue 16): at most 2 ms per call up to
+ratio to the session's own per-call cost. Target: at most 2 ms per call up to
 1,000 cards, flat in the number of cards. Times are CPU time (``time.process_time``), the best
 of ``--repeat`` runs; no widget front-end is attached (comms are not opened), so this is the
 kernel side of rendering.

@@ -8,7 +8,7 @@ same run, same data store:
 - bare: SQLAlchemy ``exec_driver_sql("SELECT 1").fetchall()`` on a reused connection;
 - no audit: the same session built with ``audit=False``.
 
-Targets (issue 16): audited call <= 600 us on SQLite and <= 1.5 ms on PostgreSQL; records per
+Targets: audited call <= 600 us on SQLite and <= 1.5 ms on PostgreSQL; records per
 call is reported too (one record per fact).
 
     .venv/bin/python bench/bench_session.py                       # SQLite data and audit

@@ -11,8 +11,8 @@ and a repeated (cached) classification. Each text's time is this thread's CPU ti
 fastest of ``--repeat`` passes (noise on a shared machine only adds time); it prints p50/p99 over the texts per
 class and, as the median of the per-text ratios, classify/parse and (classify +
 canonicalize)/parse.
-Targets: classify/parse <= 1.5 and p50 under 1.5 ms at 1 KB (issue 4); (classify +
-canonicalize)/parse <= 1.5 (issue 16: tokenise once).
+Targets: classify/parse <= 1.5 and p50 under 1.5 ms at 1 KB; (classify +
+canonicalize)/parse <= 1.5 (tokenise once).
 """
 
 from __future__ import annotations

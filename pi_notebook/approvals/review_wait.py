@@ -11,7 +11,9 @@ closed too. If the store cannot be reached the answer is an error, which the gat
 denial whose reason says why: the write does not run (fail closed).
 
 The person at the requester's keyboard is told whom the request waits for, and who decided,
-through the local UI's ``notify``. What does not belong here: the store (:mod:`.review`).
+through the local UI's ``notify``, and on the call's card when the local UI has
+``show_review(request, state, message)`` (the notebook's does; ``state`` is ``waiting``, then
+``approved``, ``rejected`` or ``expired``). What does not belong here: the store (:mod:`.review`).
 """
 
 from __future__ import annotations
@@ -152,6 +154,14 @@ class ReviewUI:
             except Exception:  # a notice that cannot be shown changes no decision
                 pass
 
+    def _show(self, request: ApprovalRequest, state: str, message: str) -> None:
+        show = getattr(self.local_ui, "show_review", None)
+        if callable(show):
+            try:
+                show(request, state, message)
+            except Exception:  # a card that cannot be drawn changes no decision
+                pass
+
     async def request_approval(self, request: ApprovalRequest) -> ApprovalOutcome:
         """Post ``request`` for review and wait for a reviewer's decision.
 
@@ -176,6 +186,8 @@ class ReviewUI:
         except Exception as exc:
             raise ReviewUnavailable(waiter.unreachable(exc)) from None
         until = posted.expires_at.strftime("%H:%M:%S UTC")
+        self._show(request, "waiting", f"Waiting for a review by "
+                   f"{settings.waits_for(asker)} (until {until}).")  # fmt: skip
         self._notify(f"Waiting for a review by {settings.waits_for(asker)} (request "
                      f"{posted.request_id}, until {until}); you cannot approve your own request.")  # fmt: skip
         closed = False
@@ -188,6 +200,8 @@ class ReviewUI:
                 if found is not None and found.state in ("approved", "rejected"):
                     closed = True
                     edited = " as edited" if found.edited_args is not None else ""
+                    mark = "✔ Approved" if found.state == "approved" else "✘ Rejected"
+                    self._show(request, found.state, f"{mark}{edited} by {found.reviewer}.")
                     self._notify(f"Review {posted.request_id}: {found.state}{edited} by "
                                  f"{found.reviewer}" + (f" ({found.note})" if found.note else "")
                                  + ".")  # fmt: skip
@@ -201,6 +215,7 @@ class ReviewUI:
                 if left <= 0:
                     if await asyncio.to_thread(queue.expire, posted.request_id):
                         closed = True
+                        self._show(request, "expired", "No review decision in time: expired.")
                         self._notify(f"Review {posted.request_id}: no decision in time; expired.",
                                      "warning")  # fmt: skip
                         await asyncio.Event().wait()  # the gate ends the call "expired"

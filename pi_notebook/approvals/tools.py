@@ -1,11 +1,11 @@
-"""Approval for any tool: enforcing ``ToolDefinition.requires_approval`` (issue 12, item 2).
+"""Approval for any tool: enforcing ``ToolDefinition.requires_approval``.
 
 The session calls :meth:`ToolApprovals.gate` after every extension ``tool_call`` handler ran,
 so the approval binds to the hash of the canonical JSON of the *final* arguments; the wrapper
 calls :meth:`ToolApprovals.check` right before ``execute``, which refuses a call whose
 arguments changed since (audited as ``capability_mismatch`` with both hashes) or that needs an
 approval it does not hold; :meth:`ToolApprovals.end` burns the call's capability when the call
-ends, however it ends (issue 15, item 4).
+ends, however it ends.
 
 ``requires_approval`` is ``True`` (every call asks), ``False`` or a callable of the validated
 parameters returning the reason a call needs approval, or ``None`` (it may be async; if it
@@ -54,7 +54,7 @@ async def commit_record(audit: Any, record: AuditRecord) -> None:
 
 
 def unrecorded(exc: BaseException) -> str:
-    """The block reason when a decision could not be committed to the audit (issue 15.1)."""
+    """The block reason when a decision could not be committed to the audit."""
     return (f"Not run: the audit store is unavailable, so the decision could not be recorded "
             f"({_describe(exc)}). Fix the audit store and retry.")  # fmt: skip
 
@@ -268,7 +268,7 @@ class ToolApprovals:
                 f"{canonical_json(edit.args)}")  # fmt: skip
 
     def end(self, tool_call_id: str) -> None:
-        """The call is over: its capability dies and its id is burnt (issue 15, item 4)."""
+        """The call is over: its capability dies and its id is burnt."""
         if tool_call_id in self._approved:
             self._approved.discard(tool_call_id)
             self.capabilities.revoke(tool_call_id)

@@ -51,6 +51,7 @@ from typing import Any, ClassVar
 __all__ = [
     "AuditRecord",
     "CapabilityMismatch",
+    "ConversationReset",
     "ExtensionError",
     "FinalArgs",
     "NotebookOutput",
@@ -200,7 +201,7 @@ class QueryRefusal(AuditRecord):
 
 @dataclass(frozen=True, kw_only=True)
 class WritePreviewRecord(AuditRecord):
-    """One phase of measuring a write before it is asked about (issue 12.3): ``start`` is
+    """One phase of measuring a write before it is asked about: ``start`` is
     durable (committed before the measuring statement runs, and rolled back after it), then
     ``result`` or ``error``."""
 
@@ -324,6 +325,16 @@ class SessionShutdown(AuditRecord):
     kind: ClassVar[str] = "session_shutdown"
     open_calls: Sequence[str] = ()
     """Calls that had started and not ended."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConversationReset(AuditRecord):
+    """``%pi_reset``: the model's messages were cleared; the session, its tools and grants
+    stay. What the model saw before it is in the records before this one."""
+
+    kind: ClassVar[str] = "conversation_reset"
+    cleared_messages: int
+    """How many messages the model forgot."""
 
 
 @dataclass(frozen=True, kw_only=True)

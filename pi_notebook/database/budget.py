@@ -26,7 +26,7 @@ from pi_notebook.approvals import (
 from pi_notebook.approvals.tools import unrecorded
 from pi_notebook.database.views import query_call_view
 from pi_notebook.errors import AbortError
-from pi_notebook.sql import POLICY_VERSION, classify
+from pi_notebook.sql import POLICY_VERSION
 from pi_notebook.sql.backend import DatabaseBackend, query_args_hash
 from pi_notebook.sql.engines import ReadEstimate, estimate_read
 
@@ -99,7 +99,7 @@ def install_read_budget(pi: ExtensionAPI, backend: DatabaseBackend, budget: Read
         if event.tool_name != TOOL_NAME:
             return None
         sql = getattr(event.input, "sql", None)
-        if not isinstance(sql, str) or classify(sql, backend.dialect).kind != "read":
+        if not isinstance(sql, str) or backend.classify(sql).kind != "read":
             return None
         signal = getattr(ctx, "signal", None)
         try:

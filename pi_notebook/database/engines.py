@@ -11,7 +11,7 @@ import pandas as pd
 
 from pi_notebook.sql.engines import ENGINES
 
-__all__ = ["ENGINE_COLUMNS", "engines"]
+__all__ = ["ENGINE_COLUMNS", "engines", "engines_markdown"]
 
 ENGINE_COLUMNS = (
     "engine",
@@ -54,3 +54,41 @@ def engines() -> pd.DataFrame:
     frame["estimate"] = frame["estimate"].astype(object)
     frame["cancel"] = frame["cancel"].astype(object)
     return frame
+
+
+_HEADINGS = {
+    "engine": "Engine",
+    "url_scheme": "URL",
+    "read_only_backstop": "Read-only backstop",
+    "cancel": "Cancel",
+    "arrow": "Arrow",
+    "estimate": "Read estimate",
+    "tested_against": "Tested against",
+    "extra": "Install",
+}
+
+
+def engines_markdown(columns: tuple[str, ...] = ("engine", "url_scheme", "extra",
+                                                 "read_only_backstop", "tested_against")) -> str:  # fmt: skip
+    """The engine table as Markdown, from the same facts as :func:`engines` (the README's and
+    ``docs/deployment.md``'s tables are this text; ``scripts/engine_tables.py`` rewrites them).
+
+    ``columns`` are :data:`ENGINE_COLUMNS` names, or ``extra`` (the ``pip install`` line).
+    """
+    rows = ["| " + " | ".join(_HEADINGS.get(c, c) for c in columns) + " |",
+            "|" + "---|" * len(columns)]  # fmt: skip
+    for info in ENGINES:
+        cells = []
+        for column in columns:
+            if column == "extra":
+                value = (f"`pi-notebook[{info.extra}]`" if info.extra
+                         else "built in" if info.connects else "not yet")  # fmt: skip
+            elif column == "url_scheme":
+                value = f"`{info.url_scheme}`"
+            elif column == "arrow":
+                value = "yes" if info.arrow else "no"
+            else:
+                value = getattr(info, column) or "none"
+            cells.append(str(value).replace("|", "\\|").replace("\n", " "))
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"

@@ -119,8 +119,8 @@ class DatabaseExtension:
 
     def explain_approval(self, sql: str) -> str:
         """Why ``sql`` needs approval, in words (for a UI showing the approval prompt)."""
-        dialect = self.backend.dialect if self.backend is not None else "sqlite"
-        verdict = classify(sql, dialect)
+        backend = self.backend
+        verdict = backend.classify(sql) if backend is not None else classify(sql, "sqlite")
         return "; ".join(verdict.reasons) or "it is not a plain read"
 
     def __call__(self, pi: ExtensionAPI) -> None:
@@ -173,7 +173,7 @@ class DatabaseExtension:
 
     def _call_ended(self, backend: DatabaseBackend, event: Any) -> None:
         # A capability dies with the call that earned it, however the call ended (blocked by
-        # a later handler, errored, aborted, finished); its id is burnt (issue 15, item 4).
+        # a later handler, errored, aborted, finished); its id is burnt.
         backend.capabilities.revoke(event.tool_call_id)
         self.edits.pop(event.tool_call_id, None)
 

@@ -1,4 +1,4 @@
-"""The approval gate of ``query_database``: a ``tool_call`` handler (S24, D10, issue 12).
+"""The approval gate of ``query_database``: a ``tool_call`` handler (S24, D10).
 
 - A read passes; a ``reject`` verdict is refused at once, without asking.
 - A write inside a live scoped grant runs without asking: ``grant_use`` is committed to the
@@ -40,7 +40,7 @@ from pi_notebook.database.scope import StatementScope
 from pi_notebook.database.triggers import hidden_effects
 from pi_notebook.database.views import query_call_view
 from pi_notebook.errors import AbortError, GrantError, QueryRefused
-from pi_notebook.sql import POLICY_VERSION, classify
+from pi_notebook.sql import POLICY_VERSION
 from pi_notebook.sql.backend import DatabaseBackend, query_args_hash
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def make_gate(ext: GateSettings, backend: DatabaseBackend, pi: ExtensionAPI,
             return None
         sql = getattr(event.input, "sql", None)
         sql = sql if isinstance(sql, str) else ""
-        verdict = classify(sql, backend.dialect)
+        verdict = backend.classify(sql)
         if verdict.kind == "read":
             return None
         if verdict.kind != "write":  # reject, or anything unknown: refuse without asking
@@ -314,7 +314,7 @@ class _Call:
                            f"problem(s): {exc.errors()[0]['msg']}).") from None  # fmt: skip
         if new_sql == shown.sql:
             return shown
-        verdict = classify(new_sql, self.backend.dialect)
+        verdict = self.backend.classify(new_sql)
         new_hash = query_args_hash(new_sql, self.backend.dialect)
         if verdict.kind == "read":
             return _Final(sql=new_sql, args_hash=new_hash, kind="read", preview=None)

@@ -126,25 +126,32 @@ def _block(reason: str) -> dict[str, Any]:
     return {"block": True, "reason": reason}
 
 
-def _needs(tool_name: str, args: Any, dialect: str) -> tuple[str | None, str]:
+def _needs(tool_name: str, args: Any, dialect: str, memory_bounded: bool) -> tuple[str | None, str]:
     """The scope a call needs (``None``: the tool is not served) and what it is."""
     if tool_name == "describe_database":
         return READ_SCOPE, "describing the database"
     if tool_name != "query_database":
         return None, f"the tool {tool_name!r}"
     sql = getattr(args, "sql", None)
-    verdict = classify(sql if isinstance(sql, str) else "", dialect)
+    verdict = classify(sql if isinstance(sql, str) else "", dialect, memory_bounded=memory_bounded)
     if verdict.kind == "read":
         return READ_SCOPE, "a read"
     why = "; ".join(verdict.reasons)
     return WRITE_SCOPE, "a statement that is not a plain read" + (f" ({why})" if why else "")
 
 
-def scope_gate(*, dialect: Callable[[], str], authenticated: bool) -> Callable[[Any], None]:
+def scope_gate(
+    *,
+    dialect: Callable[[], str],
+    authenticated: bool,
+    memory_bounded: Callable[[], bool] = lambda: False,
+) -> Callable[[Any], None]:
     """The extension factory whose ``tool_call`` handler enforces the caller's scopes.
 
     Load it before the database extension so it decides first. ``authenticated`` says the
     transport carries tokens (HTTP): then a call without a principal is blocked.
+    ``memory_bounded()`` says the engine runs under an OS memory cap (the backend's
+    ``memory_capped``), so a read is the read the database gate sees.
     """
 
     def factory(pi: Any) -> None:
@@ -154,7 +161,7 @@ def scope_gate(*, dialect: Callable[[], str], authenticated: bool) -> Callable[[
                 if not authenticated:
                     return None  # stdio: a local child process, no tokens, no scopes
                 return _block("Refused: the request carried no verified token. Nothing was run.")
-            scope, what = _needs(event.tool_name, event.input, dialect())
+            scope, what = _needs(event.tool_name, event.input, dialect(), memory_bounded())
             if scope is None:
                 return _block(f"Refused: {what} is not served. Nothing was run.")
             if principal.allows(scope):

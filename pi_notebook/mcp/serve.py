@@ -182,11 +182,16 @@ async def served_session(
     def dialect() -> str:
         return database.backend.dialect if database.backend is not None else "sqlite"
 
+    def memory_capped() -> bool:
+        return database.backend is not None and database.backend.memory_capped
+
     ui = McpApprovalUI()
+    # The scope gate decides first: a token without db:write is never asked about a write.
+    scopes = scope_gate(dialect=dialect, authenticated=options.http is not None,
+                        memory_bounded=memory_capped)  # fmt: skip
     session = create_agent_session(
         model=_NoModel(),
-        # The scope gate decides first: a token without db:write is never asked about a write.
-        extensions=[scope_gate(dialect=dialect, authenticated=options.http is not None), database],
+        extensions=[scopes, database],
         allowed_tool_names=list(SERVED_TOOLS),
         ui=ui,
         audit=options.audit_url,
@@ -198,6 +203,7 @@ async def served_session(
         server = GovernedToolServer(
             session,
             dialect=dialect(),
+            memory_bounded=memory_capped(),
             approval_ttl_s=max(options.approval_timeout, 60.0),
             transport="http" if options.http is not None else "stdio",
         )

@@ -170,6 +170,8 @@ class GovernedToolServer:
         session: a started session with the database extension loaded (its UI must be a
             :class:`~pi_notebook.mcp.approval.McpApprovalUI`).
         dialect: the database's SQL dialect (for the per-call verdict).
+        memory_bounded: the engine runs under an OS memory cap (the backend's
+            ``memory_capped``), so the per-call verdict is the database gate's.
         approval_ttl_s: how long a question sent in an ``InputRequiredResult`` can be answered.
         transport: ``"stdio"`` or ``"http"`` (recorded with each call).
     """
@@ -179,11 +181,13 @@ class GovernedToolServer:
         session: AgentSession,
         *,
         dialect: str,
+        memory_bounded: bool = False,
         approval_ttl_s: float = 300.0,
         transport: str = "stdio",
     ) -> None:
         self.session = session
         self.dialect = dialect
+        self.memory_bounded = memory_bounded
         self.transport = transport
         self.pending = PendingApprovals(approval_ttl_s, on_expired=self._unanswered)
         self.server: Server[Any] = Server(
@@ -325,7 +329,7 @@ class GovernedToolServer:
         sql = arguments.get("sql")
         if not isinstance(sql, str):
             return {"kind": "reject", "reasons": ["no SQL statement"]}, None
-        verdict = classify(sql, self.dialect)
+        verdict = classify(sql, self.dialect, memory_bounded=self.memory_bounded)
         try:
             digest: str | None = query_args_hash(sql, self.dialect)
         except Exception:  # unparseable: it was refused, there is nothing to bind to

@@ -46,11 +46,6 @@ __all__ = [
 ]
 
 _STATE: NotebookState | None = None
-_MAGIC_NAMES = {
-    "line": ("pi_tools", "pi_audit", "pi_approvals", "pi_abort", "pi_reset", "pi_model",
-             "pi_connect", "pi_extension", "pi_result", "pi_usage", "pi_grants"),
-    "cell": ("pi",),
-}  # fmt: skip
 
 
 def current() -> NotebookState:
@@ -108,10 +103,13 @@ def unload_ipython_extension(ipython: Any) -> None:
     state.close()
     if state.config in ipython.configurables:
         ipython.configurables.remove(state.config)
+    from .magics import PiMagics
+
     manager = ipython.magics_manager
-    for kind, names in _MAGIC_NAMES.items():
+    for kind, names in PiMagics.magics.items():  # every magic the class declares, by kind
         for name in names:
             manager.magics[kind].pop(name, None)
+    manager.registry.pop(PiMagics.__name__, None)
     from .review_magic import REVIEW_MAGIC_NAMES, ReviewMagics
 
     for name in REVIEW_MAGIC_NAMES:

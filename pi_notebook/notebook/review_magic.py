@@ -1,8 +1,9 @@
 """``%pi_review``: the open four-eyes review requests of the kernel's review store, and a
 reviewer's decision on one of them.
 
-``%pi_review`` lists the open requests (``PiNotebook.review["url"]``, or ``--store URL``) as a
-DataFrame; ``%pi_review --approve ID [--sql SQL]`` (approve, or approve the statement as
+``%pi_review`` shows the open requests (``PiNotebook.review["url"]``, or ``--store URL``) as
+cards with Approve / Reject (:class:`~.review_board.ReviewBoard`); ``%pi_review --list`` lists
+them as a DataFrame (plain output, nbconvert); ``%pi_review --approve ID [--sql SQL]`` (approve, or approve the statement as
 edited) and ``%pi_review --reject ID [--note TEXT]`` decide one as
 :func:`~pi_notebook.identity.current_user` (an id may be shortened to a unique prefix of 6 or
 more characters). A refusal (your own request, not on its list) or a request that is no
@@ -22,13 +23,14 @@ from ..approvals.review import ReviewQueue
 from ..errors import ReviewRefused, StateError
 from ..identity import current_user
 from ..secrets import safe_url
+from .review_board import ReviewBoard
 from .state import NotebookState
 
 __all__ = ["MIN_PREFIX", "REVIEW_MAGIC_NAMES", "ReviewMagics"]
 
 REVIEW_MAGIC_NAMES = ("pi_review",)
 MIN_PREFIX = 6
-_USAGE = "%pi_review [--approve ID [--sql SQL] | --reject ID] [--note TEXT] [--store URL]"
+_USAGE = "%pi_review [--list | --approve ID [--sql SQL] | --reject ID] [--note TEXT] [--store URL]"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -60,9 +62,11 @@ class ReviewMagics(Magics):
 
     @line_magic
     def pi_review(self, line: str) -> Any:
-        """Open review requests as a DataFrame; ``--approve ID`` / ``--reject ID`` decides one."""
+        """Open review requests as cards to decide (``--list``: a DataFrame); ``--approve ID`` /
+        ``--reject ID`` decides one."""
         parser = _Parser(prog="%pi_review", usage=_USAGE, add_help=False, allow_abbrev=False)
         group = parser.add_mutually_exclusive_group()
+        group.add_argument("--list", action="store_true")
         group.add_argument("--approve", metavar="ID")
         group.add_argument("--reject", metavar="ID")
         parser.add_argument("--note")
@@ -77,7 +81,7 @@ class ReviewMagics(Magics):
         if wanted is None:
             if args.note is not None or args.sql is not None:
                 raise UsageError(f"--note and --sql go with a decision. Usage: {_USAGE}")
-            return queue.to_dataframe()
+            return queue.to_dataframe() if args.list else ReviewBoard(queue)
         if args.sql is not None and not args.approve:
             raise UsageError(f"--sql goes with --approve (an edit is approved). Usage: {_USAGE}")
         request_id = self._resolve(queue, wanted)

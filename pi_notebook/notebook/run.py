@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import datetime as dt
+import html
 import inspect
 import logging
 import time
@@ -24,6 +25,8 @@ import uuid
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
+
+import ipywidgets as widgets
 
 from ..agent.events import AgentEndEvent
 from ..agent.views import ViewOf
@@ -276,6 +279,24 @@ class Run:
         return self.state
 
     # -- prompts ---------------------------------------------------------------
+    def show_review(self, tool_call_id: str, state: str, message: str,
+                    reasons: tuple[str, ...] = ()) -> None:  # fmt: skip
+        """Show a four-eyes review on the card of ``tool_call_id``: ``waiting`` (the card awaits
+        approval and says whom it waits for), then ``approved``, ``rejected`` or ``expired``."""
+        if tool_call_id not in self.state.cards:
+            return
+        if state == "waiting":
+            self.dispatch(ApprovalRequested(tool_call_id=tool_call_id, reasons=reasons))
+            line = widgets.HTML()
+            line.add_class("pi-review-wait")
+            self.view.card(tool_call_id).show_prompt(line)
+        elif is_decision(state):
+            self.dispatch(ApprovalResolved(tool_call_id=tool_call_id, decision=state))
+        box = self.view.card(tool_call_id).approval_box
+        line = box.children[0] if box is not None and box.children else None
+        if isinstance(line, widgets.HTML) and "pi-review-wait" in line._dom_classes:
+            line.value = f"<div class='pi-meta'>{html.escape(message)}</div>"
+
     def attach_prompt(self, prompt: Prompt, tool_call_id: str | None,
                       reasons: tuple[str, ...] = ()) -> None:  # fmt: skip
         """Show ``prompt`` in the card of ``tool_call_id`` (or below the cards if ``None``)."""

@@ -18,6 +18,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from ..audit.records import ConversationReset
 from ..database import DatabaseExtension, database_extension
 from ..extensions.loader import labelled_extension
 from ..secrets import safe_url, scrub
@@ -305,6 +306,8 @@ class NotebookState:
         if self.session is not None:
             cleared = len(self.session.messages)
             self.session.messages.clear()
+        if self.audit is not None:
+            self.audit.append(ConversationReset(cleared_messages=cleared))
         return RESET_NOTE.format(cleared=f"{cleared} message{'s' if cleared != 1 else ''}")
 
     def current_session(self) -> AgentSession:
@@ -420,11 +423,11 @@ class NotebookState:
 
     def bound_results(self) -> int:
         """Drop the DataFrames of all but the latest :attr:`keep_results` calls of every run
-        (issue 15.7), across rebuilt sessions too; returns how many were dropped.
+        across rebuilt sessions too; returns how many were dropped.
 
-        A dropped result's ``details["dataframe"]`` becomes the retention's note and
-        ``details["dataframe_dropped"]`` is set, as the session does: its card and record keep
-        the preview they show, and ``%pi_result`` for it says how to get the rows again.
+          A dropped result's ``details["dataframe"]`` becomes the retention's note and
+          ``details["dataframe_dropped"]`` is set, as the session does: its card and record keep
+          the preview they show, and ``%pi_result`` for it says how to get the rows again.
         """
         keep = self.keep_results
         if keep is None:

@@ -113,6 +113,13 @@ class NotebookUI:
         self._show(prompt)
         return prompt.value if await prompt.wait(signal) == "answered" else None
 
+    def show_review(self, request: ApprovalRequest, state: str, message: str) -> None:
+        """Show a four-eyes review of ``request`` on its call's card: ``waiting`` (for whom),
+        then ``approved``, ``rejected`` or ``expired`` (the reviewer's side is ``%pi_review``)."""
+        run = self._get_run()
+        if run is not None:
+            run.show_review(request.tool_call_id, state, message, tuple(request.reasons))
+
     def notify(self, message: str, level: str = "info") -> None:
         """Show a one-line notice in the run view (logged when no run is going)."""
         run = self._get_run()

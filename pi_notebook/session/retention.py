@@ -1,4 +1,4 @@
-"""How many result DataFrames a session keeps in memory (issue 15.7).
+"""How many result DataFrames a session keeps in memory.
 
 Every tool result's ``details`` stays in ``session.messages`` for the whole session, and a
 query's ``details["dataframe"]`` can be large: 60 turns of large results held 160 MB.

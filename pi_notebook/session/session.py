@@ -437,7 +437,7 @@ class AgentSession:
     async def _dispatch(self, event: AgentEvent) -> None:
         kind = event.type
         if event.type == "tool_execution_end":
-            # However the call ended, an approval it earned dies with it (issue 15, item 4).
+            # However the call ended, an approval it earned dies with it.
             self.tool_approvals.end(event.tool_call_id)
         elif kind == "message_end" or kind == "agent_start":
             self._usage.observe(event)

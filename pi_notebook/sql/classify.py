@@ -17,12 +17,12 @@ Never raises: any failure of the parser is a ``reject`` with the reason.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from sqlglot import exp
 from sqlglot.tokenizer_core import Token, TokenType
 
-from pi_notebook.sql import lexical
+from pi_notebook.sql import duckdb_parser, lexical
 from pi_notebook.sql.commands import COMMAND_WORDS, Assessment, command_assessment
 from pi_notebook.sql.findings import Finding, rejects, verdict_of, writes
 from pi_notebook.sql.query import QUERY_ROOTS, query_findings
@@ -55,7 +55,7 @@ _STATEMENT_REASONS: dict[type[exp.Expr], str] = {
 }
 
 
-def classify(sql: str, dialect: str) -> Verdict:
+def classify(sql: str, dialect: str, *, memory_bounded: bool = False) -> Verdict:
     """Classify one SQL text for one dialect; never raises.
 
     Args:
@@ -64,12 +64,17 @@ def classify(sql: str, dialect: str) -> Verdict:
             (also MariaDB), ``"duckdb"``, ``"clickhouse"`` or a warehouse's (``"spark"``,
             ``"trino"``, ``"snowflake"``, ``"bigquery"``: see ``warehouses.py``); SQLAlchemy's
             ``"postgresql"`` and ``"mariadb"`` are accepted too. Anything else is a ``reject``.
+        memory_bounded: the engine runs under an operating-system memory cap (a DuckDB
+            worker process, see :attr:`~pi_notebook.sql.engines.EngineInfo.memory_capped`):
+            the rules that only keep a read from exhausting the kernel's memory (the sizes of
+            built values and copied aggregates, ``sizes.py``) do not ask, since the cap stops
+            such a read. Every other rule holds. Default ``False``: they ask (fail closed).
 
     Returns:
         ``read`` only for exactly one statement made entirely of known pure read
         constructs and side-effect-free functions; ``reject`` for input that must never
         run (unparseable, stacked statements, escapes out of the database); ``write``
-        for everything else. Verdicts are cached by ``(sql, dialect)``.
+        for everything else. Verdicts are cached by ``(sql, dialect, memory_bounded)``.
 
     >>> classify("SELECT 1", "sqlite").kind
     'read'
@@ -78,16 +83,18 @@ def classify(sql: str, dialect: str) -> Verdict:
     >>> classify("SELECT 1; DROP TABLE t", "mysql").kind
     'reject'
     """
+    bounded = memory_bounded is True  # anything but True keeps every rule
     if type(sql) is str and type(dialect) is str and len(sql) <= lexical.MAX_SQL_CHARS:
-        return _classify_cached(sql, dialect)  # the usual case: checked once, then remembered
+        # the usual case: checked once, then remembered
+        return _classify_cached(sql, dialect, bounded)
     problem = lexical.input_problem(sql, dialect)
     if problem is not None:
         return reject(problem)
-    return _classify_cached(sql, dialect)  # a str subclass
+    return _classify_cached(sql, dialect, bounded)  # a str subclass
 
 
 @lru_cache(maxsize=CACHE_SIZE)
-def _classify_cached(sql: str, dialect: str) -> Verdict:
+def _classify_cached(sql: str, dialect: str, memory_bounded: bool = False) -> Verdict:
     """The verdict on text within :data:`lexical.MAX_SQL_CHARS` (unusable input included:
     its refusal is remembered as well)."""
     problem = lexical.input_problem(sql, dialect)
@@ -95,7 +102,7 @@ def _classify_cached(sql: str, dialect: str) -> Verdict:
         return reject(problem)
     dialect = lexical.DIALECTS[dialect.lower()]
     try:
-        assessment = assess(sql, dialect, 0)
+        assessment = assess(sql, dialect, 0, memory_bounded=memory_bounded)
     except RecursionError:
         return reject("the SQL is nested too deeply to analyse")
     except Exception as exc:
@@ -103,16 +110,23 @@ def _classify_cached(sql: str, dialect: str) -> Verdict:
     return verdict_of(assessment.findings, assessment.read_reason)
 
 
-def classify_uncached(sql: str, dialect: str) -> Verdict:
+def classify_uncached(sql: str, dialect: str, *, memory_bounded: bool = False) -> Verdict:
     """:func:`classify` without the cache (for benchmarks and tests)."""
     problem = lexical.input_problem(sql, dialect)
     if problem is not None:
         return reject(problem)
-    return _classify_cached.__wrapped__(sql, dialect)
+    return _classify_cached.__wrapped__(sql, dialect, memory_bounded is True)
 
 
-def assess(sql: str, dialect: str, depth: int) -> Assessment:
-    """All findings for ``sql`` in a sqlglot ``dialect`` (already validated)."""
+def assess(
+    sql: str, dialect: str, depth: int, *, memory_bounded: bool = False, fallback: bool = True
+) -> Assessment:
+    """All findings for ``sql`` in a sqlglot ``dialect`` (already validated).
+
+    ``memory_bounded``: see :func:`classify`. ``fallback``: a DuckDB statement sqlglot cannot
+    parse is put to DuckDB's own parser (``duckdb_parser.py``); off for the text that parser
+    renders, so it is asked once."""
+    inner_assess = partial(assess, memory_bounded=memory_bounded)
     if depth > MAX_DEPTH:
         return Assessment((writes("statement wrapped in too many EXPLAIN/DESCRIBE levels"),))
     problem = lexical.input_problem(sql, dialect)
@@ -146,18 +160,30 @@ def assess(sql: str, dialect: str, depth: int) -> Assessment:
     if compound:
         return Assessment((*early, writes("CREATE of a routine or trigger with a compound body")))
     if first in COMMAND_WORDS:
-        inner = command_assessment(body, sql, dialect, depth, assess)
+        inner = command_assessment(body, sql, dialect, depth, inner_assess)
         return Assessment((*early, *inner.findings), inner.plannable, inner.read_reason)
     if dialect == "mysql" and first == "VALUES" and depth == 0 and _balanced(body):
         # sqlglot's MySQL parser lacks a bare VALUES statement: judge the same rows
         # as a derived table, which it parses.
         body_sql = sql[body[0].start : body[-1].end + 1]
-        inner = assess(f"SELECT * FROM ({body_sql}) AS v", dialect, depth + 1)
+        inner = inner_assess(f"SELECT * FROM ({body_sql}) AS v", dialect, depth + 1)
         return Assessment((*early, *inner.findings), inner.plannable, inner.read_reason)
     if body[0].token_type in lexical.dialect_of(dialect).tokenizer_class.COMMANDS:
         # sqlglot does not parse these (VACUUM, CALL, PREPARE...); none is a read.
         return Assessment((*early, writes(f"{body[0].text.upper()} is not a known read statement")))
     parsed = _parse(body, sql, dialect)
+    if (
+        isinstance(parsed, Finding)
+        and fallback
+        and dialect == "duckdb"
+        and parsed.reason != STACKED
+    ):
+        # sqlglot cannot parse it: DuckDB's own parser may (see duckdb_parser.py).
+        rendered = partial(assess, dialect=dialect, depth=depth + 1,
+                           memory_bounded=memory_bounded, fallback=False)  # fmt: skip
+        judged = duckdb_parser.duckdb_assessment(sql, rendered)
+        if judged is not None:
+            return Assessment((*early, *judged.findings), judged.plannable, judged.read_reason)
     if isinstance(parsed, Finding):
         if (
             parsed.kind == "reject"
@@ -169,7 +195,7 @@ def assess(sql: str, dialect: str, depth: int) -> Assessment:
                 (*early, writes(f"{first} statement (not fully parsed) is not a read"))
             )
         return Assessment((*early, parsed))
-    return _root_assessment(parsed, dialect, early)
+    return _root_assessment(parsed, dialect, early, memory_bounded)
 
 
 def _stray_reason(char: str) -> str:
@@ -192,20 +218,22 @@ def _parse(tokens: list[Token], sql: str, dialect: str) -> exp.Expr | Finding:
     try:
         statements = lexical.parser_of(dialect).parse(tokens, sql)
     except RecursionError:
-        return rejects("the SQL is nested too deeply to parse")
+        return rejects(duckdb_parser.UNPARSED[1])
     except Exception as exc:
-        return rejects(f"the SQL cannot be parsed as {dialect}: {_first_line(exc)}")
+        return rejects(f"{duckdb_parser.UNPARSED[0]} as {dialect}: {_first_line(exc)}")
     roots = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
     if len(roots) != 1:
         return rejects(STACKED)
     return roots[0]
 
 
-def _root_assessment(root: exp.Expr, dialect: str, early: list[Finding]) -> Assessment:
+def _root_assessment(
+    root: exp.Expr, dialect: str, early: list[Finding], memory_bounded: bool
+) -> Assessment:
     cls = type(root)
+    inside = query_findings(root, dialect, memory_bounded=memory_bounded)
     if cls in QUERY_ROOTS:
-        return Assessment((*early, *query_findings(root, dialect)), plannable=True)
-    inside = query_findings(root, dialect)
+        return Assessment((*early, *inside), plannable=True)
     if cls in _DATA_CHANGES:
         # Keep what planning alone may do (function calls, file reads) for EXPLAIN.
         planned = [f for f in inside if not f.when_executed]

@@ -199,8 +199,12 @@ _PURE_CALLS = frozenset(
 """Typed calls that need no closer look, unless qualified by a schema (checked via Dot)."""
 
 
-def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
-    """Findings for every node under ``root`` (``root`` itself included)."""
+def query_findings(root: exp.Expr, dialect: str, *, memory_bounded: bool = False) -> list[Finding]:
+    """Findings for every node under ``root`` (``root`` itself included).
+
+    ``memory_bounded``: the engine runs under an operating-system memory cap, so the rules of
+    ``sizes.py`` (values built in the kernel, aggregates copied outside DuckDB's own limit),
+    which only protect the kernel's memory, are not applied; every other rule is."""
     nodes = list(root.walk(bfs=False))
     kinds = set(map(type, nodes))
     # Most queries hold only pure constructs: look closer only at the kinds that need it.
@@ -223,7 +227,7 @@ def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
     )
     building = (
         [node for node in nodes if sizes.building_aggregate(node)]
-        if dialect in _AGGREGATE_BOUNDED and kinds & _MAYBE_BUILDING
+        if dialect in _AGGREGATE_BOUNDED and kinds & _MAYBE_BUILDING and not memory_bounded
         else []
     )
     if building:
@@ -267,7 +271,7 @@ def query_findings(root: exp.Expr, dialect: str) -> list[Finding]:
             found.append(writes(reason or f"{_describe(node)} is not a known pure read construct"))
     if sized and dialect == "clickhouse":
         found.extend(clickhouse.size_findings(sized))
-    elif sized:
+    elif sized and not memory_bounded:
         found.extend(sizes.size_findings(sized, dialect))
     return found
 

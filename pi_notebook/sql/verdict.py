@@ -10,7 +10,7 @@ from typing import Literal
 
 VerdictKind = Literal["read", "write", "reject"]
 
-POLICY_VERSION = "sql-policy/5"
+POLICY_VERSION = "sql-policy/6"
 """Version of the classification rules. Approval records store it (D3), so a decision
 taken under older rules can be told apart. Bump it whenever a rule changes a verdict."""
 

@@ -1,4 +1,4 @@
-"""Events nobody listens to are not built (issue 16), and everyone who listens still gets theirs.
+"""Events nobody listens to are not built, and everyone who listens still gets theirs.
 
 ``Agent.subscribe(listener, events=...)`` names the event types a listener wants; the loop
 asks ``wants(event_type)`` before building an event, so a run whose listeners want only a

@@ -1,5 +1,5 @@
 """A call's arguments as a provider streams them: parsed with orjson, judged as the json module
-judges them (issue 16), and a scripted call's arguments sent as the JSON text of its script."""
+judges them, and a scripted call's arguments sent as the JSON text of its script."""
 
 from __future__ import annotations
 

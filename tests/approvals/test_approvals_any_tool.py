@@ -1,4 +1,4 @@
-"""Any tool can require approval (issue 12, item 2; issue 15, item 4), in a running session."""
+"""Any tool can require approval, in a running session."""
 
 from __future__ import annotations
 
@@ -188,7 +188,7 @@ class _OpenParams(BaseModel):
 
 
 async def test_an_edit_replaces_every_argument_extras_included(tmp_path: Path) -> None:
-    """Issue 14: an edit replaces the whole parameter object execute gets, not only its
+    """An edit replaces the whole parameter object execute gets, not only its
     declared fields: extra arguments are edited too, and arguments the edit drops are gone."""
     ran: list[dict[str, Any]] = []
 
@@ -268,7 +268,7 @@ def _abort_in_the_second_call(pi: ExtensionAPI) -> None:
     pi.on("tool_call", handler)
 
 
-async def test_15_4_an_approval_dies_with_its_call_and_its_id_is_burnt(tmp_path: Path) -> None:
+async def test_an_approval_dies_with_its_call_and_its_id_is_burnt(tmp_path: Path) -> None:
     """Call a is approved, then the run aborts before it executes: its capability must not
     outlive it; a later call reusing the id is refused without asking."""
     ran: list[Any] = []

@@ -1,4 +1,4 @@
-"""The one approval gate (issue 12, item 1): which UI method it uses, and exact decisions."""
+"""The one approval gate: which UI method it uses, and exact decisions."""
 
 from __future__ import annotations
 

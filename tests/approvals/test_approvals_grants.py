@@ -1,4 +1,4 @@
-"""Scoped grants (issue 12, item 5): what a statement's scope is, and which grants may exist."""
+"""Scoped grants: what a statement's scope is, and which grants may exist."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The audit queue is bounded while the store works (issue 16: "its queue has no upper
+"""The audit queue is bounded while the store works ("its queue has no upper
 bound"): a caller that queues records faster than the writer commits them waits for it to
 catch up, at most ``_PRESSURE_WAIT_S`` at a time, and never behind a stuck or failing store."""
 

@@ -1,4 +1,4 @@
-"""No write without its durable audit record (issue 15.1), through a real session.
+"""No write without its durable audit record, through a real session.
 
 Each test approves a write through the database extension and a scripted UI, with the audit
 store broken in one way (locked, read-only, full, unreachable). The write must not commit,

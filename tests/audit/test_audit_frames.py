@@ -270,3 +270,42 @@ def test_d9_sqlite_reads_through_the_arrow_process_as_the_driver_path_does(
         assert list(a.columns) == COLUMNS
         assert a["seq"].dtype == "int64" and str(a["timestamp"].dtype) == str(b["timestamp"].dtype)
         assert _records(a) == _records(b)
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        # Ordinary payloads: nested, Unicode, an integer past 64 bits (kept exact).
+        ['{"a":{"b":[1,2]}}', '{"s":"ü ☃"}', '{"n":1180591620717411303424}'],
+        # Tampered rows: each is shown on its own row, wrapped, and the others are untouched.
+        ['{"a":1}', "[1, 2]", "not json", '{"b":2}'],
+        ['{"a":1},{"b":2}', '{"c":3}'],  # one text holding two objects
+        ['{"a":[1', '{"b":2}]}', '{"c":3}'],  # two texts that join into one object
+    ],
+)
+def test_d9_arrow_payloads_decode_as_the_plain_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, texts: list[str]
+) -> None:
+    """Decoded payloads on the Arrow path are exactly the plain path's, row by row."""
+    import sqlalchemy as sa
+
+    from pi_notebook.audit import frames
+    from pi_notebook.sql.backend.arrow import arrow_available
+
+    if not arrow_available("sqlite"):
+        pytest.skip("no pyarrow/ADBC SQLite")
+    with AuditLog(f"sqlite:///{tmp_path / 'audit.sqlite'}", session_id="p") as log:
+        for i in range(len(texts)):
+            log.record("note", {"i": i})
+        log.flush()
+        with log.engine.begin() as conn:
+            for seq, text in enumerate(texts, start=1):
+                conn.execute(sa.text("UPDATE pi_audit_records SET payload = :p WHERE seq = :s"),
+                             {"p": text, "s": seq})  # fmt: skip
+        monkeypatch.setattr(frames, "SQLITE_ARROW_MIN_RECORDS", 0)
+        arrow = log.to_dataframe()["payload"].tolist()
+        monkeypatch.setattr(frames, "SQLITE_ARROW_MIN_RECORDS", 10**12)
+        plain = log.to_dataframe()["payload"].tolist()
+    expected = [frames.decode_payloads(pd.DataFrame({"payload": [t]}))["payload"][0] for t in texts]
+    assert arrow == plain == expected
+    assert len(arrow) == len(texts)

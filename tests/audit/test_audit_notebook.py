@@ -1,4 +1,4 @@
-"""Notebook provenance (issue 11.3): stamped outputs checked against the audit store.
+"""Notebook provenance: stamped outputs checked against the audit store.
 
 A real session makes the calls; the test stamps an output the way the notebook does (the
 calls' last hashes, a durable ``notebook_output`` record whose hash goes into the metadata),

@@ -1,4 +1,4 @@
-"""One bad record never stops the writer (issue 15.2), on SQLite and PostgreSQL.
+"""One bad record never stops the writer, on SQLite and PostgreSQL.
 
 Awkward values (lone surrogates, NUL, ids longer than their column) are made storable before
 they are queued; a record the store still refuses is isolated by bisecting its batch and

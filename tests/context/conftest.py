@@ -1,4 +1,4 @@
-"""Fixtures of the context tests (issue 13): an echo tool, the shop on each engine."""
+"""Fixtures of the context tests: an echo tool, the shop on each engine."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Notebook context (issue 13.3) as an extension with a namespace: ``{name}`` interpolation and
+"""Notebook context as an extension with a namespace: ``{name}`` interpolation and
 DataFrame mentions (shape, columns, dtypes; never rows)."""
 
 from __future__ import annotations

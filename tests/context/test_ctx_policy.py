@@ -1,4 +1,4 @@
-"""Data protection by lineage (issue 13.4), through real sessions on SQLite, DuckDB and
+"""Data protection by lineage, through real sessions on SQLite, DuckDB and
 PostgreSQL: the bypass table, what stays visible, the audit, errors, and the last check."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Schema context (issue 13.2): ``describe_database``, the schema summary in the system prompt,
+"""Schema context: ``describe_database``, the schema summary in the system prompt,
 the semantic file, and the cache invalidated by an approved DDL statement."""
 
 from __future__ import annotations

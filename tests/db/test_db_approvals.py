@@ -1,7 +1,7 @@
 # ruff: noqa: F811 - the engine fixture ``db`` is imported from dbtest_support
 """One-shot capabilities (D4), the typed approval record (D3), and the database gate with a UI
-that implements ``request_approval`` (issue 12): requests, edits, scoped grants, capabilities
-that die with their call (issue 15.4) and decisions read from the audit (15.11)."""
+that implements ``request_approval``: requests, edits, scoped grants, capabilities
+that die with their call and decisions read from the audit (15.11)."""
 
 from __future__ import annotations
 
@@ -84,8 +84,8 @@ def test_d4_consume_is_atomic_under_contention() -> None:
     assert results.count(True) == 1
 
 
-def test_15_4_revoke_burns_the_id_of_an_ended_call() -> None:
-    """Issue 15.4: a capability dies with its call; the id can never be approved again."""
+def test_revoke_burns_the_id_of_an_ended_call() -> None:
+    """A capability dies with its call; the id can never be approved again."""
     store = CapabilityStore()
     store.grant("c", "h", 60)
     assert store.used("c") and store.revoke("c")
@@ -368,9 +368,7 @@ def _block_the_first_call(pi: ExtensionAPI) -> None:
     pi.on("tool_call", handler)
 
 
-async def test_15_4_an_approval_left_by_a_blocked_call_dies_with_it(
-    db: Scratch, tmp_path: Path
-) -> None:
+async def test_an_approval_left_by_a_blocked_call_dies_with_it(db: Scratch, tmp_path: Path) -> None:
     """The gate approves q0, a later handler blocks it; the model then reuses the id q0."""
     table = db.table()
     insert = f"INSERT INTO {table} (a) VALUES (1)"
@@ -392,7 +390,7 @@ async def test_15_4_an_approval_left_by_a_blocked_call_dies_with_it(
         await session.close()
 
 
-async def test_15_11_decisions_come_from_the_audit_with_its_redaction(
+async def test_decisions_come_from_the_audit_with_its_redaction(
     tmp_path: Path, governed: Any
 ) -> None:
     url = f"sqlite:///{tmp_path / 'r.sqlite'}"
@@ -408,7 +406,7 @@ async def test_15_11_decisions_come_from_the_audit_with_its_redaction(
     scratch.dispose()
 
 
-# -- write preview bound to the approval (issue 12.3, with the backend's preview) --------------
+# -- write preview bound to the approval (with the backend's preview) --------------
 
 
 def _three_rows(db: Scratch) -> str:
@@ -565,7 +563,7 @@ async def test_an_approval_the_audit_cannot_record_runs_nothing(tmp_path: Path) 
         scratch.dispose()
 
 
-# -- audit of issue 12: grants keep written tables apart from tables only read ---------------
+# -- grants keep written tables apart from tables only read ---------------
 
 
 async def test_the_suggested_grant_never_lets_a_table_it_only_reads_be_written(
@@ -608,7 +606,7 @@ async def test_a_grant_is_suggested_with_a_row_bound_even_when_the_preview_count
     scratch.dispose()
 
 
-# -- audit of issue 12: triggers, views and cascades fall outside every grant -----------------
+# -- triggers, views and cascades fall outside every grant -----------------
 
 
 def _hidden_effects(db: Scratch, accounts: str) -> dict[str, str]:

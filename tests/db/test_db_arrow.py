@@ -1,4 +1,4 @@
-"""The Arrow path (issue 16): same DataFrames as the DBAPI path, same walls (read-only
+"""The Arrow path: same DataFrames as the DBAPI path, same walls (read-only
 transaction, statement timeout, abort), and the DBAPI path for what Arrow would change."""
 
 from __future__ import annotations

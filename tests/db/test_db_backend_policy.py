@@ -162,7 +162,7 @@ def _peak_mb(url: str, sql: str) -> tuple[str, int]:
     return outcome, int(peak)
 
 
-def test_15_2_duckdb_copied_aggregate_is_not_run_as_a_read(tmp_path: Path) -> None:
+def test_duckdb_copied_aggregate_is_not_run_as_a_read(tmp_path: Path) -> None:
     pytest.importorskip("duckdb")
     url = f"duckdb:///{tmp_path / 'm.duckdb'}"
     copied = (  # the audit's statement: reached 3.6 GB as a read
@@ -182,7 +182,7 @@ def test_15_2_duckdb_copied_aggregate_is_not_run_as_a_read(tmp_path: Path) -> No
 
 
 @pytest.mark.postgres
-async def test_15_1_approving_a_create_with_begin_atomic_aliases_runs_nothing(
+async def test_approving_a_create_with_begin_atomic_aliases_runs_nothing(
     pg_url: str,
 ) -> None:
     import sqlalchemy as sa

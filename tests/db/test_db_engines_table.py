@@ -14,7 +14,6 @@ from pi_notebook.testing import ScriptedModel, text
 WAREHOUSE_URLS = {
     "spark": "sc://localhost:15002",
     "trino": "trino://analyst@localhost:8080/hive/sales",
-    "snowflake": "snowflake://analyst@account/analytics/sales",
     "bigquery": "bigquery://my-project/sales",
 }
 
@@ -49,16 +48,24 @@ def test_dialect_only_warehouses_are_listed_with_what_their_engines_offer() -> N
     assert set(warehouses["tested_against"]) == {"dialect only"}
     assert list(warehouses["dialect"]) == list(WAREHOUSE_URLS)
     assert [scheme.split("://")[0] for scheme in warehouses["url_scheme"]] == [
-        "sc", "trino", "snowflake", "bigquery"]  # fmt: skip
+        "sc", "trino", "bigquery"]  # fmt: skip
     assert warehouses["cancel"].isna().all() and warehouses["estimate"].isna().all()
     assert not warehouses["arrow"].any()
     backstops = warehouses["read_only_backstop"]
     assert backstops["spark"].startswith("none: the classifier only (Spark has no read-only")
     assert "access-control.name=read-only" in backstops["trino"]
-    assert "SELECT grants" in backstops["snowflake"] and "timeouts" in backstops["snowflake"]
     assert "maximum_bytes_billed" in backstops["bigquery"]
     assert all("cannot connect" in text for text in backstops)
-    assert set(frame.drop(index=list(WAREHOUSE_URLS))["tested_against"]) == {"live"}
+    assert set(frame.drop(index=[*WAREHOUSE_URLS, "snowflake"])["tested_against"]) == {"live"}
+
+
+def test_snowflake_runs_on_its_client_and_says_what_only_the_engine_guarantees() -> None:
+    row = pi_notebook.database.engines().set_index("engine").loc["snowflake"]
+    assert row["tested_against"] == "emulator" and row["arrow"]
+    assert "SELECT grants" in row["read_only_backstop"]
+    assert "STATEMENT_TIMEOUT_IN_SECONDS" in row["read_only_backstop"]
+    assert "cannot show" in row["read_only_backstop"] and "abort_query" in row["cancel"]
+    assert "EXPLAIN USING JSON" in row["estimate"]
 
 
 @pytest.mark.parametrize(("engine", "url"), sorted(WAREHOUSE_URLS.items()))
@@ -86,13 +93,32 @@ def test_an_unknown_url_is_still_refused_naming_only_the_urls_the_tool_runs() ->
     with pytest.raises(ValueError, match="Unsupported database 'oracle'") as refused:
         engine_for_url("oracle://u@h/db")
     assert "sc://" not in str(refused.value) and "chdb:///PATH" in str(refused.value)
+    assert "snowflake://" in str(refused.value)
 
 
 def test_every_listed_engine_is_classified_and_dispatched() -> None:
     examples = {"sqlite": "sqlite:///x.db", "postgresql": "postgresql+psycopg://u@h/db",
                 "mysql": "mysql+pymysql://u@h/db", "duckdb": "duckdb:///x.duckdb",
-                "clickhouse": "chdb:///data/ch", **WAREHOUSE_URLS}  # fmt: skip
+                "clickhouse": "chdb:///data/ch", "snowflake": "snowflake://u@acct/db/sales",
+                **WAREHOUSE_URLS}  # fmt: skip
     for info in ENGINES:
         assert classify("SELECT 1", info.dialect).kind == "read"
         assert classify("DELETE FROM t", info.dialect).kind == "write"
         assert engine_for_url(examples[info.engine]) is info
+
+
+def test_the_readme_and_deployment_tables_are_the_engines_own_facts() -> None:
+    """The engine tables of the README and docs/deployment.md are what ``engines_markdown``
+    renders from the seam now (``scripts/engine_tables.py`` rewrites them)."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "engine_tables.py"
+    spec = importlib.util.spec_from_file_location("engine_tables", script)
+    assert spec is not None and spec.loader is not None
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    for name, (path, _columns) in tables.TABLES.items():
+        text = path.read_text()
+        assert tables.rendered(name, text) == text, f"{path.name} is stale: run {script.name}"
+        assert "| clickhouse |" in text and "| live |" in text

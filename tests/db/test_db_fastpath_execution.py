@@ -1,4 +1,4 @@
-"""The statement timeout with one shared loop timer (issue 16): a timer left armed by earlier
+"""The statement timeout with one shared loop timer: a timer left armed by earlier
 calls never lets a later statement run past its own timeout."""
 
 from __future__ import annotations

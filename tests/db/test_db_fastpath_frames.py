@@ -1,4 +1,4 @@
-"""The small numeric result's DataFrame (issue 16) is exactly the one ``from_records`` gives."""
+"""The small numeric result's DataFrame is exactly the one ``from_records`` gives."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A server that accepts TCP and never answers (issue 15.9): connects time out, and an abort
+"""A server that accepts TCP and never answers: connects time out, and an abort
 returns the call at once while the stuck thread gives up on its own."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""D5, issue 16: short SQLite reads run on the caller's thread, with the worker's guarantees.
+"""D5: short SQLite reads run on the caller's thread, with the worker's guarantees.
 
 A read of a SQLite file that finishes within ``inline.BUDGET_S`` skips the worker thread; a
 longer one is stopped there by SQLite's progress handler and runs on the worker (and is

@@ -1,4 +1,4 @@
-"""A capped read holds about the cap, not the whole result (issue 15.6).
+"""A capped read holds about the cap, not the whole result.
 
 The whole table is ~50 MB (100,000 rows of 500 bytes); a capped read keeps 1,000 rows. The
 process's peak resident memory during the read is measured (``VmHWM``, reset first), so

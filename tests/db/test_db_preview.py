@@ -1,5 +1,5 @@
 # ruff: noqa: F811 - the engine fixture ``db`` is imported from dbtest_support
-"""The write preview bound to the approval (issue 12.3), on all four engines.
+"""The write preview bound to the approval, on all four engines.
 
 ``preview()`` measures a write without changing anything; ``run()`` re-counts inside the
 approved transaction and refuses (rolled back, audited) when the count drifted.

@@ -70,7 +70,7 @@ def test_d7_preview_of_statement_without_rows() -> None:
 
 
 async def test_d7_preview_of_a_wide_result_keeps_to_its_budget() -> None:
-    """Issue 15.8: 300 columns of 500-character values (72 KB a row) still fit 4,000 chars."""
+    """300 columns of 500-character values (72 KB a row) still fit 4,000 chars."""
     backend = DatabaseBackend("sqlite://")
     columns = ", ".join(f"printf('%.500c', 'v') AS c{i}" for i in range(300))
     try:

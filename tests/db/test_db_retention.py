@@ -1,4 +1,4 @@
-"""A session keeps the 20 most recent result DataFrames (issue 15.7); older ones become a note."""
+"""A session keeps the 20 most recent result DataFrames; older ones become a note."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SQLite's Arrow path (issue 16): ADBC in a child process gives the DataFrame the ``sqlite3``
+"""SQLite's Arrow path: ADBC in a child process gives the DataFrame the ``sqlite3``
 path gives, behind the same walls (the guard compiles every statement first, the child opens
 the file read-only, values stay within the kernel's limit), and stops on abort and timeout."""
 

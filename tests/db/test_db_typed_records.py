@@ -1,4 +1,4 @@
-"""Typed audit records (issue 15.13): every record the backend writes is one of the typed
+"""Typed audit records: every record the backend writes is one of the typed
 kinds in ``pi_notebook.audit.records``, with exactly that class's payload fields."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def _typed_kinds() -> dict[str, set[str]]:
     return kinds
 
 
-async def test_15_13_every_backend_record_is_typed() -> None:
+async def test_every_backend_record_is_typed() -> None:
     audit = FakeAudit()
     backend = DatabaseBackend("sqlite://", audit=audit)
     try:

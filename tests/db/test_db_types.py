@@ -1,4 +1,4 @@
-"""Values no Python type holds come through instead of failing the read (issue 15.10)."""
+"""Values no Python type holds come through instead of failing the read."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ async def test_mariadb_zero_dates_come_through_as_text(mysql_url: str) -> None:
 
 
 @pytest.mark.postgres
-async def test_15_6_postgres_24h_time_and_timetz_come_through(pg_url: str) -> None:
+async def test_postgres_24h_time_and_timetz_come_through(pg_url: str) -> None:
     backend = DatabaseBackend(pg_url)
     try:
         out = await backend.run("r", (
@@ -71,7 +71,7 @@ async def test_15_6_postgres_24h_time_and_timetz_come_through(pg_url: str) -> No
 
 
 @pytest.mark.postgres
-async def test_15_6_postgres_24h_time_comes_through_on_the_arrow_path(pg_url: str) -> None:
+async def test_postgres_24h_time_comes_through_on_the_arrow_path(pg_url: str) -> None:
     backend = DatabaseBackend(pg_url, row_cap=200_000)  # large caps read through ADBC
     try:
         out = await backend.run("r", "SELECT '24:00:00'::time AS t, '12:30'::time AS u")
@@ -80,7 +80,7 @@ async def test_15_6_postgres_24h_time_comes_through_on_the_arrow_path(pg_url: st
     assert out.dataframe.to_dict("records") == [{"t": "24:00:00", "u": dt.time(12, 30)}]
 
 
-def test_15_6_duckdb_rows_name_infinite_dates_instead_of_9999() -> None:
+def test_duckdb_rows_name_infinite_dates_instead_of_9999() -> None:
     duckdb = pytest.importorskip("duckdb")
     from pi_notebook.sql.backend.frames import duckdb_rows
 
@@ -98,7 +98,7 @@ def test_15_6_duckdb_rows_name_infinite_dates_instead_of_9999() -> None:
     assert rows[1] == (dt.date(2020, 1, 1), dt.datetime(1, 1, 1), "[]", dt.date(1, 1, 1))
 
 
-async def test_15_6_duckdb_backend_shows_infinite_dates_not_9999() -> None:
+async def test_duckdb_backend_shows_infinite_dates_not_9999() -> None:
     backend = DatabaseBackend("duckdb:///:memory:")
     try:
         out = await backend.run("r", "SELECT 'infinity'::date AS d, '-infinity'::timestamp AS ts")

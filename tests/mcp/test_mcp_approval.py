@@ -188,7 +188,7 @@ def test_an_unanswered_question_is_handed_on_as_expired_once() -> None:
     assert expired[-1] == ("call-at-stop", "h") and pending.consume(still, yes) is None
 
 
-# -- issue 14: an edit made before approving an MCP tool call is what runs -----------------------
+# -- an edit made before approving an MCP tool call is what runs -----------------------
 
 
 class _EditingUI:

@@ -1,4 +1,4 @@
-"""The MCP client extension against the toy server as a real stdio subprocess (issue 14.1).
+"""The MCP client extension against the toy server as a real stdio subprocess.
 
 One server process serves the whole module (the kill test restarts it, as it should).
 """

@@ -1,4 +1,4 @@
-"""``AgentSession.call_tool``: a governed tool call without a model (issue 14, item 2)."""
+"""``AgentSession.call_tool``: a governed tool call without a model."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``%pi_mcp`` and ``PiNotebook.mcp_servers`` in an in-process IPython shell (issue 14.4)."""
+"""``%pi_mcp`` and ``PiNotebook.mcp_servers`` in an in-process IPython shell."""
 
 from __future__ import annotations
 

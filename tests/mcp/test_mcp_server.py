@@ -1,4 +1,4 @@
-"""The SDK's own client against ``python -m pi_notebook.mcp serve`` over stdio (issue 14.3).
+"""The SDK's own client against ``python -m pi_notebook.mcp serve`` over stdio.
 
 On SQLite and PostgreSQL, and on both protocol eras: ``2025-06-18`` (what desktop clients
 negotiate today: the server asks mid-call with ``elicitation/create``) and the SDK's default,

@@ -1,5 +1,5 @@
 """``python -m pi_notebook.mcp serve --http 0``: streamable HTTP on loopback behind a bearer
-token (issue 14.3). One server process serves the module; each test opens its own client."""
+token. One server process serves the module; each test opens its own client."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 # ruff: noqa: F811 - the kernel fixture ``kernel`` is imported from test_nb_kernel
-"""Issue 12, notebook side: ``NotebookUI.request_approval`` renders the request it is given on
+"""The notebook side of the approval protocol: ``NotebookUI.request_approval`` renders the request it is given on
 its own call's card (preview, editable SQL, a scope to grant) and returns the outcome."""
 
 from __future__ import annotations

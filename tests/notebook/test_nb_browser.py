@@ -99,12 +99,13 @@ def _run_cell(page: Any, index: int) -> None:
     page.keyboard.press("Control+Enter")
 
 
-def _open(page: Any, lab: LabServer, name: str, prompt: str, more: tuple[str, ...] = ()) -> Any:
-    """Open a notebook with ``%load_ext pi_notebook``, a ``%%pi`` cell and the cells ``more``;
-    run the first two; the run view."""
+def _open(page: Any, lab: LabServer, name: str, prompt: str, more: tuple[str, ...] = (),
+          setup: str = "") -> Any:  # fmt: skip
+    """Open a notebook with ``%load_ext pi_notebook`` (and the lines ``setup``), a ``%%pi``
+    cell and the cells ``more``; run the first two; the run view."""
     from playwright.sync_api import expect
 
-    sources = ["%load_ext pi_notebook", f"%%pi\n{prompt}", *more]
+    sources = ["%load_ext pi_notebook" + (f"\n{setup}" if setup else ""), f"%%pi\n{prompt}", *more]
     (lab.root / name).write_text(notebook_json(sources))
     workspace = name.removesuffix(".ipynb")
     page.goto(lab.url(f"/lab/workspaces/{workspace}/tree/{name}"))
@@ -240,6 +241,13 @@ def test_browser_grant_a_scope_then_a_later_write_runs_without_asking(
     expect(listing).to_contain_text("customers")
     _shot(page, "granted.png")
     assert (_city(lab, 34), _city(lab, 35)) == ("Grant-One", "Grant-Two")
+    # The saved file says the same, and the audit agrees with it call by call.
+    page.keyboard.press("Control+s")
+    expect(page.locator(".jp-mod-dirty")).to_have_count(0, timeout=SLOW)
+    first, second = _saved_records(lab, "grant.ipynb")
+    assert re.search(r"approved by \S+ · granted scope g-\S+ \(UPDATE customers", first)
+    assert re.search(r"granted \(g-\S+\)", second) and "approved" not in second
+    _verified(lab, "grant.ipynb", calls=2)
 
 
 def test_browser_dataframe_renders(page: Any, lab: LabServer) -> None:
@@ -389,3 +397,57 @@ def test_browser_quickstart_walked_by_a_person_then_reopened(page: Any, lab: Lab
 def _luma(css: str) -> float:
     r, g, b = (float(v) for v in re.findall(r"[\d.]+", css)[:3])
     return 0.299 * r + 0.587 * g + 0.114 * b
+
+
+def _saved_records(lab: LabServer, name: str) -> list[str]:
+    """The text form of each stamped record in the saved file, in order."""
+    import json
+
+    saved = json.loads((lab.root / name).read_text())
+    return ["".join(o["data"]["text/plain"]) for c in saved["cells"] for o in c.get("outputs", [])
+            if "pi_notebook" in o.get("metadata", {})]  # fmt: skip
+
+
+def _verified(lab: LabServer, name: str, *, calls: int) -> None:
+    """``verify_notebook`` of the saved file against the lab's audit store passes."""
+    from pi_notebook.audit import AuditLog, verify_notebook
+
+    with AuditLog(f"sqlite:///{lab.data / 'audit.sqlite'}") as log:
+        report = verify_notebook(lab.root / name, log)
+    assert report.ok and report.calls == calls, report.problems
+
+
+NUMBERS = {
+    "sqlite": ("SELECT 70131.16 AS revenue, 1234567.89 AS amount, 0.125 AS share, 1e-7 AS tiny, "
+               "12345678901234 AS big, 10001 AS customer_id",
+               ["70,131.16", "1,234,567.89", "0.125", "1e-07", "12,345,678,901,234", "10001"]),
+    "postgres": ("SELECT 70131.16::float8 AS revenue, 1234567.89::numeric AS amount, "
+                 "0.125::float8 AS share, 1e-7::float8 AS tiny, 12345678901234::bigint AS big, "
+                 "70131.10::numeric(12,2) AS price",
+                 ["70,131.16", "1,234,567.89", "0.125", "1e-07", "12,345,678,901,234", "70,131.10"]),
+}  # fmt: skip
+"""Per engine: a read, and the exact strings its row shows (the numeric keeps its scale)."""
+
+
+@pytest.mark.parametrize("engine", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_browser_numbers_are_exact_in_the_card_and_the_saved_record(
+    page: Any, lab: LabServer, engine: str, request: pytest.FixtureRequest
+) -> None:
+    """Money keeps its cents and big numbers their digits, on screen and in the saved file."""
+    from playwright.sync_api import expect
+
+    sql, shown = NUMBERS[engine]
+    setup = f"%pi_connect {request.getfixturevalue('pg_url')}" if engine == "postgres" else ""
+    name = f"numbers-{engine}.ipynb"
+    run = _open(page, lab, name, sql, setup=setup)
+    row = run.locator(".pi-record table.pi-table tbody tr").first
+    expect(row).to_be_visible(timeout=SLOW)
+    assert [c.strip() for c in row.locator("td").all_inner_texts()][-len(shown) :] == shown
+    _shot(page, f"numbers-{engine}.png")
+    page.keyboard.press("Control+s")
+    expect(page.locator(".jp-mod-dirty")).to_have_count(0, timeout=SLOW)
+    (record,) = _saved_records(lab, name)
+    assert " ".join(shown) in " ".join(record.split())
+    for rounded in ("70,131.2", "1,234,568", "1.235e+13"):
+        assert rounded not in record
+    _verified(lab, name, calls=1)

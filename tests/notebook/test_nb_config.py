@@ -1,4 +1,4 @@
-"""Magics that keep their word (issue 11.8), the audit log across %config (15.3), and no
+"""Magics that keep their word, the audit log across %config (15.3), and no
 secret in the status line or through inspect_variable (15.11)."""
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ async def test_inspect_variable_never_shows_input_history(loaded: InteractiveShe
 async def test_pi_cell_interpolates_names_and_pi_usage_sums_per_session(
     loaded: InteractiveShell,
 ) -> None:
-    """Issue 13 in the notebook: ``{name}`` takes the kernel's value, and the run's record
+    """In the notebook: ``{name}`` takes the kernel's value, and the run's record
     and ``%pi_usage`` show the tokens the model reported."""
     from pi_notebook.ai.messages import Usage
     from pi_notebook.testing import turn

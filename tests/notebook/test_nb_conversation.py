@@ -61,6 +61,9 @@ async def test_pi_reset_clears_the_conversation_and_keeps_the_grants(
         "kept: the session's tools, grants and settings, earlier results and the audit log.\n"
     )
     assert session.messages == [] and state.session is session
+    state.audit.flush()
+    (reset,) = state.audit.to_dataframe(kind="conversation_reset")["payload"]
+    assert reset == {"cleared_messages": held}  # the audit says when the model forgot
     # The grant is still in force: a write inside its scope runs without asking.
     later = await _cell(loaded, "UPDATE customers SET city = 'After' WHERE customer_id = 52")
     final = await later.wait(timeout=30)

@@ -271,6 +271,18 @@ async def test_unload_closes_the_session_then_the_audit_log(shell: InteractiveSh
     assert audit.verify().ok  # the store is still readable, only this writer is closed
 
 
+def test_unload_removes_every_magic_it_added(shell: InteractiveShell, shared_data_dir,
+                                             monkeypatch) -> None:  # fmt: skip
+    monkeypatch.setenv("PI_NOTEBOOK_DATA_DIR", str(shared_data_dir))
+    magics = shell.magics_manager.magics
+    before = {kind: set(names) for kind, names in magics.items()}
+    shell.run_line_magic("load_ext", "pi_notebook")
+    added = {kind: set(names) - before[kind] for kind, names in magics.items()}
+    assert {"pi_mcp", "pi_reset", "pi_review"} <= added["line"] and "pi" in added["cell"]
+    shell.run_line_magic("unload_ext", "pi_notebook")
+    assert {kind: set(names) for kind, names in magics.items()} == before
+
+
 async def test_pi_audit_user_looks_across_sessions(loaded: InteractiveShell) -> None:
     """``--user NAME``: one person's records from every session of the store."""
     audit = current().audit

@@ -1,4 +1,4 @@
-"""Notebook memory (issue 15.7): the notebook keeps the result DataFrames of the latest calls
+"""Notebook memory: the notebook keeps the result DataFrames of the latest calls
 only, as the session does (20 by default); older cards keep their preview, and
 ``%pi_result`` for a dropped one says how to get the rows again."""
 

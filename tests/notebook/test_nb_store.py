@@ -242,7 +242,7 @@ def test_truthful_call_words() -> None:
 
 
 def test_reducer_shares_all_but_one_chunk_of_cards() -> None:
-    """Issue 16: an event touches one card; the next state must not copy the others."""
+    """An event touches one card; the next state must not copy the others."""
     state = _fold([_start(f"c{i}") for i in range(1000)])
     after = reduce(state, _update("c500", "half way"))
     before_chunks = state.cards._chunks  # pyright: ignore[reportPrivateUsage]

@@ -88,7 +88,7 @@ async def test_select_input_notify_render_in_run_view() -> None:
 
 
 async def test_rendering_is_throttled_and_touches_only_changed_cards() -> None:
-    """Issue 15.15 / 16: deterministic, no wall clock. A burst of updates schedules one
+    """Deterministic, no wall clock. A burst of updates schedules one
     render; a render re-renders only the cards an event changed."""
     from pi_notebook.agent.events import ToolExecutionStartEvent, ToolExecutionUpdateEvent
     from pi_notebook.notebook.store import RunState, reduce

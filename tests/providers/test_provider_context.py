@@ -1,4 +1,4 @@
-"""What the model sees, on the wire (issue 13): the bodies sent to OpenAI-compatible and Anthropic
+"""What the model sees, on the wire: the bodies sent to OpenAI-compatible and Anthropic
 servers carry the schema context and never a protected value, ``before_provider_request``
 sees the very body the server receives, and a refused payload never reaches the server."""
 

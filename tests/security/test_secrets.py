@@ -1,4 +1,4 @@
-"""Issue 15 item 11: one scrubber for URLs and texts, and no password from a URL anywhere the
+"""One scrubber for URLs and texts, and no password from a URL anywhere the
 model, the audit or the notebook shows (a query-string ``?password=`` included)."""
 
 from __future__ import annotations

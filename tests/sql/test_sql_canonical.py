@@ -29,7 +29,7 @@ def test_d2_unquoted_identifier_case_folds_where_the_dialect_folds() -> None:
 
 
 @pytest.mark.parametrize("dialect", ["sqlite", "duckdb"])
-def test_15_5_sqlite_and_duckdb_identifiers_keep_their_case(dialect: str) -> None:
+def test_sqlite_and_duckdb_identifiers_keep_their_case(dialect: str) -> None:
     # Both match names without regard to case but keep them as written in the catalog and
     # in result columns (checked on the engines in test_sql_redteam_engines.py).
     for left, right in [
@@ -101,7 +101,7 @@ def test_d2_args_hash_changes_when_the_statement_changes() -> None:
     assert args_hash({"sql": "delete from T where ID = 1"}, "postgres") == approved
 
 
-# Issue 15, red team round 3: statements that differ on the engine (checked there in
+# Red team: statements that differ on the engine (checked there in
 # test_sql_redteam_engines.py) never share a canonical form.
 COLLISIONS = [
     ("DELETE FROM json", "DELETE FROM JSON", "mysql"),
@@ -120,7 +120,7 @@ COLLISIONS = [
     ("INSERT INTO t VALUES ('a'\n'b')", "INSERT INTO t VALUES ('a' 'b')", "postgres"),
     ("UPDATE t SET j = j #- '{a}'", "UPDATE t SET j = j # - '{a}'", "postgres"),
     ("SELECT :name", "SELECT : name", "postgres"),
-    # Issue 15, second audit: a reserved word after a dot is a (case-sensitive) table name;
+    # A reserved word after a dot is a (case-sensitive) table name;
     # ``count (x)`` calls a stored function named count, ``count(x)`` the built-in.
     ("DELETE FROM test.Select", "DELETE FROM test.SELECT", "mysql"),
     ("DELETE FROM test.Select", "DELETE FROM test.select", "mysql"),

@@ -47,7 +47,7 @@ def test_policy_version_is_exported() -> None:
 )
 def test_d10_bad_input_is_rejected_quickly_with_a_reason(sql: str, reason_part: str) -> None:
     # "Quickly" is checked as a bound on the work done (function calls), never on wall time,
-    # which depends on the machine's load (issue 15 item 7).
+    # which depends on the machine's load.
     calls = 0
 
     def count(frame: object, event: str, arg: object) -> None:

@@ -1,4 +1,4 @@
-"""Issue 15's red-team classes, each claim about an engine checked on that engine.
+"""The red team's classes, each claim about an engine checked on that engine.
 
 The fixture files hold the verdicts; here every class is shown to be real: the quoted
 EXPLAIN option executes, DuckDB's memory limit caps aggregates but not a value one call
@@ -286,7 +286,7 @@ def test_d1_duckdb_quoted_cte_name_with_a_dot_is_the_cte(
 
 
 @pytest.mark.postgres
-def test_15_1_postgres_runs_three_statements_around_begin_atomic_aliases(pg: Any) -> None:
+def test_postgres_runs_three_statements_around_begin_atomic_aliases(pg: Any) -> None:
     v1, v2, data = _name(), _name(), _name()
     pg.execute(f"CREATE TABLE {data} (a int)")
     pg.execute(f"INSERT INTO {data} VALUES (1)")
@@ -313,7 +313,7 @@ def test_15_1_postgres_runs_three_statements_around_begin_atomic_aliases(pg: Any
 
 
 @pytest.mark.mysql
-def test_15_1_mariadb_runs_three_statements_around_begin_end_names(mysql_url: str) -> None:
+def test_mariadb_runs_three_statements_around_begin_end_names(mysql_url: str) -> None:
     pymysql = pytest.importorskip("pymysql")
     from pymysql.constants import CLIENT
 
@@ -342,7 +342,7 @@ def test_15_1_mariadb_runs_three_statements_around_begin_end_names(mysql_url: st
 
 
 @pytest.mark.mysql
-def test_15_5_mariadb_reads_a_reserved_word_after_a_dot_as_a_case_sensitive_name(
+def test_mariadb_reads_a_reserved_word_after_a_dot_as_a_case_sensitive_name(
     maria: Any,
 ) -> None:
     database = _maria(maria, "SELECT DATABASE()")[0][0]
@@ -356,7 +356,7 @@ def test_15_5_mariadb_reads_a_reserved_word_after_a_dot_as_a_case_sensitive_name
     _distinct(f"DELETE FROM {database}.Select", f"DELETE FROM {database}.SELECT", "mysql")
 
 
-def test_15_5_sqlite_and_duckdb_keep_the_case_of_a_new_name() -> None:
+def test_sqlite_and_duckdb_keep_the_case_of_a_new_name() -> None:
     import sqlite3
 
     with sqlite3.connect(":memory:") as conn:
@@ -375,7 +375,7 @@ def test_15_5_sqlite_and_duckdb_keep_the_case_of_a_new_name() -> None:
 
 
 @pytest.mark.mysql
-def test_15_3_mariadb_default_of_a_column_advances_uuid_short(maria: Any) -> None:
+def test_mariadb_default_of_a_column_advances_uuid_short(maria: Any) -> None:
     table = _name()
     try:
         _maria(maria, f"CREATE TABLE {table} (id int, u bigint unsigned DEFAULT (UUID_SHORT()))")
@@ -390,7 +390,7 @@ def test_15_3_mariadb_default_of_a_column_advances_uuid_short(maria: Any) -> Non
 
 
 @pytest.mark.mysql
-def test_15_4_mariadb_calls_a_stored_count_when_a_space_precedes_the_parenthesis(
+def test_mariadb_calls_a_stored_count_when_a_space_precedes_the_parenthesis(
     maria: Any,
 ) -> None:
     table = _name()

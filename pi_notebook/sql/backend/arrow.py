@@ -1,4 +1,4 @@
-"""The Arrow path for large reads (issue 16): PostgreSQL through ADBC, DuckDB natively, SQLite
+"""The Arrow path for large reads: PostgreSQL through ADBC, DuckDB natively, SQLite
 through ADBC in a child process (:mod:`.arrow_sqlite`).
 
 Used only for statements the backend classified as a pure ``read``, and only when the row cap

@@ -1,4 +1,4 @@
-"""The Arrow path for large SQLite reads: ADBC, in a child process (issue 16).
+"""The Arrow path for large SQLite reads: ADBC, in a child process.
 
 The ADBC SQLite driver reads a result straight into Arrow columns, about three times faster
 than ``sqlite3`` and pandas. It cannot run in the kernel's process: it links its own copy of

@@ -106,7 +106,13 @@ class DatabaseBackend:
             pyarrow is installed and ``row_cap`` is at least ``ARROW_MIN_CAP``.
         max_result_bytes: most bytes of values a read keeps, besides the row cap (see
             :mod:`.sizes`; default 64 MiB); ``None``: rows only.
+        memory_capped: the engine runs under an operating-system memory cap, so the
+            classifier's rules that only protect the kernel's memory stop asking (see
+            :meth:`classify`). :func:`~pi_notebook.sql.engines.create_backend` sets it from
+            the engine's ``EngineInfo.memory_capped``; say ``True`` only where that holds.
     """
+
+    memory_capped: bool = False
 
     def __init__(
         self,
@@ -122,10 +128,12 @@ class DatabaseBackend:
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         arrow: bool | None = None,
         max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
+        memory_capped: bool = False,
     ) -> None:
         self.url = make_url(url)
         self.backend = supported_backend(self.url)
         self.dialect = sqlglot_dialect(self.url)
+        self.memory_capped = memory_capped is True
         self.capabilities = approvals if approvals is not None else CapabilityStore()
         self.audit = audit
         self.tool_name = tool_name
@@ -187,10 +195,17 @@ class DatabaseBackend:
         return {"tool_call_id": tool_call_id, "tool_name": self.tool_name,
                 "policy_version": POLICY_VERSION}  # fmt: skip
 
+    def classify(self, sql: str) -> Verdict:
+        """The classifier's verdict on ``sql`` for this engine: ``classify(sql, dialect)``,
+        whose memory rules stop asking only where the engine runs under an OS memory cap
+        (:attr:`memory_capped`). The gate, the read budget and :meth:`run` all ask this, so
+        they agree on what is a read."""
+        return classify(sql, self.dialect, memory_bounded=self.memory_capped)
+
     def _verdict(self, sql: str) -> tuple[Verdict | None, tuple[str, ...], str]:
         """The classifier's verdict, its reasons and the canonical hash (fails closed)."""
         try:
-            verdict = classify(sql, self.dialect)
+            verdict = self.classify(sql)
             final_hash = query_args_hash(sql, self.dialect) if verdict.kind != "reject" else ""
         except Exception as exc:  # a classifier failure is a refusal, never a pass
             return None, (f"the statement could not be checked ({type(exc).__name__})",), ""
@@ -324,7 +339,7 @@ class DatabaseBackend:
         signal: AbortSignal | None = None,
         audit: AuditSink | None = None,
     ) -> WritePreview:
-        """Measure what the write ``sql`` would do, changing nothing (issue 12.3).
+        """Measure what the write ``sql`` would do, changing nothing.
 
         The rows it would change are counted by running it in a transaction that is always
         rolled back where a rollback is certain to undo it, else with the equivalent

@@ -1,4 +1,4 @@
-"""What a write would touch, derived as reads with sqlglot (the write preview, issue 12.3).
+"""What a write would touch, derived as reads with sqlglot (the write preview).
 
 From one write statement this module derives, without touching a database:
 

@@ -2,6 +2,9 @@
 
 Driver messages can carry the connection URL, the password (some drivers echo the DSN) and
 long hints. The model and the audit get one or two short lines with every credential removed.
+Some messages also echo a row's values (a duplicate key, a failing row, a value that would not
+convert): those values are cut to ``…``, since they may be a password the statement wrote or
+a protected value a read reached; the message keeps what went wrong and where.
 """
 
 from __future__ import annotations
@@ -29,6 +32,27 @@ _SQLITE_FOREIGN_KEY = (" (rows of another table still reference a row it deletes
                        "it changes, or a key it writes references no row)")  # fmt: skip
 
 
+_ECHOED_VALUES = [
+    # PostgreSQL: "DETAIL: Key (email)=(a@b.c) already exists." and the like.
+    (re.compile(r"(Key \((?:[^()]|\([^()]*\))*\)=\().*?(\)(?: already exists| is not present"
+                r"| is still referenced| conflicts with)|\)\.?$)", re.M), r"\1…\2"),
+    (re.compile(r"(Failing row contains \().*(\))", re.M), r"\1…\2"),  # PostgreSQL CHECK, NOT NULL
+    (re.compile(r'(invalid input (?:syntax|value) for[^:"]*: )".*"', re.M), r'\1"…"'),  # PostgreSQL
+    (re.compile(r"(Duplicate entry )'.*'( for key)", re.S), r"\1'…'\2"),  # MySQL/MariaDB
+    (re.compile(r'(Duplicate key )".*"( violates)', re.S), r'\1"…"\2'),  # DuckDB
+    (re.compile(r"(Could not convert string )'.*?'( to )", re.S), r"\1'…'\2"),  # DuckDB
+    # The statement quoted back ("LINE 1: SELECT ..."): the audit holds it already, redacted.
+    (re.compile(r"\s*\bLINE \d+: .*", re.S), ""),
+]  # fmt: skip
+"""Driver messages that echo values, and how each is cut (the value becomes ``…``)."""
+
+
+def _without_values(text: str) -> str:
+    for pattern, replacement in _ECHOED_VALUES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
 def _first_lines(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     # psycopg puts the useful part of a connection failure on the first line, a hint after.
@@ -48,7 +72,7 @@ def describe_error(exc: BaseException, url: URL, *, connecting: bool = False) ->
     orig: BaseException = exc
     if isinstance(exc, DBAPIError) and exc.orig is not None:
         orig = exc.orig
-    message = _first_lines(scrub(str(orig) or type(orig).__name__, url))
+    message = _first_lines(_without_values(scrub(str(orig) or type(orig).__name__, url)))
     if connecting:
         return f"Could not connect to {safe_url(url)}: {message}"
     if message == "FOREIGN KEY constraint failed":  # SQLite names neither key nor table

@@ -1,7 +1,7 @@
 """Executing one statement on an open transaction and fetching its rows within the row cap.
 
 Runs in the worker thread. A read stops at ``row_cap + 1`` rows: the extra row says "more
-than N rows" without reading the rest (issue 16), unless the caller asked for the exact count
+than N rows" without reading the rest, unless the caller asked for the exact count
 (``count_rows``; counting stops at ``count_limit``). No engine buffers the whole result:
 
 * SQLite: the stdlib cursor steps the statement as rows are fetched;

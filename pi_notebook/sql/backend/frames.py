@@ -361,7 +361,7 @@ class DuckdbEdgeDays(Exception):
 
 def duckdb_rows(relation: Any) -> list[tuple[Any, ...]]:
     """The rows of a DuckDB relation, with ``infinity``/``-infinity`` dates and timestamps as
-    those words (issue 15.6).
+    those words.
 
     DuckDB's Python client turns an infinite date into ``date.max`` (9999-12-31) or
     ``date.min`` (0001-01-01), and timestamps alike: a silently wrong value, the same as a

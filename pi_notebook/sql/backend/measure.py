@@ -1,5 +1,5 @@
 """Measuring a write on an open transaction: what it would change, and whether it may be run
-to find out (the blocking half of the write preview and of the bounds check, issue 12.3).
+to find out (the blocking half of the write preview and of the bounds check).
 
 Runs in the backend's worker thread on a connection inside a transaction the caller opened
 and will end. Two ways to count the rows a write changes:

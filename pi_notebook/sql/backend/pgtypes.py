@@ -3,7 +3,7 @@
 ``date``, ``timestamp`` and ``timestamptz`` accept ``infinity``, ``-infinity``, BC dates and
 years past 9999; ``interval`` (PostgreSQL 17) accepts ``infinity``; ``time`` and ``timetz``
 accept ``24:00:00`` (Python's ``time`` stops at 23:59:59.999999). psycopg's loaders raise
-on these, which fails the whole query (issue 15.10). Each connection gets loaders that try
+on these, which fails the whole query. Each connection gets loaders that try
 psycopg's own (C) loader first and, when it cannot make a Python value, return the server's
 text instead (``"infinity"``, ``"0044-03-15 BC"``, ``"10000-01-01"``, ``"24:00:00"``): the
 column then holds ``datetime`` objects and those few strings (arrays and ranges of these

@@ -3,7 +3,7 @@ preview for the model (``content``).
 
 The preview is built from the first fetched rows, not from the DataFrame (pandas'
 ``to_string`` alone costs more than the whole fixed overhead budget of a query), and keeps to
-its budget in rows, columns and characters however wide the result (D7, issue 15.8). Numbers
+its budget in rows, columns and characters however wide the result (D7). Numbers
 are written for people and exactly (thousands separators, every digit the database returned,
 a decimal's own scale, a float's shortest round-trip text), by the same function the
 notebook's cards and records use (:func:`pi_notebook.formatting.format_value`), from the same

@@ -5,7 +5,8 @@ is bounded, how a statement is cancelled, how a write is previewed, how a read's
 estimated and whether results come as Arrow (:class:`EngineInfo`).
 :func:`create_backend` is the one way a URL becomes the backend that runs its statements:
 the four SQLAlchemy engines share :class:`~pi_notebook.sql.backend.DatabaseBackend` (their
-per-engine paths live in ``pi_notebook.sql.backend``), chDB has :class:`ChdbBackend`. A URL
+per-engine paths live in ``pi_notebook.sql.backend``), chDB has :class:`ChdbBackend`, Snowflake
+:class:`SnowflakeBackend` (its own client, on :mod:`.warehouse_base`). A URL
 whose engine's extra is missing is refused in one line naming the extra.
 """
 
@@ -30,6 +31,8 @@ from pi_notebook.sql.engines import (
 )
 from pi_notebook.sql.engines.base import DialectOnly, EngineInfo, MissingExtra, ReadEstimate
 from pi_notebook.sql.engines.chdb import ChdbBackend
+from pi_notebook.sql.engines.snowflake import SnowflakeBackend
+from pi_notebook.sql.engines.warehouse_base import WarehouseBackend
 
 __all__ = [
     "ENGINES",
@@ -38,6 +41,8 @@ __all__ = [
     "EngineInfo",
     "MissingExtra",
     "ReadEstimate",
+    "SnowflakeBackend",
+    "WarehouseBackend",
     "create_backend",
     "engine_for_url",
     "estimate_read",
@@ -56,7 +61,8 @@ ENGINES: tuple[EngineInfo, ...] = (
     bigquery.ENGINE,
 )
 """Every engine on the seam, in the order :func:`pi_notebook.database.engines` lists them:
-the ones the tool runs, then the ``dialect only`` warehouses (classified, not connected)."""
+the embedded and SQLAlchemy ones, then the warehouses (Snowflake runs through its client, the
+``dialect only`` ones are classified, not connected)."""
 
 
 def engine_for_url(url: str | URL) -> EngineInfo:
@@ -74,7 +80,8 @@ def engine_for_url(url: str | URL) -> EngineInfo:
 
 
 def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
-    """The backend that runs ``url``'s statements (options as :class:`DatabaseBackend`'s).
+    """The backend that runs ``url``'s statements (options as :class:`DatabaseBackend`'s;
+    ``memory_capped`` defaults to the engine's :attr:`EngineInfo.memory_capped`).
 
     Raises:
         DialectOnly: the engine's SQL is classified, but the tool cannot connect to it yet.
@@ -90,13 +97,18 @@ def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
         raise MissingExtra(missing)
     if info is chdb.ENGINE:
         return ChdbBackend(url, **options)
+    if info is snowflake.ENGINE:
+        return SnowflakeBackend(url, **options)
+    options.setdefault("memory_capped", info.memory_capped)
     return DatabaseBackend(url, **options)
 
 
 def schema_source(backend: DatabaseBackend) -> Any:
     """What :class:`~pi_notebook.database.schema.SchemaCache` reads the schema from: the
-    SQLAlchemy engine, or the backend's own schema reader (chDB)."""
-    return backend.schema_source if isinstance(backend, ChdbBackend) else backend.engine
+    SQLAlchemy engine, or the backend's own schema reader (chDB, the warehouses' clients)."""
+    if isinstance(backend, ChdbBackend | WarehouseBackend):
+        return backend.schema_source
+    return backend.engine
 
 
 _ESTIMATES = {"postgresql": postgresql.estimate, "duckdb": duckdb.estimate}
@@ -109,14 +121,14 @@ async def estimate_read(
 ) -> ReadEstimate:
     """The engine's estimate of what the read ``sql`` scans, at most one round trip before
     the read (ClickHouse ``EXPLAIN ESTIMATE``, PostgreSQL and DuckDB ``EXPLAIN (FORMAT
-    JSON)``, inside the read's own read-only transaction). An engine without one (SQLite,
+    JSON)``, inside the read's own read-only transaction; Snowflake ``EXPLAIN USING JSON``). An engine without one (SQLite,
     MySQL) or an estimate that fails says so, and the read follows the engine's own limits.
 
     Raises:
         QueryAborted: ``signal`` aborted.
         QueryError: the database could not be reached.
     """
-    if isinstance(backend, ChdbBackend):
+    if isinstance(backend, ChdbBackend | WarehouseBackend):
         return await backend.estimate(sql, signal=signal)
     hook = _ESTIMATES.get(backend.backend)
     if hook is None:

@@ -59,6 +59,10 @@ class EngineInfo:
         tested_against: what the tests run it on: ``live``, ``emulator`` or ``dialect only``.
         connects: the tool can connect to the engine; ``False`` for a ``dialect only``
             engine, whose SQL is classified but whose URL is refused.
+        memory_capped: the engine runs in a process of its own under an operating-system
+            memory cap, so a read that builds huge values is stopped by the cap, not the
+            kernel: the classifier's rules that only protect the kernel's memory do not ask
+            (``classify(..., memory_bounded=True)``). ``False``: they ask.
     """
 
     engine: str
@@ -76,6 +80,7 @@ class EngineInfo:
     modules: tuple[str, ...] = ()
     tested_against: str = "live"
     connects: bool = True
+    memory_capped: bool = False
 
     def dialect_only(self) -> str | None:
         """One line saying the tool cannot connect to this engine yet, or ``None``."""

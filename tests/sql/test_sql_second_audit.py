@@ -1,4 +1,4 @@
-"""Issue 15, second audit: the classes it found, checked on the classifier.
+"""A second red-team audit: the classes it found, checked on the classifier.
 
 Each engine claim behind them (PostgreSQL runs all three statements, MariaDB evaluates a
 column default, a stored function named ``count``...) is checked on the engine in
@@ -43,7 +43,7 @@ STACKED_LOOKALIKES = [
 
 
 @pytest.mark.parametrize(("dialect", "sql"), STACKED_LOOKALIKES)
-def test_15_1_keyword_lookalikes_never_make_stacked_statements_approvable(
+def test_keyword_lookalikes_never_make_stacked_statements_approvable(
     dialect: str, sql: str
 ) -> None:
     verdict = classify(sql, dialect)
@@ -52,7 +52,7 @@ def test_15_1_keyword_lookalikes_never_make_stacked_statements_approvable(
 
 
 @pytest.mark.parametrize("dialect", ["postgres", "mysql"])
-def test_15_1_a_backslash_quote_with_a_semicolon_is_rejected(dialect: str) -> None:
+def test_a_backslash_quote_with_a_semicolon_is_rejected(dialect: str) -> None:
     # With NO_BACKSLASH_ESCAPES (MySQL) or standard_conforming_strings (PostgreSQL) the
     # string ends at the second quote and DELETE is a second statement.
     for sql in ("SELECT 'a\\'; DELETE FROM t; --'", "SELECT 'a\\'';' AS x"):
@@ -87,14 +87,14 @@ REAL_BODIES = [
 
 
 @pytest.mark.parametrize(("dialect", "sql"), REAL_BODIES)
-def test_15_1_real_routine_bodies_stay_approvable(dialect: str, sql: str) -> None:
+def test_real_routine_bodies_stay_approvable(dialect: str, sql: str) -> None:
     assert classify(sql, dialect).kind == "write"
 
 
 # -- 3. MariaDB DEFAULT(col) evaluates the column's default ----------------------------------
 
 
-def test_15_3_mysql_default_of_a_column_is_not_a_read() -> None:
+def test_mysql_default_of_a_column_is_not_a_read() -> None:
     for sql in ("SELECT DEFAULT(u) FROM t", "SELECT DEFAULT (u) FROM t"):
         verdict = classify(sql, "mysql")
         assert verdict.kind == "write", sql
@@ -116,7 +116,7 @@ def test_15_3_mysql_default_of_a_column_is_not_a_read() -> None:
         "SELECT group_concat (a) FROM t",
     ],
 )
-def test_15_4_mysql_builtin_name_with_a_space_before_its_parenthesis_needs_approval(
+def test_mysql_builtin_name_with_a_space_before_its_parenthesis_needs_approval(
     sql: str,
 ) -> None:
     verdict = classify(sql, "mysql")
@@ -126,7 +126,7 @@ def test_15_4_mysql_builtin_name_with_a_space_before_its_parenthesis_needs_appro
     assert classify(joined, "mysql").kind == "read", joined
 
 
-def test_15_4_spaces_before_parentheses_that_are_no_call_stay_reads() -> None:
+def test_spaces_before_parentheses_that_are_no_call_stay_reads() -> None:
     for sql in (
         "SELECT a FROM t WHERE a IN (1, 2)",
         "SELECT IF (a > 1, 1, 2) FROM t",
@@ -161,7 +161,7 @@ COPIED_AGGREGATES = [
 
 
 @pytest.mark.parametrize("sql", COPIED_AGGREGATES)
-def test_15_2_duckdb_building_aggregate_copied_or_over_many_generated_rows_needs_approval(
+def test_duckdb_building_aggregate_copied_or_over_many_generated_rows_needs_approval(
     sql: str,
 ) -> None:
     verdict = classify(sql, "duckdb")
@@ -169,7 +169,7 @@ def test_15_2_duckdb_building_aggregate_copied_or_over_many_generated_rows_needs
     assert "memory" in verdict.reasons[-1]
 
 
-def test_15_2_duckdb_building_aggregates_handed_to_the_result_stay_reads() -> None:
+def test_duckdb_building_aggregates_handed_to_the_result_stay_reads() -> None:
     for sql in (
         "SELECT category, string_agg(name, ', ' ORDER BY name), listagg(sku, '|') "
         "FROM products GROUP BY category",
@@ -183,7 +183,7 @@ def test_15_2_duckdb_building_aggregates_handed_to_the_result_stay_reads() -> No
         assert classify(sql, "duckdb").kind == "read", sql
 
 
-def test_15_2_sqlite_value_sent_once_per_row_is_bounded_like_duckdb() -> None:
+def test_sqlite_value_sent_once_per_row_is_bounded_like_duckdb() -> None:
     # zeroblob(1000000) on 1,000 rows took 1.1 GB in the kernel (10 GB at the row cap).
     per_row = (
         "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 10000) "
