@@ -36,6 +36,8 @@ READS_SQL = {
     "approvals/review.py": "the four-eyes queue keeps requests without their tool's view; its "
     "frame shows a queued statement",
     "notebook/review_magic.py": "%pi_review --sql edits a queued request's statement",
+    "notebook/review_board.py": "the reviewer's card shows a queued request's statement (the "
+    "queue keeps no view)",
     "mcp/server.py": "the database MCP server classifies the statement a call ran, for the "
     "result's annotations",
 }
