@@ -34,6 +34,7 @@ from pi_notebook.database.policy import DataPolicy, load_policy
 from pi_notebook.database.schema import SchemaCache
 from pi_notebook.database.semantic import load_semantic
 from pi_notebook.database.tool import ContentPolicy, QueryDatabaseParams, make_query_tool
+from pi_notebook.database.views import call_views
 from pi_notebook.extensions import ExtensionAPI
 from pi_notebook.sample_db import sample_database_url
 from pi_notebook.sql import classify
@@ -101,7 +102,7 @@ class DatabaseExtension:
         self.keep_results = keep_results
         self.results: OrderedDict[str, pd.DataFrame] = OrderedDict()
         self.backend: DatabaseBackend | None = None
-        self.approvals = AuditApprovals(None)
+        self.approvals = AuditApprovals(None, call_views)
         self.grants = GrantStore(None)
         self.edits: dict[str, Edit] = {}
         self.content_policy: ContentPolicy | None = None
@@ -142,7 +143,7 @@ class DatabaseExtension:
                                  max_result_bytes=self.max_result_bytes, **roles)  # fmt: skip
         self.backend = backend
         # Decisions are on record in the session's audit; this is the view of them.
-        self.approvals = AuditApprovals(pi.audit)
+        self.approvals = AuditApprovals(pi.audit, call_views)
         # Grants never outlive their session: this session's gate uses this store, and closing
         # the session revokes this store's grants only (not those of a newer session that
         # uses the same extension object).
