@@ -5,8 +5,8 @@ is bounded, how a statement is cancelled, how a write is previewed, how a read's
 estimated and whether results come as Arrow (:class:`EngineInfo`).
 :func:`create_backend` is the one way a URL becomes the backend that runs its statements:
 the four SQLAlchemy engines share :class:`~pi_notebook.sql.backend.DatabaseBackend` (their
-per-engine paths live in ``pi_notebook.sql.backend``), chDB has :class:`ChdbBackend`. A URL
-whose engine's extra is missing is refused in one line naming the extra.
+per-engine paths live in ``pi_notebook.sql.backend``), chDB has :class:`ChdbBackend`, Spark
+Connect :class:`SparkBackend`. A URL whose engine's extra is missing is refused in one line naming the extra.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from pi_notebook.sql.engines import (
 )
 from pi_notebook.sql.engines.base import DialectOnly, EngineInfo, MissingExtra, ReadEstimate
 from pi_notebook.sql.engines.chdb import ChdbBackend
+from pi_notebook.sql.engines.spark_connect import SparkBackend
 
 __all__ = [
     "ENGINES",
@@ -38,6 +39,7 @@ __all__ = [
     "EngineInfo",
     "MissingExtra",
     "ReadEstimate",
+    "SparkBackend",
     "create_backend",
     "engine_for_url",
     "estimate_read",
@@ -90,13 +92,17 @@ def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
         raise MissingExtra(missing)
     if info is chdb.ENGINE:
         return ChdbBackend(url, **options)
+    if info is spark.ENGINE:
+        return SparkBackend(url, **options)
     return DatabaseBackend(url, **options)
 
 
 def schema_source(backend: DatabaseBackend) -> Any:
     """What :class:`~pi_notebook.database.schema.SchemaCache` reads the schema from: the
-    SQLAlchemy engine, or the backend's own schema reader (chDB)."""
-    return backend.schema_source if isinstance(backend, ChdbBackend) else backend.engine
+    SQLAlchemy engine, or the backend's own schema reader (chDB, Spark)."""
+    if isinstance(backend, ChdbBackend | SparkBackend):
+        return backend.schema_source
+    return backend.engine
 
 
 _ESTIMATES = {"postgresql": postgresql.estimate, "duckdb": duckdb.estimate}
@@ -108,15 +114,15 @@ async def estimate_read(
     backend: DatabaseBackend, sql: str, *, signal: AbortSignal | None = None
 ) -> ReadEstimate:
     """The engine's estimate of what the read ``sql`` scans, at most one round trip before
-    the read (ClickHouse ``EXPLAIN ESTIMATE``, PostgreSQL and DuckDB ``EXPLAIN (FORMAT
-    JSON)``, inside the read's own read-only transaction). An engine without one (SQLite,
+    the read (ClickHouse ``EXPLAIN ESTIMATE``, Spark ``EXPLAIN COST``, PostgreSQL and DuckDB
+    ``EXPLAIN (FORMAT JSON)``, inside the read's own read-only transaction). An engine without one (SQLite,
     MySQL) or an estimate that fails says so, and the read follows the engine's own limits.
 
     Raises:
         QueryAborted: ``signal`` aborted.
         QueryError: the database could not be reached.
     """
-    if isinstance(backend, ChdbBackend):
+    if isinstance(backend, ChdbBackend | SparkBackend):
         return await backend.estimate(sql, signal=signal)
     hook = _ESTIMATES.get(backend.backend)
     if hook is None:
