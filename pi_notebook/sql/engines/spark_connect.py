@@ -229,7 +229,8 @@ class SparkBackend(DatabaseBackend):
         self._cluster.session()  # a server that cannot be reached is the read's error
         try:
             text = self._cluster.run(
-                lambda spark: str(spark.sql(f"EXPLAIN COST {sql}").collect()[0][0]), canceller)
+                lambda spark: str(spark.sql(f"EXPLAIN COST {sql}").collect()[0][0]), canceller
+            )
         except Exception as exc:
             if canceller.reason is not None:
                 raise

@@ -17,7 +17,9 @@ __all__ = ["SOURCE", "cost_estimate"]
 
 SOURCE = "Spark EXPLAIN COST (the optimized plan's leaves: sizeInBytes, rowCount)"
 
-_STATS = re.compile(r"Statistics\(sizeInBytes=([0-9.Ee+-]+)\s*([KMGTPE]i)?B(?:,\s*rowCount=([0-9.Ee+-]+))?")
+_STATS = re.compile(
+    r"Statistics\(sizeInBytes=([0-9.Ee+-]+)\s*([KMGTPE]i)?B(?:,\s*rowCount=([0-9.Ee+-]+))?"
+)
 _UNITS = {None: 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50,
           "Ei": 1 << 60}  # fmt: skip
 _UNKNOWN = 1 << 62

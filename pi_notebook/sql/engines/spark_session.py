@@ -104,7 +104,7 @@ class SparkCluster:
             # The client logs every failed query (text and JVM stack) as JSON on stderr; the
             # tool reports the error itself, once, in one line.
             logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
-            spark = SparkSession.builder.remote(self._remote).create()
+            spark: Any = SparkSession.builder.remote(self._remote).create()
         except Exception as exc:
             raise ConnectFailed(RuntimeError(self.clean(exc))) from None
         try:
