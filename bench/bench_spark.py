@@ -111,8 +111,9 @@ async def run(url: str, rows: int, repeat: int, calls: int) -> None:
 
     big = create_backend(url, row_cap=rows, max_result_bytes=None, statement_timeout_s=600)
     sql = f"SELECT id, cast(id AS string) AS s FROM range({rows})"
-    await big.run("warm", sql)
-    client.sql(sql).toArrow()
+    warm = await big.run("warm", sql)
+    assert len(warm.dataframe) == rows and warm.row_count_exact  # the whole result, kept
+    assert client.sql(sql).toArrow().num_rows == rows
     large: dict[str, list[float]] = {"toArrow": [], "to_pandas": [], "governed": []}
     for _ in range(repeat):
         large["toArrow"].append(_best(lambda: client.sql(sql).toArrow(), 1))

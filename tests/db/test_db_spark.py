@@ -141,6 +141,26 @@ async def test_stop_interrupts_the_job_after_its_progress_shows(spark_url: str) 
         backend.dispose()
 
 
+async def test_stop_interrupts_an_approved_write_and_says_what_stays(spark_url: str) -> None:
+    backend = _backend(spark_url, statement_timeout_s=600)
+    controller = AbortController()
+    running = asyncio.Event()
+    try:
+        await backend._run_as("write", "CREATE TABLE stopped_w (id BIGINT) USING parquet")
+        write = asyncio.create_task(backend._run_as(
+            "write", "INSERT INTO stopped_w SELECT id FROM range(0, 100000000000, 1, 100000)",
+            signal=controller.signal, on_progress=lambda _n: running.set()))  # fmt: skip
+        await asyncio.wait_for(running.wait(), 120)
+        controller.abort()
+        with pytest.raises(QueryAborted) as stopped:
+            await asyncio.wait_for(write, 120)  # a guard against a hang, not a timing
+        assert "Spark has no transactions" in str(stopped.value)
+        assert "nothing was written" not in str(stopped.value)
+    finally:
+        await backend._run_as("write", "DROP TABLE IF EXISTS stopped_w")
+        backend.dispose()
+
+
 async def test_the_statement_timeout_interrupts_a_long_read(spark_url: str) -> None:
     backend = _backend(spark_url, statement_timeout_s=3)
     try:
@@ -201,6 +221,23 @@ async def test_a_server_that_cannot_be_reached_is_a_short_error_without_the_toke
         assert len(message.splitlines()) == 1
     finally:
         backend.dispose()
+
+
+async def test_a_server_that_does_not_answer_is_a_timeout_and_nothing_runs() -> None:
+    """A cluster slow to start (here: a port that accepts and never answers) holds the call
+    no longer than the statement timeout, and says so."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        backend = _backend(f"sc://127.0.0.1:{port}", statement_timeout_s=2)
+        try:
+            with pytest.raises(QueryTimeout) as failed:
+                await asyncio.wait_for(backend.run("w1", "SELECT 1"), 60)
+            assert str(failed.value) == (f"Could not connect to sc://127.0.0.1:{port}: no answer "
+                                         "within the statement timeout (2 s).")  # fmt: skip
+        finally:
+            backend.dispose()
 
 
 def test_spark_urls_are_checked() -> None:

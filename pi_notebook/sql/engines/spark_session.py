@@ -74,6 +74,7 @@ class SparkCluster:
         self._spark: Any = None
         self._progress: Callable[[int], None] | None = None
         self._last = (-1, -1, -1)
+        self._closed = False
 
     def session(self) -> Any:
         """The connected session (opened on first use).
@@ -86,12 +87,15 @@ class SparkCluster:
                 return self._spark
         spark = self._open()
         with self._lock:
-            if self._spark is None:
+            closed = self._closed
+            if self._spark is None and not closed:
                 self._spark = spark
                 spark = None
             current = self._spark
-        if spark is not None:  # another thread connected meanwhile
+        if spark is not None:  # another thread connected meanwhile, or the backend closed
             _quietly(spark.stop)
+        if closed:
+            raise ConnectFailed(RuntimeError("the backend was closed while it connected"))
         return current
 
     def _open(self) -> Any:
@@ -171,7 +175,7 @@ class SparkCluster:
     def close(self) -> None:
         """Release the session on the server (best effort)."""
         with self._lock:
-            spark, self._spark = self._spark, None
+            spark, self._spark, self._closed = self._spark, None, True
         if spark is not None:
             _quietly(spark.stop)
 
