@@ -247,3 +247,22 @@ def test_spark_urls_are_checked() -> None:
     backend = _backend("sc://spark.example:15002/;token=abcdefgh;use_ssl=true")
     assert str(backend.url) == "sc://spark.example:15002" and backend.dialect == "spark"
     backend.dispose()
+
+
+def test_explain_cost_without_statistics_gives_no_byte_count() -> None:
+    """A scan whose size Spark does not know (its 8 EiB default) leaves the bytes unknown;
+    rows only when every scan has a count."""
+    from pi_notebook.sql.engines.spark_cost import cost_estimate
+
+    text = (
+        "== Optimized Logical Plan ==\n"
+        "Join Inner, Statistics(sizeInBytes=8.0 EiB)\n"
+        ":- Relation default.a[id#1L] jdbc, Statistics(sizeInBytes=8.0 EiB)\n"
+        "+- Range (0, 10, step=1), Statistics(sizeInBytes=80.0 B, rowCount=10)\n"
+        "\n== Physical Plan ==\n"
+    )
+    unknown = cost_estimate(text)
+    assert unknown.bytes is None and unknown.rows is None and "unknown" in unknown.source
+    known = cost_estimate(text.replace("8.0 EiB)\n+-", "1.5 KiB, rowCount=1.00E+2)\n+-"))
+    assert known.bytes == 1536 + 80 and known.rows == 110
+    assert cost_estimate("no plan").bytes is None
