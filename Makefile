@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,db,providers,mcp,arrow,bench,lab,clickhouse,snowflake,trino]"
+	$(PY) -m pip install --quiet -e ".[dev,db,providers,mcp,arrow,bench,lab,clickhouse,snowflake,trino,spark]"
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -62,6 +62,7 @@ bench: $(STAMP)
 	PYTHONPATH=$(CURDIR) $(PY) bench/bench_notebook.py $(BENCH_Q)
 	PYTHONPATH=$(CURDIR) $(PY) bench/bench_mcp.py $(BENCH_Q)
 	PYTHONPATH=$(CURDIR) $(PY) bench/bench_chdb.py $(BENCH_Q)
+	PYTHONPATH=$(CURDIR) $(PY) bench/bench_spark.py $(BENCH_Q)
 
 clean:
 	rm -rf $(VENV) test-artifacts .pytest_cache .ruff_cache

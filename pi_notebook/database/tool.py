@@ -20,7 +20,7 @@ from pi_notebook.database.names import TOOL_NAME
 from pi_notebook.database.views import QUERY_LABEL, query_call_view
 from pi_notebook.extensions import ExtensionAPI, ToolDefinition, define_tool
 from pi_notebook.secrets import safe_url
-from pi_notebook.sql.backend import DatabaseBackend
+from pi_notebook.sql.backend import DatabaseBackend, JobProgress
 
 __all__ = [
     "ContentPolicy",
@@ -68,6 +68,10 @@ def make_query_tool(
             )
 
         def progress(rows: int) -> None:
+            if isinstance(rows, JobProgress):  # a job that has no rows yet (Spark's stages)
+                on_update(ToolResult(content=[TextContent(text=rows.text())],
+                                     details=rows.details()))  # fmt: skip
+                return
             on_update(
                 ToolResult(
                     content=[TextContent(text=f"Fetched {rows:,} rows…")],

@@ -12,7 +12,6 @@ from pi_notebook.sql.engines import ENGINES, DialectOnly, create_backend, engine
 from pi_notebook.testing import ScriptedModel, text
 
 WAREHOUSE_URLS = {
-    "spark": "sc://localhost:15002",
     "bigquery": "bigquery://my-project/sales",
 }
 SERVER_URLS = {
@@ -46,6 +45,10 @@ def test_engines_lists_each_engine_with_its_walls() -> None:
     )
     assert "Estimated Cardinality" in estimates["duckdb"]
     assert estimates[["sqlite", "mysql"]].isna().all()  # no estimate: reads run as before
+    spark = frame.set_index("engine").loc["spark"]
+    assert spark["url_scheme"] == "sc://HOST:15002" and spark["arrow"]
+    assert spark["read_only_backstop"].startswith("none: Spark has no read-only mode")
+    assert "interruptTag" in spark["cancel"] and "EXPLAIN COST" in spark["estimate"]
 
 
 def test_dialect_only_warehouses_are_listed_with_what_their_engines_offer() -> None:
@@ -54,11 +57,10 @@ def test_dialect_only_warehouses_are_listed_with_what_their_engines_offer() -> N
     assert set(warehouses["tested_against"]) == {"dialect only"}
     assert list(warehouses["dialect"]) == list(WAREHOUSE_URLS)
     assert [scheme.split("://")[0] for scheme in warehouses["url_scheme"]] == [
-        "sc", "bigquery"]  # fmt: skip
+        "bigquery"]  # fmt: skip
     assert warehouses["cancel"].isna().all() and warehouses["estimate"].isna().all()
     assert not warehouses["arrow"].any()
     backstops = warehouses["read_only_backstop"]
-    assert backstops["spark"].startswith("none: the classifier only (Spark has no read-only")
     assert "maximum_bytes_billed" in backstops["bigquery"]
     assert all("cannot connect" in text for text in backstops)
     live = frame.drop(index=[*WAREHOUSE_URLS, *SERVER_URLS, "snowflake"])
@@ -103,11 +105,11 @@ def test_a_dialect_only_url_is_refused_in_one_line(engine: str, url: str) -> Non
 def test_database_extension_refuses_a_dialect_only_url_when_the_session_starts() -> None:
     """As any URL the tool cannot run: the extension's failure is the session's diagnostic,
     in one line, and no query tool is registered."""
-    ext = database_extension(url=WAREHOUSE_URLS["spark"])
+    ext = database_extension(url=WAREHOUSE_URLS["bigquery"])
     session = create_agent_session(model=ScriptedModel([text("done")]), extensions=[ext])
     messages = [d.message for d in session.diagnostics]
     assert len(messages) == 1 and "\n" not in messages[0]
-    assert "spark is 'dialect only' so far" in messages[0]
+    assert "bigquery is 'dialect only' so far" in messages[0]
     assert ext.backend is None
     assert "query_database" not in [tool.name for tool in session.get_all_tools()]
 
@@ -115,15 +117,15 @@ def test_database_extension_refuses_a_dialect_only_url_when_the_session_starts()
 def test_an_unknown_url_is_still_refused_naming_only_the_urls_the_tool_runs() -> None:
     with pytest.raises(ValueError, match="Unsupported database 'oracle'") as refused:
         engine_for_url("oracle://u@h/db")
-    assert "sc://" not in str(refused.value) and "chdb:///PATH" in str(refused.value)
-    assert "snowflake://" in str(refused.value)
+    assert "bigquery://" not in str(refused.value) and "chdb:///PATH" in str(refused.value)
+    assert "snowflake://" in str(refused.value) and "sc://HOST:15002" in str(refused.value)
 
 
 def test_every_listed_engine_is_classified_and_dispatched() -> None:
     examples = {"sqlite": "sqlite:///x.db", "postgresql": "postgresql+psycopg://u@h/db",
                 "mysql": "mysql+pymysql://u@h/db", "duckdb": "duckdb:///x.duckdb",
                 "clickhouse": "chdb:///data/ch", "snowflake": "snowflake://u@acct/db/sales",
-                **WAREHOUSE_URLS, **SERVER_URLS}  # fmt: skip
+                "spark": "sc://localhost:15002", **WAREHOUSE_URLS, **SERVER_URLS}  # fmt: skip
     for info in ENGINES:
         assert classify("SELECT 1", info.dialect).kind == "read"
         assert classify("DELETE FROM t", info.dialect).kind == "write"

@@ -25,6 +25,7 @@ from pi_notebook.sql.backend.errors import (
     safe_url,
     scrub,
 )
+from pi_notebook.sql.backend.progress import JobProgress
 from pi_notebook.sql.backend.results import QueryOutcome, format_value, render_preview
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "CONNECT_TIMEOUT_S",
     "AuditSink",
     "DatabaseBackend",
+    "JobProgress",
     "ProgressCallback",
     "QueryAborted",
     "QueryError",

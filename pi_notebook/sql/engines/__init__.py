@@ -8,7 +8,7 @@ the four SQLAlchemy engines share :class:`~pi_notebook.sql.backend.DatabaseBacke
 per-engine paths live in ``pi_notebook.sql.backend``); the engines reached through their own
 client share :class:`~pi_notebook.sql.engines.direct.DirectBackend`'s statement path: chDB
 (:class:`ChdbBackend`), a ClickHouse server (:class:`ClickHouseServerBackend`) and Trino
-(:class:`TrinoBackend`); Snowflake has :class:`SnowflakeBackend` (its own client, on
+(:class:`TrinoBackend`); Spark Connect has :class:`SparkBackend`; Snowflake has :class:`SnowflakeBackend` (its own client, on
 :mod:`.warehouse_base`). A URL whose engine's extra is missing is refused in one line naming
 the extra.
 """
@@ -38,6 +38,7 @@ from pi_notebook.sql.engines.chdb import ChdbBackend
 from pi_notebook.sql.engines.clickhouse_server import ClickHouseServerBackend
 from pi_notebook.sql.engines.direct import DirectBackend
 from pi_notebook.sql.engines.snowflake import SnowflakeBackend
+from pi_notebook.sql.engines.spark_connect import SparkBackend
 from pi_notebook.sql.engines.trino import TrinoBackend
 from pi_notebook.sql.engines.warehouse_base import WarehouseBackend
 
@@ -50,6 +51,7 @@ __all__ = [
     "MissingExtra",
     "ReadEstimate",
     "SnowflakeBackend",
+    "SparkBackend",
     "TrinoBackend",
     "WarehouseBackend",
     "create_backend",
@@ -113,6 +115,8 @@ def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
                          "with the login's own privileges.")  # fmt: skip
     if info is chdb.ENGINE:
         return ChdbBackend(url, **options)
+    if info is spark.ENGINE:
+        return SparkBackend(url, **options)
     if info is snowflake.ENGINE:
         return SnowflakeBackend(url, **options)
     if info is clickhouse_server.ENGINE:
@@ -126,8 +130,8 @@ def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
 def schema_source(backend: DatabaseBackend) -> Any:
     """What :class:`~pi_notebook.database.schema.SchemaCache` reads the schema from: the
     SQLAlchemy engine, or the backend's own schema reader (chDB, a ClickHouse server, Trino,
-    the warehouses' clients)."""
-    if isinstance(backend, DirectBackend | WarehouseBackend):
+    Spark, the warehouses' clients)."""
+    if isinstance(backend, DirectBackend | WarehouseBackend | SparkBackend):
         return backend.schema_source
     return backend.engine
 
@@ -142,7 +146,7 @@ async def estimate_read(
 ) -> ReadEstimate:
     """The engine's estimate of what the read ``sql`` scans, at most one round trip before
     the read (ClickHouse ``EXPLAIN ESTIMATE``, Trino ``EXPLAIN (TYPE IO, FORMAT JSON)``,
-    Snowflake ``EXPLAIN USING JSON``, PostgreSQL and DuckDB ``EXPLAIN (FORMAT JSON)``, inside
+    Snowflake ``EXPLAIN USING JSON``, Spark ``EXPLAIN COST``, PostgreSQL and DuckDB ``EXPLAIN (FORMAT JSON)``, inside
     the read's own read-only transaction). An engine without one (SQLite,
     MySQL) or an estimate that fails says so, and the read follows the engine's own limits.
 
@@ -150,7 +154,7 @@ async def estimate_read(
         QueryAborted: ``signal`` aborted.
         QueryError: the database could not be reached.
     """
-    if isinstance(backend, DirectBackend | WarehouseBackend):
+    if isinstance(backend, DirectBackend | WarehouseBackend | SparkBackend):
         return await backend.estimate(sql, signal=signal)
     hook = _ESTIMATES.get(backend.backend)
     if hook is None:

@@ -1,4 +1,6 @@
-"""Spark SQL on the seam: its dialect and policy table only ("dialect only": no connection)."""
+"""Spark SQL through Spark Connect on the seam: what the tool does on it (the backend is
+:class:`~pi_notebook.sql.engines.spark_connect.SparkBackend`, the policy table
+:mod:`pi_notebook.sql.spark`)."""
 
 from pi_notebook.sql.engines.base import EngineInfo
 
@@ -9,11 +11,18 @@ ENGINE = EngineInfo(
     dialect="spark",
     url_scheme="sc://HOST:15002",
     schemes=("sc",),
-    read_only_backstop="none: the classifier only (Spark has no read-only mode); the tool "
-    "cannot connect to Spark yet",
-    bounds="none yet: the tool cannot connect to Spark",
-    cancel=None,
-    write_preview="none yet: the tool cannot connect to Spark",
-    connects=False,
-    tested_against="dialect only",
+    read_only_backstop="none: Spark has no read-only mode, so a read passes the classifier "
+    "only (writes, SET, CACHE/REFRESH, ADD JAR, temporary views, path reads and "
+    "reflect/java_method ask or are refused before anything reaches the cluster)",
+    bounds="the statement under limit(cap + 1) (a plan node: a sort becomes a top-N), its "
+    "Arrow result kept to the byte bound; the statement timeout interrupts the job",
+    cancel="interruptTag of the statement's operation tag (added on the thread that runs it); "
+    "no transactions: what a stopped write had done stays",
+    write_preview="no transaction to roll back: rows counted with the derived SELECT count(*), "
+    "else not measured (said so)",
+    estimate="EXPLAIN COST (sizeInBytes and rowCount of the optimized plan's scans)",
+    arrow=True,
+    read_path="Spark Connect's Arrow batches (DataFrame.toArrow)",
+    extra="spark",
+    modules=("pyspark", "grpc", "pyarrow"),
 )
