@@ -6,7 +6,8 @@ estimated and whether results come as Arrow (:class:`EngineInfo`).
 :func:`create_backend` is the one way a URL becomes the backend that runs its statements:
 the four SQLAlchemy engines share :class:`~pi_notebook.sql.backend.DatabaseBackend` (their
 per-engine paths live in ``pi_notebook.sql.backend``), chDB has :class:`ChdbBackend`, Snowflake
-:class:`SnowflakeBackend` (its own client, on :mod:`.warehouse_base`). A URL
+:class:`SnowflakeBackend` and BigQuery :class:`BigQueryBackend` (their own clients, on
+:mod:`.warehouse_base`). A URL
 whose engine's extra is missing is refused in one line naming the extra.
 """
 
@@ -30,12 +31,14 @@ from pi_notebook.sql.engines import (
     trino,
 )
 from pi_notebook.sql.engines.base import DialectOnly, EngineInfo, MissingExtra, ReadEstimate
+from pi_notebook.sql.engines.bigquery import BigQueryBackend
 from pi_notebook.sql.engines.chdb import ChdbBackend
 from pi_notebook.sql.engines.snowflake import SnowflakeBackend
 from pi_notebook.sql.engines.warehouse_base import WarehouseBackend
 
 __all__ = [
     "ENGINES",
+    "BigQueryBackend",
     "ChdbBackend",
     "DialectOnly",
     "EngineInfo",
@@ -61,8 +64,8 @@ ENGINES: tuple[EngineInfo, ...] = (
     bigquery.ENGINE,
 )
 """Every engine on the seam, in the order :func:`pi_notebook.database.engines` lists them:
-the embedded and SQLAlchemy ones, then the warehouses (Snowflake runs through its client, the
-``dialect only`` ones are classified, not connected)."""
+the embedded and SQLAlchemy ones, then the warehouses (Snowflake and BigQuery run through their
+clients, the ``dialect only`` ones are classified, not connected)."""
 
 
 def engine_for_url(url: str | URL) -> EngineInfo:
@@ -99,6 +102,8 @@ def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
         return ChdbBackend(url, **options)
     if info is snowflake.ENGINE:
         return SnowflakeBackend(url, **options)
+    if info is bigquery.ENGINE:
+        return BigQueryBackend(url, **options)
     options.setdefault("memory_capped", info.memory_capped)
     return DatabaseBackend(url, **options)
 
@@ -121,7 +126,8 @@ async def estimate_read(
 ) -> ReadEstimate:
     """The engine's estimate of what the read ``sql`` scans, at most one round trip before
     the read (ClickHouse ``EXPLAIN ESTIMATE``, PostgreSQL and DuckDB ``EXPLAIN (FORMAT
-    JSON)``, inside the read's own read-only transaction; Snowflake ``EXPLAIN USING JSON``). An engine without one (SQLite,
+    JSON)``, inside the read's own read-only transaction; Snowflake ``EXPLAIN USING JSON``;
+    a BigQuery dry run). An engine without one (SQLite,
     MySQL) or an estimate that fails says so, and the read follows the engine's own limits.
 
     Raises:
