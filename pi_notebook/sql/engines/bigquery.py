@@ -250,7 +250,8 @@ class BigQueryBackend(WarehouseBackend):
             client.cancel_job(job_id, project=self.target.project)
 
         with Running(canceller, cancel):
-            job = client.query(sql, job_config=self.job_config(), job_id=job_id)
+            # Not retried with a new id: a failed job (a write) is reported, not repeated.
+            job = client.query(sql, job_config=self.job_config(), job_id=job_id, job_retry=None)
             rows = job.result(max_results=max_results, page_size=_PAGE_ROWS,
                               timeout=self.settings.statement_timeout_s)  # fmt: skip
             result = consume((job, rows))
@@ -284,7 +285,8 @@ class BigQueryBackend(WarehouseBackend):
         return self._run(sql, canceller, take, max_results=read_limit(settings))
 
     def _read_frame(self, sql: str, canceller: Any) -> pd.DataFrame:
-        return self._run(sql, canceller, lambda done: done[1].to_dataframe())
+        return self._run(sql, canceller,
+                         lambda done: done[1].to_arrow(create_bqstorage_client=False).to_pandas())  # fmt: skip
 
     def _estimate(
         self, sql: str, *, canceller: Any, progress: Callable[[int], None] | None = None
