@@ -308,7 +308,9 @@ def test_each_job_carries_standard_sql_the_dataset_the_byte_cap_and_the_timeout(
         False, 5_000_000, 2500)  # fmt: skip
     assert str(config.default_dataset) == "proj.sales" and not config.dry_run
     assert dry.dry_run and dry.use_query_cache is False
-    default = create_backend("bigquery://proj").job_config()
+    bare = create_backend("bigquery://proj")
+    assert isinstance(bare, BigQueryBackend)
+    default = bare.job_config()
     assert default.maximum_bytes_billed == DEFAULT_MAXIMUM_BYTES_BILLED
     assert default.default_dataset is None
 

@@ -14,7 +14,6 @@ from pi_notebook.testing import ScriptedModel, text
 WAREHOUSE_URLS = {
     "spark": "sc://localhost:15002",
     "trino": "trino://analyst@localhost:8080/hive/sales",
-    "bigquery": "bigquery://my-project/sales",
 }
 
 
@@ -47,16 +46,15 @@ def test_dialect_only_warehouses_are_listed_with_what_their_engines_offer() -> N
     warehouses = frame.loc[list(WAREHOUSE_URLS)]
     assert set(warehouses["tested_against"]) == {"dialect only"}
     assert list(warehouses["dialect"]) == list(WAREHOUSE_URLS)
-    assert [scheme.split("://")[0] for scheme in warehouses["url_scheme"]] == [
-        "sc", "trino", "bigquery"]  # fmt: skip
+    assert [scheme.split("://")[0] for scheme in warehouses["url_scheme"]] == ["sc", "trino"]
     assert warehouses["cancel"].isna().all() and warehouses["estimate"].isna().all()
     assert not warehouses["arrow"].any()
     backstops = warehouses["read_only_backstop"]
     assert backstops["spark"].startswith("none: the classifier only (Spark has no read-only")
     assert "access-control.name=read-only" in backstops["trino"]
-    assert "maximum_bytes_billed" in backstops["bigquery"]
     assert all("cannot connect" in text for text in backstops)
-    assert set(frame.drop(index=[*WAREHOUSE_URLS, "snowflake"])["tested_against"]) == {"live"}
+    emulated = ["snowflake", "bigquery"]
+    assert set(frame.drop(index=[*WAREHOUSE_URLS, *emulated])["tested_against"]) == {"live"}
 
 
 def test_snowflake_runs_on_its_client_and_says_what_only_the_engine_guarantees() -> None:
@@ -66,6 +64,15 @@ def test_snowflake_runs_on_its_client_and_says_what_only_the_engine_guarantees()
     assert "STATEMENT_TIMEOUT_IN_SECONDS" in row["read_only_backstop"]
     assert "cannot show" in row["read_only_backstop"] and "abort_query" in row["cancel"]
     assert "EXPLAIN USING JSON" in row["estimate"]
+
+
+def test_bigquery_runs_on_its_client_and_says_what_only_the_project_guarantees() -> None:
+    row = pi_notebook.database.engines().set_index("engine").loc["bigquery"]
+    assert row["tested_against"] == "emulator" and row["arrow"]
+    backstop = row["read_only_backstop"]
+    assert "IAM roles" in backstop and "maximum_bytes_billed" in backstop
+    assert "cannot show" in backstop and "jobs.cancel" in row["cancel"]
+    assert "dry run" in row["estimate"] and "total_bytes_processed" in row["estimate"]
 
 
 @pytest.mark.parametrize(("engine", "url"), sorted(WAREHOUSE_URLS.items()))
@@ -93,14 +100,14 @@ def test_an_unknown_url_is_still_refused_naming_only_the_urls_the_tool_runs() ->
     with pytest.raises(ValueError, match="Unsupported database 'oracle'") as refused:
         engine_for_url("oracle://u@h/db")
     assert "sc://" not in str(refused.value) and "chdb:///PATH" in str(refused.value)
-    assert "snowflake://" in str(refused.value)
+    assert "snowflake://" in str(refused.value) and "bigquery://" in str(refused.value)
 
 
 def test_every_listed_engine_is_classified_and_dispatched() -> None:
     examples = {"sqlite": "sqlite:///x.db", "postgresql": "postgresql+psycopg://u@h/db",
                 "mysql": "mysql+pymysql://u@h/db", "duckdb": "duckdb:///x.duckdb",
                 "clickhouse": "chdb:///data/ch", "snowflake": "snowflake://u@acct/db/sales",
-                **WAREHOUSE_URLS}  # fmt: skip
+                "bigquery": "bigquery://my-project/sales", **WAREHOUSE_URLS}  # fmt: skip
     for info in ENGINES:
         assert classify("SELECT 1", info.dialect).kind == "read"
         assert classify("DELETE FROM t", info.dialect).kind == "write"

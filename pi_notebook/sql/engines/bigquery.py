@@ -188,14 +188,16 @@ class BigQuerySchema:
         read = self._backend.plain_read
         tables: list[TableRow] = [
             (str(name), "view" if "VIEW" in str(kind).upper() else "table", None)
-            for name, kind in read(f"SELECT table_name, table_type FROM {where}.TABLES "
-                                   "ORDER BY table_name")  # fmt: skip
+            for name, kind in read(
+                f"SELECT table_name, table_type FROM {where}.TABLES ORDER BY table_name"
+            )
         ]
         columns: list[ColumnRow] = [
             (str(table), str(name), str(type_), str(nullable).upper() == "YES", None, False)
             for table, name, type_, nullable in read(
                 "SELECT table_name, column_name, data_type, is_nullable FROM "
-                f"{where}.COLUMNS ORDER BY table_name, ordinal_position")  # fmt: skip
+                f"{where}.COLUMNS ORDER BY table_name, ordinal_position"
+            )
         ]
         return tables, columns
 
@@ -236,7 +238,9 @@ class BigQueryBackend(WarehouseBackend):
     def plain_read(self, sql: str) -> list[tuple[Any, ...]]:
         """The rows of a small metadata read, outside the policy path (the schema cache's)."""
         job = self.client.client().query(sql, job_config=self.job_config())
-        return [tuple(row.values()) for row in job.result(timeout=self.settings.statement_timeout_s)]
+        return [
+            tuple(row.values()) for row in job.result(timeout=self.settings.statement_timeout_s)
+        ]
 
     def _run(self, sql: str, canceller: Any, consume: Callable[[Any], _T], *, read: bool = True,
              max_results: int | None = None) -> _T:  # fmt: skip
