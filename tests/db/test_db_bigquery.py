@@ -26,7 +26,7 @@ pytest.importorskip("google.cloud.bigquery")
 
 import pi_notebook.database
 from pi_notebook import AgentSession, create_agent_session
-from pi_notebook.sql.backend import QueryTimeout
+from pi_notebook.sql.backend import QueryError, QueryTimeout
 from pi_notebook.sql.engines import BigQueryBackend, MissingExtra, create_backend, estimate_read
 from pi_notebook.sql.engines.bigquery import (
     DEFAULT_MAXIMUM_BYTES_BILLED,
@@ -342,3 +342,22 @@ def test_a_bigquery_url_without_the_extra_is_refused_in_one_line(
     assert str(refused.value) == (
         "bigquery needs the 'bigquery' extra: pip install \"pi-notebook[bigquery]\""
     )
+
+
+async def test_without_credentials_in_the_environment_a_read_fails_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Credentials are Application Default Credentials, never the URL's: with none (and no
+    metadata server asked), the error says how to set them up."""
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
+    monkeypatch.setenv("NO_GCE_CHECK", "true")
+    backend = create_backend("bigquery://proj/sales")
+    try:
+        with pytest.raises(QueryError) as failed:
+            await backend.run("r", "SELECT 1")
+    finally:
+        backend.dispose()
+    message = str(failed.value)
+    assert "\n" not in message and "Application Default Credentials" in message
+    assert message.startswith("Could not connect to bigquery://proj/sales")

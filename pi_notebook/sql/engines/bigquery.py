@@ -271,22 +271,21 @@ class BigQueryBackend(WarehouseBackend):
         canceller: Any,
         progress: Callable[[int], None] | None,
     ) -> Fetched:
-        if kind == "write" or _first_word(sql) not in _ROW_STARTS:
-            job = self._run(sql, canceller, lambda done: done[0], read=False)
-            return Fetched(columns=[], row_count=int(job.num_dml_affected_rows or 0),
-                           has_rows=False)  # fmt: skip
-
         def take(done: tuple[Any, Any]) -> Fetched:
-            rows = done[1]
+            job, rows = done
+            if kind == "write" or job.statement_type not in (None, "SELECT"):
+                return Fetched(columns=[], row_count=int(job.num_dml_affected_rows or 0),
+                               has_rows=False)  # fmt: skip
             fetched = take_arrow(rows.to_arrow_iterable(), lambda: _columns(rows), settings,
                                  progress)  # fmt: skip
             total = rows.total_rows
-            if total is not None:
+            if total is not None:  # BigQuery counts the result: exact without reading it
                 fetched.row_count, fetched.row_count_exact = int(total), True
                 fetched.truncated = int(total) > (fetched.kept or 0)
             return fetched
 
-        return self._run(sql, canceller, take, max_results=read_limit(settings))
+        return self._run(sql, canceller, take, read=kind == "read",
+                         max_results=read_limit(settings))  # fmt: skip
 
     def _read_frame(self, sql: str, canceller: Any) -> pd.DataFrame:
         return self._run(sql, canceller,
