@@ -56,17 +56,19 @@ def _unavailable(reason: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def bqemulator() -> Iterator[str]:
+def bqemulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The REST endpoint of a bqemulator on 127.0.0.1 (in memory)."""
     program = os.environ.get("PI_NOTEBOOK_BQEMULATOR",
                              str(ROOT / ".venv-bqemulator/bin/bqemulator"))  # fmt: skip
     if not os.access(program, os.X_OK):
         _unavailable(f"the bqemulator emulator is not installed at {program} (make builds it)")
     port = _free_port()
-    server = subprocess.Popen(
-        [program, "start", "--rest-port", str(port), "--grpc-port", str(_free_port()),
-         "--log-level", "error"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    log = tmp_path_factory.mktemp("bqemulator") / "stderr.log"
+    with log.open("wb") as errors:
+        server = subprocess.Popen(
+            [program, "start", "--rest-port", str(port), "--grpc-port", str(_free_port()),
+             "--log-level", "error", "--log-format", "console"],
+            stdout=subprocess.DEVNULL, stderr=errors)  # fmt: skip
     try:
         deadline = time.monotonic() + 90
         while True:
@@ -75,7 +77,8 @@ def bqemulator() -> Iterator[str]:
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    _unavailable("the bqemulator emulator did not start")
+                    last = log.read_text(errors="replace").strip().splitlines()[-1:]
+                    _unavailable(f"the bqemulator emulator did not start: {' '.join(last)}")
                 time.sleep(0.2)
         yield f"http://127.0.0.1:{port}"
     finally:
