@@ -208,6 +208,22 @@ async def test_s24_a_rejected_bigquery_write_changes_nothing(
     assert await _count(warehouse) == 100
 
 
+async def test_a_write_whose_rows_cannot_be_derived_says_there_is_no_transaction(
+    warehouse: str,
+) -> None:
+    backend = create_backend(warehouse)
+    try:
+        preview = await backend.preview(
+            "m", "MERGE orders t USING orders s ON t.id = s.id WHEN MATCHED THEN DELETE"
+        )
+        rows = await backend._run_as("read", "SELECT count(*) FROM orders")
+    finally:
+        backend.dispose()
+    assert preview.affected_rows is None
+    assert "no multi-statement transaction" in (preview.note or "")
+    assert rows.dataframe.iloc[0, 0] == 100
+
+
 def _corpus() -> list[str]:
     entries = CORPUS.read_text(encoding="utf-8").split("\n-- ;;\n")
     lines = [[ln for ln in e.splitlines() if not ln.startswith("-- ")] for e in entries]
