@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .agent.types import ToolResult
+from .agent.views import CallView
 from .ai.abort import AbortController, AbortError, AbortSignal
 from .ai.messages import (
     AssistantMessage,
@@ -47,6 +48,8 @@ __all__ = [
     "AgentSession",
     # Messages
     "AssistantMessage",
+    # How a tool shows its calls
+    "CallView",
     # Extensions and tools
     "ExtensionAPI",
     "ExtensionContext",

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from ..ai.abort import AbortSignal
 from ..ai.messages import AssistantMessage, Message, ResultContent, ToolCall, Usage
 from ..ai.model import ToolSchema
+from .views import CallDescriber
 
 __all__ = [
     "AfterToolCallContext",
@@ -58,7 +59,8 @@ class AgentTool(Generic[P]):
     ``execute(tool_call_id, params, signal, on_update)`` may raise: the exception's
     message becomes an error tool result. ``prepare_arguments`` receives a copy of the
     raw arguments and returns what gets validated; it may raise (its message becomes
-    the error text).
+    the error text). ``describe_call`` (optional) says how a call is shown (see
+    :mod:`pi_notebook.agent.views`); the core never calls it.
     """
 
     name: str
@@ -68,6 +70,7 @@ class AgentTool(Generic[P]):
     execute: Callable[[str, P, AbortSignal, ToolUpdateCallback], Awaitable[ToolResult]]
     prepare_arguments: Callable[[Any], Any] | None = None
     execution_mode: ExecutionMode | None = None
+    describe_call: CallDescriber | None = None
     _schema: tuple[type[BaseModel], dict[str, Any]] | None = field(
         default=None, init=False, repr=False, compare=False
     )

@@ -2,8 +2,11 @@
 
 It is not a language model and says so. It follows four rules:
 
-1. If the user's message holds SQL, and ``query_database`` is offered, it calls
-   ``query_database`` with that SQL. SQL is either a fenced block (```` ```sql ````: the
+1. If the user's message holds SQL, and a tool that runs SQL is offered, it calls that tool
+   with the SQL. It takes the tool from what it is offered, never by a name it knows: the
+   first offered tool whose description says "SQL" and that takes a string argument (the
+   first required one gets the statement; the database extension's query tool is one). SQL
+   is either a fenced block (```` ```sql ````: the
    user said it is SQL), or a paragraph on its own that
 
    - starts with a SQL keyword, has the shape of that statement and parses, and
@@ -34,7 +37,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .abort import AbortSignal
 from .events import AssistantMessageEvent
@@ -42,9 +45,16 @@ from .messages import Message, ToolResultMessage, UserMessage, content_text
 from .model import Context, ToolSchema
 from .stream import AssistantStream
 
-__all__ = ["OfflineModel", "SchemaView", "extract_sql", "schema_view", "understood_request"]
+__all__ = [
+    "OfflineModel",
+    "SchemaView",
+    "SqlTool",
+    "extract_sql",
+    "schema_view",
+    "sql_tool",
+    "understood_request",
+]
 
-SQL_TOOL = "query_database"
 _FENCE = re.compile(r"```(?:sql)?[ \t]*\n(.*?)```", re.IGNORECASE | re.DOTALL)
 _I = re.IGNORECASE | re.DOTALL
 _NAME = r"[\w.\"`\[\]]+"
@@ -324,11 +334,44 @@ def understood_request(prompt: str, dialect: str | None = None) -> tuple[str, st
     return None
 
 
-def _dialect(tools: Sequence[ToolSchema]) -> str | None:
+@dataclass(frozen=True, kw_only=True)
+class SqlTool:
+    """The offered tool that runs SQL: its name, the argument the statement goes in, and the
+    dialect its description names (``"(sqlite dialect)"``), if any."""
+
+    name: str
+    argument: str
+    dialect: str | None
+
+
+def sql_tool(tools: Sequence[ToolSchema]) -> SqlTool | None:
+    """The first offered tool whose description says "SQL" and that takes a string argument
+    (its first required one, else its first one); ``None`` when none is offered."""
     for tool in tools:
-        if tool.name == SQL_TOOL:
-            found = re.search(r"\((\w+) dialect\)", tool.description)
-            return found.group(1) if found else None
+        if not re.search(r"\bSQL\b", tool.description):
+            continue
+        raw: Any = tool.parameters.get("properties")
+        if not isinstance(raw, dict):
+            continue
+        properties = cast(dict[str, Any], raw)
+        required: Any = tool.parameters.get("required")
+        listed = cast(list[Any], required) if isinstance(required, list) else []
+        order: list[Any] = [*listed, *properties]
+        for name in order:
+            spec: Any = properties.get(name) if isinstance(name, str) else None
+            if isinstance(spec, dict) and cast(dict[str, Any], spec).get("type") == "string":
+                found = re.search(r"\((\w+) dialect\)", tool.description)
+                return SqlTool(name=tool.name, argument=name,
+                               dialect=found.group(1) if found else None)  # fmt: skip
+    return None
+
+
+def _dialect(tools: Sequence[ToolSchema]) -> str | None:
+    """The dialect an offered tool's description names (``"(sqlite dialect)"``), if any."""
+    for tool in tools:
+        found = re.search(r"\((\w+) dialect\)", tool.description)
+        if found:
+            return found.group(1)
     return None
 
 
@@ -349,7 +392,7 @@ def _summary(result: ToolResultMessage) -> str:
     return f"`{result.tool_name}` finished{how}: {first or 'no output'}"
 
 
-def _help(tool_names: list[str], why: str | None = None) -> str:
+def _help(tool_names: list[str], why: str | None = None, runs_sql: str | None = None) -> str:
     tools = ", ".join(tool_names) if tool_names else "none"
     lead = "I am the offline demo model: a few rules, not an LLM, so I did not understand that."
     if why:
@@ -364,7 +407,8 @@ def _help(tool_names: list[str], why: str | None = None) -> str:
         '- **list the tables** ("list the tables")\n'
         '- **describe a table** ("describe customers")\n'
         '- **count rows** ("how many orders are there?", "how many orders per status?")\n'
-        f"- **run the SQL you paste** with `{SQL_TOOL}`: in a ```sql block, or a statement on "
+        f"- **run the SQL you paste** with {f'`{runs_sql}`' if runs_sql else 'a tool that runs SQL'}"
+        ": in a ```sql block, or a statement on "
         "its own line that names tables and columns of the database\n\n"
         f"Active tools: {tools}. For real answers, choose a model with "
         "`%pi_model openai:<model>` or `%pi_model anthropic:<model>`."
@@ -378,7 +422,7 @@ class OfflineModel:
     provider = "offline"
 
     def _answer(self, context: Context) -> tuple[str, str | None]:
-        """(text, sql to run or None)."""
+        """(text, sql to run or None): the SQL goes to :func:`sql_tool` of the offered tools."""
         tool_names = [t.name for t in context.tools]
         messages: Sequence[Message] = context.messages
         last = messages[-1] if messages else None
@@ -390,10 +434,11 @@ class OfflineModel:
                 results.append(message)
             return " ".join(_summary(r) for r in reversed(results)), None
         prompt = content_text(last.content) if isinstance(last, UserMessage) else ""
-        dialect = _dialect(context.tools)
+        runs_sql = sql_tool(context.tools)
+        dialect = runs_sql.dialect if runs_sql is not None else _dialect(context.tools)
         schema = schema_view(context.system_prompt)
         sql, why = _find_sql(prompt, dialect, schema)
-        what = "Running this SQL with `query_database`."
+        what = f"Running this SQL with `{runs_sql.name if runs_sql else 'a SQL tool'}`."
         if sql is None and why is None:
             understood = understood_request(prompt, dialect)
             if understood is not None:
@@ -401,15 +446,15 @@ class OfflineModel:
                 why = unknown_name(understood[1], dialect, schema) if schema else None
                 if why is None:
                     what, sql = understood
-        if sql and SQL_TOOL in tool_names:
+        if sql and runs_sql is not None:
             return what, sql
         if sql:
             return (
-                f"I found SQL in your prompt, but the `{SQL_TOOL}` tool is not active in this "
+                "I found SQL in your prompt, but a tool that runs SQL is not active in this "
                 "session, so I cannot run it.",
                 None,
             )
-        return _help(tool_names, why), None
+        return _help(tool_names, why, runs_sql.name if runs_sql else None), None
 
     def _events(
         self, context: Context, signal: AbortSignal | None
@@ -424,10 +469,11 @@ class OfflineModel:
                 return
             yield out.text_delta(word)
         yield out.text_end()
-        if sql is not None:
-            index, event = out.tool_call_start(id=f"offline_{next(_ids)}", name=SQL_TOOL)
+        runs_sql = sql_tool(context.tools)
+        if sql is not None and runs_sql is not None:
+            index, event = out.tool_call_start(id=f"offline_{next(_ids)}", name=runs_sql.name)
             yield event
-            yield out.tool_call_delta(index, json.dumps({"sql": sql}))
+            yield out.tool_call_delta(index, json.dumps({runs_sql.argument: sql}))
             yield out.tool_call_end(index)
         yield out.done()
 

@@ -23,6 +23,8 @@ from typing import (
     runtime_checkable,
 )
 
+from ..agent.views import CallView, default_call_view
+
 if TYPE_CHECKING:
     import pandas as pd  # pyright: ignore[reportMissingTypeStubs]
 
@@ -125,6 +127,8 @@ class ApprovalRequest:
         grant_scope: a scope the UI may offer to grant instead of this one approval (taken
             from the statement; the person may narrow or widen it), or ``None`` when this
             call cannot be covered by a grant.
+        view: how the call reads, as its tool describes it (its code, language and other
+            arguments); ``None``: a UI shows the arguments (see :meth:`call_view`).
     """
 
     tool_call_id: str
@@ -137,6 +141,11 @@ class ApprovalRequest:
     editable: bool = False
     timeout_s: float | None = None
     grant_scope: Grant | None = None
+    view: CallView | None = None
+
+    def call_view(self) -> CallView:
+        """:attr:`view`, or the default: the title and the arguments."""
+        return self.view if self.view is not None else default_call_view(self.title, self.args)
 
 
 @dataclass(frozen=True)

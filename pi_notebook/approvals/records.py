@@ -24,6 +24,8 @@ from pi_notebook.identity import requester
 if TYPE_CHECKING:
     import pandas as pd  # pyright: ignore[reportMissingTypeStubs]
 
+    from ..agent.views import ViewOf
+
 __all__ = [
     "APPROVAL_COLUMNS",
     "APPROVAL_KINDS",
@@ -218,6 +220,12 @@ APPROVAL_COLUMNS = [
 """The columns of :func:`approvals_dataframe`: every :class:`ApprovalRecord` field."""
 
 
+def _code(view_of: ViewOf | None, tool_name: Any, args: Any) -> str | None:
+    if view_of is None or not isinstance(tool_name, str) or not isinstance(args, dict):
+        return None
+    return _opt(view_of(tool_name, args).code)
+
+
 class _AuditReader(Protocol):
     def to_dataframe(
         self,
@@ -234,6 +242,7 @@ def approvals_dataframe(
     *,
     session: str | None = None,
     tool_call_id: str | None = None,
+    call_views: ViewOf | None = None,
 ) -> pd.DataFrame:
     """Every decision in ``audit`` (all sessions unless ``session``), oldest first.
 
@@ -243,11 +252,15 @@ def approvals_dataframe(
     (why it did not run, when it did not), tool_name, kind, grant_id, user, session_id, tool_call_id, args_hash,
     original_args_hash, policy_version, audit_hash. Values are as the audit stored them, so
     its redaction applies (a password literal in an approved statement is masked here too).
-    ``audit=None`` gives the empty frame with these columns.
+    ``audit=None`` gives the empty frame with these columns. ``sql`` is the code the tool shows
+    for the approved arguments (``call_views``, default the log's own ``call_views``: see
+    :func:`approval_records`).
     """
     import pandas as pd  # pyright: ignore[reportMissingTypeStubs]
 
-    records = approval_records(audit, session=session, tool_call_id=tool_call_id)
+    records = approval_records(
+        audit, session=session, tool_call_id=tool_call_id, call_views=call_views
+    )
     frame: Any = pd.DataFrame([asdict(r) for r in records], columns=APPROVAL_COLUMNS)
     frame["timestamp"] = cast(Any, pd).to_datetime(frame["timestamp"], utc=True)
     frame["affected_rows"] = frame["affected_rows"].astype("Int64")
@@ -255,11 +268,23 @@ def approvals_dataframe(
 
 
 def approval_records(
-    audit: _AuditReader | None, *, session: str | None = None, tool_call_id: str | None = None
+    audit: _AuditReader | None,
+    *,
+    session: str | None = None,
+    tool_call_id: str | None = None,
+    call_views: ViewOf | None = None,
 ) -> list[ApprovalRecord]:
-    """The decisions of :func:`approvals_dataframe`, as :class:`ApprovalRecord` objects."""
+    """The decisions of :func:`approvals_dataframe`, as :class:`ApprovalRecord` objects.
+
+    A record's ``sql`` is the code its tool shows for the approved arguments:
+    ``call_views(tool_name, args).code`` (default: the log's ``call_views``, which a session
+    sets to its tools' views); ``None`` without views or for a tool that shows no code.
+    """
     if audit is None:
         return []
+    view_of: ViewOf | None = (
+        call_views if call_views is not None else getattr(audit, "call_views", None)
+    )
     frame: Any = audit.to_dataframe(session=session, tool_call_id=tool_call_id,
                                     kind=list(APPROVAL_KINDS))  # fmt: skip
     out: list[ApprovalRecord] = []
@@ -285,7 +310,7 @@ def approval_records(
                     payload.get("decision", "granted" if kind == "grant_use" else None)
                 ),
                 policy_version=_opt(row.get("policy_version")),
-                sql=_opt(cast(dict[str, Any], args).get("sql")) if isinstance(args, dict) else None,
+                sql=_code(view_of, row.get("tool_name"), args),
                 user=_opt(payload.get("user", row.get("user"))),
                 requester=_opt(payload.get("requester")),
                 approver=_opt(payload.get("approver")),
@@ -337,19 +362,24 @@ class AuditApprovals:
 
     Args:
         audit: the audit log (``None``: no audit, so no decisions on record).
+        call_views: how the tools' calls read (a record's ``sql`` is its code); ``None``: the
+            log's own ``call_views``.
     """
 
-    def __init__(self, audit: _AuditReader | None) -> None:
+    def __init__(self, audit: _AuditReader | None, call_views: ViewOf | None = None) -> None:
         self.audit = audit
+        self.call_views = call_views
 
     def records(
         self, *, tool_call_id: str | None = None, session: str | None = None
     ) -> list[ApprovalRecord]:
         """Decisions in order, optionally of one call or one session."""
-        return approval_records(self.audit, session=session, tool_call_id=tool_call_id)
+        return approval_records(self.audit, session=session, tool_call_id=tool_call_id,
+                                call_views=self.call_views)  # fmt: skip
 
     def to_dataframe(
         self, *, tool_call_id: str | None = None, session: str | None = None
     ) -> pd.DataFrame:
         """Decisions as a DataFrame (see :func:`approvals_dataframe`)."""
-        return approvals_dataframe(self.audit, session=session, tool_call_id=tool_call_id)
+        return approvals_dataframe(self.audit, session=session, tool_call_id=tool_call_id,
+                                   call_views=self.call_views)  # fmt: skip

@@ -23,6 +23,7 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ValidationError
 
+from pi_notebook.agent.views import CallDescriber, call_view
 from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.approvals.capabilities import CapabilityStore
 from pi_notebook.approvals.gate import GateAnswer, ask
@@ -110,7 +111,8 @@ class ToolApprovals:
             return None
         return await self.gate(tool_call_id=tool_call_id, tool_name=definition.name,
                                title=definition.label or definition.name, rule=rule,
-                               params=params, ctx=ctx(), signal=signal)  # fmt: skip
+                               params=params, ctx=ctx(), signal=signal,
+                               describe=getattr(definition, "describe_call", None))  # fmt: skip
 
     async def before_execute(self, tool_call_id: str, definition: Any, params: BaseModel) -> None:
         """The wrapper's hook right before ``execute``: :meth:`check` for ``definition``."""
@@ -127,8 +129,11 @@ class ToolApprovals:
         params: BaseModel,
         ctx: Any,
         signal: AbortSignal | None,
+        describe: CallDescriber | None = None,
     ) -> str | None:
         """Ask for approval if the call needs it; the block reason, or ``None`` to go on.
+
+        ``describe`` is the tool's ``describe_call``: the request shows the call by it.
 
         On approval the decision is committed to the audit first, then the call gets a
         one-shot capability for the hash of its final arguments. Edited arguments are
@@ -152,7 +157,8 @@ class ToolApprovals:
             return f"Not run: the arguments cannot be approved ({_describe(exc)})."
         request = ApprovalRequest(tool_call_id=tool_call_id, tool_name=tool_name, title=title,
                                   args=args, args_hash=approved_hash, reasons=(reason,),
-                                  editable=True, timeout_s=self.timeout_s)  # fmt: skip
+                                  editable=True, timeout_s=self.timeout_s,
+                                  view=call_view(title, args, describe))  # fmt: skip
         answer = await ask(request, ctx, signal=signal)
         entry, block = self._settle(answer, request, params)
         try:

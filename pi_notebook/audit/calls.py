@@ -3,6 +3,11 @@
 Calls are keyed by (session_id, tool_call_id): model-issued ids repeat across sessions. The
 wait for a person is a column of its own, and ``duration_ms`` excludes it. What does not belong
 here: reading the store (``frames``).
+
+A call's statement is the backend's own record of it (``final_args``, ``query_refused``,
+``capability_mismatch`` carry ``sql``); for a call that never reached the backend it is the code
+its tool shows for the call's raw arguments (``view_of(tool_name, args).code``, from the tool's
+``describe_call``), when the caller knows the tools.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from ..agent.views import ViewOf
 
 __all__ = ["CALL_COLUMNS", "summarise_calls"]
 
@@ -72,12 +79,14 @@ def _new(session_id: Any, call_id: Any, ts: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _apply(row: dict[str, Any], kind: str, ts: Any, p: dict[str, Any]) -> None:
+def _apply(
+    row: dict[str, Any], kind: str, ts: Any, p: dict[str, Any], view_of: ViewOf | None
+) -> None:
     if kind == "tool_execution_start":
         row["started_at"] = ts
         args = p.get("args")
-        if isinstance(args, dict) and isinstance(args.get("sql"), str):
-            row["raw_sql"] = args["sql"]
+        if view_of is not None and isinstance(args, dict) and isinstance(row["tool_name"], str):
+            row["raw_sql"] = view_of(row["tool_name"], args).code
     elif kind == "tool_call":
         decision = p.get("decision")
         if decision is not None and row["gate"] in (None, "seen", "allowed"):
@@ -145,12 +154,13 @@ def _finish(row: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def summarise_calls(frame: pd.DataFrame) -> pd.DataFrame:
+def summarise_calls(frame: pd.DataFrame, view_of: ViewOf | None = None) -> pd.DataFrame:
     """One row per (session_id, tool_call_id) of a records frame, in order of first record.
 
     Columns, in this order: decision (the approval's, or ``granted``; else the ``tool_call``
     chain's: allowed / blocked); outcome (ok, error, refused, aborted, blocked, or incomplete
-    without an end); sql (the final arguments' statement, else the raw arguments'); rows (the
+    without an end); sql (the final arguments' statement, else the code ``view_of`` shows for
+    the raw arguments, when it is given); rows (the
     statement's row count); duration_ms (start to end without the approval wait);
     execution_ms (the statement's time at the backend, else duration_ms); approval_wait_ms
     (the person's time to decide); started_at, ended_at (UTC); tool_name; is_error; then the
@@ -171,7 +181,7 @@ def summarise_calls(frame: pd.DataFrame) -> pd.DataFrame:
         if row["tool_name"] is None and isinstance(tool_name, str):
             row["tool_name"] = tool_name
         if kind in _READ:
-            _apply(row, kind, ts, _payload(payload))
+            _apply(row, kind, ts, _payload(payload), view_of)
     out = pd.DataFrame([_finish(r) for r in calls.values()], columns=CALL_COLUMNS)
     out["is_error"] = out["is_error"].astype("boolean")
     out["rows"] = pd.Series(pd.to_numeric(out["rows"], errors="coerce"), index=out.index).astype(

@@ -37,6 +37,8 @@ from .writer import Writer
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..agent.views import ViewOf
+
 __all__ = ["AuditLog", "default_audit_url"]
 
 _log = logging.getLogger("pi_notebook.audit")
@@ -59,6 +61,10 @@ class AuditLog:
             ``AuditUnavailableError``.
         linger_s: How long ordinary records wait to share a transaction (group commit); a
             durable record or a flush commits at once.
+        call_views: How its calls read (``view_of(tool_name, args)``, from each tool's
+            ``describe_call``), for the summaries: ``calls_dataframe`` shows the code of a call
+            that never reached the backend. A session sets it to its own tools' views when it
+            writes to this log; ``None`` (a log read without its tools) shows no such code.
 
     Raises:
         sqlalchemy.exc.SQLAlchemyError: The store cannot be reached or its schema created.
@@ -75,7 +81,9 @@ class AuditLog:
         max_payload_bytes: int = 16384,
         durable_timeout_s: float = DURABLE_TIMEOUT_S,
         linger_s: float = 0.05,
+        call_views: ViewOf | None = None,
     ) -> None:
+        self.call_views: ViewOf | None = call_views
         if session_id is not None and (
             not isinstance(session_id, str)
             or not 0 < len(session_id) <= 64
@@ -392,18 +400,22 @@ class AuditLog:
                     out[call_id] = digest
         return out
 
-    def calls_dataframe(self, session: str | None = None) -> pd.DataFrame:
+    def calls_dataframe(
+        self, session: str | None = None, *, call_views: ViewOf | None = None
+    ) -> pd.DataFrame:
         """One row per (session_id, tool_call_id): session_id, tool_call_id, tool_name, sql,
         args_hash, decision, outcome, rows, is_error, approval_wait_ms, execution_ms,
         duration_ms (without the approval wait), started_at, ended_at (see
-        ``calls.summarise_calls``). ``session=None`` means every session in the store."""
+        ``calls.summarise_calls``). ``session=None`` means every session in the store.
+        ``call_views`` (default: this log's) says how the tools' calls read."""
         from .calls import summarise_calls
         from .frames import read_records
 
         if not self._closed:
             self.flush()
         return summarise_calls(
-            read_records(self.engine, session=session, calls_only=True, decode=False)
+            read_records(self.engine, session=session, calls_only=True, decode=False),
+            call_views if call_views is not None else self.call_views,
         )
 
 

@@ -163,6 +163,15 @@ class FinalArgs(AuditRecord):
     """The classifier's reasons."""
     dialect: str = ""
     """The sqlglot dialect it was checked with."""
+    db_role: str | None = None
+    """The database role it runs under (PostgreSQL ``role_per_user``; ``None``, and left
+    out of the payload, otherwise)."""
+
+    def payload(self) -> dict[str, Any]:
+        out = super().payload()
+        if self.db_role is None:
+            del out["db_role"]
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -222,6 +231,14 @@ class WritePreviewRecord(AuditRecord):
     """What the person is told beside the count."""
     error: str | None = None
     """The short error (``error``)."""
+    db_role: str | None = None
+    """The database role it was measured under (left out of the payload when ``None``)."""
+
+    def payload(self) -> dict[str, Any]:
+        out = super().payload()
+        if self.db_role is None:
+            del out["db_role"]
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,6 +24,7 @@ from pi_notebook.database.extension import (
 )
 from pi_notebook.database.policy import DataPolicy, load_policy
 from pi_notebook.database.semantic import SemanticLayer, load_semantic, sample_semantic_path
+from pi_notebook.database.views import call_views, query_call_view
 
 __all__ = [
     "DataPolicy",
@@ -31,10 +32,12 @@ __all__ = [
     "DescribeDatabaseParams",
     "QueryDatabaseParams",
     "SemanticLayer",
+    "call_views",
     "database_extension",
     "engines",
     "load_policy",
     "load_semantic",
+    "query_call_view",
     "register",
     "sample_semantic_path",
 ]

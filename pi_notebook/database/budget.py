@@ -24,6 +24,7 @@ from pi_notebook.approvals import (
     commit_record,
 )
 from pi_notebook.approvals.tools import unrecorded
+from pi_notebook.database.views import query_call_view
 from pi_notebook.errors import AbortError
 from pi_notebook.sql import POLICY_VERSION
 from pi_notebook.sql.backend import DatabaseBackend, query_args_hash
@@ -115,6 +116,7 @@ def install_read_budget(pi: ExtensionAPI, backend: DatabaseBackend, budget: Read
         args_hash = query_args_hash(sql, backend.dialect)
         request = ApprovalRequest(tool_call_id=event.tool_call_id, tool_name=TOOL_NAME,
                                   title=TITLE, args={"sql": sql}, args_hash=args_hash,
+                                  view=query_call_view({"sql": sql}),
                                   reasons=reasons, editable=False,
                                   timeout_s=approval_timeout_s)  # fmt: skip
         answer = await ask(request, ctx, message=sql, no_ui_reason=_NO_UI)

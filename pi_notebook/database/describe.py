@@ -26,6 +26,7 @@ from pi_notebook.extensions import ExtensionAPI, ToolDefinition, define_tool
 from .names import DESCRIBE_TOOL
 from .schema import SchemaCache, SchemaInfo, TableInfo, matching_tables
 from .semantic import SemanticLayer
+from .views import DESCRIBE_LABEL
 
 if TYPE_CHECKING:
     from .policy import DataPolicy
@@ -294,7 +295,7 @@ def make_describe_tool(
     return define_tool(
         ToolDefinition(
             name=DESCRIBE_TOOL,
-            label="Describe database",
+            label=DESCRIBE_LABEL,
             description=(
                 "Describe the connected database: tables and views, columns with types, primary "
                 "and foreign keys, comments and descriptions, a glossary and example queries. "

@@ -1,8 +1,10 @@
 """``engines()``: the table of engines the tool runs, with each one's walls (third wave).
 
 One row per engine on the seam (:mod:`pi_notebook.sql.engines`): the four first-wave engines
-and ClickHouse through chDB, then the warehouses whose dialect alone is supported so far
-(Spark SQL, Trino, Snowflake, BigQuery: ``dialect only``, their URLs refused).
+and ClickHouse through chDB; a ClickHouse server and Trino, which the tool connects to but
+whose client paths were tested against a scripted HTTP server only (``dialect only``, and
+their rows say so); then the warehouses whose dialect alone is supported so far (Spark SQL,
+Snowflake, BigQuery: ``dialect only``, their URLs refused).
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ def engines() -> pd.DataFrame:
     ``dialect only``).
 
     >>> list(engines()["engine"])  # doctest: +NORMALIZE_WHITESPACE
-    ['sqlite', 'postgresql', 'mysql', 'duckdb', 'clickhouse', 'spark', 'trino',
-     'snowflake', 'bigquery']
+    ['sqlite', 'postgresql', 'mysql', 'duckdb', 'clickhouse', 'clickhouse server', 'trino',
+     'spark', 'snowflake', 'bigquery']
     """
     rows = [
         {
@@ -85,6 +87,12 @@ def engines_markdown(columns: tuple[str, ...] = ("engine", "url_scheme", "extra"
                          else "built in" if info.connects else "not yet")  # fmt: skip
             elif column == "url_scheme":
                 value = f"`{info.url_scheme}`"
+            elif (
+                column == "tested_against"
+                and info.connects
+                and info.tested_against == "dialect only"
+            ):
+                value = "dialect only (its client path against a scripted server, never a live one)"
             elif column == "arrow":
                 value = "yes" if info.arrow else "no"
             else:

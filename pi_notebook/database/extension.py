@@ -34,10 +34,12 @@ from pi_notebook.database.policy import DataPolicy, load_policy
 from pi_notebook.database.schema import SchemaCache
 from pi_notebook.database.semantic import load_semantic
 from pi_notebook.database.tool import ContentPolicy, QueryDatabaseParams, make_query_tool
+from pi_notebook.database.views import call_views
 from pi_notebook.extensions import ExtensionAPI
 from pi_notebook.sample_db import sample_database_url
 from pi_notebook.sql import classify
 from pi_notebook.sql.backend import DatabaseBackend
+from pi_notebook.sql.backend.roles import RoleFor
 from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
 from pi_notebook.sql.engines import create_backend, schema_source
 
@@ -72,6 +74,12 @@ class DatabaseExtension:
             ``ReviewQueue(STORE).decide``) instead of the local prompt; the requester never
             approves their own request; ``timeout_s`` defaults to ``approval_timeout_s``
             (see :mod:`pi_notebook.approvals.review`).
+        role_per_user: PostgreSQL only: each statement runs under ``SET LOCAL ROLE`` to the
+            role of whom the call acts for (the notebook's user, or an MCP request's
+            subject), so the database's own privileges apply per person; the login may only
+            assume the roles granted to it. Refused at start on any other engine.
+        role_for: the role of each user: a mapping ``{"ana": "analyst_ana"}`` or a function
+            of the user's name (default: the user's name itself).
     """
 
     def __init__(self, url: str | None = None, *, row_cap: int = 10_000,
@@ -83,6 +91,7 @@ class DatabaseExtension:
                  max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
                  read_budget: ReadBudget | Mapping[str, Any] | None = None,
                  review: ReviewSettings | Mapping[str, Any] | None = None,
+                 role_per_user: bool = False, role_for: RoleFor | None = None,
                  ) -> None:  # fmt: skip
         self.url = url
         self.row_cap = row_cap
@@ -93,7 +102,7 @@ class DatabaseExtension:
         self.keep_results = keep_results
         self.results: OrderedDict[str, pd.DataFrame] = OrderedDict()
         self.backend: DatabaseBackend | None = None
-        self.approvals = AuditApprovals(None)
+        self.approvals = AuditApprovals(None, call_views)
         self.grants = GrantStore(None)
         self.edits: dict[str, Edit] = {}
         self.content_policy: ContentPolicy | None = None
@@ -104,6 +113,8 @@ class DatabaseExtension:
         self.data_policy = load_policy(data_policy) if data_policy is not None else None
         self.read_budget = ReadBudget.of(read_budget) if read_budget is not None else None
         self.review = ReviewSettings.of(review) if review is not None else None
+        self.role_per_user = role_per_user
+        self.role_for = role_for
 
     def keep_result(self, tool_call_id: str, frame: pd.DataFrame) -> None:
         """Remember ``frame`` as the result of ``tool_call_id`` (the last ``keep_results``)."""
@@ -124,12 +135,15 @@ class DatabaseExtension:
 
     def __call__(self, pi: ExtensionAPI) -> None:
         url = self.url or os.environ.get(ENV_URL) or sample_database_url()
+        roles: dict[str, Any] = {}
+        if self.role_per_user or self.role_for is not None:  # only then: other engines' options
+            roles = {"role_per_user": self.role_per_user, "role_for": self.role_for}
         backend = create_backend(url, row_cap=self.row_cap, approvals=CapabilityStore(),
                                  statement_timeout_s=self.statement_timeout_s,
-                                 max_result_bytes=self.max_result_bytes)  # fmt: skip
+                                 max_result_bytes=self.max_result_bytes, **roles)  # fmt: skip
         self.backend = backend
         # Decisions are on record in the session's audit; this is the view of them.
-        self.approvals = AuditApprovals(pi.audit)
+        self.approvals = AuditApprovals(pi.audit, call_views)
         # Grants never outlive their session: this session's gate uses this store, and closing
         # the session revokes this store's grants only (not those of a newer session that
         # uses the same extension object).

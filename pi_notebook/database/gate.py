@@ -38,6 +38,7 @@ from pi_notebook.database.grants import ActiveGrant, GrantStore
 from pi_notebook.database.names import TOOL_NAME
 from pi_notebook.database.scope import StatementScope
 from pi_notebook.database.triggers import hidden_effects
+from pi_notebook.database.views import query_call_view
 from pi_notebook.errors import AbortError, GrantError, QueryRefused
 from pi_notebook.sql import POLICY_VERSION
 from pi_notebook.sql.backend import DatabaseBackend, query_args_hash
@@ -236,6 +237,7 @@ class _Call:
         for round_ in range(1, MAX_ASK_ROUNDS + 1):
             request = ApprovalRequest(tool_call_id=self.call_id, tool_name=TOOL_NAME,
                                       title=TITLE, args={"sql": shown.sql},
+                                      view=query_call_view({"sql": shown.sql}),
                                       args_hash=shown.args_hash, reasons=reasons,
                                       preview=shown.preview, editable=True,
                                       timeout_s=self.timeout_s,

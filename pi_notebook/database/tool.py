@@ -17,6 +17,7 @@ from pi_notebook.ai.messages import TextContent
 from pi_notebook.database.content import ContentPolicy, ModelContent
 from pi_notebook.database.gate import audit_of
 from pi_notebook.database.names import TOOL_NAME
+from pi_notebook.database.views import QUERY_LABEL, query_call_view
 from pi_notebook.extensions import ExtensionAPI, ToolDefinition, define_tool
 from pi_notebook.secrets import safe_url
 from pi_notebook.sql.backend import DatabaseBackend
@@ -93,7 +94,7 @@ def make_query_tool(
     return define_tool(
         ToolDefinition(
             name=TOOL_NAME,
-            label="Query database",
+            label=QUERY_LABEL,
             description=(
                 f"Run one SQL statement ({backend.dialect} dialect) on the connected database "
                 "and return the rows. Reads run at once; writes and anything with side effects "
@@ -102,6 +103,7 @@ def make_query_tool(
             parameters=QueryDatabaseParams,
             execute=execute,
             execution_mode="sequential",
+            describe_call=query_call_view,
             prompt_snippet=(
                 f"run one SQL statement on the {backend.dialect} database {safe_url(backend.url)}"
             ),

@@ -1,5 +1,6 @@
 """The extension system (layer 3): definitions, the API, the loader, the runner, the wrapper."""
 
+from ..agent.views import CallView
 from .api import ExtensionAPI, ToolRegistrationError
 from .context import ExtensionContext
 from .events import (
@@ -32,6 +33,7 @@ __all__ = [
     "BeforeProviderRequestEvent",
     "BeforeProviderRequestEventResult",
     "CallBoundUI",
+    "CallView",
     "ContextEvent",
     "ContextEventResult",
     "Diagnostic",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from pydantic import BaseModel
 
 from ..agent.types import ExecutionMode, ToolResult, ToolUpdateCallback
+from ..agent.views import CallDescriber
 from ..ai.abort import AbortSignal
 
 if TYPE_CHECKING:
@@ -48,6 +49,14 @@ class ToolDefinition(Generic[P]):
     ``None`` when it does not (it may raise: the call is then blocked). The approval binds
     to the hash of the canonical JSON of the final arguments, after every ``tool_call``
     handler, and is checked again right before ``execute``.
+
+    ``describe_call(args)`` (optional) says how a call reads: a ``CallView`` with a title, one
+    block of code and its language (the argument it is, so an edit goes back into it), and
+    the other arguments worth showing. The notebook (cards, record, approval prompts), the
+    audit and approval summaries and the MCP server's questions render it; a tool without
+    one is shown by its label and its arguments. It gets the arguments as plain JSON values
+    (as the model sent them, or as recorded) and should not raise: a failure is logged and
+    the default view is shown.
     """
 
     name: str
@@ -60,6 +69,7 @@ class ToolDefinition(Generic[P]):
     prompt_snippet: str | None = None
     prompt_guidelines: Sequence[str] | None = None
     requires_approval: bool | Callable[[P], str | None] = False
+    describe_call: CallDescriber | None = None
 
 
 def define_tool(definition: ToolDefinition[P]) -> ToolDefinition[P]:

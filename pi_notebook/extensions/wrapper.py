@@ -50,6 +50,7 @@ def wrap_tool_definition(
         execute=execute,
         prepare_arguments=definition.prepare_arguments,
         execution_mode=definition.execution_mode,
+        describe_call=definition.describe_call,
     )
 
 

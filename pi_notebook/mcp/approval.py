@@ -91,6 +91,8 @@ class Question:
     args_hash: str
     reasons: tuple[str, ...] = ()
     preview: WritePreview | None = None
+    args: dict[str, Any] = field(default_factory=dict[str, Any], compare=False)
+    """The arguments asked about (``{}`` for a ``confirm``)."""
 
     @property
     def affected_rows(self) -> int | None:
@@ -264,7 +266,7 @@ class McpApprovalUI:
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalOutcome:
         """Ask the current client about ``request`` (see the module docstring)."""
-        statement = request.args.get("sql") if isinstance(request.args.get("sql"), str) else None
+        statement = request.call_view().code  # the code its tool shows, else the arguments
         question = Question(
             title=request.title,
             tool_name=request.tool_name,
@@ -272,6 +274,7 @@ class McpApprovalUI:
             args_hash=request.args_hash,
             reasons=tuple(request.reasons),
             preview=request.preview,
+            args=dict(request.args),
         )
         current = _current.get()
         approved = await self._decide(question, request.timeout_s)

@@ -53,6 +53,7 @@ from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.stdio import stdio_server
+from sqlalchemy.engine import make_url
 
 from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.ai.events import AssistantMessageEvent
@@ -115,6 +116,7 @@ class ServeOptions(argparse.Namespace):
     issuer: str | None
     audience: str | None
     resource_url: str | None
+    role_per_user: bool
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -138,6 +140,7 @@ def _parser() -> argparse.ArgumentParser:
         default=120.0,
         help="seconds a person has to answer (default 120)",
     )
+    serve_p.add_argument("--role-per-user", action="store_true", help="PostgreSQL: run each statement under SET LOCAL ROLE to the requester's role (the token's subject over --http with --issuer, else the server's user)")  # fmt: skip
     serve_p.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio (0: any free port)")  # fmt: skip
     serve_p.add_argument("--issuer", metavar="URL", help="with --http: accept only JWTs of this OAuth issuer (its JWKS found through RFC 8414 / OpenID discovery)")  # fmt: skip
     serve_p.add_argument("--audience", metavar="AUD", help="with --issuer: the aud the tokens must carry")  # fmt: skip
@@ -167,8 +170,17 @@ def _database_extension(options: ServeOptions) -> DatabaseExtension:
     url = options.database_url or os.environ.get(DATABASE_ENV)
     if not url:
         raise ConfigurationError(f"give --database-url URL or set {DATABASE_ENV}")
+    role_per_user = getattr(options, "role_per_user", False) is True
+    if role_per_user and make_url(url).get_backend_name() != "postgresql":
+        raise ConfigurationError(
+            "--role-per-user needs a PostgreSQL database: other engines would run every "
+            "statement with the login's own privileges"
+        )
     return DatabaseExtension(
-        url, approval_timeout_s=options.approval_timeout, data_policy=options.data_policy or None
+        url,
+        approval_timeout_s=options.approval_timeout,
+        data_policy=options.data_policy or None,
+        role_per_user=role_per_user,
     )
 
 

@@ -211,7 +211,7 @@ class GovernedToolServer:
             return
         entry = ApprovalEntry(
             decision="expired", args_hash=question.args_hash,
-            args={"sql": question.statement} if question.tool_name == "query_database" else {},
+            args=question.args,
             reasons=question.reasons, reason="Not approved: the client never answered the question "
             f"(it expired after {self.pending.ttl_s:g} s).", via="request_approval",
         )  # fmt: skip

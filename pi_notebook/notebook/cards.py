@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 from ipywidgets.widgets.widget_string import HTMLStyle
 
+from ..agent.views import ViewOf
 from .format import frame_text
 from .record import (
     args_html,
+    call_view_of,
     card_head_html,
     card_tone,
     edit_html,
@@ -65,9 +67,10 @@ class ToolCard(widgets.VBox):
     may need, created when it needs them: an approval box, the result ``Output``, the folded
     model-facing content. Few widgets per card keep a run of a thousand calls light."""
 
-    def __init__(self, tool_call_id: str, label: str) -> None:
+    def __init__(self, tool_call_id: str, label: str, *, view_of: ViewOf | None = None) -> None:
         self.tool_call_id = tool_call_id
         self.label = label
+        self.view_of = view_of  # how a call reads, from its tool's describe_call
         self.status = "queued"
         shared = _shared()
         self.body = widgets.HTML(layout=shared["layout"], style=shared["style"])
@@ -109,7 +112,11 @@ class ToolCard(widgets.VBox):
             self._tone = tone
         if card.args is not self._args or not self._args_html:
             self._args = card.args
-            self._args_html = args_html(card.args) + edit_html(card) + reasons_html(card.reasons)
+            view = call_view_of(card.tool_name, card.args, self.view_of)
+            self._args_html = (
+                args_html(card.args, view) + edit_html(card, self.view_of)
+                + reasons_html(card.reasons)
+            )  # fmt: skip
         self.body.value = (
             card_head_html(card, self.label, elapsed=elapsed) + self._args_html
             + progress_html(card) + error_html(card)

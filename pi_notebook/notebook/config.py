@@ -6,7 +6,7 @@ a change applies from the next ``%%pi`` cell. Secrets stay in environment variab
 
 from __future__ import annotations
 
-from traitlets import Dict, Float, Int, List, Unicode
+from traitlets import Bool, Dict, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
 __all__ = ["PiNotebook"]
@@ -34,6 +34,11 @@ class PiNotebook(Configurable):
         help="Four-eyes review of writes: {'url': STORE, 'reviewers': ['ana', 'bo'], "
         "'timeout_s': 600}; writes wait for a reviewer's decision in that store (the team's "
         "audit database), and %pi_review lists and decides its open requests. Empty: none.",
+    ).tag(config=True)
+    role_per_user = Bool(
+        False,
+        help="PostgreSQL: run each statement under SET LOCAL ROLE to the user's own database "
+        "role (the user's name), so the database's privileges apply per person.",
     ).tag(config=True)
     row_cap = Int(10_000, help="Rows kept in each result DataFrame.").tag(config=True)
     statement_timeout = Float(30.0, help="Seconds a statement may run before it is cancelled.").tag(

@@ -199,7 +199,13 @@ class ApprovalPrompt(Prompt):
         self.grant_form: GrantForm | None = None
         self._edited: str | None = None
         self._grant: Grant | None = None
-        if request is not None and request.editable and isinstance(request.args.get("sql"), str):
+        # The code the request's tool shows may be edited, when it says which argument it is.
+        view = request.call_view() if request is not None else None
+        self._code_argument = view.code_argument if view is not None else None
+        if (
+            request is not None and request.editable and view is not None
+            and view.code is not None and self._code_argument is not None
+        ):  # fmt: skip
             self.editor = widgets.Textarea(value=sql, rows=min(12, sql.count("\n") + 2),
                                            layout=widgets.Layout(width="100%"))  # fmt: skip
             self.editor.add_class("pi-sql-editor")
@@ -231,9 +237,10 @@ class ApprovalPrompt(Prompt):
 
     @classmethod
     def for_request(cls, request: ApprovalRequest, *, timeout: float | None) -> ApprovalPrompt:
-        """The prompt for an ``ApprovalRequest``: its SQL (or arguments), reasons, preview."""
-        sql = request.args.get("sql")
-        if not isinstance(sql, str):
+        """The prompt for an ``ApprovalRequest``: its code as its tool shows it (else the
+        arguments), reasons, preview."""
+        sql = request.call_view().code
+        if sql is None:
             sql = json.dumps(request.args, indent=2, default=str, ensure_ascii=False)
         reason = "; ".join(request.reasons) or f"{request.tool_name} needs your approval"
         return cls(title=request.title, sql=sql, reason=reason, timeout=timeout,
@@ -276,7 +283,11 @@ class ApprovalPrompt(Prompt):
         decision = self.decision or "expired"
         if decision in ("approved", "granted"):
             args = dict(self.request.args) if self.request is not None else {}
-            edited = {**args, "sql": self._edited} if self._edited is not None else None
+            edited = (
+                {**args, self._code_argument: self._edited}
+                if self._edited is not None and self._code_argument is not None
+                else None
+            )
             grant = self._grant if decision == "granted" else None
             return ApprovalOutcome("approved", edited_args=edited, grant=grant)
         if decision == "expired" or decision == "aborted":

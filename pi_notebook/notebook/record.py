@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from markdown_it import MarkdownIt
 
+from ..agent.views import CallView, ViewOf
 from ..audit.notebook import RECORD_CLASS
 from .format import format_count, format_seconds, frame_html, frame_text
 from .store import CardState, RunState
@@ -33,6 +35,7 @@ __all__ = [
     "RunInfo",
     "args_html",
     "call_errors",
+    "call_view_of",
     "card_head_html",
     "card_html",
     "card_summary",
@@ -146,6 +149,7 @@ class RunInfo:
         run_id: the run's id (also in the stamped metadata).
         model: ``provider:id`` of the model that answered.
         label_of: a tool's label from its name.
+        view_of: how a call reads, from its tool's ``describe_call`` (``None``: its arguments).
         usage: a short line of tokens (and cost), when known.
         elapsed: seconds the run took.
         preview_rows: rows of each result table the record keeps.
@@ -154,6 +158,7 @@ class RunInfo:
     run_id: str
     model: str
     label_of: Callable[[str], str] = str
+    view_of: ViewOf | None = None
     usage: str | None = None
     elapsed: float | None = None
     preview_rows: int = 10
@@ -232,14 +237,36 @@ def card_summary(card: CardState) -> str:
     return " · ".join(parts)
 
 
-def args_html(args: Any) -> str:
-    if isinstance(args, dict) and isinstance(args.get("sql"), str):
-        sql = f"<pre class='pi-sql'{_style('pre')}>{html.escape(args['sql'])}</pre>"
-        rest = {k: v for k, v in args.items() if k != "sql"}
-        if rest:
-            rest_text = html.escape(json.dumps(rest, default=str))
-            sql += f"<pre class='pi-args'{_style('pre')}>{rest_text}</pre>"
-        return sql
+def call_view_of(tool_name: str, args: Any, view_of: ViewOf | None) -> CallView | None:
+    """The view of a call as its tool describes it, or ``None`` without ``view_of``."""
+    return None if view_of is None else view_of(tool_name, args)
+
+
+def _code_class(language: str | None) -> str:
+    """``pi-sql`` for SQL (the class the record has always had), else ``pi-code``."""
+    return "pi-sql" if language is not None and language.lower() == "sql" else "pi-code"
+
+
+def args_html(args: Any, view: CallView | None = None) -> str:
+    """A call's arguments as its tool shows them (``view``): its code block, in the code's
+    language, then the other arguments on one line; without code (or without a view) the
+    arguments as indented JSON."""
+    if view is not None and view.code is not None:
+        lang = view.code_language
+        data = (
+            f" data-language='{lang}'"
+            if lang and lang.lower() != "sql" and re.fullmatch(r"[\w+.-]{1,32}", lang)
+            else ""
+        )
+        out = (
+            f"<pre class='{_code_class(lang)}'{data}{_style('pre')}>{html.escape(view.code)}</pre>"
+        )
+        if view.fields:
+            rest_text = html.escape(json.dumps(dict(view.fields), default=str))
+            out += f"<pre class='pi-args'{_style('pre')}>{rest_text}</pre>"
+        return out
+    if view is not None and isinstance(args, Mapping):
+        args = dict(view.fields)
     if args in (None, {}):
         return ""
     try:
@@ -274,14 +301,15 @@ def progress_html(card: CardState) -> str:
     return ""
 
 
-def edit_html(card: CardState) -> str:
+def edit_html(card: CardState, view_of: ViewOf | None = None) -> str:
     """What the model asked for, when the person edited the call before approving it (the
     card's own SQL or arguments are then the edit, which is what ran)."""
     if card.original_args is None:
         return ""
+    view = call_view_of(card.tool_name, card.original_args, view_of)
     return (
         f"<div class='pi-meta pi-edited'{_style('meta')}>Edited before approval; "
-        f"the model asked for:</div>{args_html(card.original_args)}"
+        f"the model asked for:</div>{args_html(card.original_args, view)}"
     )
 
 
@@ -323,12 +351,14 @@ def card_tone(card: CardState) -> str:
 
 
 def card_html(card: CardState, label: str, *, preview_rows: int = 10,
-              reasons: tuple[str, ...] = ()) -> str:  # fmt: skip
-    """One call as HTML: header, SQL or arguments, why it needed approval, result, error."""
+              reasons: tuple[str, ...] = (), view_of: ViewOf | None = None) -> str:  # fmt: skip
+    """One call as HTML: header, its code or arguments (as its tool shows them, ``view_of``),
+    why it needed approval, result, error."""
+    view = call_view_of(card.tool_name, card.args, view_of)
     return (
         f"<div class='pi-card {card_tone(card)}'{_style('card')} "
         f"data-call='{html.escape(card.tool_call_id)}'>"
-        f"{card_head_html(card, label)}{args_html(card.args)}{edit_html(card)}"
+        f"{card_head_html(card, label)}{args_html(card.args, view)}{edit_html(card, view_of)}"
         f"{reasons_html(reasons)}"
         f"{result_html(card, preview_rows=preview_rows)}{error_html(card)}</div>"
     )
@@ -386,8 +416,16 @@ def _timeline_html(state: RunState, info: RunInfo) -> str:
             card = state.cards.get(key)
             if card is not None:
                 out.append(card_html(card, info.label_of(card.tool_name),
-                                     preview_rows=info.preview_rows, reasons=card.reasons))  # fmt: skip
+                                     preview_rows=info.preview_rows, reasons=card.reasons,
+                                     view_of=info.view_of))  # fmt: skip
     return "".join(out)
+
+
+def _code_of(tool_name: str, args: Any, view_of: ViewOf | None) -> str | None:
+    if not isinstance(args, Mapping):
+        return None
+    view = call_view_of(tool_name, args, view_of)
+    return view.code if view is not None else None
 
 
 def _plain(state: RunState, info: RunInfo) -> str:
@@ -403,13 +441,14 @@ def _plain(state: RunState, info: RunInfo) -> str:
         if card is None:
             continue
         lines += ["", f"[{info.label_of(card.tool_name)} · {card.tool_name}] {card_summary(card)}"]
-        sql = card.args.get("sql") if isinstance(card.args, dict) else None
-        if isinstance(sql, str):
-            lines += [f"    {line}" for line in sql.splitlines()]
+        code = _code_of(card.tool_name, card.args, info.view_of)
+        if code is not None:
+            lines += [f"    {line}" for line in code.splitlines()]
         original = card.original_args
-        if isinstance(original, dict) and isinstance(original.get("sql"), str):
+        asked = _code_of(card.tool_name, original, info.view_of)
+        if asked is not None:
             lines += ["    (edited before approval; the model asked for:)"]
-            lines += [f"    {line}" for line in original["sql"].splitlines()]
+            lines += [f"    {line}" for line in asked.splitlines()]
         elif original is not None:
             lines += ["    (edited before approval)"]
         frame = result_dataframe(card.details)

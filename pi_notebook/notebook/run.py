@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from ..agent.events import AgentEndEvent
+from ..agent.views import ViewOf
 from ..approvals.protocol import is_decision
 from ..audit.notebook import output_digest, prompt_digest
 from ..audit.records import NotebookOutput
@@ -104,8 +105,10 @@ class Run:
         self.session = session
         self.prompt = prompt
         self.label_of = label_of
+        # How each call reads, as its tool describes itself (the session's registry).
+        self.view_of: ViewOf | None = getattr(session, "view_of_call", None)
         self.state = RunState()
-        self.view = RunView(lambda: self.state, self.abort, label_of)
+        self.view = RunView(lambda: self.state, self.abort, label_of, view_of=self.view_of)
         self.prompts: list[Prompt] = []
         self.task: asyncio.Task[None] | None = None
         self.record: dict[str, str] | None = None
@@ -178,7 +181,7 @@ class Run:
                 self.dispatch(decided)
         model = str(getattr(self.session, "model_name", "unknown"))
         info = RunInfo(run_id=self.run_id, model=model.removesuffix(":offline"), label_of=self.label_of,
-                       usage=self._usage_of(self) if self._usage_of else None,
+                       view_of=self.view_of, usage=self._usage_of(self) if self._usage_of else None,
                        elapsed=time.monotonic() - self._started)  # fmt: skip
         data = record_bundle(self.state, info)
         calls: list[dict[str, Any]] = []

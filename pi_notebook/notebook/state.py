@@ -114,7 +114,8 @@ class NotebookState:
         database = database_extension(url=url, approval_timeout_s=cfg.approval_timeout,
                                       row_cap=cfg.row_cap,
                                       statement_timeout_s=cfg.statement_timeout,
-                                      review=dict(cfg.review) or None)  # fmt: skip
+                                      review=dict(cfg.review) or None,
+                                      role_per_user=cfg.role_per_user)  # fmt: skip
         mcp = self._mcp_extension()
         audit_url = cfg.audit_url or None
         audit, new_audit = self._audit_for(audit_url)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..ai.abort import AbortSignal
@@ -85,9 +86,12 @@ class NotebookUI:
         deadline passes it cancels this call and the prompt shows ``expired``.
         """
         timeout = request.timeout_s if request.timeout_s is not None else self.default_timeout
+        run = self._get_run()
+        view_of = getattr(run, "view_of", None)
+        if request.view is None and view_of is not None:  # shown as its tool describes it
+            request = replace(request, view=view_of(request.tool_name, request.args))
         prompt = ApprovalPrompt.for_request(request, timeout=timeout)
         self.prompts.append(prompt)
-        run = self._get_run()
         signal = None
         if run is not None:  # on the card the request names
             run.attach_prompt(prompt, request.tool_call_id, reasons=tuple(request.reasons))

@@ -20,6 +20,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ..agent.views import ViewOf
 from .cards import ToolCard
 from .format import format_seconds
 from .record import RECORD_CSS, markdown_html, run_tone, run_word
@@ -40,16 +41,19 @@ class RunView(widgets.VBox):
         get_state: returns the current store state.
         on_stop: called when Stop is pressed (or ``stop()`` is called).
         label_of: a tool's label from its name.
+        view_of: how a call reads, from its tool's ``describe_call`` (``None``: its arguments).
         min_interval: seconds between throttled renders.
         clock: the time source for elapsed times (``time.monotonic``).
     """
 
     def __init__(self, get_state: Callable[[], RunState], on_stop: Callable[[], None],
                  label_of: Callable[[str], str], *, min_interval: float = 0.05,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+                 clock: Callable[[], float] = time.monotonic,
+                 view_of: ViewOf | None = None) -> None:  # fmt: skip
         self._get_state = get_state
         self._on_stop = on_stop
         self._label_of = label_of
+        self._view_of = view_of
         self._clock = clock
         self.min_interval = min_interval
         self.render_count = 0
@@ -177,7 +181,7 @@ class RunView(widgets.VBox):
                 elif key not in self._cards:
                     card = state.cards.get(key)
                     label = self._label_of(card.tool_name) if card is not None else key
-                    self._cards[key] = ToolCard(key, label)
+                    self._cards[key] = ToolCard(key, label, view_of=self._view_of)
                     self._dirty.add(key)
             self._place(state, self._entries)
             self._entries = len(state.timeline)

@@ -19,6 +19,7 @@ import asyncio
 import logging
 import os
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ from ..agent.types import (
     BeforeToolCallResult,
     ExecutionMode,
 )
+from ..agent.views import CallView, ViewOf, call_view, default_call_view
 from ..ai.abort import AbortController, AbortSignal
 from ..ai.messages import Message, ResultContent, TextContent, ToolResultMessage, to_result_parts
 from ..ai.model import Model
@@ -74,8 +76,22 @@ log = logging.getLogger(__name__)
 
 SessionListener = Callable[[Any], Awaitable[None] | None]
 
+
 # The events the session itself reads whoever else listens: the usage meter's and the end of
 # a call (its approval dies with it).
+def _weak_view_of(session: AgentSession) -> ViewOf:
+    """``session.view_of_call`` without keeping the session alive (then: the default view)."""
+    ref = weakref.ref(session)
+
+    def view_of(tool_name: str, args: Any) -> CallView:
+        alive = ref()
+        if alive is None:
+            return default_call_view(tool_name, args)
+        return alive.view_of_call(tool_name, args)
+
+    return view_of
+
+
 _OWN_EVENTS = frozenset({"agent_start", "message_end", "tool_execution_end"})
 
 
@@ -146,6 +162,10 @@ class AgentSession:
         sources: list[ExtensionSource] = []
         if audit is not None:
             from ..audit import audit_extension
+
+            # The log's summaries show calls as this session's tools describe them (weakly:
+            # the log may outlive the session; then it shows no code).
+            audit.call_views = _weak_view_of(self)
 
             sources.append(labelled_extension(audit_extension(audit), "<audit>"))
         sources.extend(extensions)
@@ -302,6 +322,14 @@ class AgentSession:
     def _context_for(self, tool: RegisteredTool) -> Callable[[str], ExtensionContext]:
         path = tool.source_info.path
         return lambda call_id: self.runner.create_context(path, tool_call_id=call_id)
+
+    def view_of_call(self, tool_name: str, args: Any) -> CallView:
+        """How a call of ``tool_name`` with ``args`` reads: the tool's own ``describe_call``,
+        else its label and arguments (a tool not in the registry: its name and arguments)."""
+        tool = self._registry.get(tool_name)
+        if tool is None:
+            return default_call_view(tool_name, args)
+        return call_view(tool.definition.label, args, tool.definition.describe_call)
 
     def get_all_tools(self) -> list[ToolInfo]:
         """Registry metadata, no callables (C11)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from pydantic import BaseModel, Field
 
 from pi_notebook import TextContent, ToolDefinition, ToolResult, create_agent_session, define_tool
@@ -250,3 +252,28 @@ def test_summary_of_an_edited_statement_reports_its_result_not_the_note() -> Non
         tool_call_id="d", tool_name="query_database", content=[TextContent(text="3 row(s).")]
     )
     assert _summary(plain) == "`query_database` finished: 3 row(s)."
+
+
+async def test_offline_calls_the_sql_tool_it_is_offered_whatever_its_name() -> None:
+    """It knows no tool by name: the offered tool that says SQL and takes a string gets the
+    statement, in that string argument."""
+    from pi_notebook.ai.messages import UserMessage
+    from pi_notebook.ai.model import Context, ToolSchema
+
+    class RunParams(BaseModel):
+        limit: int = 10
+        statement: str
+
+    reader = ToolSchema(name="read", description="Read a file.", parameters={
+        "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})  # fmt: skip
+    runner = ToolSchema(name="run_sql", description="Run SQL (duckdb dialect).",
+                        parameters=RunParams.model_json_schema())  # fmt: skip
+    context = Context(system_prompt="", tools=[reader, runner],
+                      messages=[UserMessage(content="```sql\nSELECT 1\n```")])  # fmt: skip
+    events = [e async for e in OfflineModel().stream(context)]
+    [start] = [e for e in events if e.type == "toolcall_start"]
+    deltas = "".join(getattr(e, "delta", "") for e in events if e.type == "toolcall_delta")
+    assert start.partial.content[-1].name == "run_sql"  # type: ignore[union-attr]
+    assert json.loads(deltas) == {"statement": "SELECT 1"}
+    text = "".join(getattr(e, "delta", "") for e in events if e.type == "text_delta")
+    assert text == "Running this SQL with `run_sql`."

@@ -11,6 +11,7 @@ import pytest
 from pandas.api import types as ptypes
 
 from pi_notebook.audit import AuditLog
+from pi_notebook.database import call_views
 
 
 @pytest.fixture
@@ -136,7 +137,10 @@ def test_d9_calls_dataframe(log: AuditLog) -> None:
     log.record("tool_execution_start", {}, tool_call_id="p1", tool_name="slow")
     log.record("session_shutdown", {})
 
-    calls = log.calls_dataframe()
+    # A call that never reached the backend shows the code its tool shows for its arguments:
+    # the log knows how the tools' calls read when it is told (a session tells its own log).
+    assert pd.isna(log.calls_dataframe()["sql"].iloc[2])
+    calls = log.calls_dataframe(call_views=call_views)
     shown = calls.drop(columns=["started_at", "ended_at"])
     assert _records(shown) == [
         {"session_id": "s1", "tool_call_id": "r1", "tool_name": q, "sql": "SELECT 1",
@@ -172,6 +176,7 @@ def test_d9_calls_are_keyed_by_session_and_call_id(log: AuditLog) -> None:
                              tool_call_id=f"call_{i}", tool_name="query_database")  # fmt: skip
                 other.record("tool_execution_end", {"is_error": False, "duration_ms": 1},
                              tool_call_id=f"call_{i}", tool_name="query_database")  # fmt: skip
+    log.call_views = call_views
     calls = log.calls_dataframe()
     assert len(calls) == 32
     assert calls.groupby("session_id").size().to_dict() == {"s2": 16, "s3": 16}

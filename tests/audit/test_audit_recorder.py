@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from pi_notebook.audit import AuditLog, audit_extension
 from pi_notebook.audit import recorder as recorder_module
+from pi_notebook.database import call_views
 
 
 class QueryParams(BaseModel):
@@ -37,7 +38,9 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 
 @pytest.fixture
 def log(tmp_path: Path) -> Iterator[AuditLog]:
-    audit = AuditLog(f"sqlite:///{tmp_path / 'audit.sqlite'}", session_id="s1", user="ada")
+    # Its summaries show the database tool's calls as that tool describes them.
+    audit = AuditLog(f"sqlite:///{tmp_path / 'audit.sqlite'}", session_id="s1", user="ada",
+                     call_views=call_views)  # fmt: skip
     yield audit
     audit.close()
 

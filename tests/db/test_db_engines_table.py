@@ -13,8 +13,13 @@ from pi_notebook.testing import ScriptedModel, text
 
 WAREHOUSE_URLS = {
     "spark": "sc://localhost:15002",
+}
+SERVER_URLS = {
+    "clickhouse server": "clickhousedb://analyst@localhost:8123/sales",
     "trino": "trino://analyst@localhost:8080/hive/sales",
 }
+"""Engines the tool connects to whose client path is tested against a scripted HTTP server
+only: listed as ``dialect only``, and the row says so in words."""
 
 
 def test_engines_lists_each_engine_with_its_walls() -> None:
@@ -22,7 +27,8 @@ def test_engines_lists_each_engine_with_its_walls() -> None:
     assert list(frame.columns) == ["engine", "dialect", "url_scheme", "read_only_backstop",
                                    "cancel", "arrow", "estimate", "tested_against"]  # fmt: skip
     assert list(frame["engine"]) == ["sqlite", "postgresql", "mysql", "duckdb", "clickhouse",
-                                     "spark", "trino", "snowflake", "bigquery"]  # fmt: skip
+                                     "clickhouse server", "trino", "spark", "snowflake",
+                                     "bigquery"]  # fmt: skip
     assert set(frame["tested_against"]) <= {"live", "emulator", "dialect only"}
     assert frame["arrow"].dtype == bool and frame["read_only_backstop"].str.len().min() > 20
     clickhouse = frame.set_index("engine").loc["clickhouse"]
@@ -46,15 +52,14 @@ def test_dialect_only_warehouses_are_listed_with_what_their_engines_offer() -> N
     warehouses = frame.loc[list(WAREHOUSE_URLS)]
     assert set(warehouses["tested_against"]) == {"dialect only"}
     assert list(warehouses["dialect"]) == list(WAREHOUSE_URLS)
-    assert [scheme.split("://")[0] for scheme in warehouses["url_scheme"]] == ["sc", "trino"]
+    assert [scheme.split("://")[0] for scheme in warehouses["url_scheme"]] == ["sc"]
     assert warehouses["cancel"].isna().all() and warehouses["estimate"].isna().all()
     assert not warehouses["arrow"].any()
     backstops = warehouses["read_only_backstop"]
     assert backstops["spark"].startswith("none: the classifier only (Spark has no read-only")
-    assert "access-control.name=read-only" in backstops["trino"]
     assert all("cannot connect" in text for text in backstops)
-    emulated = ["snowflake", "bigquery"]
-    assert set(frame.drop(index=[*WAREHOUSE_URLS, *emulated])["tested_against"]) == {"live"}
+    live = frame.drop(index=[*WAREHOUSE_URLS, *SERVER_URLS, "snowflake", "bigquery"])
+    assert set(live["tested_against"]) == {"live"}
 
 
 def test_snowflake_runs_on_its_client_and_says_what_only_the_engine_guarantees() -> None:
@@ -73,6 +78,23 @@ def test_bigquery_runs_on_its_client_and_says_what_only_the_project_guarantees()
     assert "IAM roles" in backstop and "maximum_bytes_billed" in backstop
     assert "cannot show" in backstop and "jobs.cancel" in row["cancel"]
     assert "dry run" in row["estimate"] and "total_bytes_processed" in row["estimate"]
+
+
+def test_server_engines_connect_but_say_their_client_path_met_no_live_server() -> None:
+    frame = pi_notebook.database.engines().set_index("engine")
+    servers = frame.loc[list(SERVER_URLS)]
+    assert set(servers["tested_against"]) == {"dialect only"}
+    assert all("never against a live server" in text for text in servers["read_only_backstop"])
+    assert list(servers["dialect"]) == ["clickhouse", "trino"]
+    assert servers["estimate"].notna().all() and servers["cancel"].notna().all()
+    clickhouse, trino = servers["read_only_backstop"]
+    assert "readonly=1" in clickhouse and "access-control.name=read-only" in trino
+    assert "classifier is the only wall" in trino
+    assert "KILL QUERY" in servers["cancel"]["clickhouse server"]
+    assert not servers["arrow"].any()  # ClickHouse: Native, whose DateTime stays a DateTime
+    for url in SERVER_URLS.values():
+        info = engine_for_url(url)
+        assert info.connects and info.dialect_only() is None
 
 
 @pytest.mark.parametrize(("engine", "url"), sorted(WAREHOUSE_URLS.items()))
@@ -107,7 +129,8 @@ def test_every_listed_engine_is_classified_and_dispatched() -> None:
     examples = {"sqlite": "sqlite:///x.db", "postgresql": "postgresql+psycopg://u@h/db",
                 "mysql": "mysql+pymysql://u@h/db", "duckdb": "duckdb:///x.duckdb",
                 "clickhouse": "chdb:///data/ch", "snowflake": "snowflake://u@acct/db/sales",
-                "bigquery": "bigquery://my-project/sales", **WAREHOUSE_URLS}  # fmt: skip
+                "bigquery": "bigquery://my-project/sales", **WAREHOUSE_URLS,
+                **SERVER_URLS}  # fmt: skip
     for info in ENGINES:
         assert classify("SELECT 1", info.dialect).kind == "read"
         assert classify("DELETE FROM t", info.dialect).kind == "write"

@@ -226,6 +226,7 @@ async def test_a_question_left_unanswered_when_the_server_stops_ends_expired_in_
 ) -> None:
     from pi_notebook.approvals import approvals_dataframe
     from pi_notebook.audit import AuditLog
+    from pi_notebook.database import call_views
     from pi_notebook.mcp.serve import ServeOptions, served_session
 
     options = ServeOptions(
@@ -234,10 +235,12 @@ async def test_a_question_left_unanswered_when_the_server_stops_ends_expired_in_
         http=None, issuer=None, audience=None, resource_url=None,
     )  # fmt: skip
     question = Question(title="Database write", tool_name="query_database",
-                        statement="DELETE FROM t", args_hash="h" * 64, reasons=("DELETE",))  # fmt: skip
+                        statement="DELETE FROM t", args_hash="h" * 64, reasons=("DELETE",),
+                        args={"sql": "DELETE FROM t"})  # fmt: skip
     async with served_session(options) as (_session, server):
         server.pending.add(question, "approve", asked_in="mcp_asked")
-    with AuditLog(options.audit_url) as log:
+    # Read later, without the session: the reader says how the database tool's calls read.
+    with AuditLog(options.audit_url, call_views=call_views) as log:
         frame = approvals_dataframe(log, tool_call_id="mcp_asked")
     assert list(frame["decision"]) == ["expired"]
     assert frame["sql"].iloc[0] == "DELETE FROM t" and "never answered" in frame["reason"].iloc[0]

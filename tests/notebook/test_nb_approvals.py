@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from pi_notebook import TextContent, ToolDefinition, ToolResult, create_agent_session, define_tool
 from pi_notebook.approvals import ApprovalOutcome, ApprovalRequest, Grant, WritePreview
+from pi_notebook.database import query_call_view
 from pi_notebook.notebook import ApprovalPrompt, NotebookUI, Run
 from pi_notebook.testing import ScriptedModel, text, tool_call
 
@@ -39,8 +40,10 @@ def _gated_session(ui: NotebookUI, outcomes: dict[str, Any], calls: list[tuple[s
         return ToolResult(content=[TextContent(text=f"ran {params.sql}")])
 
     def extension(pi: Any) -> None:
+        # It shows its calls as SQL (its statement is the editable code), as the database does.
         pi.register_tool(define_tool(ToolDefinition(name="write", label="Write", description="Write.",
-                                                    parameters=_Sql, execute=write)))  # fmt: skip
+                                                    parameters=_Sql, execute=write,
+                                                    describe_call=query_call_view)))  # fmt: skip
 
         async def gate(event: Any, ctx: Any) -> dict[str, Any] | None:
             sample = pd.DataFrame({"customer_id": [7, 8], "city": ["Bergen", "Oslo"]})

@@ -16,6 +16,7 @@ from pi_notebook.agent.events import (
     ToolExecutionStartEvent,
 )
 from pi_notebook.ai.messages import AssistantMessage
+from pi_notebook.database import call_views
 from pi_notebook.notebook import RunInfo, RunState, record_bundle, reduce
 from pi_notebook.notebook.format import cell_text, format_value, frame_html
 from pi_notebook.notebook.record import RECORD_CSS
@@ -42,7 +43,9 @@ def _state(*events: object) -> RunState:
     return state
 
 
-INFO = RunInfo(run_id="r1", model="openai:gpt-test", label_of=lambda n: "Query database")
+# The calls are the database tool's: they read as it describes them (the SQL as code).
+INFO = RunInfo(run_id="r1", model="openai:gpt-test", label_of=lambda n: "Query database",
+               view_of=call_views)  # fmt: skip
 
 
 def test_everything_from_the_model_and_the_database_is_escaped() -> None:

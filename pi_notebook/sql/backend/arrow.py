@@ -17,7 +17,9 @@ Security review (what changes against the DBAPI path, and why it holds):
   (``SET SESSION CHARACTERISTICS``, committed at connect), every read opens with ``SET
   TRANSACTION READ ONLY`` and ``SET LOCAL statement_timeout``, and the read runs only after
   ``current_setting('transaction_read_only')`` answered ``on`` (else it is refused: fail
-  closed). Every transaction is rolled back, then the session reset (``DISCARD ALL``, see
+  closed). With a per-person role (:mod:`.roles`) the role is checked, set with ``SET LOCAL
+  ROLE`` before the schema is read and again in the read's transaction, and ``current_user``
+  must answer it before the read runs. Every transaction is rolled back, then the session reset (``DISCARD ALL``, see
   :mod:`.reset`). Abort and timeout cancel through
   ``adbc_cancel`` (PostgreSQL's cancel request), like psycopg's ``cancel_safe``. The connect
   timeout is a libpq URI parameter. Errors go through the same credential scrubbing.
@@ -64,6 +66,7 @@ from pi_notebook.sql.backend.fetch import (
     read_limit,
 )
 from pi_notebook.sql.backend.frames import column_labels
+from pi_notebook.sql.backend.roles import check_role, set_role_sql
 from pi_notebook.sql.backend.sizes import arrow_rows_within
 
 __all__ = [
@@ -328,6 +331,10 @@ class AdbcPostgres:
         try:
             cur = conn.cursor()
             try:
+                role = settings.role
+                if role is not None:  # on every Arrow read: a large read, one round trip more
+                    check_role(cur, None, role, param="$1")
+                    cur.execute(set_role_sql(role))  # the schema is read as the person too
                 schema = cur.adbc_execute_schema(sql + _END)
                 conn.rollback()
                 if to_frame(schema.empty_table()) is None:
@@ -337,10 +344,14 @@ class AdbcPostgres:
                 cur.execute(
                     f"SET LOCAL statement_timeout = {int(settings.statement_timeout_s * 1000)}"
                 )
-                cur.execute("SELECT current_setting('transaction_read_only')")
-                if cur.fetchall() != [("on",)]:
+                if role is not None:
+                    cur.execute(set_role_sql(role))
+                cur.execute("SELECT current_setting('transaction_read_only'), current_user")
+                (read_only, user), *_ = cur.fetchall()
+                if read_only != "on" or (role is not None and user != role):
                     raise RuntimeError(
-                        "the ADBC transaction is not read-only; the read was not run"
+                        "the ADBC transaction is not read-only or not under the person's "
+                        "role; the read was not run"
                     )
                 fetched = self._stream(cur, sql, settings, canceller, progress)
                 conn.rollback()

@@ -58,6 +58,7 @@ from pi_notebook.sql.backend.inline import InlineReads
 from pi_notebook.sql.backend.measure import METHOD_TEXT
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.backend.results import QueryOutcome, shape
+from pi_notebook.sql.backend.roles import RoleFor, RoleRefused, role_for_call
 from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
 from pi_notebook.sql.backend.worker import (
     AuditBlocked,
@@ -110,9 +111,16 @@ class DatabaseBackend:
             classifier's rules that only protect the kernel's memory stop asking (see
             :meth:`classify`). :func:`~pi_notebook.sql.engines.create_backend` sets it from
             the engine's ``EngineInfo.memory_capped``; say ``True`` only where that holds.
+        role_per_user: PostgreSQL only: every transaction runs under ``SET LOCAL ROLE`` to
+            the role of whom the call acts for (:func:`pi_notebook.identity.requester`), so
+            the database's own privileges apply per person (see :mod:`.roles`).
+        role_for: the role of each user (a mapping, or a function of the user's name);
+            default: the user's name itself. Only with ``role_per_user``.
     """
 
     memory_capped: bool = False
+    role_per_user: bool = False
+    role_for: RoleFor | None = None
 
     def __init__(
         self,
@@ -129,9 +137,20 @@ class DatabaseBackend:
         arrow: bool | None = None,
         max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
         memory_capped: bool = False,
+        role_per_user: bool = False,
+        role_for: RoleFor | None = None,
     ) -> None:
         self.url = make_url(url)
         self.backend = supported_backend(self.url)
+        if role_per_user and self.backend != "postgresql":
+            raise ValueError(
+                f"role_per_user needs PostgreSQL; {self.backend} statements would run with the "
+                "login's own privileges."
+            )
+        if role_for is not None and not role_per_user:
+            raise ValueError("role_for is used only with role_per_user=True.")
+        self.role_per_user = role_per_user is True
+        self.role_for = role_for
         self.dialect = sqlglot_dialect(self.url)
         self.memory_capped = memory_capped is True
         self.capabilities = approvals if approvals is not None else CapabilityStore()
@@ -241,7 +260,9 @@ class DatabaseBackend:
                 and these exact arguments (the audit gets ``capability_mismatch`` with both
                 hashes); a write whose count of changed rows is outside the approval's bounds
                 (``preview_drift`` with both counts; nothing changed); or an audit store that
-                cannot commit the records that must precede the statement.
+                cannot commit the records that must precede the statement; with
+                ``role_per_user``, a person whose role is unnamed, missing or not granted to
+                the login (``RoleRefused``; nothing ran).
             QueryAborted: ``signal`` aborted; the statement was cancelled and rolled back.
             QueryError: connection, driver or timeout failure, as short credential-free text.
         """
@@ -255,6 +276,11 @@ class DatabaseBackend:
             record_after(audit, QueryRefusal(sql=sql, reasons=list(reasons), **ids))
             raise QueryRefused(message)
         kind: RunKind = "read" if verdict.kind == "read" else "write"
+        try:
+            role = self._role()
+        except RoleRefused as refused:
+            record_after(audit, QueryRefusal(sql=sql, reasons=[str(refused)], **ids))
+            raise
         bounds: Bounds | None = None
         if kind == "write":
             check = self.capabilities.consume(tool_call_id, final_hash)
@@ -267,7 +293,8 @@ class DatabaseBackend:
         audited = None
         if audit is not None:  # without an audit log there is nothing to record first
             final = FinalArgs(sql=sql, args_hash=final_hash, verdict=verdict.kind,
-                              reasons=list(reasons), dialect=self.dialect, **ids)  # fmt: skip
+                              reasons=list(reasons), dialect=self.dialect, db_role=role,
+                              **ids)  # fmt: skip
             if kind == "write":
                 # Committed before the statement is even handed to the worker.
                 await self._durable(audit, final)
@@ -289,7 +316,8 @@ class DatabaseBackend:
             return await self._run_as(kind, sql, tool_call_id=tool_call_id, final_hash=final_hash,
                                       signal=signal, on_progress=on_progress, audit=audit,
                                       bounds=bounds, count_rows=count_rows, audited=audited,
-                                      on_slow=on_slow, record_result=record_result)  # fmt: skip
+                                      on_slow=on_slow, record_result=record_result,
+                                      **({"role": role} if role is not None else {}))  # fmt: skip
         except DriftError as drift:
             raise self._drift(drift, bounds or Bounds(), sql, final_hash, audit, ids) from None
         except AuditBlocked:
@@ -353,7 +381,8 @@ class DatabaseBackend:
 
         Raises:
             QueryRefused: ``sql`` is not a write (a read needs no preview; a rejected statement
-                never runs), or the audit store cannot commit the preview's record.
+                never runs), the audit store cannot commit the preview's record, or the
+                person's role cannot be used (``RoleRefused``).
             QueryAborted: ``signal`` aborted; nothing was changed.
             QueryError: the database could not be reached.
         """
@@ -367,12 +396,14 @@ class DatabaseBackend:
                 "; ".join(reasons) or "the statement is not allowed")  # fmt: skip
             raise QueryRefused(f"Refused: not previewed: {why}.")
         plan = plan_write(sql, self.dialect)
+        role = self._role()
         base = WritePreviewRecord(sql=sql, args_hash=final_hash, operation=plan.operation,
-                                  phase="start", **ids)  # fmt: skip
+                                  phase="start", db_role=role, **ids)  # fmt: skip
         await self._durable(audit, base)
         try:
             measured = await self._execution.call(
-                preview_statement, self.engine, self.backend, sql, plan, self.settings,
+                preview_statement, self.engine, self.backend, sql, plan,
+                replace(self.settings, role=role),
                 describe=lambda exc: describe_error(exc, self.url), signal=signal,
                 what="Preview", slot=self._slot,
             )  # fmt: skip
@@ -400,10 +431,19 @@ class DatabaseBackend:
             QueryTimeout: the statement timeout passed.
             QueryError: the database could not be reached, or the hook failed (safe text).
         """
+        settings = replace(self.settings, role=self._role())
         return await self._execution.call(
-            estimate_statement, self.engine, self.backend, hook, sql, self.settings,
+            estimate_statement, self.engine, self.backend, hook, sql, settings,
             signal=signal, slot=self._slot,
         )  # fmt: skip
+
+    def _role(self) -> str | None:
+        """The role this call runs under (``role_per_user``), named on the caller's side.
+
+        Raises:
+            RoleRefused: no usable role for whom the call acts for.
+        """
+        return role_for_call(self.role_for) if self.role_per_user else None
 
     async def _run_as(
         self,
@@ -420,6 +460,7 @@ class DatabaseBackend:
         audited: Callable[[], object] | None = None,
         on_slow: Callable[[], None] | None = None,
         record_result: bool = True,
+        role: str | None = None,
     ) -> QueryOutcome:
         """Run ``sql`` as ``kind`` WITHOUT the policy check. Internal and for tests only: it is
         how the tests prove the engine's read-only mode stops what slipped past the classifier.
@@ -430,6 +471,8 @@ class DatabaseBackend:
         ids = {"tool_call_id": tool_call_id, "tool_name": self.tool_name}
         plan = plan_write(sql, self.dialect) if bounds is not None and bounds.active else None
         settings = replace(self.settings, count_rows=True) if count_rows else self.settings
+        if self.role_per_user:  # never without the person's role, even when called directly
+            settings = replace(settings, role=role if role is not None else self._role())
         started = time.perf_counter()
         try:
             aborted = signal is not None and signal.aborted  # the worker's path reports it

@@ -41,6 +41,7 @@ from pi_notebook.sql.backend.errors import (
     QueryTimeout,
     describe_error,
 )
+from pi_notebook.sql.backend.roles import RoleRefused
 from pi_notebook.sql.backend.worker import AuditBlocked, DriftError
 
 __all__ = ["RAISE_TIMEOUT", "Execution"]
@@ -125,6 +126,7 @@ class Execution:
             QueryError: connecting failed, or the driver's error, as short safe text.
             DriftError: passed through from the worker (rolled back).
             AuditBlocked: passed through from the worker (nothing ran, or nothing returned).
+            RoleRefused: passed through from the worker (the person's role cannot be used).
         """
         loop = asyncio.get_running_loop()
         canceller = Canceller()
@@ -143,7 +145,7 @@ class Execution:
             raise
         except _Abandoned as exc:
             raise self._abandoned(exc, what) from None
-        except (DriftError, AuditBlocked):
+        except (DriftError, AuditBlocked, RoleRefused):
             raise
         except Exception as exc:
             raise self._error(exc, canceller, what) from None

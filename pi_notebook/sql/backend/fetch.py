@@ -100,6 +100,7 @@ class RunSettings:
         count_rows: count every row (up to ``count_limit``) instead of stopping at the cap.
         arrow: reads may take the Arrow path (see :mod:`.arrow`).
         max_result_bytes: most bytes of values kept (see :mod:`.sizes`); ``None``: no bound.
+        role: PostgreSQL: the role the run's transaction sets (see :mod:`.roles`).
     """
 
     row_cap: int
@@ -109,6 +110,7 @@ class RunSettings:
     count_rows: bool = False
     arrow: bool = False
     max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES
+    role: str | None = None
 
 
 class ProgressSteps:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Literal
 
+from pi_notebook.sql.backend.roles import check_role, set_role_sql
 from pi_notebook.sql.catalogs import SECRET_TABLES
 from pi_notebook.sql.functions import REJECT_FUNCTIONS
 from pi_notebook.sql.pragmas import sqlite_allows
@@ -131,14 +132,23 @@ def begin(
     timeout_s: float,
     mariadb: bool,
     select_limit: int | None = None,
+    role: str | None = None,
 ) -> None:
     """Open the transaction ``kind`` needs on the pooled DBAPI connection ``raw``.
 
     ``select_limit`` (MySQL/MariaDB reads): the server returns at most that many rows of a
     SELECT; every other run resets it, since the setting lives on the pooled session.
+
+    ``role`` (PostgreSQL only, see :mod:`.roles`): the transaction runs ``SET LOCAL ROLE``
+    to it, once the role was checked on this connection (else ``RoleRefused``, nothing run).
     """
+    if role is not None and backend != "postgresql":  # fail closed: never the login's rights
+        raise RuntimeError(f"a per-user role cannot be set on {backend}")
     if backend == "postgresql":
         timeout = f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}"
+        if role is not None:
+            _check_role(raw, role)
+            timeout = f"{timeout}; {set_role_sql(role)}"
         if raw.driver_connection.autocommit:
             # The backend's engine runs psycopg in autocommit and opens the transaction
             # itself: BEGIN and its settings in one round trip. A read's is sent with its
@@ -187,6 +197,17 @@ def begin(
             guard.mode = "read" if kind == "read" else "base"
     else:  # pragma: no cover - supported_backend() filters these out
         raise ValueError(f"no read-only mode for {backend}")
+
+
+def _check_role(raw: Any, role: str) -> None:
+    """:func:`.roles.check_role` on ``raw``, outside the run's transaction."""
+    cur = raw.cursor()
+    try:
+        check_role(cur, raw.info, role)
+    finally:
+        cur.close()
+    if not raw.driver_connection.autocommit:
+        raw.rollback()  # the check's own transaction: ``SET TRANSACTION`` must come first
 
 
 def take_pending_begin(raw: Any) -> str | None:

@@ -37,6 +37,7 @@ from pi_notebook.sql.backend.readonly import RunKind, begin, finish
 from pi_notebook.sql.backend.references import reached
 from pi_notebook.sql.backend.reset import reset_session
 from pi_notebook.sql.backend.results import render_fetched
+from pi_notebook.sql.backend.roles import forget_role
 
 __all__ = [
     "AuditBlocked",
@@ -176,7 +177,7 @@ def transaction(
     try:
         begin(raw, backend, kind, timeout_s=settings.statement_timeout_s,
               mariadb=bool(getattr(engine.dialect, "is_mariadb", False)),
-              select_limit=read_limit(settings))  # fmt: skip
+              select_limit=read_limit(settings), role=settings.role)  # fmt: skip
         canceller.started(driver_cancel(engine, backend, raw))
         try:
             if canceller.reason is not None:
@@ -188,6 +189,7 @@ def transaction(
             raise Cancelled
         finish(raw, backend, kind, commit=commit)
     except BaseException:
+        forget_role(raw.info, settings.role)  # checked again before its next use here
         try:
             finish(raw, backend, kind, commit=False)
         except Exception:  # a connection we cannot roll back must never go back to the pool

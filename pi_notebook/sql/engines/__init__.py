@@ -5,10 +5,12 @@ is bounded, how a statement is cancelled, how a write is previewed, how a read's
 estimated and whether results come as Arrow (:class:`EngineInfo`).
 :func:`create_backend` is the one way a URL becomes the backend that runs its statements:
 the four SQLAlchemy engines share :class:`~pi_notebook.sql.backend.DatabaseBackend` (their
-per-engine paths live in ``pi_notebook.sql.backend``), chDB has :class:`ChdbBackend`, Snowflake
-:class:`SnowflakeBackend` and BigQuery :class:`BigQueryBackend` (their own clients, on
-:mod:`.warehouse_base`). A URL
-whose engine's extra is missing is refused in one line naming the extra.
+per-engine paths live in ``pi_notebook.sql.backend``); the engines reached through their own
+client share :class:`~pi_notebook.sql.engines.direct.DirectBackend`'s statement path: chDB
+(:class:`ChdbBackend`), a ClickHouse server (:class:`ClickHouseServerBackend`) and Trino
+(:class:`TrinoBackend`); Snowflake and BigQuery have :class:`SnowflakeBackend` and
+:class:`BigQueryBackend` (their own clients, on :mod:`.warehouse_base`). A URL whose engine's
+extra is missing is refused in one line naming the extra.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pi_notebook.sql.backend import DatabaseBackend, QueryAborted, QueryError
 from pi_notebook.sql.engines import (
     bigquery,
     chdb,
+    clickhouse_server,
     duckdb,
     mysql,
     postgresql,
@@ -33,18 +36,23 @@ from pi_notebook.sql.engines import (
 from pi_notebook.sql.engines.base import DialectOnly, EngineInfo, MissingExtra, ReadEstimate
 from pi_notebook.sql.engines.bigquery import BigQueryBackend
 from pi_notebook.sql.engines.chdb import ChdbBackend
+from pi_notebook.sql.engines.clickhouse_server import ClickHouseServerBackend
+from pi_notebook.sql.engines.direct import DirectBackend
 from pi_notebook.sql.engines.snowflake import SnowflakeBackend
+from pi_notebook.sql.engines.trino import TrinoBackend
 from pi_notebook.sql.engines.warehouse_base import WarehouseBackend
 
 __all__ = [
     "ENGINES",
     "BigQueryBackend",
     "ChdbBackend",
+    "ClickHouseServerBackend",
     "DialectOnly",
     "EngineInfo",
     "MissingExtra",
     "ReadEstimate",
     "SnowflakeBackend",
+    "TrinoBackend",
     "WarehouseBackend",
     "create_backend",
     "engine_for_url",
@@ -58,14 +66,16 @@ ENGINES: tuple[EngineInfo, ...] = (
     mysql.ENGINE,
     duckdb.ENGINE,
     chdb.ENGINE,
-    spark.ENGINE,
+    clickhouse_server.ENGINE,
     trino.ENGINE,
+    spark.ENGINE,
     snowflake.ENGINE,
     bigquery.ENGINE,
 )
 """Every engine on the seam, in the order :func:`pi_notebook.database.engines` lists them:
-the embedded and SQLAlchemy ones, then the warehouses (Snowflake and BigQuery run through their
-clients, the ``dialect only`` ones are classified, not connected)."""
+the ones the tool runs (Snowflake and BigQuery against their emulators; a ClickHouse server and Trino tested
+against scripted servers only), then the ``dialect only`` warehouses (classified, not
+connected)."""
 
 
 def engine_for_url(url: str | URL) -> EngineInfo:
@@ -89,7 +99,7 @@ def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
     Raises:
         DialectOnly: the engine's SQL is classified, but the tool cannot connect to it yet.
         MissingExtra: the engine's client is not installed (the message names the extra).
-        ValueError: an unsupported URL.
+        ValueError: an unsupported URL; ``role_per_user`` on an engine other than PostgreSQL.
     """
     info = engine_for_url(url)
     dialect_only = info.dialect_only()
@@ -98,20 +108,30 @@ def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
     missing = info.missing_extra()
     if missing is not None:
         raise MissingExtra(missing)
+    if (options.get("role_per_user") or options.get("role_for") is not None) and (
+        info is not postgresql.ENGINE
+    ):
+        raise ValueError(f"role_per_user needs PostgreSQL; {info.engine} statements would run "
+                         "with the login's own privileges.")  # fmt: skip
     if info is chdb.ENGINE:
         return ChdbBackend(url, **options)
     if info is snowflake.ENGINE:
         return SnowflakeBackend(url, **options)
     if info is bigquery.ENGINE:
         return BigQueryBackend(url, **options)
+    if info is clickhouse_server.ENGINE:
+        return ClickHouseServerBackend(url, **options)
+    if info is trino.ENGINE:
+        return TrinoBackend(url, **options)
     options.setdefault("memory_capped", info.memory_capped)
     return DatabaseBackend(url, **options)
 
 
 def schema_source(backend: DatabaseBackend) -> Any:
     """What :class:`~pi_notebook.database.schema.SchemaCache` reads the schema from: the
-    SQLAlchemy engine, or the backend's own schema reader (chDB, the warehouses' clients)."""
-    if isinstance(backend, ChdbBackend | WarehouseBackend):
+    SQLAlchemy engine, or the backend's own schema reader (chDB, a ClickHouse server, Trino,
+    the warehouses' clients)."""
+    if isinstance(backend, DirectBackend | WarehouseBackend):
         return backend.schema_source
     return backend.engine
 
@@ -125,16 +145,16 @@ async def estimate_read(
     backend: DatabaseBackend, sql: str, *, signal: AbortSignal | None = None
 ) -> ReadEstimate:
     """The engine's estimate of what the read ``sql`` scans, at most one round trip before
-    the read (ClickHouse ``EXPLAIN ESTIMATE``, PostgreSQL and DuckDB ``EXPLAIN (FORMAT
-    JSON)``, inside the read's own read-only transaction; Snowflake ``EXPLAIN USING JSON``;
-    a BigQuery dry run). An engine without one (SQLite,
+    the read (ClickHouse ``EXPLAIN ESTIMATE``, Trino ``EXPLAIN (TYPE IO, FORMAT JSON)``,
+    Snowflake ``EXPLAIN USING JSON``, a BigQuery dry run, PostgreSQL and DuckDB ``EXPLAIN (FORMAT JSON)``, inside
+    the read's own read-only transaction). An engine without one (SQLite,
     MySQL) or an estimate that fails says so, and the read follows the engine's own limits.
 
     Raises:
         QueryAborted: ``signal`` aborted.
         QueryError: the database could not be reached.
     """
-    if isinstance(backend, ChdbBackend | WarehouseBackend):
+    if isinstance(backend, DirectBackend | WarehouseBackend):
         return await backend.estimate(sql, signal=signal)
     hook = _ESTIMATES.get(backend.backend)
     if hook is None:

@@ -56,7 +56,9 @@ class EngineInfo:
         read_path: how a read's rows reach the DataFrame.
         extra: the ``pi-notebook`` extra that installs its client, if any.
         modules: the modules that extra provides (checked before the URL is used).
-        tested_against: what the tests run it on: ``live``, ``emulator`` or ``dialect only``.
+        tested_against: what the tests run it on: ``live``, ``emulator`` or ``dialect only``
+            (also for an engine the tool connects to whose client path met only a scripted
+            server in the tests: its ``read_only_backstop`` and ``read_path`` say so).
         connects: the tool can connect to the engine; ``False`` for a ``dialect only``
             engine, whose SQL is classified but whose URL is refused.
         memory_capped: the engine runs in a process of its own under an operating-system

@@ -33,36 +33,35 @@ The policy path is the backend's own (:class:`~pi_notebook.sql.backend.DatabaseB
 
 from __future__ import annotations
 
-import math
 import os
 import threading
-import time
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL
 
-from pi_notebook.ai.abort import AbortSignal
-from pi_notebook.approvals.capabilities import CapabilityStore
-from pi_notebook.approvals.protocol import WritePreview
-from pi_notebook.audit.durable import record_after
-from pi_notebook.audit.records import WritePreviewRecord
-from pi_notebook.sql import classify, lexical
-from pi_notebook.sql.backend import AuditSink, DatabaseBackend, ProgressCallback, QueryError
-from pi_notebook.sql.backend.derive import WritePlan, plan_write
-from pi_notebook.sql.backend.errors import ConnectFailed, QueryAborted, QueryRefused, QueryTimeout
-from pi_notebook.sql.backend.execution import Execution
-from pi_notebook.sql.backend.fetch import Fetched, ProgressSteps, RunSettings, read_limit
-from pi_notebook.sql.backend.measure import METHOD_TEXT
+from pi_notebook.sql.backend.errors import ConnectFailed
+from pi_notebook.sql.backend.fetch import Fetched, RunSettings
 from pi_notebook.sql.backend.readonly import RunKind
-from pi_notebook.sql.backend.results import QueryOutcome, render_fetched
-from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
-from pi_notebook.sql.backend.worker import AuditBlocked, Bounds, DriftError
-from pi_notebook.sql.engines.base import EngineInfo, ReadEstimate
+from pi_notebook.sql.engines.base import EngineInfo
+from pi_notebook.sql.engines.clickhouse_common import (
+    READ_CLAUSE,
+    ROW_STARTS,
+    STREAMED,
+    ClickHouseBackend,
+    ClickHouseCatalog,
+    clickhouse_plan,
+    first_word,
+    has_totals,
+    mutated_table,
+    quote,
+    read_limits,
+)
+from pi_notebook.sql.engines.direct import Running, statement_body
+from pi_notebook.sql.engines.rows import Whole, take
 
 __all__ = [
     "CHDB_MEMORY_ENV",
@@ -96,16 +95,6 @@ ENGINE = EngineInfo(
 CHDB_MEMORY_LIMIT = 1 << 30
 """``max_memory_usage`` of a read, in bytes (``PI_NOTEBOOK_CHDB_MEMORY_LIMIT`` overrides)."""
 CHDB_MEMORY_ENV = "PI_NOTEBOOK_CHDB_MEMORY_LIMIT"
-
-_ROW_STARTS = frozenset({"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "EXISTS"})
-"""First words of statements that return rows (an approved ``SELECT ... SETTINGS`` too)."""
-_STREAMED = frozenset({"SELECT", "WITH"})
-"""Of those, the ones chDB streams (block by block, so a read stops at its bounds)."""
-_HEAD_ROWS = 50
-_READ_CLAUSE = "\nSETTINGS readonly = 1"
-"""After every read, in the read-only session: the same value, so allowed there, but only
-statements that take a SETTINGS clause parse with it (``SYSTEM``, ``USE`` do not: readonly
-alone lets them run)."""
 
 
 def chdb_path(url: URL) -> str:
@@ -168,9 +157,9 @@ class _Database:
         if control is None:
             return
         database, name = table
-        where = f"database = {_quote(database)}" if database else (
+        where = f"database = {quote(database)}" if database else (
             "database = currentDatabase()")  # fmt: skip
-        control.query(f"KILL MUTATION WHERE {where} AND table = {_quote(name)} AND NOT is_done")
+        control.query(f"KILL MUTATION WHERE {where} AND table = {quote(name)} AND NOT is_done")
 
     def _open(self, options: str = "") -> Any:
         from chdb import session
@@ -198,86 +187,21 @@ class _Database:
                     pass
 
 
-TableRow = tuple[str, str, str | None]
-"""A table of :meth:`ChdbSchema.catalog`: name, kind (``table`` or ``view``), comment."""
-ColumnRow = tuple[str, str, str, bool, str | None, bool]
-"""A column of :meth:`ChdbSchema.catalog`: table, name, type, nullable, comment, in the key."""
-
-
-class ChdbSchema:
-    """The catalog of a chDB database, as plain rows for the schema cache of the database
-    extension (``pi_notebook.database.schema``), which builds its schema from them."""
-
-    dialect = "clickhouse"
-
-    def __init__(self, database: _Database, url: URL) -> None:
-        self._database = database
-        self.url = url
-
-    def catalog(self) -> tuple[list[TableRow], list[ColumnRow]]:
-        """Tables and columns of the current database, as plain rows (blocking).
-
-        Tables: ``(name, kind, comment)``, kind ``view`` or ``table``. Columns: ``(table, name,
-        type, nullable, comment, in_primary_key)``, in each table's column order.
-        """
-        session = self._database.reader()
-        tables = session.query(
-            "SELECT name, engine, comment FROM system.tables WHERE database = currentDatabase() "
-            "ORDER BY name", "DataFrame")  # fmt: skip
-        columns = session.query(
-            "SELECT table, name, type, comment, is_in_primary_key FROM system.columns WHERE "
-            "database = currentDatabase() ORDER BY table, position",
-            "DataFrame")  # fmt: skip
-        table_rows: list[TableRow] = [
-            (str(name), "view" if "View" in str(engine) else "table", str(comment) or None)
-            for name, engine, comment in tables.itertuples(index=False, name=None)
-        ]
-        column_rows: list[ColumnRow] = [
-            (str(table), str(name), str(type_), str(type_).startswith("Nullable("),
-             str(comment) or None, bool(in_key))
-            for table, name, type_, comment, in_key in columns.itertuples(index=False, name=None)
-        ]  # fmt: skip
-        return table_rows, column_rows
-
-
-class ChdbBackend(DatabaseBackend):
+class ChdbBackend(ClickHouseBackend):
     """``query_database``'s backend for chDB (see the module docstring); the policy path
-    (``run``: classify, capability, audit) is :class:`DatabaseBackend`'s."""
+    (``run``: classify, capability, audit) is :class:`DatabaseBackend`'s, the statement path
+    :class:`DirectBackend`'s."""
 
-    def __init__(
-        self,
-        url: str | URL,
-        *,
-        row_cap: int = 10_000,
-        statement_timeout_s: float = 30,
-        approvals: CapabilityStore | None = None,
-        audit: AuditSink | None = None,
-        count_limit: int = 1_000_000,
-        progress_every: int = 10_000,
-        tool_name: str = "query_database",
-        max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
-        **_ignored: Any,
-    ) -> None:
-        self.url = make_url(url)
-        self.backend = "chdb"
-        self.dialect = "clickhouse"
-        self.capabilities = approvals if approvals is not None else CapabilityStore()
-        self.audit = audit
-        self.tool_name = tool_name
-        self.settings = RunSettings(
-            row_cap=row_cap, count_limit=max(count_limit, row_cap + 1),
-            statement_timeout_s=statement_timeout_s, progress_every=progress_every,
-            max_result_bytes=max_result_bytes)  # fmt: skip
+    backend = "chdb"
+
+    def __init__(self, url: str | URL, **options: Any) -> None:
+        super().__init__(url, **options)
         self.memory_limit = int(os.environ.get(CHDB_MEMORY_ENV, CHDB_MEMORY_LIMIT))
-        self._database = _Database(chdb_path(self.url), {
-            "readonly": "1", "max_execution_time": f"{statement_timeout_s:g}",
-            "max_memory_usage": str(self.memory_limit),
-            "max_result_rows": str(self.settings.count_limit),
-            "result_overflow_mode": "break"})  # fmt: skip
-        self.schema_source = ChdbSchema(self._database, self.url)
-        self._execution = Execution(self.url, statement_timeout_s)
-        self._inline = None
-        self._adbc = None
+        self._database = _Database(chdb_path(self.url),
+                                   read_limits(self.settings, self.memory_limit))  # fmt: skip
+        self.schema_source = ClickHouseCatalog(
+            lambda sql: self._database.reader().query(sql, "DataFrame"), self.url
+        )
 
     def dispose(self) -> None:
         """Close its sessions (another chDB database may then be opened in this process)."""
@@ -285,446 +209,48 @@ class ChdbBackend(DatabaseBackend):
         self._database.close()
 
     # -- statements ----------------------------------------------------------------------
-    async def _run_as(
-        self,
-        kind: RunKind,
-        sql: str,
-        *,
-        tool_call_id: str = "",
-        final_hash: str = "",
-        signal: AbortSignal | None = None,
-        on_progress: ProgressCallback | None = None,
-        audit: AuditSink | None = None,
-        bounds: Bounds | None = None,
-        count_rows: bool = False,
-        audited: Callable[[], object] | None = None,
-        on_slow: Callable[[], None] | None = None,
-        record_result: bool = True,
-    ) -> QueryOutcome:
-        """Run ``sql`` as ``kind`` WITHOUT the policy check (internal, and for the tests that
-        show the engine's ``readonly=1`` stops what slipped past the classifier)."""
-        ids = {"tool_call_id": tool_call_id, "tool_name": self.tool_name}
-        settings = replace(self.settings, count_rows=True) if count_rows else self.settings
-        plan = clickhouse_plan(sql) if bounds is not None and bounds.active else None
-        if on_slow is not None:
-            try:
-                on_slow()
-            except Exception:  # a broken listener must not break the statement
-                pass
-        started = time.perf_counter()
-        try:
-            fetched = await self._execution.call(
-                self._statement, kind, sql, settings, bounds, plan, audited, signal=signal,
-                on_progress=on_progress)  # fmt: skip
-        except QueryError as error:
-            if isinstance(error, QueryAborted | QueryTimeout) and "nothing was written" in str(
-                error
-            ):
-                error = type(error)(_no_rollback(str(error)))
-            self._record_failure(audit, error, final_hash, ids)
-            raise error from None
-        return self._finish(fetched, kind, started, final_hash, ids,
-                            audit if record_result else None)  # fmt: skip
-
-    def _statement(
-        self,
-        kind: RunKind,
-        sql: str,
-        settings: RunSettings,
-        bounds: Bounds | None,
-        plan: WritePlan | None,
-        audited: Callable[[], object] | None,
-        *,
-        canceller: Any,
-        progress: Callable[[int], None] | None = None,
-    ) -> Fetched:
-        """The worker's part: wait for the audit record (a write before it runs), check the
-        approval's bounds, run, fetch within the bounds."""
-        if audited is not None and kind == "write":
-            _audited(audited)
-            audited = None
-        try:
-            if kind == "write" and bounds is not None and bounds.active:
-                counted = self._count(plan, settings, canceller)
-                if not bounds.allows(counted):
-                    raise DriftError(counted)
-            session = self._database.reader() if kind == "read" else self._database.session()
-            fetched = self._execute(session, kind, sql, settings, canceller, progress)
-        except BaseException:
-            if audited is not None:
-                _audited(audited)  # the record first, even for the read's error text
-            raise
-        if audited is not None:
-            _audited(audited)
-        fetched.preview = render_fetched(fetched)
-        return fetched
-
-    def _count(self, plan: WritePlan | None, settings: RunSettings, canceller: Any) -> int:
-        if plan is not None and plan.static_rows is not None:
-            return plan.static_rows
-        if plan is None or plan.count_sql is None:
-            why = plan.note if plan is not None and plan.note else "no count can be derived"
-            raise DriftError(None, f"ClickHouse cannot try a write and roll it back, and {why}")
-        return self._scalar(plan.count_sql, canceller)
-
-    def _scalar(self, sql: str, canceller: Any) -> int:
-        return int(self._read_frame(sql, canceller).iloc[0, 0])
-
     def _read_frame(self, sql: str, canceller: Any) -> pd.DataFrame:
         """A small derived read (a count, a sample, an estimate) in the read-only session,
         cancellable."""
         marker = _marker()
         session = self._database.reader()
-        with _Running(canceller, lambda: self._database.kill(marker)):
-            return session.query(f"{marker}{_body(sql)}{_READ_CLAUSE}", "DataFrame")
+        with Running(canceller, lambda: self._database.kill(marker)):
+            return session.query(
+                f"{marker}{statement_body(sql, 'clickhouse')}{READ_CLAUSE}", "DataFrame"
+            )
 
     def _execute(
         self,
-        session: Any,
         kind: RunKind,
         sql: str,
         settings: RunSettings,
         canceller: Any,
         progress: Callable[[int], None] | None,
     ) -> Fetched:
+        session = self._database.reader() if kind == "read" else self._database.session()
         marker = _marker()
-        text = f"{marker}{_body(sql)}" + (_READ_CLAUSE if kind == "read" else "")
-        mutated = _mutated_table(sql) if kind == "write" else None
+        text = f"{marker}{statement_body(sql, 'clickhouse')}" + (
+            READ_CLAUSE if kind == "read" else ""
+        )
+        mutated = mutated_table(sql) if kind == "write" else None
 
         def cancel() -> None:
             self._database.kill(marker)
             if mutated is not None:
                 self._database.kill_mutations(mutated)
 
-        with _Running(canceller, cancel):
-            starts = _first_word(sql)
-            if starts in _STREAMED and not _totals(sql):
+        with Running(canceller, cancel):
+            starts = first_word(sql)
+            if starts in STREAMED and not has_totals(sql):
                 stream = session.send_query(text, "DataFrame")
-                return _take(stream, settings, progress)
-            if starts in _ROW_STARTS:  # SHOW, DESCRIBE, EXPLAIN, WITH TOTALS: not streamable
-                return _take(_Whole(session.query(text, "DataFrame")), settings, progress)
+                return take(stream, settings, progress)
+            if starts in ROW_STARTS:  # SHOW, DESCRIBE, EXPLAIN, WITH TOTALS: not streamable
+                return take(Whole(session.query(text, "DataFrame")), settings, progress)
             # Not a query (a write, or a forced "read" in the tests): chDB streams queries only.
             result = session.query(text, "CSV")
         written = int(result.rows_written())
         return Fetched(columns=[], row_count=written, has_rows=False)
 
-    # -- read estimate -------------------------------------------------------------------
-    async def estimate(self, sql: str, *, signal: AbortSignal | None = None) -> ReadEstimate:
-        """What the read ``sql`` would scan, from ``EXPLAIN ESTIMATE`` (rows of the MergeTree
-        tables it reads, after primary-key and partition pruning) times each table's
-        uncompressed bytes per row (all its columns: an upper bound for a read of a few),
-        both read-only in one call on the worker.
-
-        Raises:
-            QueryAborted: ``signal`` aborted.
-            QueryError: the database could not be opened.
-        """
-        return await self._execution.call(self._estimate, sql, signal=signal)
-
-    def _estimate(
-        self, sql: str, *, canceller: Any, progress: Callable[[int], None] | None = None
-    ) -> ReadEstimate:
-        if _first_word(sql) not in _STREAMED:
-            return ReadEstimate(rows=None, bytes=None,
-                                source=f"no estimate for {_first_word(sql) or 'this'} statements")  # fmt: skip
-        try:
-            parts = self._read_frame(f"EXPLAIN ESTIMATE {_body(sql)}", canceller)
-        except Exception as exc:
-            if canceller.reason is not None:
-                raise
-            return ReadEstimate(rows=None, bytes=None,
-                                source=f"EXPLAIN ESTIMATE failed: {_short(exc)}")  # fmt: skip
-        if parts.empty:
-            return ReadEstimate(rows=None, bytes=None, source="EXPLAIN ESTIMATE: no MergeTree "
-                                "table to estimate (table functions, Memory tables)")  # fmt: skip
-        rows = {(str(db), str(table)): int(n) for db, table, n in
-                parts[["database", "table", "rows"]].itertuples(index=False, name=None)}  # fmt: skip
-        wanted = ", ".join(f"({_quote(db)}, {_quote(table)})" for db, table in rows)
-        widths = self._read_frame(
-            "SELECT database, table, sum(data_uncompressed_bytes) / greatest(sum(rows), "
-            f"1) AS width FROM system.parts WHERE active AND (database, table) IN ({wanted}) "
-            "GROUP BY database, table", canceller)  # fmt: skip
-        width = {(str(db), str(table)): float(w) for db, table, w in
-                 widths.itertuples(index=False, name=None)}  # fmt: skip
-        total = sum(rows.values())
-        size = int(sum(n * width.get(key, 0.0) for key, n in rows.items()))
-        return ReadEstimate(rows=total, bytes=size, source="ClickHouse EXPLAIN ESTIMATE (rows "
-                            "after pruning) x the tables' uncompressed bytes per row")  # fmt: skip
-
-    # -- write preview -------------------------------------------------------------------
-    async def preview(
-        self,
-        tool_call_id: str,
-        sql: str,
-        *,
-        signal: AbortSignal | None = None,
-        audit: AuditSink | None = None,
-    ) -> WritePreview:
-        """Measure the write ``sql`` without running it: ClickHouse has no transaction to try
-        it in, so the rows are counted with the derived ``SELECT count()`` (run read-only) or
-        the preview says plainly they cannot be counted. Audited as ``write_preview``.
-
-        Raises:
-            QueryRefused: ``sql`` is not a write, or the audit store cannot commit first.
-            QueryAborted: ``signal`` aborted.
-            QueryError: the database could not be opened.
-        """
-        audit = audit if audit is not None else self.audit
-        ids = self._ids(tool_call_id)
-        if signal is not None and signal.aborted:
-            raise QueryAborted("Preview not started: the run was aborted.")
-        verdict, reasons, final_hash = self._verdict(sql)
-        if verdict is None or verdict.kind != "write":
-            why = "a read needs no preview" if verdict is not None and verdict.is_read else (
-                "; ".join(reasons) or "the statement is not allowed")  # fmt: skip
-            raise QueryRefused(f"Refused: not previewed: {why}.")
-        plan = clickhouse_plan(sql)
-        base = WritePreviewRecord(sql=sql, args_hash=final_hash, operation=plan.operation,
-                                  phase="start", **ids)  # fmt: skip
-        await self._durable(audit, base)
-        try:
-            preview = await self._execution.call(self._measure, plan, signal=signal,
-                                                 what="Preview")  # fmt: skip
-        except QueryError as error:
-            record_after(audit, WritePreviewRecord(
-                sql=sql, args_hash=final_hash, operation=plan.operation, phase="error",
-                error=str(error), **ids))  # fmt: skip
-            if isinstance(error, QueryAborted):
-                raise
-            return WritePreview(affected_rows=None, note=str(error))
-        record_after(audit, WritePreviewRecord(
-            sql=sql, args_hash=final_hash, operation=plan.operation, phase="result",
-            affected_rows=preview.affected_rows,
-            method="select" if plan.static_rows is None and preview.affected_rows is not None
-            else ("static" if plan.static_rows is not None else None),
-            note=preview.note, **ids))  # fmt: skip
-        return preview
-
-    def _measure(
-        self,
-        plan: WritePlan,
-        *,
-        canceller: Any,
-        progress: Callable[[int], None] | None = None,
-    ) -> WritePreview:
-        notes: list[str] = []
-        affected: int | None = None
-        method: str | None = None
-        sample: pd.DataFrame | None = None
-        if plan.static_rows is not None:
-            affected, method = plan.static_rows, METHOD_TEXT["static"]
-        elif plan.count_sql is not None:
-            try:
-                affected = self._scalar(plan.count_sql, canceller)
-                method = METHOD_TEXT["select"]
-            except Exception as exc:
-                if canceller.reason is not None:
-                    raise
-                notes.append(f"the rows could not be counted: {_short(exc)}")
-        else:
-            why = plan.note or "its rows cannot be derived as a SELECT count()"
-            notes.append("rows not counted: ClickHouse has no transaction to try the statement "
-                         f"and roll it back, and {why}")  # fmt: skip
-        if plan.sample_sql is not None:
-            try:
-                sample = self._read_frame(plan.sample_sql, canceller)
-            except Exception as exc:
-                if canceller.reason is not None:
-                    raise
-                notes.append(f"no sample: {_short(exc)}")
-        return WritePreview(affected_rows=affected, sample=sample, method=method,
-                            note="; ".join(notes) or None)  # fmt: skip
-
-
-class _Running:
-    """The cancel window of one statement: Stop and the timeout reach it only while it runs."""
-
-    def __init__(self, canceller: Any, cancel: Callable[[], None]) -> None:
-        self.canceller, self.cancel = canceller, cancel
-
-    def __enter__(self) -> None:
-        self.canceller.started(self.cancel)
-        if self.canceller.reason is not None:
-            self.canceller.stopped()
-            raise QueryAborted("cancelled before it started")
-
-    def __exit__(self, *exc: object) -> None:
-        self.canceller.stopped()
-
-
-def _take(stream: Any, settings: RunSettings, progress: Callable[[int], None] | None) -> Fetched:
-    """Keep the stream's first ``row_cap`` rows within ``max_result_bytes``; stop the stream at
-    the read's limit or the size bound."""
-    limit = read_limit(settings)
-    cap, budget = settings.row_cap, settings.max_result_bytes
-    kept_frames: list[pd.DataFrame] = []
-    seen = kept = 0
-    sized = False
-    columns: list[str] | None = None
-    steps = ProgressSteps(progress, settings.progress_every)
-    try:
-        for chunk in stream:
-            if columns is None:
-                columns = [str(c) for c in chunk.columns]
-            if kept < cap and not sized:
-                taken = chunk if len(chunk) <= cap - kept else chunk.iloc[: cap - kept]
-                if budget is not None:
-                    taken, sized, used = _within(taken, budget)
-                    budget -= used
-                if sized:
-                    cap = kept + len(taken)
-                kept_frames.append(taken)
-                kept += len(taken)
-            seen += len(chunk)
-            steps.update(seen)
-            if (limit is not None and (seen >= limit or sized)) or seen >= settings.count_limit:
-                break
-    finally:
-        stream.close()
-    exact = (seen < limit and not sized) if limit is not None else seen < settings.count_limit
-    seen = min(seen, limit) if limit is not None else seen
-    frame = (pd.concat(kept_frames, ignore_index=True) if len(kept_frames) > 1
-             else kept_frames[0] if kept_frames else pd.DataFrame(columns=columns or []))  # fmt: skip
-    index = frame.index
-    if not (isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1):
-        frame = frame.reset_index(drop=True)
-    return Fetched(columns=columns or [str(c) for c in frame.columns], row_count=seen,
-                   row_count_exact=exact, truncated=seen > len(frame), size_capped=sized,
-                   head=_head(frame), kept=len(frame), frame=frame)  # fmt: skip
-
-
-def _head(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
-    """The first rows as tuples of plain values, missing ones as ``None`` (for the preview)."""
-    values = frame.head(_HEAD_ROWS).to_numpy(dtype=object, copy=True)
-    if values.size:
-        values[pd.isna(values)] = None
-    return list(map(tuple, values))
-
-
-def _within(frame: pd.DataFrame, budget: int) -> tuple[pd.DataFrame, bool, int]:
-    """The leading rows of ``frame`` whose values fit in ``budget`` bytes, whether any were
-    left out, and the bytes they hold."""
-    total = int(frame.memory_usage(index=False, deep=True).sum())
-    if total <= budget:
-        return frame, False, total
-    per_row = total / max(1, len(frame))
-    rows = max(0, math.floor(budget / per_row) if per_row else len(frame))
-    return frame.iloc[:rows], True, int(per_row * rows)
-
-
-def clickhouse_plan(sql: str) -> WritePlan:
-    """:func:`plan_write`, plus ClickHouse's mutations: ``ALTER TABLE t DELETE WHERE c`` and
-    ``ALTER TABLE t UPDATE ... WHERE c`` change the rows of ``SELECT count() FROM t WHERE c``
-    (kept only when that count is itself a read)."""
-    plan = plan_write(sql, "clickhouse")
-    if plan.count_sql is not None or plan.static_rows is not None:
-        return plan
-    tokens = [t for t in lexical.tokens_of(sql, "clickhouse") if t.text != ";"]
-    words = [lexical.word(t) for t in tokens]
-    if words[:2] != ["ALTER", "TABLE"] or len(tokens) < 6:
-        return plan
-    verb = next((i for i, w in enumerate(words) if w in ("DELETE", "UPDATE")), None)
-    if verb is None or verb < 3 or "ON" in words[2:verb]:
-        return plan  # ON CLUSTER, or no table name
-    depth, where = 0, None
-    for index in range(verb + 1, len(tokens)):
-        text = tokens[index].text
-        depth += (text == "(") - (text == ")")
-        if depth == 0 and words[index] == "WHERE":
-            where = index
-            break
-    if where is None or where + 1 >= len(tokens):
-        return plan
-    table = sql[tokens[2].start : tokens[verb - 1].end + 1]
-    condition = sql[tokens[where + 1].start : tokens[-1].end + 1]
-    count_sql = f"SELECT count() FROM {table} WHERE {condition}"
-    sample_sql = f"SELECT * FROM {table} WHERE {condition} LIMIT 5"
-    if classify(count_sql, "clickhouse").kind != "read":
-        return plan
-    operation = "DELETE" if words[verb] == "DELETE" else "UPDATE"
-    return WritePlan(operation=operation, dml=True, count_sql=count_sql,
-                     sample_sql=sample_sql if classify(sample_sql, "clickhouse").is_read
-                     else None)  # fmt: skip
-
-
-def _body(sql: str) -> str:
-    """``sql`` up to the end of its statement's last token (without trailing semicolons and
-    comments): the tool's ``SETTINGS`` clause goes right after it."""
-    tokens = lexical.tokens_of(sql, "clickhouse")
-    for token in reversed(tokens):
-        if token.text != ";":
-            return sql[: token.end + 1]
-    return sql
-
-
-def _first_word(sql: str) -> str:
-    tokens = lexical.tokens_of(sql, "clickhouse")
-    first = next((t for t in tokens if t.text != "("), None)
-    return lexical.word(first) if first is not None else ""
-
-
-def _totals(sql: str) -> bool:
-    """``GROUP BY ... WITH TOTALS``: chDB's DataFrame stream fails after the totals block."""
-    return "TOTALS" in {lexical.word(t) for t in lexical.tokens_of(sql, "clickhouse")}
-
-
-class _Whole:
-    """A result read at once, as a stream of one chunk."""
-
-    def __init__(self, frame: pd.DataFrame) -> None:
-        self.frame = frame
-
-    def __iter__(self) -> Any:
-        return iter([self.frame] if len(self.frame.columns) else [])
-
-    def close(self) -> None:
-        pass
-
-
-def _mutated_table(sql: str) -> tuple[str, str] | None:
-    """``(database, table)`` a mutation changes (``ALTER TABLE t UPDATE/DELETE``, ``DELETE
-    FROM t``), ``database`` "" when not named; ``None`` for any other statement."""
-    tokens = [t for t in lexical.tokens_of(sql, "clickhouse") if t.text != ";"]
-    words = [lexical.word(t) for t in tokens]
-    if words[:2] == ["ALTER", "TABLE"]:
-        verb = next((i for i, w in enumerate(words) if w in ("DELETE", "UPDATE")), None)
-        names = tokens[2:verb] if verb is not None else []
-    elif words[:2] == ["DELETE", "FROM"]:
-        end = next((i for i, w in enumerate(words) if w in ("WHERE", "ON", "IN")), len(words))
-        names = tokens[2:end]
-    else:
-        return None
-    parts = [t.text.strip('`"') for t in names if t.text != "."]
-    if not 1 <= len(parts) <= 2:
-        return None
-    return (parts[0], parts[1]) if len(parts) == 2 else ("", parts[0])
-
-
-def _no_rollback(message: str) -> str:
-    """A cancelled write's message, without the transactional engines' "nothing was written"."""
-    head = message.split("; nothing was", 1)[0].rstrip(". ")
-    return (
-        f"{head}. ClickHouse has no transactions: what the write had done before it was "
-        "stopped stays (blocks already inserted; parts a mutation had already rewritten, "
-        "its unfinished rest killed)."
-    )
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
 
 def _marker() -> str:
     return f"/* pi-{uuid.uuid4().hex} */ "
-
-
-def _audited(wait: Callable[[], object]) -> None:
-    try:
-        wait()
-    except BaseException as exc:
-        raise AuditBlocked(str(exc)) from exc
-
-
-def _short(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text if len(text) <= 200 else text[:199] + "…"
