@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,db,providers,mcp,arrow,bench,lab,clickhouse,snowflake,trino,spark]"
+	$(PY) -m pip install --quiet -e ".[dev,db,providers,mcp,arrow,bench,lab,clickhouse,snowflake,trino,spark,bigquery]"
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -21,6 +21,21 @@ $(FAKESNOW)/.installed:
 	$(PYTHON) -m venv $(FAKESNOW)
 	$(FAKESNOW)/bin/python -m pip install --quiet "fakesnow[server]==0.12.1" "snowflake-connector-python==4.8.1" "duckdb==2.0.1"
 	touch $(FAKESNOW)/.installed
+
+## The BigQuery emulator the tests run against (bqemulator), in its own venv: it requires
+## sqlglot<30.12 (the project pins 30.30.0) and loads DuckDB's spatial extension at start,
+## which offline comes from the duckdb-extension-spatial package (on PyPI up to DuckDB 1.5.5,
+## the project runs 2.0). DuckDB's INSTALL of that file copies it where DuckDB 1.5.5 looks,
+## ~/.duckdb/extensions/v1.5.5/ (the project's DuckDB 2.0 looks in v2.0.1/: untouched).
+BQEMULATOR := $(VENV)-bqemulator
+$(BQEMULATOR)/.installed:
+	$(PYTHON) -m venv $(BQEMULATOR)
+	$(BQEMULATOR)/bin/python -m pip install --quiet "bqemulator==1.4.0" "duckdb==1.5.5" \
+		"duckdb-extension-spatial==1.5.5" "numpy==2.4.6"
+	$(BQEMULATOR)/bin/python -c "import duckdb, pathlib, duckdb_extension_spatial as s; \
+		f = next(pathlib.Path(s.__file__).parent.glob('extensions/v*/spatial.duckdb_extension')); \
+		duckdb.execute(f\"INSTALL '{f}'\"); duckdb.execute('LOAD spatial')"
+	touch $(BQEMULATOR)/.installed
 
 ## Main job: JupyterLab on 127.0.0.1 with the quickstart open (SQLite sample + offline model).
 lab: $(STAMP)
@@ -41,7 +56,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/pyright
 
-pytest: $(STAMP) $(FAKESNOW)/.installed
+pytest: $(STAMP) $(FAKESNOW)/.installed $(BQEMULATOR)/.installed
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 ## Everything CI runs: lint, type check, the whole test suite.

@@ -1,5 +1,6 @@
-"""BigQuery's policy table. BigQuery's own walls (``maximum_bytes_billed``, IAM roles) are the
-project's, which this tool does not set yet, so the classifier asks for:
+"""BigQuery's policy table. BigQuery's own walls are the project's IAM roles and each job's
+``maximum_bytes_billed`` and timeout (set by :mod:`pi_notebook.sql.engines.bigquery`); none of
+them stops a write the credentials may make, so the classifier asks for:
 
 * scripting (``DECLARE``, ``SET``, ``EXECUTE IMMEDIATE``, ``CALL``; a ``BEGIN ... END`` block
   holds several statements and is refused as stacked), DML, DDL (``CREATE MODEL`` trains a

@@ -8,12 +8,16 @@ import pi_notebook.database
 from pi_notebook import create_agent_session
 from pi_notebook.database import database_extension
 from pi_notebook.sql import classify
-from pi_notebook.sql.engines import ENGINES, DialectOnly, create_backend, engine_for_url
+from pi_notebook.sql import engines as seam
+from pi_notebook.sql.engines import ENGINES, DialectOnly, EngineInfo, create_backend, engine_for_url
 from pi_notebook.testing import ScriptedModel, text
 
-WAREHOUSE_URLS = {
-    "bigquery": "bigquery://my-project/sales",
-}
+FUTURE = EngineInfo(engine="oracle", dialect="oracle", url_scheme="oracle://USER@HOST/DB",
+                    schemes=("oracle",), read_only_backstop="a read-only standby, not yet set",
+                    bounds="none yet", cancel=None, write_preview="none yet", connects=False,
+                    tested_against="dialect only")  # fmt: skip
+"""A ``dialect only`` engine: its SQL classified, its URL refused (none of the shipped engines is
+one any more; the next engine to land starts as one)."""
 SERVER_URLS = {
     "clickhouse server": "clickhousedb://analyst@localhost:8123/sales",
     "trino": "trino://analyst@localhost:8080/hive/sales",
@@ -51,20 +55,13 @@ def test_engines_lists_each_engine_with_its_walls() -> None:
     assert "interruptTag" in spark["cancel"] and "EXPLAIN COST" in spark["estimate"]
 
 
-def test_dialect_only_warehouses_are_listed_with_what_their_engines_offer() -> None:
+def test_every_shipped_engine_connects_and_says_what_its_tests_run_it_on() -> None:
     frame = pi_notebook.database.engines().set_index("engine")
-    warehouses = frame.loc[list(WAREHOUSE_URLS)]
-    assert set(warehouses["tested_against"]) == {"dialect only"}
-    assert list(warehouses["dialect"]) == list(WAREHOUSE_URLS)
-    assert [scheme.split("://")[0] for scheme in warehouses["url_scheme"]] == [
-        "bigquery"]  # fmt: skip
-    assert warehouses["cancel"].isna().all() and warehouses["estimate"].isna().all()
-    assert not warehouses["arrow"].any()
-    backstops = warehouses["read_only_backstop"]
-    assert "maximum_bytes_billed" in backstops["bigquery"]
-    assert all("cannot connect" in text for text in backstops)
-    live = frame.drop(index=[*WAREHOUSE_URLS, *SERVER_URLS, "snowflake"])
-    assert set(live["tested_against"]) == {"live"}
+    assert all(info.connects for info in ENGINES)
+    tested = frame["tested_against"]
+    assert set(tested[["snowflake", "bigquery"]]) == {"emulator"}
+    assert set(tested[list(SERVER_URLS)]) == {"dialect only"}  # scripted servers, said in words
+    assert set(tested.drop(index=[*SERVER_URLS, "snowflake", "bigquery"])) == {"live"}
 
 
 def test_snowflake_runs_on_its_client_and_says_what_only_the_engine_guarantees() -> None:
@@ -74,6 +71,15 @@ def test_snowflake_runs_on_its_client_and_says_what_only_the_engine_guarantees()
     assert "STATEMENT_TIMEOUT_IN_SECONDS" in row["read_only_backstop"]
     assert "cannot show" in row["read_only_backstop"] and "abort_query" in row["cancel"]
     assert "EXPLAIN USING JSON" in row["estimate"]
+
+
+def test_bigquery_runs_on_its_client_and_says_what_only_the_project_guarantees() -> None:
+    row = pi_notebook.database.engines().set_index("engine").loc["bigquery"]
+    assert row["tested_against"] == "emulator" and row["arrow"]
+    backstop = row["read_only_backstop"]
+    assert "IAM roles" in backstop and "maximum_bytes_billed" in backstop
+    assert "cannot show" in backstop and "jobs.cancel" in row["cancel"]
+    assert "dry run" in row["estimate"] and "total_bytes_processed" in row["estimate"]
 
 
 def test_server_engines_connect_but_say_their_client_path_met_no_live_server() -> None:
@@ -93,23 +99,26 @@ def test_server_engines_connect_but_say_their_client_path_met_no_live_server() -
         assert info.connects and info.dialect_only() is None
 
 
-@pytest.mark.parametrize(("engine", "url"), sorted(WAREHOUSE_URLS.items()))
-def test_a_dialect_only_url_is_refused_in_one_line(engine: str, url: str) -> None:
-    assert engine_for_url(url).engine == engine
+def test_a_dialect_only_url_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(seam, "ENGINES", (*ENGINES, FUTURE))
+    assert engine_for_url("oracle://u@h/db") is FUTURE
     with pytest.raises(DialectOnly) as refused:
-        create_backend(url)
+        create_backend("oracle://u@h/db")
     message = str(refused.value)
-    assert "\n" not in message and "'dialect only'" in message and engine in message
+    assert "\n" not in message and "'dialect only'" in message and "oracle" in message
 
 
-def test_database_extension_refuses_a_dialect_only_url_when_the_session_starts() -> None:
+def test_database_extension_refuses_a_dialect_only_url_when_the_session_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """As any URL the tool cannot run: the extension's failure is the session's diagnostic,
     in one line, and no query tool is registered."""
-    ext = database_extension(url=WAREHOUSE_URLS["bigquery"])
+    monkeypatch.setattr(seam, "ENGINES", (*ENGINES, FUTURE))
+    ext = database_extension(url="oracle://u@h/db")
     session = create_agent_session(model=ScriptedModel([text("done")]), extensions=[ext])
     messages = [d.message for d in session.diagnostics]
     assert len(messages) == 1 and "\n" not in messages[0]
-    assert "bigquery is 'dialect only' so far" in messages[0]
+    assert "oracle is 'dialect only' so far" in messages[0]
     assert ext.backend is None
     assert "query_database" not in [tool.name for tool in session.get_all_tools()]
 
@@ -117,15 +126,16 @@ def test_database_extension_refuses_a_dialect_only_url_when_the_session_starts()
 def test_an_unknown_url_is_still_refused_naming_only_the_urls_the_tool_runs() -> None:
     with pytest.raises(ValueError, match="Unsupported database 'oracle'") as refused:
         engine_for_url("oracle://u@h/db")
-    assert "bigquery://" not in str(refused.value) and "chdb:///PATH" in str(refused.value)
-    assert "snowflake://" in str(refused.value) and "sc://HOST:15002" in str(refused.value)
+    assert "chdb:///PATH" in str(refused.value) and "snowflake://" in str(refused.value)
+    assert "sc://HOST:15002" in str(refused.value) and "bigquery://" in str(refused.value)
 
 
 def test_every_listed_engine_is_classified_and_dispatched() -> None:
     examples = {"sqlite": "sqlite:///x.db", "postgresql": "postgresql+psycopg://u@h/db",
                 "mysql": "mysql+pymysql://u@h/db", "duckdb": "duckdb:///x.duckdb",
                 "clickhouse": "chdb:///data/ch", "snowflake": "snowflake://u@acct/db/sales",
-                "spark": "sc://localhost:15002", **WAREHOUSE_URLS, **SERVER_URLS}  # fmt: skip
+                "spark": "sc://localhost:15002", "bigquery": "bigquery://my-project/sales",
+                **SERVER_URLS}  # fmt: skip
     for info in ENGINES:
         assert classify("SELECT 1", info.dialect).kind == "read"
         assert classify("DELETE FROM t", info.dialect).kind == "write"

@@ -8,9 +8,9 @@ the four SQLAlchemy engines share :class:`~pi_notebook.sql.backend.DatabaseBacke
 per-engine paths live in ``pi_notebook.sql.backend``); the engines reached through their own
 client share :class:`~pi_notebook.sql.engines.direct.DirectBackend`'s statement path: chDB
 (:class:`ChdbBackend`), a ClickHouse server (:class:`ClickHouseServerBackend`) and Trino
-(:class:`TrinoBackend`); Spark Connect has :class:`SparkBackend`; Snowflake has :class:`SnowflakeBackend` (its own client, on
-:mod:`.warehouse_base`). A URL whose engine's extra is missing is refused in one line naming
-the extra.
+(:class:`TrinoBackend`); Spark Connect has :class:`SparkBackend`; Snowflake and BigQuery have :class:`SnowflakeBackend` and
+:class:`BigQueryBackend` (their own clients, on :mod:`.warehouse_base`). A URL whose engine's
+extra is missing is refused in one line naming the extra.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from pi_notebook.sql.engines import (
     trino,
 )
 from pi_notebook.sql.engines.base import DialectOnly, EngineInfo, MissingExtra, ReadEstimate
+from pi_notebook.sql.engines.bigquery import BigQueryBackend
 from pi_notebook.sql.engines.chdb import ChdbBackend
 from pi_notebook.sql.engines.clickhouse_server import ClickHouseServerBackend
 from pi_notebook.sql.engines.direct import DirectBackend
@@ -44,6 +45,7 @@ from pi_notebook.sql.engines.warehouse_base import WarehouseBackend
 
 __all__ = [
     "ENGINES",
+    "BigQueryBackend",
     "ChdbBackend",
     "ClickHouseServerBackend",
     "DialectOnly",
@@ -73,7 +75,7 @@ ENGINES: tuple[EngineInfo, ...] = (
     bigquery.ENGINE,
 )
 """Every engine on the seam, in the order :func:`pi_notebook.database.engines` lists them:
-the ones the tool runs (Snowflake against its emulator; a ClickHouse server and Trino tested
+the ones the tool runs (Snowflake and BigQuery against their emulators; a ClickHouse server and Trino tested
 against scripted servers only), then the ``dialect only`` warehouses (classified, not
 connected)."""
 
@@ -119,6 +121,8 @@ def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
         return SparkBackend(url, **options)
     if info is snowflake.ENGINE:
         return SnowflakeBackend(url, **options)
+    if info is bigquery.ENGINE:
+        return BigQueryBackend(url, **options)
     if info is clickhouse_server.ENGINE:
         return ClickHouseServerBackend(url, **options)
     if info is trino.ENGINE:
@@ -146,7 +150,7 @@ async def estimate_read(
 ) -> ReadEstimate:
     """The engine's estimate of what the read ``sql`` scans, at most one round trip before
     the read (ClickHouse ``EXPLAIN ESTIMATE``, Trino ``EXPLAIN (TYPE IO, FORMAT JSON)``,
-    Snowflake ``EXPLAIN USING JSON``, Spark ``EXPLAIN COST``, PostgreSQL and DuckDB ``EXPLAIN (FORMAT JSON)``, inside
+    Snowflake ``EXPLAIN USING JSON``, Spark ``EXPLAIN COST``, a BigQuery dry run, PostgreSQL and DuckDB ``EXPLAIN (FORMAT JSON)``, inside
     the read's own read-only transaction). An engine without one (SQLite,
     MySQL) or an estimate that fails says so, and the read follows the engine's own limits.
 
