@@ -70,8 +70,14 @@ BLANK: dict[str, str] = {"text/plain": ""}
 _UNSETTLED = ("queued", "running")
 _CSS = (
     "<style>.jp-OutputArea:has(.pi-run:not(.jupyter-widgets-disconnected)) "
-    f"> .jp-OutputArea-child:has(.{PROVISIONAL_CLASS}){{display:none}}</style>"
+    f"> .jp-OutputArea-child:has(.{PROVISIONAL_CLASS}){{display:none}}"
+    f".jp-OutputArea:has(.{PROVISIONAL_CLASS}) > .jp-OutputArea-child:not(:has(.pi-run))"
+    ":has(> .jp-OutputArea-output:not([data-mime-type])){display:none}</style>"
 )
+"""JupyterLab only: while a connected live view is in the output area, the provisional record
+is hidden; once none is (the kernel restarted, or the file was reopened), a widget output that
+cannot be shown ("Loading widget...", "Error displaying widget") is hidden instead. A rendered
+MIME output carries ``data-mime-type``; a widget's does not."""
 
 
 def _style(key: str) -> str:
@@ -170,7 +176,7 @@ def provisional_bundle(
         if isinstance(sql, str):
             lines += [f"    {line}" for line in sql.splitlines()]
     marker = _marker(state)
-    parts.append(f"<div class='pi-error-line pi-interrupted'{_style('error')}>"
+    parts.append(f"<div class='pi-word pi-warn pi-interrupted'{_style('error')}>"
                  f"{html.escape(marker)}</div>")  # fmt: skip
     lines += ["", marker]
     body = (

@@ -34,6 +34,7 @@ _LIVE_CSS = """<style>
 .pi-run:not(.jupyter-widgets-disconnected) > .pi-stale{display:none !important}
 .pi-run.jupyter-widgets-disconnected > :not(.pi-stale){display:none !important}
 .pi-run .pi-stale{font-weight:bold;color:var(--jp-warn-color1,#e65100)}
+.pi-run.jupyter-widgets-disconnected::before{display:none}
 </style>"""
 """A view whose kernel restarted (ipywidgets marks it ``jupyter-widgets-disconnected``) shows
 only its stale note: no buttons that would reach no kernel."""
