@@ -199,3 +199,10 @@ def test_a_settled_run_leaves_one_record_and_an_old_provisional_is_named(
     text = str(report)
     assert not report.ok and "stale (run" in text and "behind the audit" in text
     assert "missing" not in text  # named once, as stale
+
+    # A provisional record edited to claim more rows than the audit recorded: named.
+    (call,) = shown[0]["metadata"]["pi_notebook"]["calls"]
+    call.update(state="done", decision="approved", outcome="ok", rows=5)
+    notebook.cells[1].outputs = [nbformat.from_dict(dict(o)) for o in notebook.cells[1].outputs]
+    text = str(verify_notebook(_write(notebook, tmp_path / "rows.ipynb")))
+    assert "(rows 5, the audit recorded 1)" in text and "behind the audit" not in text
