@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALL_STAMP_FIELDS",
-    "RECORD_CLASS",
     "PROVISIONAL_CLASS",
+    "RECORD_CLASS",
     "NotebookReport",
     "output_digest",
     "prompt_body",

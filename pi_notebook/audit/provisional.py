@@ -16,7 +16,7 @@ is not a problem: records written in the moment the kernel stopped may be lost w
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["PROVISIONAL_FIELDS", "check_provisional", "is_provisional", "malformed_provisional"]
 
@@ -27,9 +27,9 @@ _NOT_RUN = ("awaiting approval", "queued")
 _RAN_KINDS = ("approval", "grant_use", "tool_execution_end")
 
 
-def is_provisional(meta: Any) -> bool:
+def is_provisional(meta: Any) -> TypeGuard[dict[str, Any]]:
     """Whether an output's ``pi_notebook`` metadata is a provisional record's."""
-    return isinstance(meta, Mapping) and meta.get("provisional") is True  # pyright: ignore[reportUnknownMemberType]
+    return isinstance(meta, dict) and meta.get("provisional") is True  # pyright: ignore[reportUnknownMemberType]
 
 
 def malformed_provisional(meta: Mapping[str, Any]) -> str | None:

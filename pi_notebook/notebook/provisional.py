@@ -208,7 +208,9 @@ def provisional_calls(
     return out
 
 
-def provisional_metadata(run_id: str, session_id: str, prompt: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
+def provisional_metadata(
+    run_id: str, session_id: str, prompt: str, calls: list[dict[str, Any]]
+) -> dict[str, Any]:
     """The provisional output's ``metadata`` (``{"pi_notebook": {...}}``)."""
     return {"pi_notebook": {"provisional": True, "run_id": run_id, "session_id": session_id,
                             "prompt_digest": prompt_digest(prompt), "calls": calls}}  # fmt: skip

@@ -24,20 +24,22 @@ pytestmark = pytest.mark.browser
 SQL = "UPDATE customers SET city = 'Never-Saved' WHERE customer_id = 27"
 
 
-def _theme(page: Any, name: str) -> None:
+def _theme(tab: Any, name: str) -> None:
     from playwright.sync_api import expect
 
-    page.evaluate(f"window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{name}'}})")
+    tab.evaluate(
+        f"window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{name}'}})"
+    )
     light = "true" if name.endswith("Light") else "false"
-    expect(page.locator(f"body[data-jp-theme-light='{light}']")).to_have_count(1, timeout=SLOW)
-    expect(page.locator("#jupyterlab-splash")).to_have_count(0, timeout=SLOW)
+    expect(tab.locator(f"body[data-jp-theme-light='{light}']")).to_have_count(1, timeout=SLOW)
+    expect(tab.locator("#jupyterlab-splash")).to_have_count(0, timeout=SLOW)
 
 
-def _shots(page: Any, cell: Any, tmp: Path, name: str) -> None:
+def _shots(tab: Any, cell: Any, tmp: Path, name: str) -> None:
     cell.screenshot(path=str(tmp / f"{name}-light.png"))
-    _theme(page, "JupyterLab Dark")
+    _theme(tab, "JupyterLab Dark")
     cell.screenshot(path=str(tmp / f"{name}-dark.png"))
-    _theme(page, "JupyterLab Light")
+    _theme(tab, "JupyterLab Light")
 
 
 def test_browser_restart_during_a_prompt_then_reopened(

@@ -100,7 +100,9 @@ def _wait_for_update(k: Kernel, text: str, timeout: float = 60) -> dict[str, Any
 
 def _html_of(cell: Any) -> str:
     return "".join(
-        str(o["data"].get("text/html", "")) for o in cell.outputs if o["output_type"] == "display_data"
+        str(o["data"].get("text/html", ""))
+        for o in cell.outputs
+        if o["output_type"] == "display_data"
     )
 
 
@@ -185,7 +187,8 @@ def test_a_settled_run_leaves_one_record_and_an_old_provisional_is_named(
     notebook = _saved(k, [("%load_ext pi_notebook", load), (f"%%pi\n{sql}", cell)])
     shown = [o for o in notebook.cells[1].outputs if o["output_type"] == "display_data"]
     assert [sorted(o["data"]) for o in shown] == [
-        ["text/html", "text/markdown", "text/plain"], ["text/plain"]
+        ["text/html", "text/markdown", "text/plain"],
+        ["text/plain"],
     ]  # the record where the view was; the provisional output emptied
     assert shown[1]["data"]["text/plain"] == "" and INTERRUPTED not in _html_of(notebook.cells[1])
     report = verify_notebook(_write(notebook, tmp_path / "settled.ipynb"))
@@ -201,8 +204,9 @@ def test_a_settled_run_leaves_one_record_and_an_old_provisional_is_named(
     assert "missing" not in text  # named once, as stale
 
     # A provisional record edited to claim more rows than the audit recorded: named.
-    (call,) = shown[0]["metadata"]["pi_notebook"]["calls"]
+    outputs: list[Any] = notebook.cells[1].outputs
+    (edited,) = [o for o in outputs if "pi_notebook" in o["metadata"]]
+    (call,) = edited["metadata"]["pi_notebook"]["calls"]
     call.update(state="done", decision="approved", outcome="ok", rows=5)
-    notebook.cells[1].outputs = [nbformat.from_dict(dict(o)) for o in notebook.cells[1].outputs]
     text = str(verify_notebook(_write(notebook, tmp_path / "rows.ipynb")))
     assert "(rows 5, the audit recorded 1)" in text and "behind the audit" not in text

@@ -13,9 +13,10 @@ from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
 
-from pi_notebook.agent.events import AgentStartEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
 from pi_notebook import TextContent, ToolResult
+from pi_notebook.agent.events import AgentStartEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
 from pi_notebook.notebook import current
+from pi_notebook.notebook.prompts import ApprovalPrompt
 from pi_notebook.notebook.provisional import (
     BLANK,
     INTERRUPTED,
@@ -106,11 +107,12 @@ async def test_the_provisional_record_goes_out_before_the_write_and_is_emptied_a
     run.provisional_handle = _Recorder("provisional", log, db)
     run.handle = _Recorder("record", log, db)
     prompt = await run.next_prompt(timeout=30)
+    assert isinstance(prompt, ApprovalPrompt) and prompt.request is not None
     (_name, waiting, meta, _city) = log[-1]
     assert "awaiting approval" in waiting["text/plain"] and INTERRUPTED in waiting["text/plain"]
     assert meta["pi_notebook"]["provisional"] is True
     assert [c["state"] for c in meta["pi_notebook"]["calls"]] == ["awaiting approval"]
-    assert meta["pi_notebook"]["calls"][0]["args_hash"] == prompt.request.args_hash  # pyright: ignore[reportAttributeAccessIssue, reportOptionalMemberAccess]
+    assert meta["pi_notebook"]["calls"][0]["args_hash"] == prompt.request.args_hash
     assert "kernel stopped: nothing ran after this point" in run.view.stale.value
     prompt.approve()
     await run.wait(timeout=30)
