@@ -59,7 +59,7 @@ __all__ = [
 
 INTERRUPTED = "interrupted: nothing ran after this point"
 OUTCOME_UNKNOWN = "outcome unknown: the kernel stopped while it ran; check the audit"
-MAX_CARDS = 50
+MAX_CARDS = 20
 """Calls a provisional record shows in full (the latest); earlier ones are counted."""
 EVERY_S = 1.0
 SAFETY_EVENTS = frozenset({"tool_execution_start", "approval_requested", "approval_resolved"})
@@ -105,15 +105,19 @@ def _word(card: Any) -> str:
     return card.word
 
 
-def _marker(state: RunState) -> str:
-    if any(card.status in _UNSETTLED for card in state.cards.values()):
+def _recent(state: RunState, entries: list[tuple[str, Any]]) -> list[Any]:
+    return [c for kind, key in entries if kind == "card" and (c := state.cards.get(key))]
+
+
+def _marker(shown: list[Any]) -> str:
+    if any(card.status in _UNSETTLED for card in shown):
         return f"{INTERRUPTED} (a call marked 'outcome unknown' may have run: check the audit)"
     return INTERRUPTED
 
 
 def stale_note(state: RunState) -> str:
     """What the live view says once its kernel is gone (shown by CSS, no buttons)."""
-    if any(card.status in _UNSETTLED for card in state.cards.values()):
+    if any(card.status in _UNSETTLED for card in _recent(state, _shown(state)[0])):
         return (
             "■ This run's kernel stopped while a call ran: its outcome is unknown (check the "
             "audit); nothing else ran after this point."
@@ -122,11 +126,17 @@ def stale_note(state: RunState) -> str:
 
 
 def _shown(state: RunState) -> tuple[list[tuple[str, Any]], int]:
-    """The timeline entries shown (every message, the latest :data:`MAX_CARDS` cards) and how
-    many earlier cards are only counted."""
-    cards = [key for kind, key in state.timeline if kind == "card"]
-    hidden = set(cards[: max(0, len(cards) - MAX_CARDS)])
-    return [(k, v) for k, v in state.timeline if not (k == "card" and v in hidden)], len(hidden)
+    """The timeline entries shown (the latest :data:`MAX_CARDS` cards, with every message from
+    the first of them on; all of a shorter run) and how many earlier cards are only counted.
+    Walks back from the end: the cost does not grow with the run."""
+    timeline, cards, first = state.timeline, 0, len(state.timeline)
+    while first > 0 and cards < MAX_CARDS:
+        first -= 1
+        cards += timeline[first][0] == "card"
+    if first > 0:  # more cards before: start at the earliest card shown
+        while timeline[first][0] != "card":
+            first += 1
+    return list(timeline[first:]), len(state.cards) - cards
 
 
 def provisional_bundle(
@@ -153,12 +163,15 @@ def provisional_bundle(
     lines = [f"◌ interrupted · {calls} call{'s' if calls != 1 else ''} · model {info.model}",
              "", "Prompt:", *(f"    {line}" for line in prompt.splitlines())]  # fmt: skip
     if earlier:
-        note = f"{earlier} earlier call(s) not shown here: their records are in the audit."
+        note = (f"{earlier} earlier call(s) not shown here: their records are in the audit (one "
+                "still running when the kernel stopped has an unknown outcome).")  # fmt: skip
         parts.append(f"<div class='pi-meta'{_style('meta')}>{html.escape(note)}</div>")
         lines += ["", note]
+    texts: list[str] = []
     for kind, key in entries:
         if kind == "text":
             text = state.assistant[key] if key < len(state.assistant) else ""
+            texts.append(text.strip())
             if text.strip():
                 parts.append(f"<div class='pi-text'{_style('text')}>{markdown_html(text)}</div>")
                 lines += ["", text.strip()]
@@ -175,7 +188,7 @@ def provisional_bundle(
         sql = card.args.get("sql") if isinstance(card.args, dict) else None
         if isinstance(sql, str):
             lines += [f"    {line}" for line in sql.splitlines()]
-    marker = _marker(state)
+    marker = _marker(_recent(state, entries))
     parts.append(f"<div class='pi-word pi-warn pi-interrupted'{_style('error')}>"
                  f"{html.escape(marker)}</div>")  # fmt: skip
     lines += ["", marker]
@@ -183,7 +196,7 @@ def provisional_bundle(
         f"<div class='pi-rec {PROVISIONAL_CLASS}'{_style('rec')} "
         f"data-run='{html.escape(info.run_id)}'>{RECORD_CSS}{_CSS}{head}{''.join(parts)}</div>"
     )
-    answer = state.assistant_text.strip()
+    answer = "\n\n".join(t for t in texts if t)
     markdown = f"{answer}\n\n*{marker}*" if answer else f"*{marker}*"
     return {"text/html": body, "text/markdown": markdown, "text/plain": "\n".join(lines)}
 
@@ -194,9 +207,9 @@ def provisional_calls(
     """The calls a provisional record shows, as its stamp lists them: id, tool, the arguments
     hash when known, its state (``awaiting approval``, ``running``, ``done``...), decision,
     outcome and rows."""
-    _entries, earlier = _shown(state)
+    entries, _earlier = _shown(state)
     out: list[dict[str, Any]] = []
-    for card in state.card_list()[earlier:]:
+    for card in _recent(state, entries):
         details: Mapping[str, Any] = card.details if isinstance(card.details, dict) else {}
         rows = details.get("row_count")
         out.append({

@@ -70,6 +70,15 @@ _CARD_EVENTS = frozenset({"tool_execution_start", "tool_execution_update", "tool
                           "decided"})  # fmt: skip
 
 
+def kernel_of_shell() -> Any:
+    """The kernel of the running IPython shell (``None`` in a terminal, a script, a test)."""
+    try:
+        from IPython.core.getipython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency
+        return None
+    return getattr(get_ipython(), "kernel", None)
+
+
 def kernel_handles_comms_while_awaiting() -> bool:
     """Whether widget messages reach the kernel while a cell is awaiting.
 
@@ -77,11 +86,7 @@ def kernel_handles_comms_while_awaiting() -> bool:
     cell only where ``dispatch_shell`` takes the ``concurrent`` flag. Outside a kernel (a
     script, a test shell) there are no comm messages to wait for, so awaiting is safe.
     """
-    try:
-        from IPython.core.getipython import get_ipython
-    except ImportError:  # pragma: no cover - IPython is a dependency
-        return True
-    kernel = getattr(get_ipython(), "kernel", None)
+    kernel = kernel_of_shell()
     if kernel is None:
         return True
     dispatch = getattr(kernel, "dispatch_shell", None)
@@ -140,8 +145,9 @@ class Run:
         from IPython.display import display
 
         self.handle = display(self.view, display_id=True)
-        data, metadata = self._provisional()
-        self.provisional_handle = display(data, raw=True, metadata=metadata, display_id=True)
+        if kernel_of_shell() is not None:  # a terminal keeps no file: no provisional record
+            data, metadata = self._provisional()
+            self.provisional_handle = display(data, raw=True, metadata=metadata, display_id=True)
 
     def start(self) -> None:
         """Schedule the run on the running loop (the kernel's)."""
