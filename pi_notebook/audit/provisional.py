@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
+from .notebook_calls import recorded_args_hash
+
 __all__ = ["PROVISIONAL_FIELDS", "check_provisional", "is_provisional", "malformed_provisional"]
 
 PROVISIONAL_FIELDS = ("run_id", "session_id", "prompt_digest")
@@ -78,7 +80,6 @@ def check_provisional(
     prompt: str | None,
     settled_runs: set[tuple[str, str]],
     calls: Mapping[tuple[str, Any], list[tuple[str, Any, str]]],
-    recorded_args_hash: Any,
 ) -> list[str]:
     """The problems of one provisional record (an empty list: it agrees with the audit).
 
@@ -89,7 +90,6 @@ def check_provisional(
         prompt: the digest of its cell's prompt (``None``: the cell is not a ``%%pi`` cell).
         settled_runs: ``(session id, run id)`` of every run with a ``notebook_output`` record.
         calls: each call's ``(kind, payload, hash)`` records by ``(session id, call id)``.
-        recorded_args_hash: a call's records to the arguments hash they bound (or ``None``).
     """
     bad = malformed_provisional(meta)
     if bad is not None:
