@@ -10,8 +10,10 @@ have its record, unchanged data, its own prompt, a run id no other output claims
 whose hashes are those of their last records; an output that looks like a record (its HTML
 carries :data:`RECORD_CLASS`, or its text starts as a record's does) but has no stamp is
 named too, and so is a settled run of the file's sessions that no output of the file carries
-(a deleted record), keyed by session and run id, so a renamed copy verifies the same. What does not belong here: rendering or writing the outputs (the notebook package
-does).
+(a deleted record), keyed by session and run id, so a renamed copy verifies the same. A
+provisional record (a run that had not settled when the file was saved: its kernel stopped) is
+checked as far as the audit allows (``.provisional``) and counted apart, never as a settled
+run. What does not belong here: rendering or writing the outputs (the notebook package does).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..errors import AuditError
+from .notebook_calls import check_call
+from .provisional import check_provisional, is_provisional, malformed_provisional
 from .schema import records, verify_store
 
 if TYPE_CHECKING:
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALL_STAMP_FIELDS",
+    "PROVISIONAL_CLASS",
     "RECORD_CLASS",
     "NotebookReport",
     "output_digest",
@@ -51,10 +56,15 @@ CALL_STAMP_FIELDS = (
 RECORD_CLASS = "pi-record"
 """The CSS class of a record's outer ``<div>`` (``pi_notebook.notebook.record`` writes it)."""
 
+PROVISIONAL_CLASS = "pi-provisional"
+"""The CSS class of a provisional record's outer ``<div>`` (a run that has not settled)."""
+
 _RECORD_HTML = re.compile(r"""class\s*=\s*["'][^"']*\bpi-record\b""")
 _RECORD_PLAIN = re.compile(
     r"^\s*\S+ (?:done|failed|stopped|blocked|starting|running)\b[^\n]*· \d+ calls? · model "
 )
+_PROVISIONAL_HTML = re.compile(r"""class\s*=\s*["'][^"']*\bpi-provisional\b""")
+_PROVISIONAL_PLAIN = re.compile(r"^\s*◌ interrupted · \d+ calls? · model ")
 _PI_CELL = re.compile(r"^\s*%%pi\b[^\n]*(?:\n|$)")
 
 
@@ -96,14 +106,17 @@ class NotebookReport:
         ok: True only when every stamped output matches the store (and their chains hold).
         problems: One line per problem, each naming the cell and output index and what is
             wrong (altered, unknown, or a broken chain).
-        outputs: How many stamped outputs were checked.
+        outputs: How many stamped outputs (records of settled runs) were checked.
         calls: How many stamped calls were checked.
+        provisional: How many provisional records (runs that had not settled when the file
+            was saved) were checked; they are not settled runs.
     """
 
     ok: bool = True
     problems: list[str] = field(default_factory=list)
     outputs: int = 0
     calls: int = 0
+    provisional: int = 0
 
     def __bool__(self) -> bool:
         return self.ok
@@ -111,7 +124,10 @@ class NotebookReport:
     def __str__(self) -> str:
         """A short text for a person: the verdict first, then one line per problem."""
         if self.ok:
-            return f"OK: {self.outputs} stamped output(s) and {self.calls} call(s) match the audit."
+            extra = (f"; {self.provisional} provisional record(s) of runs that did not settle "
+                     "agree with it" if self.provisional else "")  # fmt: skip
+            return (f"OK: {self.outputs} stamped output(s) and {self.calls} call(s) match the "
+                    f"audit{extra}.")  # fmt: skip
         lines = [f"NOT OK: {len(self.problems)} problem(s) in {self.outputs} stamped output(s):"]
         return "\n".join([*lines, *(f"- {p}" for p in self.problems)])
 
@@ -132,6 +148,7 @@ class _Read:
     unstamped: list[str]  # where an output looks like a record but has no stamp
     unstamped_digests: set[str]  # their data's digests
     prompts: list[str]  # the prompt digest of each ``%%pi`` cell
+    provisional: list[_Stamp] = field(default_factory=list[_Stamp])
 
 
 def _looks_like_record(data: Any) -> bool:
@@ -139,8 +156,12 @@ def _looks_like_record(data: Any) -> bool:
         return False
     page = _text(data.get("text/html"))  # pyright: ignore[reportUnknownMemberType]
     plain = _text(data.get("text/plain"))  # pyright: ignore[reportUnknownMemberType]
-    return (isinstance(page, str) and _RECORD_HTML.search(page) is not None) or (
-        isinstance(plain, str) and _RECORD_PLAIN.match(plain) is not None
+    return (
+        isinstance(page, str)
+        and (_RECORD_HTML.search(page) is not None or _PROVISIONAL_HTML.search(page) is not None)
+    ) or (
+        isinstance(plain, str)
+        and (_RECORD_PLAIN.match(plain) is not None or _PROVISIONAL_PLAIN.match(plain) is not None)
     )
 
 
@@ -156,6 +177,7 @@ def _read(path: str | os.PathLike[str]) -> _Read:
     except Exception as exc:  # invalid JSON or not a notebook: say so plainly
         raise AuditError(f"{os.fspath(path)} is not a readable notebook ({exc})") from exc
     found: list[_Stamp] = []
+    provisional: list[_Stamp] = []
     unstamped: list[str] = []
     prompts: list[str] = []
     digests: set[str] = set()
@@ -170,12 +192,15 @@ def _read(path: str | os.PathLike[str]) -> _Read:
             where = f"cell {ci} output {oi}"
             meta = (output.get("metadata") or {}).get("pi_notebook")
             data = output.get("data") or {}
-            if meta is not None:
+            if is_provisional(meta):
+                text = source if isinstance(source, str) else ""
+                provisional.append(_Stamp(where, meta, data, text))
+            elif meta is not None:
                 found.append(_Stamp(where, meta, data, source if isinstance(source, str) else ""))
             elif _looks_like_record(data):
                 unstamped.append(where)
                 digests.add(output_digest(data))
-    return _Read(found, unstamped, digests, prompts)
+    return _Read(found, unstamped, digests, prompts, provisional)
 
 
 def _malformed(meta: Any) -> str | None:
@@ -219,64 +244,6 @@ def _load(
     return outputs, calls
 
 
-def _recorded_args_hash(chain: list[tuple[str, Any, str]]) -> str | None:
-    final = [p.get("args_hash") for k, p, _ in chain if k == "final_args" and isinstance(p, dict)]
-    if final and final[-1]:
-        return final[-1]
-    approved = [p.get("args_hash") for k, p, _ in chain if k == "approval" and isinstance(p, dict)]
-    return approved[-1] if approved and approved[-1] else None
-
-
-def _check_call(
-    where: str, call: Mapping[str, Any], chain: list[tuple[str, Any, str]] | None
-) -> list[str]:
-    call_id = call.get("tool_call_id")
-    if not chain:
-        return [f"{where}: unknown call {call_id!r} (no audit record of it in that session)"]
-    problems: list[str] = []
-    if call.get("audit_hash") != chain[-1][2]:
-        problems.append(
-            f"{where}: call {call_id!r} is altered (its audit_hash is not the hash of its last "
-            "audit record)"
-        )
-    recorded = _recorded_args_hash(chain)
-    if recorded is not None and call.get("args_hash") != recorded:
-        problems.append(f"{where}: call {call_id!r} is altered (args_hash differs from the audit)")
-    problems.extend(_check_told(where, call, chain))
-    return problems
-
-
-def _check_told(
-    where: str, call: Mapping[str, Any], chain: list[tuple[str, Any, str]]
-) -> list[str]:
-    """The stamp's decision, outcome and rows against the call's own records."""
-    call_id = call.get("tool_call_id")
-    payloads = [(k, p) for k, p, _ in chain if isinstance(p, dict)]
-    approvals = [p.get("decision") for k, p in payloads if k == "approval"]
-    recorded = approvals[-1] if approvals else None
-    if recorded is None and any(k == "grant_use" for k, _ in payloads):
-        recorded = "granted"
-    problems: list[str] = []
-    if recorded is not None and call.get("decision") != recorded:
-        problems.append(f"{where}: call {call_id!r} is altered (decision "
-                        f"{call.get('decision')!r}, the audit recorded {recorded!r})")  # fmt: skip
-    ends = [p for k, p in payloads if k == "tool_execution_end"]
-    if not ends:
-        return problems
-    failed = ends[-1].get("is_error")
-    outcome = call.get("outcome")
-    if isinstance(failed, bool) and outcome is not None and (outcome == "ok") == failed:
-        problems.append(f"{where}: call {call_id!r} is altered (outcome {outcome!r}, the audit "
-                        f"recorded {'an error' if failed else 'success'})")  # fmt: skip
-    result = ends[-1].get("result")
-    details = result.get("details") if isinstance(result, dict) else None
-    rows = details.get("row_count") if isinstance(details, dict) else None
-    if call.get("rows") is not None and isinstance(rows, int) and call.get("rows") != rows:
-        problems.append(f"{where}: call {call_id!r} is altered (rows {call.get('rows')!r}, the "
-                        f"audit recorded {rows})")  # fmt: skip
-    return problems
-
-
 def _check(stamp: _Stamp, outputs: dict[Any, Any], calls: dict[Any, Any]) -> list[str]:
     meta, where = stamp.meta, stamp.where
     bad = _malformed(meta)
@@ -308,7 +275,7 @@ def _check(stamp: _Stamp, outputs: dict[Any, Any], calls: dict[Any, Any]) -> lis
         if body is None or prompt_digest(body) != recorded_prompt:
             problems.append(f"{where}: altered (its cell's prompt is not the prompt that ran)")
     for call in meta["calls"]:
-        problems.extend(_check_call(where, call, calls.get((sid, call.get("tool_call_id")))))
+        problems.extend(check_call(where, call, calls.get((sid, call.get("tool_call_id")))))
     return problems
 
 
@@ -322,6 +289,9 @@ def _missing_runs(read: _Read, outputs: dict[tuple[str, str], dict[str, Any]]) -
     cells with one prompt would pass as a re-run). A run whose output is in the file with its
     stamp removed is named as unstamped already."""
     present: set[tuple[str, str]] = set()
+    for stamp in read.provisional:  # a provisional record of a settled run is named as stale
+        if malformed_provisional(stamp.meta) is None:
+            present.add((stamp.meta["session_id"], stamp.meta["run_id"]))
     carried: dict[str, int] = {}  # prompt digest -> stamped outputs of cells with that prompt
     for stamp in read.stamps:
         if _malformed(stamp.meta) is None:
@@ -401,10 +371,12 @@ def verify_notebook(
     """
     read = _read(path)
     stamps, unstamped = read.stamps, read.unstamped
-    report = NotebookReport(outputs=len(stamps))
+    report = NotebookReport(outputs=len(stamps), provisional=len(read.provisional))
     engine, owned = _engine_of(audit)
     try:
         sessions = {s.meta["session_id"] for s in stamps if _malformed(s.meta) is None}
+        sessions |= {s.meta["session_id"] for s in read.provisional
+                     if malformed_provisional(s.meta) is None}  # fmt: skip
         with engine.connect() as conn:
             outputs, calls = _load(conn, sessions)
         first_of_run: dict[str, str] = {}
@@ -420,6 +392,22 @@ def verify_notebook(
                     )
                 else:
                     first_of_run[run_id] = stamp.where
+        settled = {(sid, r["run_id"]) for (sid, _h), r in outputs.items()
+                   if isinstance(r.get("run_id"), str)}  # fmt: skip
+        for stamp in read.provisional:
+            body = prompt_body(stamp.source)
+            digest = None if body is None else prompt_digest(body)
+            report.problems.extend(
+                check_provisional(stamp.where, stamp.meta, stamp.data, digest, settled, calls)
+            )
+            run_id = stamp.meta.get("run_id")
+            if not isinstance(run_id, str):
+                continue
+            if run_id in first_of_run:
+                report.problems.append(f"{stamp.where}: duplicated (run {run_id[:12]}… is "
+                                       f"already recorded at {first_of_run[run_id]})")  # fmt: skip
+            else:
+                first_of_run[run_id] = stamp.where
         report.problems.extend(
             f"{where}: unstamped (it looks like a pi_notebook record but has no provenance "
             "stamp; removed or forged)"

@@ -9,7 +9,9 @@ interrupt is delivered promptly.
 
 When the run settles, its durable record (:mod:`.record`) replaces the live view in the
 cell's output (through the display id the view was shown with), stamped with provenance
-(:mod:`.provenance`): what a saved, reopened or converted notebook shows.
+(:mod:`.provenance`): what a saved, reopened or converted notebook shows. Until then a second
+output holds the run's provisional record (:mod:`.provisional`), what the file says if the
+kernel stops first; the record's arrival empties it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,14 @@ from ..audit.records import NotebookOutput
 from ..errors import AwaitNotSupportedError
 from .prompts import ApprovalPrompt, Prompt
 from .provenance import args_hash_of, call_stamps, record_output
+from .provisional import (
+    BLANK,
+    EVERY_S,
+    SAFETY_EVENTS,
+    provisional_bundle,
+    provisional_calls,
+    provisional_metadata,
+)
 from .record import RunInfo, record_bundle, result_dataframe
 from .store import (
     ApprovalRequested,
@@ -64,6 +74,15 @@ _CARD_EVENTS = frozenset({"tool_execution_start", "tool_execution_update", "tool
                           "decided"})  # fmt: skip
 
 
+def kernel_of_shell() -> Any:
+    """The kernel of the running IPython shell (``None`` in a terminal, a script, a test)."""
+    try:
+        from IPython.core.getipython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency
+        return None
+    return getattr(get_ipython(), "kernel", None)
+
+
 def kernel_handles_comms_while_awaiting() -> bool:
     """Whether widget messages reach the kernel while a cell is awaiting.
 
@@ -71,11 +90,7 @@ def kernel_handles_comms_while_awaiting() -> bool:
     cell only where ``dispatch_shell`` takes the ``concurrent`` flag. Outside a kernel (a
     script, a test shell) there are no comm messages to wait for, so awaiting is safe.
     """
-    try:
-        from IPython.core.getipython import get_ipython
-    except ImportError:  # pragma: no cover - IPython is a dependency
-        return True
-    kernel = getattr(get_ipython(), "kernel", None)
+    kernel = kernel_of_shell()
     if kernel is None:
         return True
     dispatch = getattr(kernel, "dispatch_shell", None)
@@ -114,6 +129,10 @@ class Run:
         self.record: dict[str, str] | None = None
         self.metadata: dict[str, Any] | None = None
         self.handle: Any = None
+        self.provisional_handle: Any = None  # the provisional record's output, until settled
+        self._provisional_cache: dict[str, tuple[Any, str]] = {}
+        self._provisional_timer: asyncio.TimerHandle | None = None
+        self._args_hashes: dict[str, str] = {}  # call id -> the hash its approval binds to
         self.background = False  # the cell returned at once (%%pi --background)
         self.output_name: str | None = None  # %%pi -o NAME: bound when the run settles
         self._on_finish = on_finish
@@ -127,10 +146,14 @@ class Run:
 
     # -- lifecycle ---------------------------------------------------------------
     def show(self) -> None:
-        """Display the live view in the current cell, with a display id the record replaces."""
+        """Display the live view in the current cell, with a display id the record replaces,
+        and below it the provisional record (what the file keeps if the kernel stops first)."""
         from IPython.display import display
 
         self.handle = display(self.view, display_id=True)
+        if kernel_of_shell() is not None:  # a terminal keeps no file: no provisional record
+            data, metadata = self._provisional()
+            self.provisional_handle = display(data, raw=True, metadata=metadata, display_id=True)
 
     def start(self) -> None:
         """Schedule the run on the running loop (the kernel's)."""
@@ -154,6 +177,8 @@ class Run:
         finally:
             unsubscribe()
             ticker.cancel()
+            if self._provisional_timer is not None:
+                self._provisional_timer.cancel()
             if not self.state.settled:
                 self.dispatch(AgentEndEvent())
             self.view.render()
@@ -206,9 +231,13 @@ class Run:
         self.record = data
         if self.handle is None:
             return
-        update = partial(
-            self.handle.update, data, raw=True, metadata={"pi_notebook": self.metadata}
+        self._send(
+            partial(self.handle.update, data, raw=True, metadata={"pi_notebook": self.metadata})
         )
+        if self.provisional_handle is not None:  # after the record: never a moment with neither
+            self._send(partial(self.provisional_handle.update, BLANK, raw=True, metadata={}))
+
+    def _send(self, update: Callable[[], Any]) -> None:
         if self.background:
             # The cell that showed the view has ended. In a fresh context the kernel sends the
             # update as part of the cell running now, so clients that only listen to that
@@ -216,6 +245,36 @@ class Run:
             contextvars.Context().run(update)
         else:
             update()
+
+    # -- the provisional record ----------------------------------------------------
+    def _provisional(self) -> tuple[dict[str, str], dict[str, Any]]:
+        model = str(getattr(self.session, "model_name", "unknown"))
+        info = RunInfo(run_id=self.run_id, model=model.removesuffix(":offline"),
+                       label_of=self.label_of)  # fmt: skip
+        data = provisional_bundle(self.state, info, self.prompt, cache=self._provisional_cache)
+        calls = provisional_calls(self.state, self._args_hashes.get)
+        session_id = str(getattr(self.session, "session_id", ""))
+        return data, provisional_metadata(self.run_id, session_id, self.prompt, calls)
+
+    def _update_provisional(self) -> None:
+        """Send the provisional record as the state is now (before anything more can run)."""
+        if self._provisional_timer is not None:
+            self._provisional_timer.cancel()
+            self._provisional_timer = None
+        if self.provisional_handle is None or self.state.settled:
+            return
+        data, metadata = self._provisional()
+        self._send(partial(self.provisional_handle.update, data, raw=True, metadata=metadata))
+
+    def _provisional_soon(self) -> None:
+        if self._provisional_timer is not None or self.provisional_handle is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._update_provisional()
+            return
+        self._provisional_timer = loop.call_later(EVERY_S, self._update_provisional)
 
     @property
     def done(self) -> bool:
@@ -233,6 +292,10 @@ class Run:
         elif kind in ("message_start", "message_update", "message_end") and self.state.assistant:
             self.view.touch(("text", len(self.state.assistant) - 1))
         self.view.request_render(urgent=kind in _URGENT)
+        if kind in SAFETY_EVENTS:
+            self._update_provisional()  # before the call can run
+        elif kind in _URGENT or kind == "message_end":
+            self._provisional_soon()
 
     def abort(self, reason: str = "stopped") -> None:
         """Stop the run: what the Stop button, ``%pi_abort`` and an interrupt do."""
@@ -301,6 +364,9 @@ class Run:
                       reasons: tuple[str, ...] = ()) -> None:  # fmt: skip
         """Show ``prompt`` in the card of ``tool_call_id`` (or below the cards if ``None``)."""
         self.prompts.append(prompt)
+        request = getattr(prompt, "request", None)
+        if tool_call_id is not None and isinstance(getattr(request, "args_hash", None), str):
+            self._args_hashes[tool_call_id] = request.args_hash  # pyright: ignore[reportOptionalMemberAccess]
         if tool_call_id is not None and tool_call_id in self.state.cards:
             self.dispatch(ApprovalRequested(tool_call_id=tool_call_id, reasons=reasons))
             self.view.card(tool_call_id).show_prompt(prompt)

@@ -23,12 +23,22 @@ import ipywidgets as widgets
 from ..agent.views import ViewOf
 from .cards import ToolCard
 from .format import format_seconds
+from .provisional import stale_note
 from .record import RECORD_CSS, markdown_html, run_tone, run_word
 from .store import RunState
 
 __all__ = ["RunView"]
 
 _CHUNK = 50
+
+_LIVE_CSS = """<style>
+.pi-run:not(.jupyter-widgets-disconnected) > .pi-stale{display:none !important}
+.pi-run.jupyter-widgets-disconnected > :not(.pi-stale){display:none !important}
+.pi-run .pi-stale{font-weight:bold;color:var(--jp-warn-color1,#e65100)}
+.pi-run.jupyter-widgets-disconnected::before{display:none}
+</style>"""
+"""A view whose kernel restarted (ipywidgets marks it ``jupyter-widgets-disconnected``) shows
+only its stale note: no buttons that would reach no kernel."""
 
 _TONE = {"running": "pi-busy", "done": "pi-ok", "failed": "pi-bad", "blocked": "pi-warn",
          "stopped": "pi-muted", "idle": "pi-muted"}  # fmt: skip
@@ -69,14 +79,16 @@ class RunView(widgets.VBox):
         self.notices = widgets.HTML()
         self.dialogs = widgets.VBox()
         self.error = widgets.HTML()
+        self.stale = widgets.HTML()
+        self.stale.add_class("pi-stale")
         self._cards: dict[str, ToolCard] = {}
         self._texts: dict[int, widgets.HTML] = {}
         self._entries = 0
         # The timeline's entries sit in boxes of _CHUNK: adding one re-assigns a short list.
         self._chunks: list[widgets.VBox] = []
         super().__init__(children=[
-            widgets.HTML(RECORD_CSS), widgets.HBox([self.status, self.stop_button]),
-            self.timeline, self.dialogs, self.notices, self.error,
+            widgets.HTML(RECORD_CSS + _LIVE_CSS), widgets.HBox([self.status, self.stop_button]),
+            self.timeline, self.dialogs, self.notices, self.error, self.stale,
         ])  # fmt: skip
         self.add_class("pi-run")
         self.add_class("pi-rec")
@@ -172,6 +184,7 @@ class RunView(widgets.VBox):
         self.render_count += 1
         state = self._get_state()
         self.status.value = self._status_html(state)
+        self.stale.value = "" if state.settled else html.escape(stale_note(state))
         if state.settled:
             self.stop_button.disabled = True
         if len(state.timeline) != self._entries:

@@ -65,7 +65,8 @@ class Kernel:
     def record(self, msg_id: str) -> dict[str, Any]:
         """The record that replaced the run's live view in the cell ``msg_id``."""
         updates = [m["content"] for m in self.messages(msg_id)
-                   if m["msg_type"] == "update_display_data"]  # fmt: skip
+                   if m["msg_type"] == "update_display_data"
+                   and "record_hash" in m["content"]["metadata"].get("pi_notebook", {})]  # fmt: skip
         assert updates, "the live view was never replaced by a record"
         return updates[-1]
 
