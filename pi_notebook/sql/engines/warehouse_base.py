@@ -204,9 +204,12 @@ class WarehouseBackend(DatabaseBackend):
         audited: Callable[[], object] | None = None,
         on_slow: Callable[[], None] | None = None,
         record_result: bool = True,
+        role: str | None = None,
     ) -> QueryOutcome:
         """Run ``sql`` as ``kind`` WITHOUT the policy check (internal, and for the tests that
         show what the engine itself stops)."""
+        if role is not None:  # role_per_user is PostgreSQL's; create_backend refuses it here
+            raise QueryRefused(f"role_per_user needs PostgreSQL; {self.backend} has no SET ROLE")
         ids = {"tool_call_id": tool_call_id, "tool_name": self.tool_name}
         settings = replace(self.settings, count_rows=True) if count_rows else self.settings
         plan = plan_write(sql, self.dialect) if bounds is not None and bounds.active else None
