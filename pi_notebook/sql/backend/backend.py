@@ -16,8 +16,9 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 
 from pi_notebook.ai.abort import AbortSignal
@@ -52,6 +53,13 @@ from pi_notebook.sql.backend.errors import (
     QueryRefused,
     QueryTimeout,
     describe_error,
+)
+from pi_notebook.sql.backend.engine_process import (
+    EngineProcess,
+    WorkerEngine,
+    default_memory_limit,
+    release_process,
+    shared_process,
 )
 from pi_notebook.sql.backend.execution import Execution
 from pi_notebook.sql.backend.inline import InlineReads
@@ -106,6 +114,10 @@ class DatabaseBackend:
             pyarrow is installed and ``row_cap`` is at least ``ARROW_MIN_CAP``.
         max_result_bytes: most bytes of values a read keeps, besides the row cap (see
             :mod:`.sizes`; default 64 MiB); ``None``: rows only.
+        memory_limit_bytes: the most memory a statement may use where the engine runs
+            (default :func:`~.engine_process.default_memory_limit`: half the machine's
+            memory, at most 4 GiB). DuckDB runs in a worker process capped at it (see
+            :mod:`.engine_process`); SQLite gets it as its ``hard_heap_limit``.
     """
 
     def __init__(
@@ -122,6 +134,7 @@ class DatabaseBackend:
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         arrow: bool | None = None,
         max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
+        memory_limit_bytes: int | None = None,
     ) -> None:
         self.url = make_url(url)
         self.backend = supported_backend(self.url)
@@ -139,8 +152,22 @@ class DatabaseBackend:
             arrow=use_arrow,
             max_result_bytes=max_result_bytes,
         )
-        self.engine = create_backend_engine(self.url, connect_timeout_s=connect_timeout_s,
-                                            statement_timeout_s=statement_timeout_s)  # fmt: skip
+        self.memory_limit_bytes = (
+            memory_limit_bytes if memory_limit_bytes is not None else default_memory_limit()
+        )
+        # DuckDB runs in the worker process (see :mod:`.engine_process`): the kernel only
+        # holds a stand-in for its engine.
+        self._process: EngineProcess | None = None
+        if self.backend == "duckdb":
+            self._process = shared_process(
+                self.url, memory_limit_bytes=self.memory_limit_bytes,
+                connect_timeout_s=connect_timeout_s, statement_timeout_s=statement_timeout_s)  # fmt: skip
+            self.engine = cast(sa.Engine, WorkerEngine(self.url))
+        else:
+            self.engine = create_backend_engine(
+                self.url, connect_timeout_s=connect_timeout_s,
+                statement_timeout_s=statement_timeout_s,
+                memory_limit_bytes=self.memory_limit_bytes)  # fmt: skip
         self._adbc = _arrow_reader(self.url, self.backend, connect_timeout_s) if use_arrow else None
         self._execution = Execution(self.url, statement_timeout_s)
         self._slot = ConnectionSlot()
@@ -160,7 +187,14 @@ class DatabaseBackend:
             self._inline.close()
         if self._adbc is not None:
             self._adbc.close()
+        if self._process is not None and self._process.users <= 1:
+            self._process.close()  # a later call starts a new worker
         self.engine.dispose()
+
+    def __del__(self) -> None:
+        process, self._process = getattr(self, "_process", None), None
+        if process is not None:
+            release_process(process)
 
     async def offload(
         self, fn: Callable[..., Any], *args: Any, signal: AbortSignal | None = None
@@ -177,6 +211,9 @@ class DatabaseBackend:
             QueryTimeout: the statement timeout passed.
             QueryError: ``fn`` raised (as short, credential-free text).
         """
+
+        if self._process is not None:
+            return await self._execution.call(self._process.offload, fn, *args, signal=signal)
 
         def job(*, canceller: Any = None, progress: Any = None) -> Any:
             return fn(*args)
@@ -356,10 +393,13 @@ class DatabaseBackend:
                                   phase="start", **ids)  # fmt: skip
         await self._durable(audit, base)
         try:
-            measured = await self._execution.call(
-                preview_statement, self.engine, self.backend, sql, plan, self.settings,
-                describe=lambda exc: describe_error(exc, self.url), signal=signal,
-                what="Preview", slot=self._slot,
+            measured = await (
+                self._execution.call(self._process.preview_statement, sql, plan, self.settings,
+                                     signal=signal, what="Preview")
+                if self._process is not None else self._execution.call(
+                    preview_statement, self.engine, self.backend, sql, plan, self.settings,
+                    describe=lambda exc: describe_error(exc, self.url), signal=signal,
+                    what="Preview", slot=self._slot)
             )  # fmt: skip
         except QueryError as error:
             record_after(audit, replace(base, phase="error", error=str(error)))
@@ -385,6 +425,9 @@ class DatabaseBackend:
             QueryTimeout: the statement timeout passed.
             QueryError: the database could not be reached, or the hook failed (safe text).
         """
+        if self._process is not None:
+            return await self._execution.call(self._process.estimate_statement, hook, sql,
+                                              self.settings, signal=signal)  # fmt: skip
         return await self._execution.call(
             estimate_statement, self.engine, self.backend, hook, sql, self.settings,
             signal=signal, slot=self._slot,
@@ -426,10 +469,14 @@ class DatabaseBackend:
                         on_slow()
                     except Exception:  # a broken listener must not break the statement
                         pass
-                fetched = await self._execution.call(
-                    run_statement, self.engine, self.backend, kind, sql, settings,
-                    bounds=bounds, plan=plan, adbc=self._adbc, slot=self._slot, signal=signal,
-                    on_progress=on_progress, audited=audited,
+                fetched = await (
+                    self._execution.call(
+                        self._process.run_statement, kind, sql, settings, bounds=bounds,
+                        plan=plan, signal=signal, on_progress=on_progress, audited=audited)
+                    if self._process is not None else self._execution.call(
+                        run_statement, self.engine, self.backend, kind, sql, settings,
+                        bounds=bounds, plan=plan, adbc=self._adbc, slot=self._slot,
+                        signal=signal, on_progress=on_progress, audited=audited)
                 )  # fmt: skip
         except QueryError as error:
             self._record_failure(audit, error, final_hash, ids)

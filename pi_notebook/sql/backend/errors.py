@@ -15,6 +15,7 @@ from pi_notebook.errors import QueryAborted, QueryError, QueryRefused
 from pi_notebook.secrets import safe_url, scrub
 
 __all__ = [
+    "MemoryLimitExceeded",
     "QueryAborted",
     "QueryError",
     "QueryRefused",
@@ -58,6 +59,10 @@ def describe_error(exc: BaseException, url: URL, *, connecting: bool = False) ->
 
 class QueryTimeout(QueryError):
     """The statement ran longer than the statement timeout and was cancelled."""
+
+
+class MemoryLimitExceeded(QueryError):
+    """The statement needed more memory than ``memory_limit_bytes`` allows where it ran."""
 
 
 class ConnectFailed(Exception):

@@ -36,6 +36,7 @@ from pi_notebook.secrets import safe_url
 from pi_notebook.sql.backend.cancel import Canceller, CancelReason
 from pi_notebook.sql.backend.errors import (
     ConnectFailed,
+    MemoryLimitExceeded,
     QueryAborted,
     QueryError,
     QueryTimeout,
@@ -143,7 +144,7 @@ class Execution:
             raise
         except _Abandoned as exc:
             raise self._abandoned(exc, what) from None
-        except (DriftError, AuditBlocked):
+        except (DriftError, AuditBlocked, MemoryLimitExceeded):
             raise
         except Exception as exc:
             raise self._error(exc, canceller, what) from None
