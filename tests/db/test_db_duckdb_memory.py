@@ -1,29 +1,162 @@
-"""DuckDB runs inside the kernel: its memory limit turns a huge aggregate into an error."""
+"""DuckDB runs in a worker process under an OS memory cap (``memory_limit_bytes``): a statement
+that passes it ends with an error naming the limit, the kernel's memory stays where it was,
+the worker is replaced, and an approved write that dies with it leaves no row behind."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+from dbtest_support import FakeAudit
 
 from pi_notebook.sql.backend import DatabaseBackend, QueryError
+from pi_notebook.sql.backend.errors import MemoryLimitExceeded
 
-HUGE = "SELECT length(string_agg(repeat('x', 100), ',')) AS n FROM range(30000000)"
+MiB = 1 << 20
+LIMIT = 512 * MiB
+# Per-row values that double eight times: 1.2 KB of text becomes 300 KB per row, 600 MB per
+# DuckDB vector of 2,048 rows, all of it allocated outside DuckDB's own memory_limit.
+HEX8 = ("SELECT sum(length(hex(hex(hex(hex(hex(hex(hex(hex(repeat(CAST(range AS VARCHAR), "
+        "300))))))))))) AS n FROM range(1000000)")  # fmt: skip
+CONCAT128 = ("SELECT sum(length(concat(" + ", ".join(["repeat(CAST(range AS VARCHAR), 2000)"] * 128)
+             + "))) AS n FROM range(10000000)")  # fmt: skip
+
+_KERNEL = textwrap.dedent("""
+    import asyncio, json, resource, sys
+    # The kernel of this test may use 3 GiB at most: without the worker, an attack ends
+    # here with the kernel's own MemoryError instead of taking the machine.
+    resource.setrlimit(resource.RLIMIT_DATA, (3 << 30, 3 << 30))
+    from pi_notebook.sql.backend import DatabaseBackend
+
+    def peak():
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+    async def main(url, limit, attacks):
+        variables = {"kept": list(range(1000))}
+        backend = DatabaseBackend(url, memory_limit_bytes=limit)
+        out = {"errors": [], "first": None}
+        try:
+            first = await backend._run_as("read", "SELECT 41 + 1 AS answer")
+            out["first"] = int(first.dataframe["answer"].iloc[0])
+            before = peak()
+            for sql in attacks:
+                try:
+                    await backend._run_as("read", sql)
+                    out["errors"].append(None)
+                except Exception as exc:
+                    out["errors"].append(f"{type(exc).__name__}: {exc}")
+            out["grown"] = peak() - before
+            after = await backend._run_as("read", "SELECT 6 * 7 AS answer")
+            out["after"] = int(after.dataframe["answer"].iloc[0])
+            out["variables"] = variables["kept"][-1]
+        finally:
+            backend.dispose()
+        print(json.dumps(out))
+
+    asyncio.run(main(sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])))
+""")
 
 
-async def test_a_huge_aggregate_fails_at_the_memory_limit(tmp_path: Path) -> None:
-    backend = DatabaseBackend(f"duckdb:///{tmp_path / 'm.duckdb'}")
+def test_amplifying_reads_stop_at_the_limit_and_the_kernel_stays_small(tmp_path: Path) -> None:
+    # Measured in a process of its own: the test runner's memory is not the kernel's.
+    url = f"duckdb:///{tmp_path / 'm.duckdb'}"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run([sys.executable, "-c", _KERNEL, url, str(LIMIT),
+                           json.dumps([HEX8, CONCAT128])],
+                          capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["first"] == 42
+    for error in out["errors"]:
+        assert error is not None and error.startswith("MemoryLimitExceeded: ")
+        assert "memory limit of 512 MiB (memory_limit_bytes)" in error
+        assert "database_extension(memory_limit_bytes=...)" in error
+    assert out["grown"] < 200 * MiB  # the statements' gigabytes never reached the kernel
+    assert out["after"] == 42 and out["variables"] == 999  # the next read runs, state kept
+
+
+async def test_the_worker_is_replaced_and_the_audit_has_the_failure(tmp_path: Path) -> None:
+    audit = FakeAudit()
+    backend = DatabaseBackend(f"duckdb:///{tmp_path / 'm.duckdb'}", memory_limit_bytes=LIMIT,
+                              audit=audit)  # fmt: skip
     try:
-        limit = await backend._run_as("read", "SELECT current_setting('memory_limit') AS m")  # pyright: ignore[reportPrivateUsage]
-        assert limit.dataframe["m"].iloc[0].replace(" ", "") in {"953.6MiB", "1.0GiB", "1GB"}
-        # ~3 GB of string without the limit; the engine refuses instead.
-        with pytest.raises(QueryError, match=r"(?i)out of memory"):
-            await backend._run_as("read", HUGE)  # pyright: ignore[reportPrivateUsage]
+        await backend._run_as("read", "SELECT 1 AS one", audit=audit)  # pyright: ignore[reportPrivateUsage]
+        first = backend.worker_pid
+        assert first is not None and first != os.getpid()
+        with pytest.raises(MemoryLimitExceeded, match=r"memory limit of 512 MiB"):
+            await backend._run_as("read", HEX8, tool_call_id="big", audit=audit)  # pyright: ignore[reportPrivateUsage]
+        [failure] = audit.of("query_error")
+        assert failure["tool_call_id"] == "big"
+        assert "memory limit of 512 MiB (memory_limit_bytes)" in failure["payload"]["error"]
+        again = await backend._run_as("read", "SELECT 2 AS two")  # pyright: ignore[reportPrivateUsage]
+        assert again.dataframe["two"].tolist() == [2]
+        assert backend.worker_pid not in (None, first)
     finally:
         backend.dispose()
 
 
-async def test_the_limit_can_be_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def _rows(backend: DatabaseBackend, table: str) -> int:
+    out = await backend._run_as("read", f"SELECT count(*) AS n FROM {table}")  # pyright: ignore[reportPrivateUsage]
+    return int(out.dataframe["n"].iloc[0])
+
+
+async def test_an_approved_write_past_the_limit_is_rolled_back(tmp_path: Path) -> None:
+    backend = DatabaseBackend(f"duckdb:///{tmp_path / 'm.duckdb'}", memory_limit_bytes=LIMIT)
+    try:
+        await backend._run_as("write", "CREATE TABLE t AS SELECT 'x' AS s FROM range(5)")  # pyright: ignore[reportPrivateUsage]
+        grow = ("INSERT INTO t SELECT hex(hex(hex(hex(hex(hex(hex(hex(repeat(CAST(range AS "
+                "VARCHAR), 300))))))))) FROM range(1000000)")  # fmt: skip
+        with pytest.raises(MemoryLimitExceeded):
+            await backend._run_as("write", grow)  # pyright: ignore[reportPrivateUsage]
+        assert await _rows(backend, "t") == 5
+    finally:
+        backend.dispose()
+
+
+async def test_a_write_whose_worker_is_killed_leaves_no_row(tmp_path: Path) -> None:
+    # The OS's own end for a process past its memory (SIGKILL) mid-write: the uncommitted
+    # transaction dies with the worker.
+    backend = DatabaseBackend(f"duckdb:///{tmp_path / 'm.duckdb'}", memory_limit_bytes=LIMIT)
+    try:
+        await backend._run_as("write", "CREATE TABLE t (a BIGINT)")  # pyright: ignore[reportPrivateUsage]
+        await backend._run_as("write", "INSERT INTO t VALUES (1), (2), (3)")  # pyright: ignore[reportPrivateUsage]
+        pid = backend.worker_pid
+        assert pid is not None
+        slow = ("INSERT INTO t SELECT count(*) FROM range(100000000000) AS a(x), "
+                "range(10) AS b(y) WHERE x % 7 = y")  # fmt: skip
+        write = asyncio.ensure_future(backend._run_as("write", slow))  # pyright: ignore[reportPrivateUsage]
+        await asyncio.sleep(1.0)
+        assert not write.done()
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(QueryError, match=r"memory limit"):
+            await write
+        assert await _rows(backend, "t") == 3
+    finally:
+        backend.dispose()
+
+
+async def test_duckdb_gets_a_share_of_the_cap_as_its_own_limit(tmp_path: Path) -> None:
+    backend = DatabaseBackend(f"duckdb:///{tmp_path / 'm.duckdb'}", memory_limit_bytes=1 << 30)
+    try:
+        out = await backend._run_as("read", "SELECT current_setting('memory_limit') AS m")  # pyright: ignore[reportPrivateUsage]
+    finally:
+        backend.dispose()
+    assert out.dataframe["m"].iloc[0].replace(" ", "") in {"585.5MiB", "614MB"}
+
+
+async def test_the_duckdb_limit_can_still_be_set_by_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PI_NOTEBOOK_DUCKDB_MEMORY_LIMIT", "2GB")
     backend = DatabaseBackend(f"duckdb:///{tmp_path / 'm.duckdb'}")
     try:

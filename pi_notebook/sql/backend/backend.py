@@ -187,9 +187,15 @@ class DatabaseBackend:
             self._inline.close()
         if self._adbc is not None:
             self._adbc.close()
-        if self._process is not None and self._process.users <= 1:
-            self._process.close()  # a later call starts a new worker
+        if self._process is not None:
+            self._process.release()  # a later call reconnects, or starts a new worker
         self.engine.dispose()
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The process id of the worker process running this database's engine, while one
+        runs (DuckDB; see :mod:`.engine_process`), else ``None``."""
+        return self._process.pid if self._process is not None else None
 
     def __del__(self) -> None:
         process, self._process = getattr(self, "_process", None), None

@@ -75,10 +75,14 @@ class _Host:
         self.conn = conn
         self.url = make_url(setup["url"])
         self.backend = supported_backend(self.url)
+        from pi_notebook.sql.backend import engine_child
+
         _ENGINE = self.engine = create_backend_engine(
             self.url, connect_timeout_s=setup["connect_timeout_s"],
             statement_timeout_s=setup["statement_timeout_s"],
         )  # fmt: skip
+        # Run as ``-m``, this module is ``__main__``; a pickle names it by its own name.
+        engine_child._ENGINE = self.engine
         self.slot = ConnectionSlot()
         self.send_lock = threading.Lock()
         self.jobs: queue.SimpleQueue[tuple[str, tuple[Any, ...]] | None] = queue.SimpleQueue()
@@ -197,9 +201,6 @@ class _Host:
 
 
 def main() -> None:
-    # Run as ``-m``, this module is ``__main__``: let pickles that name it by its own name
-    # (:func:`current_engine`) find this copy, the one holding the engine.
-    sys.modules.setdefault(__spec__.name if __spec__ else "", sys.modules[__name__])
     conn = Connection(int(sys.argv[1]))
     setup = pickle.loads(conn.recv_bytes())
     memory = int(setup["memory_limit_bytes"])

@@ -83,7 +83,7 @@ def default_memory_limit() -> int:
 
 
 def _gib(n: int) -> str:
-    return f"{n / _GIB:.1f} GiB" if n >= _GIB // 10 else f"{n / (1 << 20):.0f} MiB"
+    return f"{n / _GIB:.1f} GiB" if n >= _GIB else f"{n / (1 << 20):.0f} MiB"
 
 
 class WorkerEngine:
@@ -275,8 +275,9 @@ class EngineProcess:
             self._reap()
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[3])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        # The kernel's own import path: a function offloaded to the worker is imported there.
+        paths = [str(Path(__file__).resolve().parents[3]), *(p for p in sys.path if p)]
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
         if DUCKDB_MEMORY_ENV not in env and self.memory_limit_bytes > 0:
             share = int(self.memory_limit_bytes * _DUCKDB_SHARE) >> 20
             env[DUCKDB_MEMORY_ENV] = f"{max(share, 64)}MB"
@@ -324,6 +325,20 @@ class EngineProcess:
         """The worker's process id, while one runs."""
         proc = self._proc
         return proc.pid if proc is not None and proc.poll() is None else None
+
+    def release(self) -> None:
+        """Close the worker's connections (a backend's ``dispose``): the worker stops when
+        no other backend shares it, else it closes its pool and keeps running."""
+        if self.users <= 1:
+            self.close()
+            return
+        with self._lock:
+            running = self._conn is not None and self.pid is not None
+        if running:
+            try:
+                self.call("release", (), canceller=Canceller())
+            except Exception:  # a worker that cannot release is stopped instead
+                self.close()
 
     def close(self) -> None:
         """Stop the worker (the next call starts a new one)."""
