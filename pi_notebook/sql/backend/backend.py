@@ -169,7 +169,9 @@ class DatabaseBackend:
                 statement_timeout_s=statement_timeout_s,
                 memory_limit_bytes=self.memory_limit_bytes)  # fmt: skip
         self._adbc = _arrow_reader(self.url, self.backend, connect_timeout_s) if use_arrow else None
-        self._execution = Execution(self.url, statement_timeout_s)
+        self._execution = Execution(
+            self.url, statement_timeout_s,
+            memory_limit_bytes=self.memory_limit_bytes if self.backend == "sqlite" else 0)  # fmt: skip
         self._slot = ConnectionSlot()
         # Short reads of a SQLite file run on the caller's thread (see :mod:`.inline`).
         self._inline = (

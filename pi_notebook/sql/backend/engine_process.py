@@ -82,10 +82,6 @@ def default_memory_limit() -> int:
     return min(4 * _GIB, physical // 2)
 
 
-def _gib(n: int) -> str:
-    return f"{n / _GIB:.1f} GiB" if n >= _GIB else f"{n / (1 << 20):.0f} MiB"
-
-
 class WorkerEngine:
     """Stands in the kernel for the engine that lives in the worker: it carries the URL and
     the dialect's name, and a function offloaded to the worker with it as an argument gets
@@ -260,12 +256,8 @@ class EngineProcess:
 
     def _limit_error(self) -> MemoryLimitExceeded:
         lost = " The in-memory database was lost with it." if _in_memory(self.url) else ""
-        return MemoryLimitExceeded(
-            f"The statement stopped at the memory limit of {_gib(self.memory_limit_bytes)} "
-            f"({MEMORY_LIMIT_OPTION}); nothing was written, and the kernel and its variables "
-            f"are unaffected. Its worker process was restarted.{lost} Make the statement "
-            f"smaller, or raise the limit with database_extension({MEMORY_LIMIT_OPTION}=...)."
-        )
+        return MemoryLimitExceeded.of(self.memory_limit_bytes,
+                                      f" Its worker process was restarted.{lost}")  # fmt: skip
 
     # -- the process ------------------------------------------------------------------------
     def _ensure(self) -> Connection:

@@ -71,9 +71,9 @@ def create_backend_engine(
       dates and timestamps no Python type holds (``infinity``, BC, year 10000 and
       later) load as text instead of failing the read (see :mod:`.pgtypes`).
     - SQLite: ``memory_limit_bytes`` as its ``hard_heap_limit`` (SQLite's allocator fails
-      past it, with "out of memory", instead of growing the kernel; the limit is the
-      process's, so the last backend's value holds for every SQLite connection of the
-      kernel), connections usable from worker threads, foreign keys enforced, and an
+      past it, a ``MemoryError``, instead of growing the kernel; the limit is the process's
+      and the pragma only ever lowers it, so the lowest value given holds for every SQLite
+      connection of the kernel, the audit store's included), connections usable from worker threads, foreign keys enforced, and an
       authorizer installed on each connection (it denies ATTACH/DETACH and pragma writes always, and anything but a pure
       read while a read runs).
     - DuckDB: every connection opens with ``enable_external_access=false`` and then locks the

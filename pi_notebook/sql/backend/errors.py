@@ -64,6 +64,17 @@ class QueryTimeout(QueryError):
 class MemoryLimitExceeded(QueryError):
     """The statement needed more memory than ``memory_limit_bytes`` allows where it ran."""
 
+    @classmethod
+    def of(cls, limit: int, what: str = "") -> MemoryLimitExceeded:
+        """The error for ``limit`` bytes; ``what`` says what else happened (a restart)."""
+        size = f"{limit / (1 << 30):.1f} GiB" if limit >= 1 << 30 else f"{limit >> 20} MiB"
+        return cls(
+            f"The statement stopped at the memory limit of {size} (memory_limit_bytes); "
+            f"nothing was written, and the kernel and its variables are unaffected.{what} "
+            f"Make the statement smaller, or raise the limit with "
+            f"database_extension(memory_limit_bytes=...)."
+        )
+
 
 class ConnectFailed(Exception):
     """Internal: opening a connection failed (wraps the driver error). The backend turns it

@@ -1,6 +1,7 @@
-"""DuckDB runs in a worker process under an OS memory cap (``memory_limit_bytes``): a statement
-that passes it ends with an error naming the limit, the kernel's memory stays where it was,
-the worker is replaced, and an approved write that dies with it leaves no row behind."""
+"""``memory_limit_bytes``: DuckDB runs in a worker process under an OS memory cap, so a
+statement that passes it ends with an error naming the limit, the kernel's memory stays where
+it was, the worker is replaced, and an approved write that dies with it leaves no row behind;
+SQLite gets it as its heap limit."""
 
 from __future__ import annotations
 
@@ -164,3 +165,46 @@ async def test_the_duckdb_limit_can_still_be_set_by_environment(
     finally:
         backend.dispose()
     assert out.dataframe["m"].iloc[0].replace(" ", "") in {"1.8GiB", "1.9GiB", "2GB"}
+
+
+_SQLITE = textwrap.dedent("""
+    import asyncio, json, sys
+    from pi_notebook.sql.backend import DatabaseBackend
+
+    BIG = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 50) "
+           "SELECT length(group_concat(printf('%.*c', 1000000, 'x'))) AS n FROM c")
+
+    async def main(url, limit):
+        backend = DatabaseBackend(url, memory_limit_bytes=limit)
+        out = {}
+        try:
+            try:
+                got = await backend._run_as("read", BIG)
+                out["big"] = int(got.dataframe["n"].iloc[0])
+            except Exception as exc:
+                out["big"] = f"{type(exc).__name__}: {exc}"
+            after = await backend._run_as("read", "SELECT 6 * 7 AS answer")
+            out["after"] = int(after.dataframe["answer"].iloc[0])
+        finally:
+            backend.dispose()
+        print(json.dumps(out))
+
+    asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+""")
+
+
+@pytest.mark.parametrize("limit", [32 * MiB, 1 << 30])
+def test_sqlite_allocations_past_the_limit_fail_cleanly(tmp_path: Path, limit: int) -> None:
+    # SQLite's heap limit is its process's, and only ever lowered: a process of its own.
+    url = f"sqlite:///{tmp_path / 'm.sqlite'}"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run([sys.executable, "-c", _SQLITE, url, str(limit)], capture_output=True,
+                          text=True, timeout=120, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    if limit < 50 * MiB:  # a 50 MB value cannot be built under 32 MiB
+        assert out["big"].startswith("MemoryLimitExceeded: ")
+        assert "memory limit of 32 MiB (memory_limit_bytes)" in out["big"]
+    else:
+        assert out["big"] == 50_000_049
+    assert out["after"] == 42
