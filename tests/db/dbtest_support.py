@@ -60,7 +60,7 @@ def in_transaction(engine: sa.Engine, sql: str, whole_row: bool = False) -> Any:
 
 def checked_out(engine: sa.Engine) -> int:
     """Connections of ``engine``'s pool in use (run where the engine lives: offloaded)."""
-    return engine.pool.checkedout()
+    return engine.pool.checkedout()  # pyright: ignore[reportAttributeAccessIssue]
 
 
 class Scratch:
@@ -74,11 +74,11 @@ class Scratch:
         self.engine = engine
         self.url = url
         self._sa = create_backend_engine(url)  # same DuckDB config as the backend's engine
-        self._process = (
-            shared_process(sa.make_url(url), memory_limit_bytes=default_memory_limit(),
-                           connect_timeout_s=10, statement_timeout_s=30)  # fmt: skip
-            if engine == "duckdb" else None
-        )
+        self._process = None
+        if engine == "duckdb":
+            self._process = shared_process(sa.make_url(url), connect_timeout_s=10,
+                                           memory_limit_bytes=default_memory_limit(),
+                                           statement_timeout_s=30)  # fmt: skip
 
     def _run(self, sql: str, whole_row: bool = False) -> Any:
         if self._process is not None:

@@ -40,6 +40,13 @@ from pi_notebook.sql import POLICY_VERSION, Verdict, args_hash, classify
 from pi_notebook.sql.backend.arrow import ARROW_MIN_CAP, AdbcPostgres, arrow_available
 from pi_notebook.sql.backend.arrow_sqlite import SqliteArrow, sqlite_file
 from pi_notebook.sql.backend.derive import plan_write
+from pi_notebook.sql.backend.engine_process import (
+    EngineProcess,
+    WorkerEngine,
+    default_memory_limit,
+    release_process,
+    shared_process,
+)
 from pi_notebook.sql.backend.engines import (
     CONNECT_TIMEOUT_S,
     SQLITE_MAX_VALUE_BYTES,
@@ -53,13 +60,6 @@ from pi_notebook.sql.backend.errors import (
     QueryRefused,
     QueryTimeout,
     describe_error,
-)
-from pi_notebook.sql.backend.engine_process import (
-    EngineProcess,
-    WorkerEngine,
-    default_memory_limit,
-    release_process,
-    shared_process,
 )
 from pi_notebook.sql.backend.execution import Execution
 from pi_notebook.sql.backend.inline import InlineReads
@@ -120,6 +120,8 @@ class DatabaseBackend:
             :mod:`.engine_process`); SQLite gets it as its ``hard_heap_limit``.
     """
 
+    _process: EngineProcess | None = None  # DuckDB's worker process (see :mod:`.engine_process`)
+
     def __init__(
         self,
         url: str | URL,
@@ -157,7 +159,6 @@ class DatabaseBackend:
         )
         # DuckDB runs in the worker process (see :mod:`.engine_process`): the kernel only
         # holds a stand-in for its engine.
-        self._process: EngineProcess | None = None
         if self.backend == "duckdb":
             self._process = shared_process(
                 self.url, memory_limit_bytes=self.memory_limit_bytes,

@@ -306,8 +306,7 @@ class EngineProcess:
     def _reap(self) -> None:
         """Forget the worker (killing it if it still runs); the next call starts a new one."""
         proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
-        if conn is not None:
-            conn.close()
+        _close(conn)
         if proc is not None:
             _stop([proc])
             self.restarts += 1
@@ -336,8 +335,7 @@ class EngineProcess:
         """Stop the worker (the next call starts a new one)."""
         with self._lock:
             proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
-        if conn is not None:
-            conn.close()  # the worker sees its end close and exits
+        _close(conn)  # the worker sees its end close and exits
         if proc is not None:
             try:
                 proc.wait(timeout=2)
@@ -347,6 +345,14 @@ class EngineProcess:
 
 class _WorkerError(Exception):
     """An error the worker reported, as its text (turned into safe text by the backend)."""
+
+
+def _close(conn: Connection | None) -> None:
+    if conn is not None:
+        try:
+            conn.close()
+        except OSError:  # already closed (at interpreter exit)
+            pass
 
 
 def _stop(procs: list[subprocess.Popen[bytes] | None]) -> None:

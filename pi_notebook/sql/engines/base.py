@@ -59,6 +59,9 @@ class EngineInfo:
         tested_against: what the tests run it on: ``live``, ``emulator`` or ``dialect only``.
         connects: the tool can connect to the engine; ``False`` for a ``dialect only``
             engine, whose SQL is classified but whose URL is refused.
+        memory_capped: the engine runs in a worker process under an OS memory cap
+            (``memory_limit_bytes``), so a statement that allocates without bound ends that
+            process, never the kernel.
     """
 
     engine: str
@@ -76,6 +79,7 @@ class EngineInfo:
     modules: tuple[str, ...] = ()
     tested_against: str = "live"
     connects: bool = True
+    memory_capped: bool = False
 
     def dialect_only(self) -> str | None:
         """One line saying the tool cannot connect to this engine yet, or ``None``."""
