@@ -12,13 +12,17 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 from dbtest_support import FakeAudit
 
-from pi_notebook.sql.backend import DatabaseBackend, QueryError
+from pi_notebook import create_agent_session
+from pi_notebook.database import database_extension
+from pi_notebook.sql.backend import DatabaseBackend, QueryError, QueryTimeout
 from pi_notebook.sql.backend.errors import MemoryLimitExceeded
+from pi_notebook.testing import ScriptedModel, text, tool_call
 
 MiB = 1 << 20
 LIMIT = 512 * MiB
@@ -104,6 +108,17 @@ async def test_the_worker_is_replaced_and_the_audit_has_the_failure(tmp_path: Pa
         assert backend.worker_pid not in (None, first)
     finally:
         backend.dispose()
+
+
+async def _worker(backend: DatabaseBackend, other_than: int | None) -> int:
+    """The worker's pid once one other than ``other_than`` runs (workers start in the
+    background, and a one-second statement timeout would count their start)."""
+    for _ in range(600):
+        pid = backend.worker_pid
+        if pid is not None and pid != other_than:
+            return pid
+        await asyncio.sleep(0.1)
+    raise AssertionError("no worker started")
 
 
 async def _rows(backend: DatabaseBackend, table: str) -> int:
@@ -208,3 +223,49 @@ def test_sqlite_allocations_past_the_limit_fail_cleanly(tmp_path: Path, limit: i
     else:
         assert out["big"] == 50_000_049
     assert out["after"] == 42
+
+
+async def test_through_a_session_the_model_gets_the_limit_and_the_audit_the_failure(
+    tmp_path: Path,
+) -> None:
+    # A read the classifier lets through: 128 copies of a 1 MB value per row.
+    url = f"duckdb:///{tmp_path / 'm.duckdb'}"
+    attack = "SELECT max(length(concat(" + ", ".join(["s"] * 128) + "))) AS n FROM big"
+    model = ScriptedModel([tool_call("query_database", {"sql": attack}, id="q1"), text("ok"),
+                           tool_call("query_database", {"sql": "SELECT count(*) AS n FROM big"},
+                                     id="q2"), text("ok")])  # fmt: skip
+    ext = database_extension(url, memory_limit_bytes=LIMIT)
+    session = create_agent_session(model=model, extensions=[ext],
+                                   audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip
+    try:
+        assert ext.backend is not None
+        await ext.backend._run_as("write", "CREATE TABLE big AS SELECT repeat('x', 1000000) "  # pyright: ignore[reportPrivateUsage]
+                                  "|| range AS s FROM range(64)")  # fmt: skip
+        await session.prompt("go")
+        first = [m for m in session.messages if m.role == "toolResult"][0]
+        said = " ".join(getattr(p, "text", "") for p in first.content)
+        assert first.is_error and "memory limit of 512 MiB (memory_limit_bytes)" in said
+        await session.prompt("again")
+        assert ext.last_dataframe is not None and ext.last_dataframe["n"].tolist() == [64]
+        assert session.audit is not None
+        records = session.audit.to_dataframe()
+        failed = records[(records["kind"] == "query_error") & (records["tool_call_id"] == "q1")]
+        assert "memory limit of 512 MiB" in str(failed.iloc[0]["payload"])
+    finally:
+        await session.close()
+
+
+async def test_a_worker_that_ignores_a_cancel_is_killed_at_the_timeout(tmp_path: Path) -> None:
+    # time.sleep in the worker answers no interrupt: only killing the worker ends it.
+    backend = DatabaseBackend(f"duckdb:///{tmp_path / 'm.duckdb'}", statement_timeout_s=1)
+    try:
+        first = await _worker(backend, None)
+        await backend._run_as("read", "SELECT 1 AS one")  # pyright: ignore[reportPrivateUsage]
+        with pytest.raises(QueryTimeout):
+            await backend.offload(time.sleep, 30)
+        await _worker(backend, first)
+        out = await backend._run_as("read", "SELECT 2 AS two")  # pyright: ignore[reportPrivateUsage]
+        assert out.dataframe["two"].tolist() == [2]
+        assert backend.worker_pid not in (None, first)
+    finally:
+        backend.dispose()

@@ -164,6 +164,8 @@ class DatabaseBackend:
                 self.url, memory_limit_bytes=self.memory_limit_bytes,
                 connect_timeout_s=connect_timeout_s, statement_timeout_s=statement_timeout_s)  # fmt: skip
             self.engine = cast(sa.Engine, WorkerEngine(self.url))
+            if self._process.pid is None:
+                self._process.prestart()
         else:
             self.engine = create_backend_engine(
                 self.url, connect_timeout_s=connect_timeout_s,

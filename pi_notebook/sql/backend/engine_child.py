@@ -2,12 +2,14 @@
 
 Run as ``python -m pi_notebook.sql.backend.engine_child FD``, never imported by the kernel for
 its work (the kernel imports it only to name :func:`current_engine` in a pickle). ``FD`` is one
-end of a socket pair; the first message on it is the setup (URL, timeouts, memory cap). The
-process caps its own data segment (``RLIMIT_DATA``: heap and private mappings, what an engine
-allocates) *before* it imports or opens the engine, so a statement that allocates without
-bound fails here, with DuckDB's ``OutOfMemoryException``, a ``MemoryError``, or at worst this
-process's death, never in the kernel. ``RLIMIT_AS`` would count the address space DuckDB
-reserves without using it and fail at connect.
+end of a socket pair; the first message on it is the setup (URL, timeouts, memory cap). Once
+its libraries are imported, and *before* it opens the database, the process caps its own data
+segment (``RLIMIT_DATA``: heap and private mappings, what an engine allocates) at what it uses
+then plus ``memory_limit_bytes``: the statements get that much, the interpreter's own baseline
+(about 250 MiB) aside. A statement that allocates without bound fails here, with DuckDB's
+``OutOfMemoryException``, a ``MemoryError``, or at worst this process's death, never in the
+kernel. ``RLIMIT_AS`` would count the address space DuckDB reserves without using it and fail
+at connect.
 
 Messages (pickled, one at a time each way):
 
@@ -58,7 +60,8 @@ def is_memory_error(exc: BaseException) -> bool:
     for _ in range(4):
         if seen is None:
             return False
-        if type(seen).__name__ in MEMORY_ERRORS or "std::bad_alloc" in str(seen):
+        text = str(seen)
+        if type(seen).__name__ in MEMORY_ERRORS or "bad_alloc" in text or "bad allocation" in text:
             return True
         seen = getattr(seen, "orig", None) or seen.__cause__
     return False
@@ -200,14 +203,28 @@ class _Host:
         return ("error", str(orig) or type(orig).__name__)
 
 
+def _data_segment() -> int:
+    """Bytes of this process's data segment now (``VmData``, what ``RLIMIT_DATA`` counts)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def main() -> None:
     conn = Connection(int(sys.argv[1]))
     setup = pickle.loads(conn.recv_bytes())
-    memory = int(setup["memory_limit_bytes"])
-    if memory > 0:  # before anything large is imported or allocated
-        resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
     try:
-        host = _Host(conn, setup)
+        host = _Host(conn, setup)  # imports the engine's libraries; opens no connection
+        try:
+            import pyarrow  # noqa: F401 - the Arrow path's library, before the cap too
+        except ImportError:
+            pass
+        memory = int(setup["memory_limit_bytes"])
+        if memory > 0:
+            cap = _data_segment() + memory
+            resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
     except BaseException as exc:
         conn.send_bytes(pickle.dumps(("fatal", f"{type(exc).__name__}: {exc}")))
         raise SystemExit(2) from None

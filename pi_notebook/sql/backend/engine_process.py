@@ -175,6 +175,20 @@ class EngineProcess:
                 progress: Any = None) -> Any:  # fmt: skip
         return self.call("offload", (fn, args), canceller=canceller)
 
+    def prestart(self) -> None:
+        """Start the worker in the background, so the first statement does not wait for it
+        (its imports take about a second); a failure is left to the first call to report.
+        The worker opens the database only with the first statement."""
+
+        def start() -> None:
+            with self._lock:
+                try:
+                    self._ensure()
+                except Exception:  # reported by the first call, which tries again
+                    pass
+
+        threading.Thread(target=start, name="pi-engine-start", daemon=True).start()
+
     # -- the channel ----------------------------------------------------------------------
     def call(self, op: str, args: tuple[Any, ...], *, canceller: Canceller,
              progress: Callable[[int], None] | None = None) -> Any:  # fmt: skip
@@ -304,12 +318,14 @@ class EngineProcess:
             self._proc.send_signal(signal.SIGKILL)
 
     def _reap(self) -> None:
-        """Forget the worker (killing it if it still runs); the next call starts a new one."""
+        """Forget the worker (killing it if it still runs) and start a new one in the
+        background, so the next statement does not wait for it."""
         proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
         _close(conn)
         if proc is not None:
             _stop([proc])
             self.restarts += 1
+            self.prestart()
 
     @property
     def pid(self) -> int | None:
@@ -385,7 +401,7 @@ def shared_process(url: URL, **options: Any) -> EngineProcess:
         if process is None:
             process = _SHARED[key] = EngineProcess(url, **options)
         process.users += 1
-        return process
+    return process
 
 
 def release_process(process: EngineProcess) -> None:
