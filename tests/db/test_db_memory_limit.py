@@ -242,7 +242,7 @@ async def test_through_a_session_the_model_gets_the_limit_and_the_audit_the_fail
         await ext.backend._run_as("write", "CREATE TABLE big AS SELECT repeat('x', 1000000) "  # pyright: ignore[reportPrivateUsage]
                                   "|| range AS s FROM range(64)")  # fmt: skip
         await session.prompt("go")
-        first = [m for m in session.messages if m.role == "toolResult"][0]
+        first = next(m for m in session.messages if m.role == "toolResult")
         said = " ".join(getattr(p, "text", "") for p in first.content)
         assert first.is_error and "memory limit of 512 MiB (memory_limit_bytes)" in said
         await session.prompt("again")
