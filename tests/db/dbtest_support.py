@@ -18,11 +18,11 @@ import sqlalchemy as sa
 from pi_notebook.sql.backend import create_backend_engine
 from pi_notebook.sql.backend.cancel import Canceller
 from pi_notebook.sql.backend.engine_process import (
-    WorkerEngine,
     default_memory_limit,
     release_process,
     shared_process,
 )
+from pi_notebook.sql.backend.worker_engine import WorkerEngine
 
 ENGINES = ["sqlite", "duckdb", "postgres", "mysql"]
 SECRET = "s3cr3t-Pa55w0rd"

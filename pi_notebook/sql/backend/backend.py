@@ -42,7 +42,6 @@ from pi_notebook.sql.backend.arrow_sqlite import SqliteArrow, sqlite_file
 from pi_notebook.sql.backend.derive import plan_write
 from pi_notebook.sql.backend.engine_process import (
     EngineProcess,
-    WorkerEngine,
     default_memory_limit,
     release_process,
     shared_process,
@@ -78,6 +77,7 @@ from pi_notebook.sql.backend.worker import (
     preview_statement,
     run_statement,
 )
+from pi_notebook.sql.backend.worker_engine import WorkerEngine
 
 T = TypeVar("T")
 
@@ -205,7 +205,10 @@ class DatabaseBackend:
     def __del__(self) -> None:
         process, self._process = getattr(self, "_process", None), None
         if process is not None:
-            release_process(process)
+            try:
+                release_process(process)
+            except Exception:  # at interpreter exit; the worker ends with the kernel anyway
+                pass
 
     async def offload(
         self, fn: Callable[..., Any], *args: Any, signal: AbortSignal | None = None

@@ -55,7 +55,6 @@ __all__ = [
     "MEMORY_LIMIT_OPTION",
     "EngineProcess",
     "MemoryLimitExceeded",
-    "WorkerEngine",
     "default_memory_limit",
     "release_process",
     "shared_process",
@@ -80,38 +79,6 @@ def default_memory_limit() -> int:
     except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
         return 4 * _GIB
     return min(4 * _GIB, physical // 2)
-
-
-class WorkerEngine:
-    """Stands in the kernel for the engine that lives in the worker: it carries the URL and
-    the dialect's name, and a function offloaded to the worker with it as an argument gets
-    the worker's own engine (it unpickles to :func:`.engine_child.current_engine`). Any other
-    use fails: the kernel never opens the database."""
-
-    def __init__(self, url: URL) -> None:
-        self.url = url
-        self.name = url.get_backend_name()
-
-    @property
-    def dialect(self) -> Any:
-        return _Dialect(self.name)
-
-    def __reduce__(self) -> tuple[Any, tuple[()]]:
-        from pi_notebook.sql.backend import engine_child
-
-        return (engine_child.current_engine, ())
-
-    def dispose(self) -> None:
-        """Nothing to close here (the worker owns the connections)."""
-
-    def __getattr__(self, name: str) -> Any:
-        raise AttributeError(f"{self.name} runs in its worker process; the kernel has no "
-                             f"{name!r} for it (offload the work with backend.offload)")  # fmt: skip
-
-
-class _Dialect:
-    def __init__(self, name: str) -> None:
-        self.name = name
 
 
 class EngineProcess:
@@ -258,7 +225,12 @@ class EngineProcess:
 
     def _died(self, canceller: Canceller, *, killed: bool) -> Any:
         proc = self._proc
-        status = proc.wait() if proc is not None and not killed else None
+        status = None
+        if proc is not None and not killed:
+            try:
+                status = proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # its channel broke, yet it runs: end it
+                proc.kill()
         self._reap()
         if killed or canceller.reason is not None:
             raise Cancelled
