@@ -113,6 +113,7 @@ class NotebookState:
         database = database_extension(url=url, approval_timeout_s=cfg.approval_timeout,
                                       row_cap=cfg.row_cap,
                                       statement_timeout_s=cfg.statement_timeout,
+                                      memory_limit_bytes=cfg.memory_limit_bytes,
                                       review=dict(cfg.review) or None)  # fmt: skip
         mcp = self._mcp_extension()
         audit_url = cfg.audit_url or None
