@@ -40,6 +40,7 @@ from typing import Any
 from sqlalchemy.engine import URL
 
 from pi_notebook.sql.backend.cancel import Canceller
+from pi_notebook.sql.backend.derive import WritePlan
 from pi_notebook.sql.backend.engine_child import MEMORY_EXIT
 from pi_notebook.sql.backend.engines import DUCKDB_MEMORY_ENV
 from pi_notebook.sql.backend.errors import (
@@ -48,7 +49,14 @@ from pi_notebook.sql.backend.errors import (
     QueryError,
     describe_error,
 )
-from pi_notebook.sql.backend.worker import Cancelled, DriftError, wait_audited
+from pi_notebook.sql.backend.worker import (
+    Bounds,
+    Cancelled,
+    DriftError,
+    Fetched,
+    RunSettings,
+    wait_audited,
+)
 
 __all__ = [
     "KILL_AFTER_S",
@@ -111,9 +119,10 @@ class EngineProcess:
         weakref.finalize(self, _stop, self._running)  # no worker outlives its owner
 
     # -- the calls a backend makes (each the shape Execution.call runs) ------------------
-    def run_statement(self, kind: str, sql: str, settings: Any, *, canceller: Canceller,
-                      progress: Callable[[int], None] | None = None, bounds: Any = None,
-                      plan: Any = None, audited: Callable[[], object] | None = None) -> Any:  # fmt: skip
+    def run_statement(self, kind: str, sql: str, settings: RunSettings, *,
+                      canceller: Canceller, progress: Callable[[int], None] | None = None,
+                      bounds: Bounds | None = None, plan: WritePlan | None = None,
+                      audited: Callable[[], object] | None = None) -> Fetched:  # fmt: skip
         """:func:`.worker.run_statement` in the worker; ``audited`` is waited for here, as
         there: a write waits before it is sent, a read's result (or error) after."""
         if audited is not None and kind == "write":
@@ -130,11 +139,13 @@ class EngineProcess:
             wait_audited(audited)
         return fetched
 
-    def preview_statement(self, sql: str, plan: Any, settings: Any, *, canceller: Canceller,
+    def preview_statement(self, sql: str, plan: WritePlan, settings: RunSettings, *,
+                          canceller: Canceller,
                           progress: Callable[[int], None] | None = None) -> Any:  # fmt: skip
         return self.call("preview", (sql, plan, settings), canceller=canceller, progress=progress)
 
-    def estimate_statement(self, hook: Callable[[Any, str], Any], sql: str, settings: Any, *,
+    def estimate_statement(self, hook: Callable[[Any, str], Any], sql: str,
+                           settings: RunSettings, *,
                            canceller: Canceller, progress: Any = None) -> Any:  # fmt: skip
         return self.call("estimate", (hook, sql, settings), canceller=canceller)
 
