@@ -4,7 +4,8 @@ Whatever the ``tool_call`` handlers did, :meth:`DatabaseBackend.run` decides aga
 is about to run: it classifies it, requires the one-shot capability for anything that is not a
 pure read (bound to this call id and the canonical hash of these final arguments, and to the
 rows the approval allows), records the final arguments durably, and runs the statement in a
-worker thread (a short read of a SQLite file on the caller's thread, see :mod:`.inline`) inside
+worker thread (a short read of a SQLite file on the caller's thread, see :mod:`.inline`; DuckDB
+in a worker process under an OS memory cap, see :mod:`.engine_process`) inside
 the engine's read-only mode (reads) or a transaction that commits only on success (approved
 writes). :meth:`DatabaseBackend.preview` measures what a write would do, in
 a transaction that is always rolled back, before a person is asked.
