@@ -269,3 +269,26 @@ async def test_a_worker_that_ignores_a_cancel_is_killed_at_the_timeout(tmp_path:
         assert backend.worker_pid not in (None, first)
     finally:
         backend.dispose()
+
+
+async def test_a_new_worker_opens_the_same_relative_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    backend = DatabaseBackend("duckdb:///rel.duckdb")
+    try:
+        await backend._run_as("write", "CREATE TABLE t AS SELECT 7 AS a")  # pyright: ignore[reportPrivateUsage]
+        pid = await _worker(backend, None)
+        monkeypatch.chdir(tmp_path / "b")  # the kernel moves; the database does not
+        os.kill(pid, signal.SIGKILL)
+        for _ in range(600):
+            if backend.worker_pid != pid:
+                break
+            await asyncio.sleep(0.1)
+        out = await backend._run_as("read", "SELECT a FROM t")  # pyright: ignore[reportPrivateUsage]
+        assert out.dataframe["a"].tolist() == [7]
+        assert not (tmp_path / "b" / "rel.duckdb").exists()
+    finally:
+        backend.dispose()

@@ -110,6 +110,7 @@ class EngineProcess:
             "connect_timeout_s": connect_timeout_s,
             "statement_timeout_s": statement_timeout_s,
         }
+        self._cwd = os.getcwd()  # a relative path names the same file after a restart
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
@@ -276,7 +277,7 @@ class EngineProcess:
                  str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                start_new_session=True,
+                start_new_session=True, cwd=self._cwd,
             )  # fmt: skip
         finally:
             theirs.close()
