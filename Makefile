@@ -78,6 +78,7 @@ bench: $(STAMP)
 	PYTHONPATH=$(CURDIR) $(PY) bench/bench_mcp.py $(BENCH_Q)
 	PYTHONPATH=$(CURDIR) $(PY) bench/bench_chdb.py $(BENCH_Q)
 	PYTHONPATH=$(CURDIR) $(PY) bench/bench_spark.py $(BENCH_Q)
+	PYTHONPATH=$(CURDIR) $(PY) bench/bench_duckdb_worker.py $(BENCH_Q)
 
 clean:
 	rm -rf $(VENV) test-artifacts .pytest_cache .ruff_cache

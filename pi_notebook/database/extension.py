@@ -59,6 +59,10 @@ class DatabaseExtension:
             ``None``: rows only); a read that reaches it stops and says so.
         approval_timeout_s: how long the user has to decide; no decision is a denial.
         statement_timeout_s: a statement running longer is cancelled.
+        memory_limit_bytes: the most memory a statement may use where the engine runs
+            (DuckDB: its worker process, under an OS cap; SQLite: its heap limit); past it
+            the call ends with an error naming the limit and the kernel and its variables
+            survive. Default: half the machine's memory, at most 4 GiB.
         capability_ttl_s: how long an approval stays usable before the call executes.
         keep_results: how many DataFrames ``results`` keeps.
         semantic: a semantic file (YAML/JSON path or dict): descriptions, glossary, examples.
@@ -92,10 +96,12 @@ class DatabaseExtension:
                  read_budget: ReadBudget | Mapping[str, Any] | None = None,
                  review: ReviewSettings | Mapping[str, Any] | None = None,
                  role_per_user: bool = False, role_for: RoleFor | None = None,
+                 memory_limit_bytes: int | None = None,
                  ) -> None:  # fmt: skip
         self.url = url
         self.row_cap = row_cap
         self.max_result_bytes = max_result_bytes
+        self.memory_limit_bytes = memory_limit_bytes
         self.approval_timeout_s = approval_timeout_s
         self.statement_timeout_s = statement_timeout_s
         self.capability_ttl_s = capability_ttl_s
@@ -140,7 +146,8 @@ class DatabaseExtension:
             roles = {"role_per_user": self.role_per_user, "role_for": self.role_for}
         backend = create_backend(url, row_cap=self.row_cap, approvals=CapabilityStore(),
                                  statement_timeout_s=self.statement_timeout_s,
-                                 max_result_bytes=self.max_result_bytes, **roles)  # fmt: skip
+                                 max_result_bytes=self.max_result_bytes,
+                                 memory_limit_bytes=self.memory_limit_bytes, **roles)  # fmt: skip
         self.backend = backend
         # Decisions are on record in the session's audit; this is the view of them.
         self.approvals = AuditApprovals(pi.audit, call_views)

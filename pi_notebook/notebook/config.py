@@ -44,6 +44,13 @@ class PiNotebook(Configurable):
     statement_timeout = Float(30.0, help="Seconds a statement may run before it is cancelled.").tag(
         config=True
     )
+    memory_limit_bytes = Int(
+        None,
+        allow_none=True,
+        help="The most memory a statement may use where the engine runs (DuckDB: its worker "
+        "process; SQLite: its heap limit); past it the call ends with an error and the kernel "
+        "and its variables survive. None: half the machine's memory, at most 4 GiB.",
+    ).tag(config=True)
     extensions = List(Unicode(), help="More extensions: .py paths or module names.").tag(
         config=True
     )

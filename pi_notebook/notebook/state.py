@@ -114,6 +114,7 @@ class NotebookState:
         database = database_extension(url=url, approval_timeout_s=cfg.approval_timeout,
                                       row_cap=cfg.row_cap,
                                       statement_timeout_s=cfg.statement_timeout,
+                                      memory_limit_bytes=cfg.memory_limit_bytes,
                                       review=dict(cfg.review) or None,
                                       role_per_user=cfg.role_per_user)  # fmt: skip
         mcp = self._mcp_extension()

@@ -16,6 +16,13 @@ import pytest
 import sqlalchemy as sa
 
 from pi_notebook.sql.backend import create_backend_engine
+from pi_notebook.sql.backend.cancel import Canceller
+from pi_notebook.sql.backend.engine_process import (
+    default_memory_limit,
+    release_process,
+    shared_process,
+)
+from pi_notebook.sql.backend.worker_engine import WorkerEngine
 
 ENGINES = ["sqlite", "duckdb", "postgres", "mysql"]
 SECRET = "s3cr3t-Pa55w0rd"
@@ -41,21 +48,53 @@ def long_insert(engine: str, table: str) -> str:
             f"(SELECT 1 UNION ALL SELECT x + 1 FROM c {cap}) SELECT x FROM c")  # fmt: skip
 
 
+def in_transaction(engine: sa.Engine, sql: str, whole_row: bool = False) -> Any:
+    """Run ``sql`` in a transaction of its own; its first value (``whole_row``: its first
+    row, as a tuple), if it returns rows."""
+    with engine.begin() as conn:
+        result = conn.exec_driver_sql(sql)
+        if not result.returns_rows:
+            return None
+        return tuple(result.one()) if whole_row else result.scalar()
+
+
+def checked_out(engine: sa.Engine) -> int:
+    """Connections of ``engine``'s pool in use (run where the engine lives: offloaded)."""
+    return engine.pool.checkedout()  # pyright: ignore[reportAttributeAccessIssue]
+
+
 class Scratch:
-    """A database URL plus helpers that bypass the backend (setup and checks only)."""
+    """A database URL plus helpers that bypass the backend (setup and checks only).
+
+    DuckDB lets one process at a time open a file, and the backend's DuckDB runs in the
+    kernel's worker process for that file: on DuckDB the helpers run there too.
+    """
 
     def __init__(self, engine: str, url: str) -> None:
         self.engine = engine
         self.url = url
         self._sa = create_backend_engine(url)  # same DuckDB config as the backend's engine
+        self._process = None
+        if engine == "duckdb":
+            self._process = shared_process(sa.make_url(url), connect_timeout_s=10,
+                                           memory_limit_bytes=default_memory_limit(),
+                                           statement_timeout_s=30)  # fmt: skip
+
+    def _run(self, sql: str, whole_row: bool = False) -> Any:
+        if self._process is not None:
+            return self._process.offload(in_transaction, WorkerEngine(sa.make_url(self.url)),
+                                         sql, whole_row, canceller=Canceller())  # fmt: skip
+        return in_transaction(self._sa, sql, whole_row)
+
+    def row(self, sql: str) -> tuple[Any, ...]:
+        """The one row ``sql`` returns."""
+        return self._run(sql, whole_row=True)
 
     def execute(self, sql: str) -> None:
-        with self._sa.begin() as conn:
-            conn.exec_driver_sql(sql)
+        self._run(sql)
 
     def scalar(self, sql: str) -> Any:
-        with self._sa.connect() as conn:
-            return conn.exec_driver_sql(sql).scalar()
+        return self._run(sql)
 
     def table(self) -> str:
         """Create an empty scratch table ``(a INTEGER NOT NULL)`` and return its name."""
@@ -68,6 +107,8 @@ class Scratch:
 
     def dispose(self) -> None:
         self._sa.dispose()
+        if self._process is not None:
+            release_process(self._process)
 
 
 def _url_for(engine: str, request: pytest.FixtureRequest, tmp: Path) -> str:

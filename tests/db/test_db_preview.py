@@ -41,8 +41,7 @@ def _filled(db: Scratch, n: int = 10) -> str:
 
 def _checksum(db: Scratch, table: str) -> tuple[int, int, int]:
     """Row count, sum and sum of squares: any changed, added or removed row shows."""
-    with db._sa.connect() as conn:  # pyright: ignore[reportPrivateUsage]
-        row = conn.exec_driver_sql(f"SELECT count(*), sum(a), sum(a * a) FROM {table}").one()
+    row = db.row(f"SELECT count(*), sum(a), sum(a * a) FROM {table}")
     return int(row[0]), int(row[1] or 0), int(row[2] or 0)
 
 

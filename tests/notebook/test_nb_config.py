@@ -111,6 +111,17 @@ async def test_row_cap_and_statement_timeout_are_settable_with_config(
     assert "first 3 of" in (run.record or {}).get("text/html", "")
 
 
+async def test_the_memory_limit_is_settable_with_config(
+    loaded: InteractiveShell, tmp_path: Path
+) -> None:
+    loaded.run_line_magic("pi_connect", _other_db(tmp_path))
+    loaded.run_line_magic("config", "PiNotebook.memory_limit_bytes = 1073741824")
+    await _read(loaded, "SELECT x FROM t ORDER BY x")
+    database = current().database
+    assert database is not None and database.backend is not None
+    assert database.backend.memory_limit_bytes == 1 << 30
+
+
 async def test_default_approval_timeout_fits_a_person_reading(loaded: InteractiveShell) -> None:
     assert current().config.approval_timeout >= 120
     assert current().database.approval_timeout_s >= 120  # type: ignore[union-attr]

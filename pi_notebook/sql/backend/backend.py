@@ -4,7 +4,8 @@ Whatever the ``tool_call`` handlers did, :meth:`DatabaseBackend.run` decides aga
 is about to run: it classifies it, requires the one-shot capability for anything that is not a
 pure read (bound to this call id and the canonical hash of these final arguments, and to the
 rows the approval allows), records the final arguments durably, and runs the statement in a
-worker thread (a short read of a SQLite file on the caller's thread, see :mod:`.inline`) inside
+worker thread (a short read of a SQLite file on the caller's thread, see :mod:`.inline`; DuckDB
+in a worker process under an OS memory cap, see :mod:`.engine_process`) inside
 the engine's read-only mode (reads) or a transaction that commits only on success (approved
 writes). :meth:`DatabaseBackend.preview` measures what a write would do, in
 a transaction that is always rolled back, before a person is asked.
@@ -16,8 +17,9 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 
 from pi_notebook.ai.abort import AbortSignal
@@ -39,6 +41,12 @@ from pi_notebook.sql import POLICY_VERSION, Verdict, args_hash, classify
 from pi_notebook.sql.backend.arrow import ARROW_MIN_CAP, AdbcPostgres, arrow_available
 from pi_notebook.sql.backend.arrow_sqlite import SqliteArrow, sqlite_file
 from pi_notebook.sql.backend.derive import plan_write
+from pi_notebook.sql.backend.engine_process import (
+    EngineProcess,
+    default_memory_limit,
+    release_process,
+    shared_process,
+)
 from pi_notebook.sql.backend.engines import (
     CONNECT_TIMEOUT_S,
     SQLITE_MAX_VALUE_BYTES,
@@ -71,6 +79,7 @@ from pi_notebook.sql.backend.worker import (
     preview_statement,
     run_statement,
 )
+from pi_notebook.sql.backend.worker_engine import WorkerEngine
 
 T = TypeVar("T")
 
@@ -116,11 +125,16 @@ class DatabaseBackend:
             the database's own privileges apply per person (see :mod:`.roles`).
         role_for: the role of each user (a mapping, or a function of the user's name);
             default: the user's name itself. Only with ``role_per_user``.
+        memory_limit_bytes: the most memory a statement may use where the engine runs
+            (default :func:`~.engine_process.default_memory_limit`: half the machine's
+            memory, at most 4 GiB). DuckDB runs in a worker process capped at it (see
+            :mod:`.engine_process`); SQLite gets it as its ``hard_heap_limit``.
     """
 
     memory_capped: bool = False
     role_per_user: bool = False
     role_for: RoleFor | None = None
+    _process: EngineProcess | None = None  # DuckDB's worker process (see :mod:`.engine_process`)
 
     def __init__(
         self,
@@ -139,6 +153,7 @@ class DatabaseBackend:
         memory_capped: bool = False,
         role_per_user: bool = False,
         role_for: RoleFor | None = None,
+        memory_limit_bytes: int | None = None,
     ) -> None:
         self.url = make_url(url)
         self.backend = supported_backend(self.url)
@@ -166,10 +181,27 @@ class DatabaseBackend:
             arrow=use_arrow,
             max_result_bytes=max_result_bytes,
         )
-        self.engine = create_backend_engine(self.url, connect_timeout_s=connect_timeout_s,
-                                            statement_timeout_s=statement_timeout_s)  # fmt: skip
+        self.memory_limit_bytes = (
+            memory_limit_bytes if memory_limit_bytes is not None else default_memory_limit()
+        )
+        # DuckDB runs in the worker process (see :mod:`.engine_process`): the kernel only
+        # holds a stand-in for its engine.
+        if self.backend == "duckdb":
+            self._process = shared_process(
+                self.url, memory_limit_bytes=self.memory_limit_bytes,
+                connect_timeout_s=connect_timeout_s, statement_timeout_s=statement_timeout_s)  # fmt: skip
+            self.engine = cast(sa.Engine, WorkerEngine(self.url))
+            if self._process.pid is None:
+                self._process.prestart()
+        else:
+            self.engine = create_backend_engine(
+                self.url, connect_timeout_s=connect_timeout_s,
+                statement_timeout_s=statement_timeout_s,
+                memory_limit_bytes=self.memory_limit_bytes)  # fmt: skip
         self._adbc = _arrow_reader(self.url, self.backend, connect_timeout_s) if use_arrow else None
-        self._execution = Execution(self.url, statement_timeout_s)
+        self._execution = Execution(
+            self.url, statement_timeout_s,
+            memory_limit_bytes=self.memory_limit_bytes if self.backend == "sqlite" else 0)  # fmt: skip
         self._slot = ConnectionSlot()
         # Short reads of a SQLite file run on the caller's thread (see :mod:`.inline`).
         self._inline = (
@@ -187,7 +219,23 @@ class DatabaseBackend:
             self._inline.close()
         if self._adbc is not None:
             self._adbc.close()
+        if self._process is not None:
+            self._process.release()  # a later call reconnects, or starts a new worker
         self.engine.dispose()
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The process id of the worker process running this database's engine, while one
+        runs (DuckDB; see :mod:`.engine_process`), else ``None``."""
+        return self._process.pid if self._process is not None else None
+
+    def __del__(self) -> None:
+        process, self._process = getattr(self, "_process", None), None
+        if process is not None:
+            try:
+                release_process(process)
+            except Exception:  # at interpreter exit; the worker ends with the kernel anyway
+                pass
 
     async def offload(
         self, fn: Callable[..., Any], *args: Any, signal: AbortSignal | None = None
@@ -204,6 +252,9 @@ class DatabaseBackend:
             QueryTimeout: the statement timeout passed.
             QueryError: ``fn`` raised (as short, credential-free text).
         """
+
+        if self._process is not None:
+            return await self._execution.call(self._process.offload, fn, *args, signal=signal)
 
         def job(*, canceller: Any = None, progress: Any = None) -> Any:
             return fn(*args)
@@ -401,11 +452,13 @@ class DatabaseBackend:
                                   phase="start", db_role=role, **ids)  # fmt: skip
         await self._durable(audit, base)
         try:
-            measured = await self._execution.call(
-                preview_statement, self.engine, self.backend, sql, plan,
-                replace(self.settings, role=role),
-                describe=lambda exc: describe_error(exc, self.url), signal=signal,
-                what="Preview", slot=self._slot,
+            measured = await (
+                self._execution.call(self._process.preview_statement, sql, plan, replace(self.settings, role=role),
+                                     signal=signal, what="Preview")
+                if self._process is not None else self._execution.call(
+                    preview_statement, self.engine, self.backend, sql, plan, replace(self.settings, role=role),
+                    describe=lambda exc: describe_error(exc, self.url), signal=signal,
+                    what="Preview", slot=self._slot)
             )  # fmt: skip
         except QueryError as error:
             record_after(audit, replace(base, phase="error", error=str(error)))
@@ -432,6 +485,9 @@ class DatabaseBackend:
             QueryError: the database could not be reached, or the hook failed (safe text).
         """
         settings = replace(self.settings, role=self._role())
+        if self._process is not None:
+            return await self._execution.call(self._process.estimate_statement, hook, sql,
+                                              settings, signal=signal)  # fmt: skip
         return await self._execution.call(
             estimate_statement, self.engine, self.backend, hook, sql, settings,
             signal=signal, slot=self._slot,
@@ -484,10 +540,14 @@ class DatabaseBackend:
                         on_slow()
                     except Exception:  # a broken listener must not break the statement
                         pass
-                fetched = await self._execution.call(
-                    run_statement, self.engine, self.backend, kind, sql, settings,
-                    bounds=bounds, plan=plan, adbc=self._adbc, slot=self._slot, signal=signal,
-                    on_progress=on_progress, audited=audited,
+                fetched = await (
+                    self._execution.call(
+                        self._process.run_statement, kind, sql, settings, bounds=bounds,
+                        plan=plan, signal=signal, on_progress=on_progress, audited=audited)
+                    if self._process is not None else self._execution.call(
+                        run_statement, self.engine, self.backend, kind, sql, settings,
+                        bounds=bounds, plan=plan, adbc=self._adbc, slot=self._slot,
+                        signal=signal, on_progress=on_progress, audited=audited)
                 )  # fmt: skip
         except QueryError as error:
             self._record_failure(audit, error, final_hash, ids)

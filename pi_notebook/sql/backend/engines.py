@@ -59,6 +59,7 @@ def create_backend_engine(
     *,
     connect_timeout_s: float = CONNECT_TIMEOUT_S,
     statement_timeout_s: float = 30.0,
+    memory_limit_bytes: int | None = None,
 ) -> sa.Engine:
     """Create the engine for ``url`` with the per-engine settings the backend relies on.
 
@@ -69,7 +70,10 @@ def create_backend_engine(
     - PostgreSQL: autocommit at the driver (the backend opens each transaction itself);
       dates and timestamps no Python type holds (``infinity``, BC, year 10000 and
       later) load as text instead of failing the read (see :mod:`.pgtypes`).
-    - SQLite: connections usable from worker threads, foreign keys enforced, and an
+    - SQLite: ``memory_limit_bytes`` as its ``hard_heap_limit`` (SQLite's allocator fails
+      past it, a ``MemoryError``, instead of growing the kernel; the limit is the process's
+      and the pragma only ever lowers it, so the lowest value given holds for every SQLite
+      connection of the kernel, the audit store's included), connections usable from worker threads, foreign keys enforced, and an
       authorizer installed on each connection (it denies ATTACH/DETACH and pragma writes always, and anything but a pure
       read while a read runs).
     - DuckDB: every connection opens with ``enable_external_access=false`` and then locks the
@@ -87,9 +91,9 @@ def create_backend_engine(
             kwargs["poolclass"] = StaticPool
     elif backend == "duckdb":
         # No host files, and no Python replacement scans: without this, `FROM df` would read
-        # any pandas variable of the kernel by name. DuckDB runs inside the kernel: a memory
-        # limit stops aggregates over huge inputs (string_agg, list) with an error instead of
-        # taking the kernel's RAM (the classifier bounds repeat/lpad/printf/range itself).
+        # any Python variable by name. DuckDB runs in its worker process under an OS memory
+        # cap (see :mod:`.engine_process`), and its own memory limit (a share of that cap)
+        # stops aggregates over huge inputs (string_agg, list) first, with its own error.
         connect_args = {
             "config": {
                 "enable_external_access": False,
@@ -111,7 +115,7 @@ def create_backend_engine(
     if backend == "mysql" and "read_timeout" not in u.query:
         event.listen(engine, "do_connect", _mysql_connector(connect_timeout_s))
     if backend == "sqlite":
-        event.listen(engine, "connect", _on_sqlite_connect)
+        event.listen(engine, "connect", _sqlite_connect(memory_limit_bytes))
     elif backend == "duckdb":
         event.listen(engine, "connect", _on_duckdb_connect)
     elif backend == "postgresql":
@@ -120,13 +124,23 @@ def create_backend_engine(
 
 
 DUCKDB_MEMORY_LIMIT = "1GB"
-"""DuckDB's memory limit for the tool's connections (``PI_NOTEBOOK_DUCKDB_MEMORY_LIMIT``
-overrides it, e.g. ``4GB``)."""
+"""DuckDB's memory limit for a connection opened outside the worker process (the worker sets
+it to 60 % of ``memory_limit_bytes``); ``PI_NOTEBOOK_DUCKDB_MEMORY_LIMIT`` overrides both,
+e.g. ``4GB``."""
 DUCKDB_MEMORY_ENV = "PI_NOTEBOOK_DUCKDB_MEMORY_LIMIT"
 
 # SQLite runs in the kernel's own process: cap the size of any one value (a string or blob
 # built by randomblob/printf/replace/a recursive CTE) so a read cannot exhaust its memory.
 SQLITE_MAX_VALUE_BYTES = 64 * 1024 * 1024
+
+
+def _sqlite_connect(memory_limit_bytes: int | None) -> Any:
+    def connect(dbapi_connection: Any, record: Any) -> None:
+        if memory_limit_bytes:  # a pragma write: before the guard, which denies them
+            dbapi_connection.execute(f"PRAGMA hard_heap_limit = {int(memory_limit_bytes)}")
+        _on_sqlite_connect(dbapi_connection, record)
+
+    return connect
 
 
 def _on_sqlite_connect(dbapi_connection: Any, record: Any) -> None:

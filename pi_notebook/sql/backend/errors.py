@@ -18,6 +18,7 @@ from pi_notebook.errors import QueryAborted, QueryError, QueryRefused
 from pi_notebook.secrets import safe_url, scrub
 
 __all__ = [
+    "MemoryLimitExceeded",
     "QueryAborted",
     "QueryError",
     "QueryRefused",
@@ -82,6 +83,21 @@ def describe_error(exc: BaseException, url: URL, *, connecting: bool = False) ->
 
 class QueryTimeout(QueryError):
     """The statement ran longer than the statement timeout and was cancelled."""
+
+
+class MemoryLimitExceeded(QueryError):
+    """The statement needed more memory than ``memory_limit_bytes`` allows where it ran."""
+
+    @classmethod
+    def of(cls, limit: int, what: str = "") -> MemoryLimitExceeded:
+        """The error for ``limit`` bytes; ``what`` says what else happened (a restart)."""
+        size = f"{limit / (1 << 30):.1f} GiB" if limit >= 1 << 30 else f"{limit >> 20} MiB"
+        return cls(
+            f"The statement stopped at the memory limit of {size} (memory_limit_bytes); "
+            f"nothing was written, and the kernel and its variables are unaffected.{what} "
+            f"Make the statement smaller, or raise the limit with "
+            f"database_extension(memory_limit_bytes=...)."
+        )
 
 
 class ConnectFailed(Exception):

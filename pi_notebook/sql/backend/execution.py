@@ -36,6 +36,7 @@ from pi_notebook.secrets import safe_url
 from pi_notebook.sql.backend.cancel import Canceller, CancelReason
 from pi_notebook.sql.backend.errors import (
     ConnectFailed,
+    MemoryLimitExceeded,
     QueryAborted,
     QueryError,
     QueryTimeout,
@@ -98,11 +99,15 @@ class Execution:
     Args:
         url: the database URL (errors name it without credentials).
         timeout_s: the statement timeout, counted from when the worker starts the job.
+        memory_limit_bytes: the engine's memory limit in this process (SQLite's heap), which
+            an engine's ``MemoryError`` is reported against.
     """
 
-    def __init__(self, url: URL, timeout_s: float, *, name: str = "pi-db-worker") -> None:
+    def __init__(self, url: URL, timeout_s: float, *, name: str = "pi-db-worker",
+                 memory_limit_bytes: int = 0) -> None:  # fmt: skip
         self.url = url
         self.timeout_s = timeout_s
+        self.memory_limit_bytes = memory_limit_bytes
         self._name = name
         self._lock = threading.Lock()
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
@@ -145,7 +150,7 @@ class Execution:
             raise
         except _Abandoned as exc:
             raise self._abandoned(exc, what) from None
-        except (DriftError, AuditBlocked, RoleRefused):
+        except (DriftError, AuditBlocked, RoleRefused, MemoryLimitExceeded):
             raise
         except Exception as exc:
             raise self._error(exc, canceller, what) from None
@@ -240,6 +245,8 @@ class Execution:
             )
         if isinstance(exc, ConnectFailed):
             return QueryError(describe_error(exc.cause, self.url, connecting=True))
+        if isinstance(exc, MemoryError) and self.memory_limit_bytes:  # the engine's own limit
+            return MemoryLimitExceeded.of(self.memory_limit_bytes)
         return QueryError(describe_error(exc, self.url))
 
     # -- thread side ---------------------------------------------------------------------

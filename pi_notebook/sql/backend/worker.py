@@ -42,12 +42,14 @@ from pi_notebook.sql.backend.roles import forget_role
 __all__ = [
     "AuditBlocked",
     "Bounds",
+    "Cancelled",
     "ConnectionSlot",
     "DriftError",
     "Fetched",
     "RunSettings",
     "preview_statement",
     "run_statement",
+    "wait_audited",
 ]
 
 T = TypeVar("T")
@@ -91,7 +93,8 @@ class AuditBlocked(Exception):
     a write did not run; a read's rows (or its error) are withheld. Fail closed."""
 
 
-def _audited(wait: Callable[[], object]) -> None:
+def wait_audited(wait: Callable[[], object]) -> None:
+    """Wait for the record that must precede the statement; ``AuditBlocked`` if it failed."""
     try:
         wait()
     except BaseException as exc:
@@ -245,7 +248,7 @@ def run_statement(
             rolled back before it propagates.
     """
     if audited is not None and kind == "write":
-        _audited(audited)  # before the write connects
+        wait_audited(audited)  # before the write connects
         audited = None
     if audited is None:
         return _run_statement(engine, backend, kind, sql, settings, canceller=canceller,
@@ -254,9 +257,9 @@ def run_statement(
         fetched = _run_statement(engine, backend, kind, sql, settings, canceller=canceller,
                                  progress=progress, adbc=adbc, slot=slot)  # fmt: skip
     except BaseException:
-        _audited(audited)  # the record first, even for the read's error text
+        wait_audited(audited)  # the record first, even for the read's error text
         raise
-    _audited(audited)
+    wait_audited(audited)
     return fetched
 
 

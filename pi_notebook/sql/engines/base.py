@@ -64,7 +64,8 @@ class EngineInfo:
         memory_capped: the engine runs in a process of its own under an operating-system
             memory cap, so a read that builds huge values is stopped by the cap, not the
             kernel: the classifier's rules that only protect the kernel's memory do not ask
-            (``classify(..., memory_bounded=True)``). ``False``: they ask.
+            (``classify(..., memory_bounded=True)``). ``False``: they ask. DuckDB's worker process
+            runs under ``memory_limit_bytes`` (see ``pi_notebook.sql.backend.engine_process``).
     """
 
     engine: str

@@ -1,4 +1,5 @@
-"""DuckDB on the seam (duckdb-engine; runs in the kernel)."""
+"""DuckDB on the seam (duckdb-engine, in a worker process under an OS memory cap: see
+:mod:`pi_notebook.sql.backend.engine_process`)."""
 
 from __future__ import annotations
 
@@ -16,14 +17,16 @@ ENGINE = EngineInfo(
     schemes=("duckdb",),
     read_only_backstop="BEGIN TRANSACTION READ ONLY; no external access, no Python "
     "replacement scans, configuration locked",
-    bounds="a LIMIT of the cap + 1 on the relation, bytes kept bounded, memory_limit",
-    cancel="the connection's interrupt()",
+    bounds="a LIMIT of the cap + 1 on the relation, bytes kept bounded; a worker process "
+    "capped at memory_limit_bytes (RLIMIT_DATA), DuckDB's memory_limit at 60 % of it",
+    cancel="the connection's interrupt() in the worker; the worker killed if it does not stop",
     write_preview="run in a transaction that is rolled back, else SELECT count(*)",
     estimate="EXPLAIN (FORMAT JSON): Estimated Cardinality of the plan's scans (rows only)",
     arrow=True,
     read_path="Arrow record batches",
     extra="db",
     modules=("duckdb", "duckdb_engine"),
+    memory_capped=True,
 )
 
 SOURCE = "DuckDB EXPLAIN (Estimated Cardinality of the plan's scans; no byte estimate)"

@@ -1,0 +1,237 @@
+"""The worker process that owns a DuckDB database for the kernel (see :mod:`.engine_process`).
+
+Run as ``python -m pi_notebook.sql.backend.engine_child FD``, never imported by the kernel for
+its work (the kernel imports it only to name :func:`current_engine` in a pickle). ``FD`` is one
+end of a socket pair; the first message on it is the setup (URL, timeouts, memory cap). Once
+its libraries are imported, and *before* it opens the database, the process caps its own data
+segment (``RLIMIT_DATA``: heap and private mappings, what an engine allocates) at what it uses
+then plus ``memory_limit_bytes``: the statements get that much, the interpreter's own baseline
+(about 250 MiB) aside. A statement that allocates without bound fails here, with DuckDB's
+``OutOfMemoryException``, a ``MemoryError``, or at worst this process's death, never in the
+kernel. ``RLIMIT_AS`` would count the address space DuckDB reserves without using it and fail
+at connect.
+
+Messages (pickled, one at a time each way):
+
+* kernel to worker: ``("call", op, args)``; ``("cancel", reason)`` (the running call's
+  statement is interrupted through the same :class:`~.cancel.Canceller` the kernel uses);
+* worker to kernel: ``("ready",)`` once, then per call any ``("progress", n)`` and one of
+  ``("ok", value)``, ``("drift", actual, why)``, ``("connect", text)``, ``("memory", text)``,
+  ``("error", text)``. A result is :class:`~.fetch.Fetched` with its DataFrame built, so
+  what crosses is already within the row cap and the size bound the worker applied.
+
+The main thread only reads the socket (so a cancel is seen while a statement runs, and the
+kernel's end closing, which ends this process at once); calls run one at a time on a second
+thread.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import queue
+import resource
+import sys
+import threading
+from multiprocessing.connection import Connection
+from typing import Any
+
+__all__ = ["MEMORY_ERRORS", "MEMORY_EXIT", "current_engine", "is_memory_error", "main"]
+
+MEMORY_ERRORS = ("OutOfMemoryException", "MemoryError")
+"""Exception type names that mean the statement ran out of the memory it may use."""
+
+MEMORY_EXIT = 3
+"""The exit status of a worker that ran out of memory (it is not trusted further)."""
+
+_ENGINE: Any = None
+
+
+def current_engine() -> Any:
+    """This worker's SQLAlchemy engine (what the kernel's placeholder engine unpickles to)."""
+    if _ENGINE is None:
+        raise RuntimeError("no engine in this process")
+    return _ENGINE
+
+
+def is_memory_error(exc: BaseException) -> bool:
+    """Whether ``exc`` (or the driver error it wraps) is an allocation failure."""
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            return False
+        text = str(seen)
+        if type(seen).__name__ in MEMORY_ERRORS or "bad_alloc" in text or "bad allocation" in text:
+            return True
+        seen = getattr(seen, "orig", None) or seen.__cause__
+    return False
+
+
+class _Host:
+    def __init__(self, conn: Connection, setup: dict[str, Any]) -> None:
+        global _ENGINE
+        from sqlalchemy.engine import make_url
+
+        from pi_notebook.sql.backend.engines import create_backend_engine, supported_backend
+        from pi_notebook.sql.backend.worker import ConnectionSlot
+
+        self.conn = conn
+        self.url = make_url(setup["url"])
+        self.backend = supported_backend(self.url)
+        from pi_notebook.sql.backend import engine_child
+
+        _ENGINE = self.engine = create_backend_engine(
+            self.url, connect_timeout_s=setup["connect_timeout_s"],
+            statement_timeout_s=setup["statement_timeout_s"],
+        )  # fmt: skip
+        # Run as ``-m``, this module is ``__main__``; a pickle names it by its own name.
+        engine_child._ENGINE = self.engine
+        self.slot = ConnectionSlot()
+        self.send_lock = threading.Lock()
+        self.jobs: queue.SimpleQueue[tuple[str, tuple[Any, ...]] | None] = queue.SimpleQueue()
+        self.canceller: Any = None
+        self.lock = threading.Lock()
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        with self.send_lock:
+            self.conn.send_bytes(data)
+
+    def read(self) -> None:
+        """The main thread: calls go to the job thread, cancels to the running call."""
+        while True:
+            try:
+                data = self.conn.recv_bytes()
+            except (EOFError, OSError):
+                os._exit(0)  # the kernel is gone: so is everything this process held
+            try:
+                message = pickle.loads(data)
+            except Exception as exc:  # a call that cannot be read is answered as failed
+                self.jobs.put(("fail", (exc,)))
+                continue
+            if message[0] == "call":
+                self.jobs.put((message[1], message[2]))
+            elif message[0] == "cancel":
+                with self.lock:
+                    canceller = self.canceller
+                if canceller is not None:
+                    canceller.request(message[1])
+
+    def serve(self) -> None:
+        """The job thread: one call at a time."""
+        from pi_notebook.sql.backend.cancel import Canceller
+
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            op, args = job
+            canceller = Canceller()
+            with self.lock:
+                self.canceller = canceller
+            try:
+                reply = self.run(op, args, canceller)
+            except BaseException as exc:  # every failure is a reply; the kernel decides
+                reply = self.failure(exc)
+            finally:
+                with self.lock:
+                    self.canceller = None
+            try:
+                self.send(reply)
+            except (OSError, EOFError):
+                os._exit(0)
+            except Exception as exc:  # a value that cannot be sent (MemoryError included)
+                reply = self.failure(exc)
+                self.send(reply if reply[0] == "memory" else ("error", f"the result could "
+                                                             f"not be sent back: {exc}"))  # fmt: skip
+            if reply[0] == "memory":
+                os._exit(MEMORY_EXIT)  # a process that ran out of memory is not trusted further
+
+    def run(self, op: str, args: tuple[Any, ...], canceller: Any) -> tuple[Any, ...]:
+        from pi_notebook.sql.backend.errors import describe_error
+        from pi_notebook.sql.backend.worker import (
+            estimate_statement,
+            preview_statement,
+            run_statement,
+        )
+
+        def progress(n: int) -> None:
+            self.send(("progress", n))
+
+        engine, backend, slot = self.engine, self.backend, self.slot
+        if op == "run":
+            kind, sql, settings, bounds, plan = args
+            value: Any = run_statement(engine, backend, kind, sql, settings, canceller=canceller,
+                                       progress=progress, bounds=bounds, plan=plan, slot=slot)  # fmt: skip
+        elif op == "preview":
+            sql, plan, settings = args
+            value = preview_statement(engine, backend, sql, plan, settings, canceller=canceller,
+                                      describe=lambda exc: describe_error(exc, self.url),
+                                      progress=progress, slot=slot)  # fmt: skip
+        elif op == "estimate":
+            hook, sql, settings = args
+            value = estimate_statement(engine, backend, hook, sql, settings,
+                                       canceller=canceller, slot=slot)  # fmt: skip
+        elif op == "offload":
+            fn, fn_args = args
+            value = fn(*fn_args)
+        elif op == "fail":
+            raise args[0]
+        elif op == "release":
+            slot.release()
+            engine.dispose()
+            value = None
+        else:
+            raise ValueError(f"unknown call {op!r}")
+        return ("ok", value)
+
+    def failure(self, exc: BaseException) -> tuple[Any, ...]:
+        from sqlalchemy.exc import DBAPIError
+
+        from pi_notebook.sql.backend.errors import ConnectFailed
+        from pi_notebook.sql.backend.worker import DriftError
+
+        if is_memory_error(exc):
+            return ("memory", type(exc).__name__)
+        if isinstance(exc, DriftError):
+            return ("drift", exc.actual, exc.why)
+        if isinstance(exc, ConnectFailed):
+            return ("connect", str(exc.cause) or type(exc.cause).__name__)
+        orig: BaseException = exc
+        if isinstance(exc, DBAPIError) and exc.orig is not None:
+            orig = exc.orig
+        return ("error", str(orig) or type(orig).__name__)
+
+
+def _data_segment() -> int:
+    """Bytes of this process's data segment now (``VmData``, what ``RLIMIT_DATA`` counts)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def main() -> None:
+    conn = Connection(int(sys.argv[1]))
+    setup = pickle.loads(conn.recv_bytes())
+    try:
+        host = _Host(conn, setup)  # imports the engine's libraries; opens no connection
+        try:
+            import pyarrow  # noqa: F401 - the Arrow path's library, before the cap too
+        except ImportError:
+            pass
+        memory = int(setup["memory_limit_bytes"])
+        if memory > 0:
+            cap = _data_segment() + memory
+            resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
+    except BaseException as exc:
+        conn.send_bytes(pickle.dumps(("fatal", f"{type(exc).__name__}: {exc}")))
+        raise SystemExit(2) from None
+    threading.Thread(target=host.serve, name="pi-engine-job", daemon=True).start()
+    host.send(("ready",))
+    host.read()
+
+
+if __name__ == "__main__":
+    main()
