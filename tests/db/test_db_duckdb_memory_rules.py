@@ -39,20 +39,24 @@ def _database(tmp_path: Path) -> str:
     return f"duckdb:///{path}"
 
 
-def test_the_engine_is_not_capped_until_it_runs_under_a_cap(tmp_path: Path) -> None:
-    assert ENGINE.memory_capped is False
-    backend = create_backend(_database(tmp_path))
+def test_duckdb_runs_under_its_cap_and_an_uncapped_backend_still_asks(tmp_path: Path) -> None:
+    """DuckDB's engine runs in its capped worker, so its backend is capped by default; a
+    backend told otherwise keeps the memory rules."""
+    assert ENGINE.memory_capped is True
+    url = _database(tmp_path)
+    backend, plain = create_backend(url), create_backend(url, memory_capped=False)
     try:
-        assert backend.memory_capped is False
-        assert backend.classify(LISTS).kind == "write"
+        assert backend.memory_capped is True and backend.classify(LISTS).kind == "read"
+        assert plain.memory_capped is False and plain.classify(LISTS).kind == "write"
     finally:
         backend.dispose()
+        plain.dispose()
 
 
 async def test_a_capped_backend_runs_lists_in_subqueries_as_reads(tmp_path: Path) -> None:
     url = _database(tmp_path)
     capped = create_backend(url, memory_capped=True)
-    plain = create_backend(url)
+    plain = create_backend(url, memory_capped=False)
     try:
         out = await capped.run("c1", LISTS)
         assert out.statement_kind == "read" and out.row_count == 3
@@ -86,9 +90,9 @@ async def test_the_gate_asks_only_where_the_engine_is_not_capped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = _database(tmp_path)
-    assert await _asked(tmp_path, url, LISTS) == 1
-    capped = tuple(replace(info, memory_capped=True) if info is ENGINE else info
-                   for info in engines.ENGINES)  # fmt: skip
-    monkeypatch.setattr(engines, "ENGINES", capped)
-    assert await _asked(tmp_path, url, LISTS) == 0
+    assert await _asked(tmp_path, url, LISTS) == 0  # DuckDB runs in its capped worker
     assert await _asked(tmp_path, url, FILE) == 1
+    uncapped = tuple(replace(info, memory_capped=False) if info is ENGINE else info
+                     for info in engines.ENGINES)  # fmt: skip
+    monkeypatch.setattr(engines, "ENGINES", uncapped)
+    assert await _asked(tmp_path, url, LISTS) == 1
