@@ -58,7 +58,7 @@ from sqlalchemy.engine import URL
 
 from pi_notebook.sql.backend.cancel import Canceller
 from pi_notebook.sql.backend.errors import ConnectFailed
-from pi_notebook.sql.backend.fetch import (
+from pi_notebook.sql.backend.fetched import (
     CURSOR_TEXT,
     Fetched,
     ProgressSteps,

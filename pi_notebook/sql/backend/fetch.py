@@ -34,13 +34,16 @@ kept). What does not belong here: the transaction, the cancel window, the policy
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-
+from pi_notebook.sql.backend.fetched import (
+    CURSOR_TEXT,
+    Fetched,
+    ProgressSteps,
+    RunSettings,
+    read_limit,
+)
 from pi_notebook.sql.backend.frames import (
     DuckdbEdgeDays,
     FrameBuilder,
@@ -48,7 +51,7 @@ from pi_notebook.sql.backend.frames import (
     duckdb_fixed_chunks,
 )
 from pi_notebook.sql.backend.readonly import RunKind, take_pending_begin
-from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES, chunk_bytes, rows_within
+from pi_notebook.sql.backend.sizes import chunk_bytes, rows_within
 
 __all__ = [
     "CHUNK",
@@ -64,9 +67,6 @@ CHUNK = 512
 """Rows fetched per driver call: small enough that a chunk's tuples die young (the
 collector's first generation), so reading a large result never triggers full collections
 that stall the event loop and double the time."""
-
-CURSOR_TEXT = re.compile(r"^\s*(?:\(\s*)*(?:SELECT|WITH|VALUES|TABLE)\b", re.I)
-"""Statement texts PostgreSQL can run as a cursor (``DECLARE``) or ``COPY``: a query."""
 
 _PG_CURSOR = "pi_read"
 _PG_BATCH = 10_001
@@ -86,90 +86,6 @@ _PG_GROWTH = 4
 """A size-bounded read's ``FETCH`` takes at most this many times the rows of the one before:
 rows that grow wider as the read goes on (``ORDER BY length(body)``) are met in batches that
 grow slowly, not in one ``FETCH`` sized by the narrow rows of the first."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunSettings:
-    """Limits for one run.
-
-    Attributes:
-        row_cap: most rows kept in the DataFrame.
-        count_limit: most rows counted when the exact count is requested.
-        statement_timeout_s: the statement timeout.
-        progress_every: rows between two progress reports.
-        count_rows: count every row (up to ``count_limit``) instead of stopping at the cap.
-        arrow: reads may take the Arrow path (see :mod:`.arrow`).
-        max_result_bytes: most bytes of values kept (see :mod:`.sizes`); ``None``: no bound.
-        role: PostgreSQL: the role the run's transaction sets (see :mod:`.roles`).
-    """
-
-    row_cap: int
-    count_limit: int
-    statement_timeout_s: float
-    progress_every: int
-    count_rows: bool = False
-    arrow: bool = False
-    max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES
-    role: str | None = None
-
-
-class ProgressSteps:
-    """Reports the rows seen so far to ``progress`` in round steps of ``every`` rows, each
-    step once (a chunk or batch may cross several)."""
-
-    __slots__ = ("_every", "_next", "_progress")
-
-    def __init__(self, progress: Callable[[int], None] | None, every: int) -> None:
-        self._progress, self._every, self._next = progress, every, every
-
-    def update(self, seen: int) -> None:
-        if self._progress is not None and seen >= self._next:
-            step = seen - seen % self._every
-            self._progress(step)
-            self._next = step + self._every
-
-
-def read_limit(settings: RunSettings) -> int | None:
-    """Rows a read fetches at most: ``row_cap + 1``, or ``None`` when counting them all."""
-    return None if settings.count_rows else settings.row_cap + 1
-
-
-@dataclass(kw_only=True)
-class Fetched:
-    """Output of one statement, before it becomes a :class:`~.results.QueryOutcome`.
-
-    Attributes:
-        columns: column names (empty without a result set).
-        row_count: rows seen (a lower bound when ``row_count_exact`` is false), or the rows
-            a statement without a result set affected.
-        row_count_exact: False when fetching stopped before the end of the result.
-        truncated: the DataFrame holds fewer rows than the statement returned.
-        size_capped: the read stopped keeping rows at ``max_result_bytes``, not the row cap.
-        has_rows: the statement returned a result set.
-        head: the first rows as tuples (what the model's preview is rendered from).
-        kept: the rows the DataFrame keeps, when known before it is built.
-        frame: the DataFrame, once :meth:`build` ran (in the worker, after the transaction).
-        preview: the model's text, once rendered (in the worker too).
-    """
-
-    columns: list[str]
-    row_count: int
-    row_count_exact: bool = True
-    truncated: bool = False
-    size_capped: bool = False
-    has_rows: bool = True
-    head: list[tuple[Any, ...]] = field(default_factory=list[tuple[Any, ...]])
-    kept: int | None = None
-    builder: FrameBuilder | None = None
-    frame: pd.DataFrame | None = None
-    preview: str | None = None
-
-    def build(self) -> pd.DataFrame:
-        """Build (once) and return the DataFrame."""
-        if self.frame is None:
-            builder, self.builder = self.builder, None
-            self.frame = builder.build() if builder is not None else pd.DataFrame()
-        return self.frame
 
 
 def execute_and_fetch(
