@@ -31,12 +31,14 @@ import html
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..agent.views import ViewOf
 from ..audit.notebook import PROVISIONAL_CLASS, prompt_digest
 from .record import (
     INLINE,
     RECORD_CSS,
     RunInfo,
     args_html,
+    call_view_of,
     card_html,
     edit_html,
     markdown_html,
@@ -84,9 +86,9 @@ def _style(key: str) -> str:
     return f" style='{INLINE[key]}'"
 
 
-def _card(card: Any, label: str) -> str:
-    if card.status not in (*_UNSETTLED, "awaiting approval"):
-        return card_html(card, label, reasons=card.reasons)  # ended: its facts are final
+def _card(card: Any, label: str, view_of: ViewOf | None) -> str:
+    if card.status not in (*_UNSETTLED, "awaiting approval"):  # ended: its facts are final
+        return card_html(card, label, reasons=card.reasons, view_of=view_of)
     word = OUTCOME_UNKNOWN if card.status in _UNSETTLED else "awaiting approval"
     return (
         f"<div class='pi-card pi-warn'{_style('card')} data-call='{html.escape(card.tool_call_id)}'>"
@@ -95,7 +97,8 @@ def _card(card: Any, label: str) -> str:
         f"<span class='pi-tool'{_style('tool')}>{html.escape(card.tool_name)}</span>"
         f"<span class='pi-word pi-status pi-warn'{_style('status')}>{html.escape(word)}</span>"
         f"<span class='pi-id'{_style('id')}>{html.escape(card.tool_call_id)}</span></div>"
-        f"{args_html(card.args)}{edit_html(card)}{reasons_html(card.reasons)}</div>"
+        f"{args_html(card.args, call_view_of(card.tool_name, card.args, view_of))}"
+        f"{edit_html(card, view_of)}{reasons_html(card.reasons)}</div>"
     )
 
 
@@ -182,12 +185,12 @@ def provisional_bundle(
         label = info.label_of(card.tool_name)
         cached = cache.get(key)
         if cached is None or cached[0] is not card:
-            cached = cache[key] = (card, _card(card, label))
+            cached = cache[key] = (card, _card(card, label, info.view_of))
         parts.append(cached[1])
         lines += ["", f"[{label} · {card.tool_name}] {_word(card)}"]
-        sql = card.args.get("sql") if isinstance(card.args, dict) else None
-        if isinstance(sql, str):
-            lines += [f"    {line}" for line in sql.splitlines()]
+        view = call_view_of(card.tool_name, card.args, info.view_of)
+        if view is not None and view.code is not None:
+            lines += [f"    {line}" for line in view.code.splitlines()]
     marker = _marker(_recent(state, entries))
     parts.append(f"<div class='pi-word pi-warn pi-interrupted'{_style('error')}>"
                  f"{html.escape(marker)}</div>")  # fmt: skip

@@ -250,7 +250,7 @@ class Run:
     def _provisional(self) -> tuple[dict[str, str], dict[str, Any]]:
         model = str(getattr(self.session, "model_name", "unknown"))
         info = RunInfo(run_id=self.run_id, model=model.removesuffix(":offline"),
-                       label_of=self.label_of)  # fmt: skip
+                       label_of=self.label_of, view_of=self.view_of)  # fmt: skip
         data = provisional_bundle(self.state, info, self.prompt, cache=self._provisional_cache)
         calls = provisional_calls(self.state, self._args_hashes.get)
         session_id = str(getattr(self.session, "session_id", ""))

@@ -15,6 +15,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from pi_notebook import TextContent, ToolResult
 from pi_notebook.agent.events import AgentStartEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
+from pi_notebook.database import call_views
 from pi_notebook.notebook import current
 from pi_notebook.notebook.prompts import ApprovalPrompt
 from pi_notebook.notebook.provisional import (
@@ -49,7 +50,7 @@ def _end(call_id: str) -> ToolExecutionEndEvent:
     )  # fmt: skip
 
 
-INFO = RunInfo(run_id="r1", model="offline")
+INFO = RunInfo(run_id="r1", model="offline", view_of=call_views)
 
 
 def test_a_started_call_reads_outcome_unknown_and_a_waiting_one_awaiting_approval() -> None:
