@@ -7,7 +7,8 @@ per-job hard cap; :data:`DEFAULT_MAXIMUM_BYTES_BILLED` without it) and
 credentials are the environment's (Application Default Credentials, or none towards an
 ``api_endpoint``), never the URL's: no secret reaches the audit.
 
-The policy path is :class:`~pi_notebook.sql.engines.warehouse_base.WarehouseBackend`'s;
+The policy and statement paths are
+:class:`~pi_notebook.sql.engines.direct.DirectBackend`'s (through :mod:`.warehouse_base`);
 what is BigQuery's:
 
 * the read-only backstop is the project's, not the tool's: give the credentials IAM roles
@@ -42,7 +43,8 @@ from pi_notebook.sql.backend.errors import ConnectFailed, QueryAborted
 from pi_notebook.sql.backend.fetch import Fetched, RunSettings, read_limit
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.engines.base import EngineInfo, ReadEstimate
-from pi_notebook.sql.engines.warehouse_base import Running, WarehouseBackend, short, take_arrow
+from pi_notebook.sql.engines.direct import Running, short
+from pi_notebook.sql.engines.warehouse_base import WarehouseBackend, take_arrow
 
 __all__ = [
     "DEFAULT_MAXIMUM_BYTES_BILLED",
@@ -205,13 +207,15 @@ class BigQuerySchema:
 class BigQueryBackend(WarehouseBackend):
     """``query_database``'s backend for BigQuery (see the module docstring)."""
 
+    backend = "bigquery"
+    dialect = "bigquery"
+
     no_transaction = ("BigQuery's write is not tried in a transaction here (the tool sends "
                       "one statement per job, no multi-statement transaction)")  # fmt: skip
 
     def __init__(self, url: str | URL, *, statement_timeout_s: float = 30, **options: Any) -> None:
         known = {k: v for k, v in options.items() if k in _BACKEND_OPTIONS}
-        super().__init__(url, backend="bigquery", dialect="bigquery",
-                         statement_timeout_s=statement_timeout_s, **known)  # fmt: skip
+        super().__init__(url, statement_timeout_s=statement_timeout_s, **known)
         self.target = bigquery_target(self.url)
         self.timeout_ms = max(1, round(statement_timeout_s * 1000))
         self.client = _Client(self.target)
@@ -270,6 +274,7 @@ class BigQueryBackend(WarehouseBackend):
         settings: RunSettings,
         canceller: Any,
         progress: Callable[[int], None] | None,
+        counted: int | None = None,
     ) -> Fetched:
         def take(done: tuple[Any, Any]) -> Fetched:
             job, rows = done

@@ -226,6 +226,7 @@ class ChdbBackend(ClickHouseBackend):
         settings: RunSettings,
         canceller: Any,
         progress: Callable[[int], None] | None,
+        counted: int | None = None,
     ) -> Fetched:
         session = self._database.reader() if kind == "read" else self._database.session()
         marker = _marker()

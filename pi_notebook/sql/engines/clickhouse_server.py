@@ -219,6 +219,7 @@ class ClickHouseServerBackend(ClickHouseBackend):
         settings: RunSettings,
         canceller: Any,
         progress: Callable[[int], None] | None,
+        counted: int | None = None,
     ) -> Fetched:
         client = self._server.client()
         query_id = _query_id()

@@ -1,8 +1,11 @@
-"""The backend of an engine reached through its own client, not SQLAlchemy, with no
-transaction to try a write in and roll it back (chDB, a ClickHouse server, Trino).
+"""The one backend of an engine reached through its own client, not SQLAlchemy, with no
+transaction to try a write in and roll it back: chDB, a ClickHouse server and Trino
+subclass :class:`DirectBackend` directly, Snowflake and BigQuery through
+:class:`~pi_notebook.sql.engines.warehouse_base.WarehouseBackend`, Spark Connect as
+:class:`~pi_notebook.sql.engines.spark_connect.SparkBackend`.
 
 The policy path is :class:`~pi_notebook.sql.backend.DatabaseBackend`'s (``run``: classify,
-capability, audit first); what :class:`DirectBackend` shares between those engines is how a
+capability, audit first); what :class:`DirectBackend` holds for all of them is how a
 statement runs once decided:
 
 * on the backend's worker thread (:class:`~pi_notebook.sql.backend.execution.Execution`:
@@ -11,14 +14,16 @@ statement runs once decided:
 * a write waits for its audit record before anything is sent, and when its approval is
   bounded by a row count, the rows are counted first with the derived ``SELECT count()``
   (:meth:`DirectBackend._plan`): a count outside the bounds, or no count, refuses it;
-* rows come as a stream of DataFrames kept to the row cap and the byte bound
-  (:func:`~pi_notebook.sql.engines.rows.take`);
 * a write's preview counts rows with the derived ``SELECT count()`` (run as a read) or says
   plainly that they cannot be counted: nothing is ever run to be rolled back.
 
-A subclass gives :meth:`DirectBackend._execute` (one statement, as a read or an approved
-write), :meth:`DirectBackend._read_frame` (a small derived read), :meth:`DirectBackend._plan`
-and :attr:`DirectBackend.no_rollback` (what a stopped write leaves behind, in words).
+A subclass gives the engine's hooks: :meth:`DirectBackend._execute` (one statement, a read
+kept to the row cap and the byte bound, or an approved write), :meth:`DirectBackend._read_frame`
+(a small derived read), :meth:`DirectBackend._estimate`, its ``schema_source``, and where it
+differs :meth:`DirectBackend._plan`, :meth:`DirectBackend._scalar`,
+:meth:`DirectBackend._clean`, :meth:`DirectBackend._error_text` and the words
+:attr:`DirectBackend.engine_name`, :attr:`DirectBackend.no_transaction` and
+:attr:`DirectBackend.no_rollback` (what a stopped statement leaves behind).
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from pi_notebook.audit.durable import record_after
 from pi_notebook.audit.records import WritePreviewRecord
 from pi_notebook.sql import lexical
 from pi_notebook.sql.backend import AuditSink, DatabaseBackend, ProgressCallback, QueryError
-from pi_notebook.sql.backend.derive import WritePlan
+from pi_notebook.sql.backend.derive import WritePlan, plan_write
 from pi_notebook.sql.backend.engines import CONNECT_TIMEOUT_S
 from pi_notebook.sql.backend.errors import QueryAborted, QueryRefused, QueryTimeout
 from pi_notebook.sql.backend.execution import Execution
@@ -47,7 +52,7 @@ from pi_notebook.sql.backend.measure import METHOD_TEXT
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.backend.results import QueryOutcome, render_fetched
 from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
-from pi_notebook.sql.backend.worker import AuditBlocked, Bounds, DriftError
+from pi_notebook.sql.backend.worker import AuditBlocked, Bounds, DriftError, wait_audited
 from pi_notebook.sql.engines.base import ReadEstimate
 
 __all__ = ["DirectBackend", "Running", "short", "statement_body"]
@@ -93,24 +98,51 @@ class DirectBackend(DatabaseBackend):
 
     engine_name = "the engine"
     """The engine's name in messages."""
-    no_rollback = (
+    no_transaction = ""
+    """Why a write's rows are counted with a derived read, when not "ENGINE has no
+    transaction to try the statement and roll it back" (said in the preview and the bounds'
+    refusal)."""
+    no_rollback: str | None = (
         "the engine has no transaction: what the write had done before it was stopped stays"
     )
-    """Said instead of "nothing was written" when a write is stopped."""
+    """Said instead of "nothing was written" when a statement is stopped (``None``: the
+    error is left as it is)."""
+    count_words = "SELECT count()"
+    """How the derived count is named when there is none."""
+    preview_fatal: tuple[type[BaseException], ...] = ()
+    """Errors of the preview's count that fail the preview instead of being noted."""
 
     # -- what a subclass gives ---------------------------------------------------------
     def _plan(self, sql: str) -> WritePlan:
         """How the rows of the write ``sql`` are counted (the derived ``SELECT count()``)."""
-        raise NotImplementedError
+        return plan_write(sql, self.dialect)
 
     def _execute(self, kind: RunKind, sql: str, settings: RunSettings, canceller: Any,
-                 progress: Callable[[int], None] | None) -> Fetched:  # fmt: skip
-        """Run one statement (a read, or an approved write) on the worker; cancellable."""
+                 progress: Callable[[int], None] | None, counted: int | None) -> Fetched:  # fmt: skip
+        """Run one statement (a read kept to the row cap and the byte bound, or an approved
+        write whose rows were ``counted`` first when its approval is bounded) on the worker;
+        cancellable."""
         raise NotImplementedError
 
     def _read_frame(self, sql: str, canceller: Any) -> pd.DataFrame:
         """A small derived read (a count, a sample, an estimate) run read-only; cancellable."""
         raise NotImplementedError
+
+    def _scalar(self, sql: str, canceller: Any) -> int:
+        """The count a derived ``SELECT count()`` reads."""
+        return int(self._read_frame(sql, canceller).iloc[0, 0])
+
+    def _clean(self, exc: BaseException, canceller: Any) -> BaseException:
+        """A statement's error as the worker hands it back (here: as raised)."""
+        return exc
+
+    def _error_text(self, exc: BaseException) -> str:
+        """A derived read's error, as the preview's note says it."""
+        return short(exc)
+
+    def _says_no_rollback(self, kind: RunKind, error: QueryError) -> bool:
+        """Whether a stopped statement's error says :attr:`no_rollback`."""
+        return "nothing was written" in str(error)
 
     def _estimate(
         self, sql: str, *, canceller: Any, progress: Callable[[int], None] | None = None
@@ -164,9 +196,8 @@ class DirectBackend(DatabaseBackend):
                 self._statement, kind, sql, settings, bounds, plan, audited, signal=signal,
                 on_progress=on_progress)  # fmt: skip
         except QueryError as error:
-            if isinstance(error, QueryAborted | QueryTimeout) and "nothing was written" in str(
-                error
-            ):
+            if (self.no_rollback is not None and isinstance(error, QueryAborted | QueryTimeout)
+                    and self._says_no_rollback(kind, error)):  # fmt: skip
                 head = str(error).split("; nothing was", 1)[0].rstrip(". ")
                 error = type(error)(f"{head}. {self.no_rollback}.")
             self._record_failure(audit, error, final_hash, ids)
@@ -189,21 +220,28 @@ class DirectBackend(DatabaseBackend):
         """The worker's part: wait for the audit record (a write before it runs), check the
         approval's bounds, run, fetch within the bounds."""
         if audited is not None and kind == "write":
-            _audited(audited)
+            wait_audited(audited)
             audited = None
+        counted: int | None = None
         try:
             if kind == "write" and bounds is not None and bounds.active:
                 counted = self._count(plan, canceller)
                 if not bounds.allows(counted):
                     raise DriftError(counted)
-            fetched = self._execute(kind, sql, settings, canceller, progress)
-        except BaseException:
-            if audited is not None:
-                _audited(audited)  # the record first, even for the read's error text
+            fetched = self._execute(kind, sql, settings, canceller, progress, counted)
+        except (DriftError, AuditBlocked):
             raise
+        except BaseException as exc:
+            if audited is not None:
+                wait_audited(audited)  # the record first, even for the read's error text
+            cleaned = self._clean(exc, canceller)
+            if cleaned is exc:
+                raise
+            raise cleaned from None
         if audited is not None:
-            _audited(audited)
-        fetched.preview = render_fetched(fetched)
+            wait_audited(audited)
+        if fetched.preview is None:
+            fetched.preview = render_fetched(fetched)
         return fetched
 
     def _count(self, plan: WritePlan | None, canceller: Any) -> int:
@@ -211,12 +249,9 @@ class DirectBackend(DatabaseBackend):
             return plan.static_rows
         if plan is None or plan.count_sql is None:
             why = plan.note if plan is not None and plan.note else "no count can be derived"
-            raise DriftError(None, f"{self.engine_name} cannot try a write and roll it back, "
-                             f"and {why}")  # fmt: skip
+            said = self.no_transaction or f"{self.engine_name} cannot try a write and roll it back"
+            raise DriftError(None, f"{said}, and {why}")
         return self._scalar(plan.count_sql, canceller)
-
-    def _scalar(self, sql: str, canceller: Any) -> int:
-        return int(self._read_frame(sql, canceller).iloc[0, 0])
 
     # -- write preview -------------------------------------------------------------------
     async def preview(
@@ -282,20 +317,21 @@ class DirectBackend(DatabaseBackend):
                 affected = self._scalar(plan.count_sql, canceller)
                 method = METHOD_TEXT["select"]
             except Exception as exc:
-                if canceller.reason is not None:
+                if canceller.reason is not None or isinstance(exc, self.preview_fatal):
                     raise
-                notes.append(f"the rows could not be counted: {short(exc)}")
+                notes.append(f"the rows could not be counted: {self._error_text(exc)}")
         else:
-            why = plan.note or "its rows cannot be derived as a SELECT count()"
-            notes.append(f"rows not counted: {self.engine_name} has no transaction to try the "
-                         f"statement and roll it back, and {why}")  # fmt: skip
+            why = plan.note or f"its rows cannot be derived as a {self.count_words}"
+            said = self.no_transaction or (f"{self.engine_name} has no transaction to try the "
+                                           "statement and roll it back")  # fmt: skip
+            notes.append(f"rows not counted: {said}, and {why}")
         if plan.sample_sql is not None:
             try:
                 sample = self._read_frame(plan.sample_sql, canceller)
             except Exception as exc:
                 if canceller.reason is not None:
                     raise
-                notes.append(f"no sample: {short(exc)}")
+                notes.append(f"no sample: {self._error_text(exc)}")
         return WritePreview(affected_rows=affected, sample=sample, method=method,
                             note="; ".join(notes) or None)  # fmt: skip
 
@@ -314,13 +350,6 @@ class Running:
 
     def __exit__(self, *exc: object) -> None:
         self.canceller.stopped()
-
-
-def _audited(wait: Callable[[], object]) -> None:
-    try:
-        wait()
-    except BaseException as exc:
-        raise AuditBlocked(str(exc)) from exc
 
 
 def statement_body(sql: str, dialect: str) -> str:

@@ -6,7 +6,8 @@ The URL is snowflake-sqlalchemy's shape, parsed here:
 ``port`` and ``protocol`` may point the client elsewhere (an emulator such as fakesnow's
 server). Any other option is refused.
 
-The policy path is :class:`~pi_notebook.sql.engines.warehouse_base.WarehouseBackend`'s;
+The policy and statement paths are
+:class:`~pi_notebook.sql.engines.direct.DirectBackend`'s (through :mod:`.warehouse_base`);
 what is Snowflake's:
 
 * the read-only backstop is the engine's, not the tool's: the URL's ``role`` should be
@@ -39,7 +40,8 @@ from pi_notebook.sql.backend.errors import ConnectFailed, QueryAborted
 from pi_notebook.sql.backend.fetch import Fetched, RunSettings
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.engines.base import EngineInfo, ReadEstimate
-from pi_notebook.sql.engines.warehouse_base import Running, WarehouseBackend, short, take_arrow
+from pi_notebook.sql.engines.direct import Running, short
+from pi_notebook.sql.engines.warehouse_base import WarehouseBackend, take_arrow
 
 __all__ = [
     "ENGINE",
@@ -189,12 +191,14 @@ class SnowflakeSchema:
 class SnowflakeBackend(WarehouseBackend):
     """``query_database``'s backend for Snowflake (see the module docstring)."""
 
+    backend = "snowflake"
+    dialect = "snowflake"
+
     no_transaction = "Snowflake's write is not tried in a transaction here"
 
     def __init__(self, url: str | URL, *, statement_timeout_s: float = 30, **options: Any) -> None:
         known = {k: v for k, v in options.items() if k in _BACKEND_OPTIONS}
-        super().__init__(url, backend="snowflake", dialect="snowflake",
-                         statement_timeout_s=statement_timeout_s, **known)  # fmt: skip
+        super().__init__(url, statement_timeout_s=statement_timeout_s, **known)
         session = {"STATEMENT_TIMEOUT_IN_SECONDS": max(1, math.ceil(statement_timeout_s)),
                    "MULTI_STATEMENT_COUNT": 1, "QUERY_TAG": "pi_notebook"}  # fmt: skip
         self.client = _Client(snowflake_connect_args(self.url), session, statement_timeout_s)
@@ -236,6 +240,7 @@ class SnowflakeBackend(WarehouseBackend):
         settings: RunSettings,
         canceller: Any,
         progress: Callable[[int], None] | None,
+        counted: int | None = None,
     ) -> Fetched:
         def take(cursor: Any) -> Fetched:
             return take_arrow(cursor.fetch_arrow_batches(), lambda: _columns(cursor), settings,

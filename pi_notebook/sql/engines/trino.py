@@ -183,6 +183,7 @@ class TrinoBackend(DirectBackend):
         settings: RunSettings,
         canceller: Any,
         progress: Callable[[int], None] | None,
+        counted: int | None = None,
     ) -> Fetched:
         connection, cursor = self._open(statement_body(sql, "trino"), canceller)
         try:
