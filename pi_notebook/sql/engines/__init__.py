@@ -6,11 +6,12 @@ estimated and whether results come as Arrow (:class:`EngineInfo`).
 :func:`create_backend` is the one way a URL becomes the backend that runs its statements:
 the four SQLAlchemy engines share :class:`~pi_notebook.sql.backend.DatabaseBackend` (their
 per-engine paths live in ``pi_notebook.sql.backend``); the engines reached through their own
-client share :class:`~pi_notebook.sql.engines.direct.DirectBackend`'s statement path: chDB
-(:class:`ChdbBackend`), a ClickHouse server (:class:`ClickHouseServerBackend`) and Trino
-(:class:`TrinoBackend`); Spark Connect has :class:`SparkBackend`; Snowflake and BigQuery have :class:`SnowflakeBackend` and
-:class:`BigQueryBackend` (their own clients, on :mod:`.warehouse_base`). A URL whose engine's
-extra is missing is refused in one line naming the extra.
+client share :class:`~pi_notebook.sql.engines.direct.DirectBackend`'s statement path, each
+giving only its hooks: chDB (:class:`ChdbBackend`), a ClickHouse server
+(:class:`ClickHouseServerBackend`), Trino (:class:`TrinoBackend`), Spark Connect
+(:class:`SparkBackend`), Snowflake and BigQuery (:class:`SnowflakeBackend` and
+:class:`BigQueryBackend`, through :mod:`.warehouse_base`). A URL whose engine's extra is
+missing is refused in one line naming the extra.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def schema_source(backend: DatabaseBackend) -> Any:
     """What :class:`~pi_notebook.database.schema.SchemaCache` reads the schema from: the
     SQLAlchemy engine, or the backend's own schema reader (chDB, a ClickHouse server, Trino,
     Spark, the warehouses' clients)."""
-    if isinstance(backend, DirectBackend | WarehouseBackend | SparkBackend):
+    if isinstance(backend, DirectBackend):
         return backend.schema_source
     return backend.engine
 
@@ -158,7 +159,7 @@ async def estimate_read(
         QueryAborted: ``signal`` aborted.
         QueryError: the database could not be reached.
     """
-    if isinstance(backend, DirectBackend | WarehouseBackend | SparkBackend):
+    if isinstance(backend, DirectBackend):
         return await backend.estimate(sql, signal=signal)
     hook = _ESTIMATES.get(backend.backend)
     if hook is None:

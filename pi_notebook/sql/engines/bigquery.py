@@ -44,7 +44,8 @@ from pi_notebook.sql.backend.fetch import Fetched, RunSettings, read_limit
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.engines.base import EngineInfo, ReadEstimate
 from pi_notebook.sql.engines.direct import Running, short
-from pi_notebook.sql.engines.warehouse_base import WarehouseBackend, take_arrow
+from pi_notebook.sql.engines.rows import take_arrow
+from pi_notebook.sql.engines.warehouse_base import WarehouseBackend
 
 __all__ = [
     "DEFAULT_MAXIMUM_BYTES_BILLED",

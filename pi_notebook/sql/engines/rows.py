@@ -1,5 +1,6 @@
-"""A result read as a stream of DataFrames (one per block or page), kept to the row cap and
-the byte bound of a read (:func:`take`), for the backends with their own client."""
+"""A result read as a stream of DataFrames (one per block or page, :func:`take`) or of Arrow
+tables (:func:`take_arrow`), kept to the row cap and the byte bound of a read, for the
+backends with their own client."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 import pandas as pd
 
 from pi_notebook.sql.backend.fetch import Fetched, ProgressSteps, RunSettings, read_limit
+from pi_notebook.sql.backend.sizes import arrow_rows_within
 
-__all__ = ["Stream", "Whole", "take"]
+__all__ = ["Stream", "Whole", "take", "take_arrow"]
 
 _HEAD_ROWS = 50
 
@@ -81,6 +83,47 @@ def take(stream: Any, settings: RunSettings, progress: Callable[[int], None] | N
     return Fetched(columns=columns or [str(c) for c in frame.columns], row_count=seen,
                    row_count_exact=exact, truncated=seen > len(frame), size_capped=sized,
                    head=_head(frame), kept=len(frame), frame=frame)  # fmt: skip
+
+
+def take_arrow(
+    batches: Iterable[Any],
+    columns: Callable[[], list[str]],
+    settings: RunSettings,
+    progress: Callable[[int], None] | None,
+) -> Fetched:
+    """Keep the first ``row_cap`` rows of a stream of Arrow tables (or record batches) within
+    ``max_result_bytes``, and stop reading the stream at the read's limit or the size bound.
+    The DataFrame is built once, from the kept Arrow data; ``columns`` names the columns
+    of an empty result (asked once the stream is read: a client may learn them only then)."""
+    import pyarrow as pa
+
+    limit = read_limit(settings)
+    cap, budget = settings.row_cap, settings.max_result_bytes
+    kept: list[Any] = []
+    seen = kept_rows = 0
+    sized = False
+    steps = ProgressSteps(progress, settings.progress_every)
+    for batch in batches:
+        rows = batch.num_rows
+        if kept_rows < cap and not sized:
+            piece = batch.slice(0, min(rows, cap - kept_rows))
+            if budget is not None:
+                fits = arrow_rows_within(piece, budget)
+                if fits < piece.num_rows:
+                    sized, piece = True, piece.slice(0, fits)
+                budget -= piece.nbytes
+            kept.append(piece if isinstance(piece, pa.Table) else pa.Table.from_batches([piece]))
+            kept_rows += piece.num_rows
+        seen += rows
+        steps.update(seen)
+        if (limit is not None and (seen >= limit or sized)) or seen >= settings.count_limit:
+            break
+    exact = (seen < limit and not sized) if limit is not None else seen < settings.count_limit
+    seen = min(seen, limit) if limit is not None else seen
+    frame = pa.concat_tables(kept).to_pandas() if kept else pd.DataFrame(columns=columns())
+    return Fetched(columns=[str(c) for c in frame.columns], row_count=seen, row_count_exact=exact,
+                   truncated=seen > len(frame), size_capped=sized, head=_head(frame),
+                   kept=len(frame), frame=frame)  # fmt: skip
 
 
 def _head(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
