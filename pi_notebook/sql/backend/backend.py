@@ -281,6 +281,23 @@ class DatabaseBackend:
             return None, (f"the statement could not be checked ({type(exc).__name__})",), ""
         return verdict, tuple(verdict.reasons), final_hash
 
+    def _previewable(self, sql: str, signal: AbortSignal | None) -> str:
+        """The canonical hash of the write ``sql`` about to be previewed.
+
+        Raises:
+            QueryAborted: ``signal`` aborted.
+            QueryRefused: ``sql`` is not a write (a read needs no preview; a rejected
+                statement never runs).
+        """
+        if signal is not None and signal.aborted:
+            raise QueryAborted("Preview not started: the run was aborted.")
+        verdict, reasons, final_hash = self._verdict(sql)
+        if verdict is None or verdict.kind != "write":
+            why = "a read needs no preview" if verdict is not None and verdict.is_read else (
+                "; ".join(reasons) or "the statement is not allowed")  # fmt: skip
+            raise QueryRefused(f"Refused: not previewed: {why}.")
+        return final_hash
+
     async def run(
         self,
         tool_call_id: str,
@@ -439,13 +456,7 @@ class DatabaseBackend:
         """
         audit = audit if audit is not None else self.audit
         ids = self._ids(tool_call_id)
-        if signal is not None and signal.aborted:
-            raise QueryAborted("Preview not started: the run was aborted.")
-        verdict, reasons, final_hash = self._verdict(sql)
-        if verdict is None or verdict.kind != "write":
-            why = "a read needs no preview" if verdict is not None and verdict.is_read else (
-                "; ".join(reasons) or "the statement is not allowed")  # fmt: skip
-            raise QueryRefused(f"Refused: not previewed: {why}.")
+        final_hash = self._previewable(sql, signal)
         plan = plan_write(sql, self.dialect)
         role = self._role()
         base = WritePreviewRecord(sql=sql, args_hash=final_hash, operation=plan.operation,

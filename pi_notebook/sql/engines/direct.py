@@ -273,13 +273,7 @@ class DirectBackend(DatabaseBackend):
         """
         audit = audit if audit is not None else self.audit
         ids = self._ids(tool_call_id)
-        if signal is not None and signal.aborted:
-            raise QueryAborted("Preview not started: the run was aborted.")
-        verdict, reasons, final_hash = self._verdict(sql)
-        if verdict is None or verdict.kind != "write":
-            why = "a read needs no preview" if verdict is not None and verdict.is_read else (
-                "; ".join(reasons) or "the statement is not allowed")  # fmt: skip
-            raise QueryRefused(f"Refused: not previewed: {why}.")
+        final_hash = self._previewable(sql, signal)
         plan = self._plan(sql)
         base = WritePreviewRecord(sql=sql, args_hash=final_hash, operation=plan.operation,
                                   phase="start", **ids)  # fmt: skip
