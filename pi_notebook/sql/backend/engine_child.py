@@ -17,8 +17,9 @@ Messages (pickled, one at a time each way):
   statement is interrupted through the same :class:`~.cancel.Canceller` the kernel uses);
 * worker to kernel: ``("ready",)`` once, then per call any ``("progress", n)`` and one of
   ``("ok", value)``, ``("drift", actual, why)``, ``("connect", text)``, ``("memory", text)``,
-  ``("error", text)``. A result is :class:`~.fetch.Fetched` with its DataFrame built, so
-  what crosses is already within the row cap and the size bound the worker applied.
+  ``("error", text)``. A result is :class:`~.fetch.Fetched`, already within the row cap and
+  the size bound the worker applied: with its DataFrame built, or, for a small result (see
+  :func:`.worker.run_statement`'s ``build_small``), as its rows, which the kernel builds.
 
 The main thread only reads the socket (so a cancel is seen while a statement runs, and the
 kernel's end closing, which ends this process at once); calls run one at a time on a second
@@ -161,8 +162,11 @@ class _Host:
         engine, backend, slot = self.engine, self.backend, self.slot
         if op == "run":
             kind, sql, settings, bounds, plan = args
+            # A small result crosses as its rows, which the kernel builds into its DataFrame:
+            # a pickled DataFrame costs several times more to send and to load.
             value: Any = run_statement(engine, backend, kind, sql, settings, canceller=canceller,
-                                       progress=progress, bounds=bounds, plan=plan, slot=slot)  # fmt: skip
+                                       progress=progress, bounds=bounds, plan=plan, slot=slot,
+                                       build_small=False)  # fmt: skip
         elif op == "preview":
             sql, plan, settings = args
             value = preview_statement(engine, backend, sql, plan, settings, canceller=canceller,

@@ -5,7 +5,8 @@ per row (``hex()`` nested eight deep, ``concat(s, s, ...)``) allocates outside D
 ``memory_limit``. So DuckDB runs in a child process (:mod:`.engine_child`) that caps its own
 memory (``memory_limit_bytes``, default :func:`default_memory_limit`) before it opens the
 database. The kernel sends it each statement and receives the result already within the row
-cap and the size bound, as a built DataFrame; it never opens the database itself.
+cap and the size bound, as a built DataFrame (a small one as its rows, built here: they cost
+a fraction of a pickled DataFrame to send and load); it never opens the database itself.
 
 * A statement past the cap fails in the worker (DuckDB's ``OutOfMemoryException``, a
   ``MemoryError``) or kills it (the OS); either way the call ends with
@@ -138,6 +139,7 @@ class EngineProcess:
             raise
         if audited is not None:
             wait_audited(audited)
+        fetched.build()  # a small result comes as its rows (see engine_child): built here
         return fetched
 
     def preview_statement(self, sql: str, plan: WritePlan, settings: RunSettings, *,
