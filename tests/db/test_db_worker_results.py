@@ -1,15 +1,24 @@
-"""A small result leaves DuckDB's worker process as its rows and is built into its DataFrame
+"""DuckDB's worker process: a small result leaves DuckDB's worker process as its rows and is built into its DataFrame
 in the kernel (a pickled DataFrame costs several times more to send and load): the frames,
-previews and counts are those the same backend code gives on an engine in the kernel."""
+previews and counts are those the same backend code gives on an engine in the kernel; an
+abort or the statement timeout interrupts the statement in the worker, which serves on."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from dbtest_support import LONG_READ
 
-from pi_notebook.sql.backend import DatabaseBackend, create_backend_engine
+from pi_notebook.ai.abort import AbortController
+from pi_notebook.sql.backend import (
+    DatabaseBackend,
+    QueryAborted,
+    QueryTimeout,
+    create_backend_engine,
+)
 from pi_notebook.sql.backend.cancel import Canceller
 from pi_notebook.sql.backend.engine_process import release_process
 from pi_notebook.sql.backend.worker import SEND_ROWS_AT_MOST, ConnectionSlot, run_statement
@@ -83,3 +92,25 @@ async def test_duckdb_worker_write_gives_an_empty_frame_and_its_count(tmp_path: 
         assert out.dataframe.empty
     finally:
         worker.dispose()
+
+
+async def test_duckdb_worker_stops_a_statement_on_abort_and_timeout_and_lives_on(
+    tmp_path: Path,
+) -> None:
+    # The cancel reaches DuckDB's interrupt in the worker (on its own socket, while the
+    # worker's main thread runs the statement): the worker is not killed, and serves on.
+    backend = DatabaseBackend(f"duckdb:///{tmp_path / 'c.duckdb'}", statement_timeout_s=1.0)
+    try:
+        await backend.run("w", "SELECT 1")
+        pid = backend.worker_pid
+        assert pid is not None
+        controller = AbortController()
+        asyncio.get_running_loop().call_later(0.3, controller.abort)
+        with pytest.raises(QueryAborted):
+            await backend._run_as("read", LONG_READ["duckdb"], signal=controller.signal)  # pyright: ignore[reportPrivateUsage]
+        with pytest.raises(QueryTimeout):
+            await backend._run_as("read", LONG_READ["duckdb"])  # pyright: ignore[reportPrivateUsage]
+        assert (await backend.run("after", "SELECT 1 AS one")).dataframe["one"].tolist() == [1]
+        assert backend.worker_pid == pid
+    finally:
+        backend.dispose()
