@@ -1,8 +1,9 @@
 """The worker process that owns a DuckDB database for the kernel (see :mod:`.engine_process`).
 
-Run as ``python -m pi_notebook.sql.backend.engine_child FD``, never imported by the kernel for
-its work (the kernel imports it only to name :func:`current_engine` in a pickle). ``FD`` is one
-end of a socket pair; the first message on it is the setup (URL, timeouts, memory cap). Once
+Run as ``python -m pi_notebook.sql.backend.engine_child FD CONTROL_FD``, never imported by the
+kernel for its work (the kernel imports it only to name :func:`current_engine` in a pickle).
+``FD`` is one end of the calls' socket pair; the first message on it is the setup (URL,
+timeouts, memory cap); ``CONTROL_FD`` is one end of the cancels' socket pair. Once
 its libraries are imported, and *before* it opens the database, the process caps its own data
 segment (``RLIMIT_DATA``: heap and private mappings, what an engine allocates) at what it uses
 then plus ``memory_limit_bytes``: the statements get that much, the interpreter's own baseline
@@ -13,23 +14,26 @@ at connect.
 
 Messages (pickled, one at a time each way):
 
-* kernel to worker: ``("call", op, args)``; ``("cancel", reason)`` (the running call's
-  statement is interrupted through the same :class:`~.cancel.Canceller` the kernel uses);
-* worker to kernel: ``("ready",)`` once, then per call any ``("progress", n)`` and one of
+* kernel to worker, on the calls' socket: ``("call", n, op, args)`` (``n`` counts the calls);
+  on the cancels' socket: ``("cancel", n, reason)`` (call ``n``'s statement is interrupted
+  through the same :class:`~.cancel.Canceller` the kernel uses, also when the cancel is read
+  before the call; a cancel of an earlier call is dropped);
+* worker to kernel, on the calls' socket: ``("ready",)`` once, then per call any ``("progress", n)`` and one of
   ``("ok", value)``, ``("drift", actual, why)``, ``("connect", text)``, ``("memory", text)``,
-  ``("error", text)``. A result is :class:`~.fetch.Fetched` with its DataFrame built, so
-  what crosses is already within the row cap and the size bound the worker applied.
+  ``("error", text)``. A result is :class:`~.fetch.Fetched`, already within the row cap and
+  the size bound the worker applied: with its DataFrame built, or, for a small result (see
+  :func:`.worker.run_statement`'s ``build_small``), as its rows, which the kernel builds.
 
-The main thread only reads the socket (so a cancel is seen while a statement runs, and the
-kernel's end closing, which ends this process at once); calls run one at a time on a second
-thread.
+The main thread reads each call and runs it, one at a time, with no hand-off to another
+thread (a wake-up of a second thread per call cost more than the hop itself); a second thread
+only reads the cancels' socket, so a cancel is seen while a statement runs, and the kernel's
+end closing ends this process at once.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-import queue
 import resource
 import sys
 import threading
@@ -87,48 +91,53 @@ class _Host:
         # Run as ``-m``, this module is ``__main__``; a pickle names it by its own name.
         engine_child._ENGINE = self.engine
         self.slot = ConnectionSlot()
-        self.send_lock = threading.Lock()
-        self.jobs: queue.SimpleQueue[tuple[str, tuple[Any, ...]] | None] = queue.SimpleQueue()
         self.canceller: Any = None
+        self.call = 0  # the number of the call that runs or ran last
+        self.early: tuple[int, Any] | None = None  # a cancel read before its call
         self.lock = threading.Lock()
 
     def send(self, message: tuple[Any, ...]) -> None:
-        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        with self.send_lock:
-            self.conn.send_bytes(data)
+        self.conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
-    def read(self) -> None:
-        """The main thread: calls go to the job thread, cancels to the running call."""
+    def watch(self, control: Connection) -> None:
+        """The second thread: cancels go to the call they name."""
+        while True:
+            try:
+                message = pickle.loads(control.recv_bytes())
+            except (EOFError, OSError):
+                os._exit(0)  # the kernel is gone: so is everything this process held
+            except Exception:  # not a cancel this worker can read
+                continue
+            if message[0] != "cancel":
+                continue
+            _, call, reason = message
+            with self.lock:
+                canceller = self.canceller if call == self.call else None
+                if call > self.call:
+                    self.early = (call, reason)
+            if canceller is not None:
+                canceller.request(reason)
+
+    def serve(self) -> None:
+        """The main thread: reads the calls and runs them, one at a time."""
+        from pi_notebook.sql.backend.cancel import Canceller
+
         while True:
             try:
                 data = self.conn.recv_bytes()
             except (EOFError, OSError):
                 os._exit(0)  # the kernel is gone: so is everything this process held
+            call = self.call + 1
             try:
-                message = pickle.loads(data)
+                _, call, op, args = pickle.loads(data)
             except Exception as exc:  # a call that cannot be read is answered as failed
-                self.jobs.put(("fail", (exc,)))
-                continue
-            if message[0] == "call":
-                self.jobs.put((message[1], message[2]))
-            elif message[0] == "cancel":
-                with self.lock:
-                    canceller = self.canceller
-                if canceller is not None:
-                    canceller.request(message[1])
-
-    def serve(self) -> None:
-        """The job thread: one call at a time."""
-        from pi_notebook.sql.backend.cancel import Canceller
-
-        while True:
-            job = self.jobs.get()
-            if job is None:
-                return
-            op, args = job
+                op, args = "fail", (exc,)
             canceller = Canceller()
             with self.lock:
-                self.canceller = canceller
+                self.canceller, self.call = canceller, call
+                early, self.early = self.early, None
+            if early is not None and early[0] == call:
+                canceller.request(early[1])
             try:
                 reply = self.run(op, args, canceller)
             except BaseException as exc:  # every failure is a reply; the kernel decides
@@ -161,8 +170,11 @@ class _Host:
         engine, backend, slot = self.engine, self.backend, self.slot
         if op == "run":
             kind, sql, settings, bounds, plan = args
+            # A small result crosses as its rows, which the kernel builds into its DataFrame:
+            # a pickled DataFrame costs several times more to send and to load.
             value: Any = run_statement(engine, backend, kind, sql, settings, canceller=canceller,
-                                       progress=progress, bounds=bounds, plan=plan, slot=slot)  # fmt: skip
+                                       progress=progress, bounds=bounds, plan=plan, slot=slot,
+                                       build_small=False)  # fmt: skip
         elif op == "preview":
             sql, plan, settings = args
             value = preview_statement(engine, backend, sql, plan, settings, canceller=canceller,
@@ -213,7 +225,7 @@ def _data_segment() -> int:
 
 
 def main() -> None:
-    conn = Connection(int(sys.argv[1]))
+    conn, control = Connection(int(sys.argv[1])), Connection(int(sys.argv[2]))
     setup = pickle.loads(conn.recv_bytes())
     try:
         host = _Host(conn, setup)  # imports the engine's libraries; opens no connection
@@ -228,9 +240,10 @@ def main() -> None:
     except BaseException as exc:
         conn.send_bytes(pickle.dumps(("fatal", f"{type(exc).__name__}: {exc}")))
         raise SystemExit(2) from None
-    threading.Thread(target=host.serve, name="pi-engine-job", daemon=True).start()
+    threading.Thread(target=host.watch, args=(control,), name="pi-engine-cancels",
+                     daemon=True).start()  # fmt: skip
     host.send(("ready",))
-    host.read()
+    host.serve()
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ per row (``hex()`` nested eight deep, ``concat(s, s, ...)``) allocates outside D
 ``memory_limit``. So DuckDB runs in a child process (:mod:`.engine_child`) that caps its own
 memory (``memory_limit_bytes``, default :func:`default_memory_limit`) before it opens the
 database. The kernel sends it each statement and receives the result already within the row
-cap and the size bound, as a built DataFrame; it never opens the database itself.
+cap and the size bound, as a built DataFrame (a small one as its rows, built here: they cost
+a fraction of a pickled DataFrame to send and load); it never opens the database itself.
 
 * A statement past the cap fails in the worker (DuckDB's ``OutOfMemoryException``, a
   ``MemoryError``) or kills it (the OS); either way the call ends with
@@ -114,6 +115,8 @@ class EngineProcess:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
+        self._control: Connection | None = None  # cancels (see engine_child)
+        self._calls = 0
         self.restarts = 0
         self.users = 0
         self._running: list[subprocess.Popen[bytes] | None] = [None]
@@ -138,6 +141,7 @@ class EngineProcess:
             raise
         if audited is not None:
             wait_audited(audited)
+        fetched.build()  # a small result comes as its rows (see engine_child): built here
         return fetched
 
     def preview_statement(self, sql: str, plan: WritePlan, settings: RunSettings, *,
@@ -185,7 +189,9 @@ class EngineProcess:
             conn = self._ensure()
             if canceller.reason is not None:
                 raise Cancelled
-            data = pickle.dumps(("call", op, args), protocol=pickle.HIGHEST_PROTOCOL)
+            self._calls += 1
+            call, control = self._calls, self._control
+            data = pickle.dumps(("call", call, op, args), protocol=pickle.HIGHEST_PROTOCOL)
             try:
                 conn.send_bytes(data)
             except OSError:
@@ -193,10 +199,11 @@ class EngineProcess:
             sent: list[float] = []
 
             def cancel() -> None:
-                if not sent:
+                if not sent and control is not None:
                     sent.append(time.monotonic())
                     try:
-                        conn.send_bytes(pickle.dumps(("cancel", canceller.reason or "abort")))
+                        control.send_bytes(pickle.dumps(("cancel", call,
+                                                         canceller.reason or "abort")))  # fmt: skip
                     except OSError:
                         pass
 
@@ -264,6 +271,7 @@ class EngineProcess:
         if self._proc is not None:
             self._reap()
         ours, theirs = socket.socketpair()
+        ours_control, theirs_control = socket.socketpair()
         env = dict(os.environ)
         # The kernel's own import path: a function offloaded to the worker is imported there.
         paths = [str(Path(__file__).resolve().parents[3]), *(p for p in sys.path if p)]
@@ -274,14 +282,19 @@ class EngineProcess:
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "pi_notebook.sql.backend.engine_child",
-                 str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                 str(theirs.fileno()), str(theirs_control.fileno())],
+                pass_fds=(theirs.fileno(), theirs_control.fileno()), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
                 start_new_session=True, cwd=self._cwd,
             )  # fmt: skip
+        except BaseException:
+            ours.close()
+            ours_control.close()
+            raise
         finally:
             theirs.close()
-        conn = Connection(ours.detach())
+            theirs_control.close()
+        conn, control = Connection(ours.detach()), Connection(ours_control.detach())
         try:
             conn.send_bytes(pickle.dumps(self._setup))
             hello = pickle.loads(conn.recv_bytes()) if conn.poll(_START_S) else ("fatal", "")
@@ -291,10 +304,11 @@ class EngineProcess:
             proc.kill()
             proc.wait()
             conn.close()
+            control.close()
             detail = describe_error(_WorkerError(hello[1] or "no answer"), self.url)
             raise QueryError(f"The {self.url.get_backend_name()} worker process could not "
                              f"start. {detail}")  # fmt: skip
-        self._proc, self._conn, self._running[0] = proc, conn, proc
+        self._proc, self._conn, self._control, self._running[0] = proc, conn, control, proc
         return conn
 
     def _kill(self) -> None:
@@ -305,7 +319,9 @@ class EngineProcess:
         """Forget the worker (killing it if it still runs) and start a new one in the
         background, so the next statement does not wait for it."""
         proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
+        control, self._control = self._control, None
         _close(conn)
+        _close(control)
         if proc is not None:
             _stop([proc])
             self.restarts += 1
@@ -335,7 +351,9 @@ class EngineProcess:
         """Stop the worker (the next call starts a new one)."""
         with self._lock:
             proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
+            control, self._control = self._control, None
         _close(conn)  # the worker sees its end close and exits
+        _close(control)
         if proc is not None:
             try:
                 proc.wait(timeout=2)

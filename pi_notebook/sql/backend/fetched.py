@@ -97,6 +97,14 @@ class Fetched:
     frame: pd.DataFrame | None = None
     preview: str | None = None
 
+    def rows_kept(self) -> int:
+        """The rows the DataFrame keeps, without building it."""
+        if self.kept is not None:
+            return self.kept
+        if self.frame is not None:
+            return len(self.frame)
+        return self.builder.count if self.builder is not None else 0
+
     def build(self) -> pd.DataFrame:
         """Build (once) and return the DataFrame."""
         if self.frame is None:

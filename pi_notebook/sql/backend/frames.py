@@ -76,6 +76,11 @@ class FrameBuilder:
             return
         self._to_arrow(chunk)
 
+    @property
+    def rows_only(self) -> bool:
+        """Whether every kept row is still a Python tuple (none went into Arrow chunks)."""
+        return self._pieces is None
+
     def build(self) -> pd.DataFrame:
         """The DataFrame of every kept row (call once).
 

@@ -187,11 +187,10 @@ def _size_head(columns: int, row_count: int, exact: bool, kept: int) -> str:
 
 
 def render_fetched(fetched: Fetched) -> str:
-    """The model's preview of ``fetched`` (whose DataFrame is built)."""
-    kept = fetched.kept if fetched.kept is not None else len(fetched.build())
+    """The model's preview of ``fetched`` (its DataFrame built or not)."""
     return render_preview(fetched.columns, fetched.head, row_count=fetched.row_count,
                           row_count_exact=fetched.row_count_exact, truncated=fetched.truncated,
-                          has_rows=fetched.has_rows, kept=kept,
+                          has_rows=fetched.has_rows, kept=fetched.rows_kept(),
                           size_capped=fetched.size_capped)  # fmt: skip
 
 

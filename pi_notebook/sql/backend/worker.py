@@ -40,6 +40,7 @@ from pi_notebook.sql.backend.results import render_fetched
 from pi_notebook.sql.backend.roles import forget_role
 
 __all__ = [
+    "SEND_ROWS_AT_MOST",
     "AuditBlocked",
     "Bounds",
     "Cancelled",
@@ -223,6 +224,7 @@ def run_statement(
     adbc: AdbcPostgres | SqliteArrow | None = None,
     slot: ConnectionSlot | None = None,
     audited: Callable[[], object] | None = None,
+    build_small: bool = True,
 ) -> Fetched:
     """Run ``sql`` in the mode of ``kind``; commit only an approved write that fully succeeded.
 
@@ -235,6 +237,11 @@ def run_statement(
     With active ``bounds`` (a write only), the rows it changes are counted inside the same
     transaction (running it, or with the derived count before running it where a rollback
     could not undo it, see :mod:`.measure`) and a count outside the bounds rolls back.
+
+    ``build_small=False`` leaves a small result's DataFrame unbuilt (at most
+    :data:`SEND_ROWS_AT_MOST` rows, all still Python tuples; no result set at all): its rows
+    cross to another process in a fraction of what its DataFrame costs there and back, and
+    the receiver builds it (:meth:`~.fetched.Fetched.build`). The preview is rendered either way.
 
     With ``settings.arrow``, a query read goes through ``adbc`` first (PostgreSQL: see
     :mod:`.arrow`; SQLite, once its guarded connection compiled it: :mod:`.arrow_sqlite`);
@@ -252,10 +259,12 @@ def run_statement(
         audited = None
     if audited is None:
         return _run_statement(engine, backend, kind, sql, settings, canceller=canceller,
-                              progress=progress, bounds=bounds, plan=plan, adbc=adbc, slot=slot)  # fmt: skip
+                              progress=progress, bounds=bounds, plan=plan, adbc=adbc, slot=slot,
+                              build_small=build_small)  # fmt: skip
     try:
         fetched = _run_statement(engine, backend, kind, sql, settings, canceller=canceller,
-                                 progress=progress, adbc=adbc, slot=slot)  # fmt: skip
+                                 progress=progress, adbc=adbc, slot=slot,
+                                 build_small=build_small)  # fmt: skip
     except BaseException:
         wait_audited(audited)  # the record first, even for the read's error text
         raise
@@ -276,6 +285,7 @@ def _run_statement(
     plan: WritePlan | None = None,
     adbc: AdbcPostgres | SqliteArrow | None = None,
     slot: ConnectionSlot | None = None,
+    build_small: bool = True,
 ) -> Fetched:
     if kind == "read" and settings.arrow and adbc is not None and adbc.accepts(sql):
         if canceller.reason is not None:
@@ -288,9 +298,21 @@ def _run_statement(
             return fetched
     with transaction(engine, backend, kind, settings, canceller, commit=True, slot=slot) as raw:
         fetched = _bounded(raw, backend, kind, sql, settings, canceller, progress, bounds, plan)
-    fetched.build()  # the DataFrame, after the connection went back to the pool
+    if build_small or not _small(fetched):
+        fetched.build()  # the DataFrame, after the connection went back to the pool
     fetched.preview = render_fetched(fetched)  # off the event loop too
     return fetched
+
+
+SEND_ROWS_AT_MOST = 256
+"""Most rows of a result ``run_statement(build_small=False)`` leaves unbuilt."""
+
+
+def _small(fetched: Fetched) -> bool:
+    builder = fetched.builder
+    if fetched.frame is not None:
+        return False
+    return builder is None or (builder.rows_only and builder.count <= SEND_ROWS_AT_MOST)
 
 
 def _vetted(
