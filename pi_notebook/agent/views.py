@@ -20,6 +20,8 @@ __all__ = [
     "ViewOf",
     "call_view",
     "default_call_view",
+    "known_call_views",
+    "remember_call_view",
 ]
 
 log = logging.getLogger(__name__)
@@ -77,3 +79,19 @@ def call_view(title: str, args: Any, describe: CallDescriber | None = None) -> C
                 return view
             log.warning("describe_call of %r returned %r, not a CallView", title, type(view))
     return default_call_view(title, args)
+
+
+_KNOWN: dict[str, CallDescriber] = {}
+
+
+def remember_call_view(tool_name: str, describe: CallDescriber) -> None:
+    """Remember how calls of ``tool_name`` read, for whoever reads stored records without the
+    tools at hand (an audit opened by URL in a fresh kernel). A package registers its tools'
+    describers when it is imported; a session's own tools take precedence where it has them."""
+    _KNOWN[tool_name] = describe
+
+
+def known_call_views(tool_name: str, args: Any) -> CallView:
+    """The view of a call by its tool's remembered describer (:func:`remember_call_view`), or
+    its name and arguments for a tool nobody described."""
+    return call_view(tool_name, args, _KNOWN.get(tool_name))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from ..agent.views import known_call_views
 from ..errors import AuditUnavailableError, ConfigurationError
 from ..identity import current_user
 from .chain import VerifyReport
@@ -64,7 +65,9 @@ class AuditLog:
         call_views: How its calls read (``view_of(tool_name, args)``, from each tool's
             ``describe_call``), for the summaries: ``calls_dataframe`` shows the code of a call
             that never reached the backend. A session sets it to its own tools' views when it
-            writes to this log; ``None`` (a log read without its tools) shows no such code.
+            writes to this log; ``None``: the describers the imported packages remembered
+            (:func:`~pi_notebook.agent.views.known_call_views`): the database tools' once
+            ``pi_notebook.database`` is imported (a notebook with the extension loaded has).
 
     Raises:
         sqlalchemy.exc.SQLAlchemyError: The store cannot be reached or its schema created.
@@ -83,7 +86,7 @@ class AuditLog:
         linger_s: float = 0.05,
         call_views: ViewOf | None = None,
     ) -> None:
-        self.call_views: ViewOf | None = call_views
+        self.call_views: ViewOf | None = call_views if call_views is not None else known_call_views
         if session_id is not None and (
             not isinstance(session_id, str)
             or not 0 < len(session_id) <= 64

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..agent.views import CallView, default_call_view
+from ..agent.views import CallView, default_call_view, remember_call_view
 from .names import DESCRIBE_TOOL, TOOL_NAME
 
 __all__ = ["DESCRIBE_LABEL", "QUERY_LABEL", "call_views", "query_call_view"]
@@ -40,3 +40,6 @@ def call_views(tool_name: str, args: Any) -> CallView:
     if tool_name == TOOL_NAME and isinstance(args, Mapping):
         return query_call_view(args)  # pyright: ignore[reportUnknownArgumentType]
     return default_call_view(DESCRIBE_LABEL if tool_name == DESCRIBE_TOOL else tool_name, args)
+
+
+remember_call_view(TOOL_NAME, query_call_view)  # an audit read by URL still shows the statement

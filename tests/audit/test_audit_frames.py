@@ -138,8 +138,11 @@ def test_d9_calls_dataframe(log: AuditLog) -> None:
     log.record("session_shutdown", {})
 
     # A call that never reached the backend shows the code its tool shows for its arguments:
-    # the log knows how the tools' calls read when it is told (a session tells its own log).
-    assert pd.isna(log.calls_dataframe()["sql"].iloc[2])
+    # a session tells its own log how its tools' calls read; a log opened by URL, with no
+    # session, reads them by the describers the imported packages remembered (the database
+    # tools' among them), so a lead reading the shared store sees the refused statement too.
+    assert log.calls_dataframe()["sql"].iloc[2] == "DROP TABLE t"
+    assert AuditLog(log.engine).calls_dataframe()["sql"].iloc[2] == "DROP TABLE t"
     calls = log.calls_dataframe(call_views=call_views)
     shown = calls.drop(columns=["started_at", "ended_at"])
     assert _records(shown) == [
