@@ -22,33 +22,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
-import time
-from collections.abc import Callable
 from typing import Any
 
 from chdb import session as chdb_session
+from timing import per_call, per_call_async
 
 from pi_notebook import create_agent_session
 from pi_notebook.database import database_extension
 from pi_notebook.sql.engines import create_backend
 from pi_notebook.testing import ScriptedModel, text, tool_call
-
-
-def _best(fn: Callable[[], Any], calls: int) -> float:
-    gc.collect()
-    started = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - started) / calls
-
-
-async def _abest(fn: Callable[[], Any], calls: int) -> float:
-    gc.collect()
-    started = time.perf_counter()
-    for _ in range(calls):
-        await fn()
-    return (time.perf_counter() - started) / calls
 
 
 async def main() -> None:
@@ -92,11 +74,11 @@ async def main() -> None:
     fixed: dict[str, list[float]] = {"client": [], "stream": [], "worker": [], "backend": [],
                                      "session": []}  # fmt: skip
     for _ in range(args.repeat):
-        fixed["client"].append(_best(lambda: client.query("SELECT 1", "DataFrame"), calls))
-        fixed["stream"].append(_best(streamed, calls))
-        fixed["worker"].append(_best(worker_part, calls))
-        fixed["backend"].append(await _abest(governed, calls))
-        fixed["session"].append(await _abest(through_session, calls // 10))
+        fixed["client"].append(per_call(lambda: client.query("SELECT 1", "DataFrame"), calls))
+        fixed["stream"].append(per_call(streamed, calls))
+        fixed["worker"].append(per_call(worker_part, calls))
+        fixed["backend"].append(await per_call_async(governed, calls))
+        fixed["session"].append(await per_call_async(through_session, calls // 10))
     best = {name: min(values) for name, values in fixed.items()}
     print(f"SELECT 1 (best of {args.repeat} x {calls}):")
     for name, value in best.items():
@@ -111,9 +93,9 @@ async def main() -> None:
     await big.run("warm", sql)
     large: dict[str, list[float]] = {"arrow": [], "dataframe": [], "governed": []}
     for _ in range(max(3, args.repeat // 2)):
-        large["arrow"].append(_best(lambda: client.query(sql, "ArrowTable").to_pandas(), 1))
-        large["dataframe"].append(_best(lambda: client.query(sql, "DataFrame"), 1))
-        large["governed"].append(await _abest(lambda: big.run(f"b{next(ids)}", sql), 1))
+        large["arrow"].append(per_call(lambda: client.query(sql, "ArrowTable").to_pandas(), 1))
+        large["dataframe"].append(per_call(lambda: client.query(sql, "DataFrame"), 1))
+        large["governed"].append(await per_call_async(lambda: big.run(f"b{next(ids)}", sql), 1))
     print(f"{rows:,}-row read (best):")
     arrow = min(large["arrow"])
     for name, values in large.items():

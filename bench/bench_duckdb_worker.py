@@ -25,33 +25,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import duckdb
+from timing import per_call, per_call_async
 
 from pi_notebook.sql.backend import DatabaseBackend, create_backend_engine
 from pi_notebook.sql.backend.cancel import Canceller
-
-
-def _best(fn: Callable[[], Any], calls: int) -> float:
-    gc.collect()
-    started = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - started) / calls
-
-
-async def _abest(fn: Callable[[], Any], calls: int) -> float:
-    gc.collect()
-    started = time.perf_counter()
-    for _ in range(calls):
-        await fn()
-    return (time.perf_counter() - started) / calls
 
 
 async def main() -> None:
@@ -105,12 +86,12 @@ async def main() -> None:
             best[name] = min(best.get(name, float("inf")), value)
 
         for _ in range(args.repeat):
-            keep("in-process", _best(in_process, calls))
-            keep("hop", _best(hop, calls))
-            keep("governed", await _abest(governed, calls))
-            keep("in kernel", await _abest(in_kernel, calls))
-            keep("local big", _best(local_big, 1))
-            keep("governed big", await _abest(governed_big, 1))
+            keep("in-process", per_call(in_process, calls))
+            keep("hop", per_call(hop, calls))
+            keep("governed", await per_call_async(governed, calls))
+            keep("in kernel", await per_call_async(in_kernel, calls))
+            keep("local big", per_call(local_big, 1))
+            keep("governed big", await per_call_async(governed_big, 1))
         backend.dispose()
         reader.dispose()
         kernel.dispose()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import os
 import socket
 import subprocess
@@ -29,28 +28,13 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+
+from timing import per_call, per_call_async
 
 from pi_notebook.sql.engines import create_backend
-
-
-def _best(fn: Callable[[], Any], calls: int) -> float:
-    gc.collect()
-    started = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - started) / calls
-
-
-async def _abest(fn: Callable[[], Any], calls: int) -> float:
-    gc.collect()
-    started = time.perf_counter()
-    for _ in range(calls):
-        await fn()
-    return (time.perf_counter() - started) / calls
 
 
 @contextmanager
@@ -100,8 +84,8 @@ async def run(url: str, rows: int, repeat: int, calls: int) -> None:
     client.sql("SELECT 1").toArrow()
     fixed: dict[str, list[float]] = {"client": [], "governed": []}
     for _ in range(repeat):
-        fixed["client"].append(_best(lambda: client.sql("SELECT 1").toArrow(), calls))
-        fixed["governed"].append(await _abest(lambda: small.run(f"s{next(ids)}", "SELECT 1"),
+        fixed["client"].append(per_call(lambda: client.sql("SELECT 1").toArrow(), calls))
+        fixed["governed"].append(await per_call_async(lambda: small.run(f"s{next(ids)}", "SELECT 1"),
                                               calls))  # fmt: skip
     base = min(fixed["client"])
     print(f"SELECT 1 (best of {repeat} x {calls}):")
@@ -116,9 +100,9 @@ async def run(url: str, rows: int, repeat: int, calls: int) -> None:
     assert client.sql(sql).toArrow().num_rows == rows
     large: dict[str, list[float]] = {"toArrow": [], "to_pandas": [], "governed": []}
     for _ in range(repeat):
-        large["toArrow"].append(_best(lambda: client.sql(sql).toArrow(), 1))
-        large["to_pandas"].append(_best(lambda: client.sql(sql).toArrow().to_pandas(), 1))
-        large["governed"].append(await _abest(lambda: big.run(f"b{next(ids)}", sql), 1))
+        large["toArrow"].append(per_call(lambda: client.sql(sql).toArrow(), 1))
+        large["to_pandas"].append(per_call(lambda: client.sql(sql).toArrow().to_pandas(), 1))
+        large["governed"].append(await per_call_async(lambda: big.run(f"b{next(ids)}", sql), 1))
     print(f"{rows:,}-row read (best of {repeat}):")
     arrow = min(large["toArrow"])
     for name, values in large.items():
