@@ -98,8 +98,12 @@ def bench_writes(url: str, n: int) -> tuple[float, float, float | None]:
     )
     tuples = [tuple(row[n] for n in names) for row in rows]
     if engine.dialect.name == "sqlite":  # the text form the log writes
-        tuples = [tuple(format_ts(v)[:-1].replace("T", " ") if isinstance(v, dt.datetime)
-                        else v for v in t) for t in tuples]  # fmt: skip
+        tuples = [
+            tuple(
+                format_ts(v)[:-1].replace("T", " ") if isinstance(v, dt.datetime) else v for v in t
+            )
+            for t in tuples
+        ]
     engine.dispose()
 
     def bare(multi: bool) -> float:

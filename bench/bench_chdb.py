@@ -53,8 +53,9 @@ async def main() -> None:
     for n in range(args.repeat * calls + 1):
         steps += [[tool_call("query_database", {"sql": "SELECT 1"}, id=f"s{n}")], text("ok")]
     model = ScriptedModel(steps)
-    session = create_agent_session(model=model, audit=False,
-                                   extensions=[database_extension("chdb://")])  # fmt: skip
+    session = create_agent_session(
+        model=model, audit=False, extensions=[database_extension("chdb://")]
+    )
     await session.prompt("warm")
 
     async def through_session() -> None:
@@ -68,11 +69,17 @@ async def main() -> None:
     from pi_notebook.sql.backend.cancel import Canceller
 
     def worker_part() -> None:  # the backend's blocking part, on this thread
-        backend._statement("read", "SELECT 1", backend.settings, None, None, None,
-                           canceller=Canceller())  # fmt: skip
+        backend._statement(
+            "read", "SELECT 1", backend.settings, None, None, None, canceller=Canceller()
+        )
 
-    fixed: dict[str, list[float]] = {"client": [], "stream": [], "worker": [], "backend": [],
-                                     "session": []}  # fmt: skip
+    fixed: dict[str, list[float]] = {
+        "client": [],
+        "stream": [],
+        "worker": [],
+        "backend": [],
+        "session": [],
+    }
     for _ in range(args.repeat):
         fixed["client"].append(per_call(lambda: client.query("SELECT 1", "DataFrame"), calls))
         fixed["stream"].append(per_call(streamed, calls))
@@ -83,8 +90,10 @@ async def main() -> None:
     print(f"SELECT 1 (best of {args.repeat} x {calls}):")
     for name, value in best.items():
         extra = value - best["client"]
-        print(f"  {name:8} {value * 1e6:8.0f} us  ({extra * 1e6:+.0f} us, "
-              f"{value / best['client']:.2f}x the client)")  # fmt: skip
+        print(
+            f"  {name:8} {value * 1e6:8.0f} us  ({extra * 1e6:+.0f} us, "
+            f"{value / best['client']:.2f}x the client)"
+        )
     await session.close()
     backend.dispose()
 

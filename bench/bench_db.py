@@ -105,13 +105,17 @@ class Tool:
 # -- data -------------------------------------------------------------------------------------
 def fill_sqlite(path: Path, rows: int) -> str:
     conn = sqlite3.connect(path)
-    conn.execute(f"CREATE TABLE {TABLE} (id INTEGER PRIMARY KEY, name VARCHAR(40), "
-                 "amount DOUBLE PRECISION, day VARCHAR(10))")  # fmt: skip
+    conn.execute(
+        f"CREATE TABLE {TABLE} (id INTEGER PRIMARY KEY, name VARCHAR(40), "
+        "amount DOUBLE PRECISION, day VARCHAR(10))"
+    )
     conn.executemany(
         f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?)",
-        ((i, f"customer {i % 977}", i * 0.37 % 1000, f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}")
-         for i in range(rows)),
-    )  # fmt: skip
+        (
+            (i, f"customer {i % 977}", i * 0.37 % 1000, f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}")
+            for i in range(rows)
+        ),
+    )
     conn.commit()
     conn.close()
     return f"sqlite:///{path}"
@@ -177,8 +181,12 @@ def _reset_peak(pid: int | None = None) -> None:
 
 def peak_mib(kind: str, url: str, sql: str, row_cap: int) -> float:
     """Peak memory growth of one call, measured in a fresh interpreter (see the docstring)."""
-    out = subprocess.run([sys.executable, __file__, "--child", kind, url, sql, str(row_cap)],
-                         check=True, capture_output=True, text=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", kind, url, sql, str(row_cap)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return float(json.loads(out.stdout.strip().splitlines()[-1])["peak_mib"])
 
 
@@ -266,8 +274,7 @@ def report(
 ) -> None:
     """One row; ``target=None`` prints it as a reference, outside the count of targets."""
     if target is None:
-        print(f"{what:<44} {baseline:<26} {ours:<18} {measured:8.2f}{unit} (reference)",
-              flush=True)  # fmt: skip
+        print(f"{what:<44} {baseline:<26} {ours:<18} {measured:8.2f}{unit} (reference)", flush=True)
         return
     ok = "ok" if measured <= target else "MISS"
     ROWS_OUT.append(
@@ -291,12 +298,24 @@ async def session_path(url: str, label: str, audit_url: str, calls: int, repeat:
     bare, plain, audited, _ = await measure(url, audit_url, calls, repeat)
     target_us = 600 if label == "SQLite" else 1500
     bare_text = f"bare {bare * 1e6:.1f} us"
-    report(f"audited call through a session ({label})", bare_text,
-           f"ours {audited * 1e6:.1f} us", audited * 1e6, target_us, " us")  # fmt: skip
+    report(
+        f"audited call through a session ({label})",
+        bare_text,
+        f"ours {audited * 1e6:.1f} us",
+        audited * 1e6,
+        target_us,
+        " us",
+    )
     line = f"  the session without audit, added ({label})"
     added = (plain - bare) * 1e6
-    report(line, bare_text, f"ours {plain * 1e6:.1f} us", added,
-           100 if label == "SQLite" else None, " us")  # fmt: skip
+    report(
+        line,
+        bare_text,
+        f"ours {plain * 1e6:.1f} us",
+        added,
+        100 if label == "SQLite" else None,
+        " us",
+    )
 
 
 async def fixed_cost(url: str, label: str, number: int, target_us: float | None) -> None:
@@ -314,8 +333,9 @@ async def fixed_cost(url: str, label: str, number: int, target_us: float | None)
             # More, shorter rounds than the other rows, same total: on a shared machine the
             # best round is the one that caught a quiet moment, for both sides alike.
             rounds = 9
-            t_bare, t_ours = await interleaved([bare, lambda: tool("SELECT 1")], rounds,
-                                               max(1, number * 5 // rounds))  # fmt: skip
+            t_bare, t_ours = await interleaved(
+                [bare, lambda: tool("SELECT 1")], rounds, max(1, number * 5 // rounds)
+            )
     finally:
         engine.dispose()
         tool.close()
@@ -343,10 +363,21 @@ async def capped(url: str, label: str, rows: int, repeat: int) -> None:
         tool.close()
     m_limit = peak_mib("tool", url, limited, CAP)
     m_full = peak_mib("tool", url, full, CAP)
-    report(f"capped read, {rows_label(rows)} rows, cap {CAP:,} ({label})", f"LIMIT {t_limit * 1e3:.1f} ms",
-           f"ours {t_full * 1e3:.1f} ms", t_full / t_limit, 1.5)  # fmt: skip
-    report(f"  its peak memory over LIMIT ({label})", f"LIMIT {m_limit:.1f} MiB",
-           f"ours {m_full:.1f} MiB", m_full - m_limit, 10, " MiB")  # fmt: skip
+    report(
+        f"capped read, {rows_label(rows)} rows, cap {CAP:,} ({label})",
+        f"LIMIT {t_limit * 1e3:.1f} ms",
+        f"ours {t_full * 1e3:.1f} ms",
+        t_full / t_limit,
+        1.5,
+    )
+    report(
+        f"  its peak memory over LIMIT ({label})",
+        f"LIMIT {m_limit:.1f} MiB",
+        f"ours {m_full:.1f} MiB",
+        m_full - m_limit,
+        10,
+        " MiB",
+    )
 
 
 async def dataframe(url: str, label: str, rows: int, repeat: int) -> None:
@@ -377,17 +408,35 @@ async def dataframe(url: str, label: str, rows: int, repeat: int) -> None:
     m_dbapi = peak_mib("read_sql", url, sql, rows)
     m_adbc = peak_mib("read_sql_adbc", url, sql, rows)
     n = rows_label(rows)
-    print(f"  read_sql on DBAPI ({label}): {t_dbapi:.3f} s, {m_dbapi:.0f} MiB peak "
-          f"(ours {t_ours / t_dbapi:.2f}x the time, {m_ours / max(m_dbapi, 1e-9):.2f}x the memory)")  # fmt: skip
+    print(
+        f"  read_sql on DBAPI ({label}): {t_dbapi:.3f} s, {m_dbapi:.0f} MiB peak "
+        f"(ours {t_ours / t_dbapi:.2f}x the time, {m_ours / max(m_dbapi, 1e-9):.2f}x the memory)"
+    )
     # The issue sets these two targets for a million rows; below that the reader process's
     # fixed few MiB weigh on the ratio (a quick run's 100,000 rows: reference figures).
     full = rows >= 1_000_000
-    report(f"{n} rows into a DataFrame ({label})", f"ADBC {t_adbc:.3f} s", f"ours {t_ours:.3f} s",
-           t_ours / t_adbc, 1.3 if full else None)  # fmt: skip
-    report(f"  its peak memory ({label})", f"ADBC {m_adbc:.0f} MiB", f"ours {m_ours:.0f} MiB",
-           m_ours / max(m_adbc, 1e-9), 1.5 if full else None)  # fmt: skip
-    report(f"  event-loop lag during it ({label})", "", f"max {max(lags) * 1e3:.1f} ms",
-           max(lags) * 1e3, 20, " ms")  # fmt: skip
+    report(
+        f"{n} rows into a DataFrame ({label})",
+        f"ADBC {t_adbc:.3f} s",
+        f"ours {t_ours:.3f} s",
+        t_ours / t_adbc,
+        1.3 if full else None,
+    )
+    report(
+        f"  its peak memory ({label})",
+        f"ADBC {m_adbc:.0f} MiB",
+        f"ours {m_ours:.0f} MiB",
+        m_ours / max(m_adbc, 1e-9),
+        1.5 if full else None,
+    )
+    report(
+        f"  event-loop lag during it ({label})",
+        "",
+        f"max {max(lags) * 1e3:.1f} ms",
+        max(lags) * 1e3,
+        20,
+        " ms",
+    )
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -414,8 +463,10 @@ async def main(args: argparse.Namespace) -> None:
             finally:
                 drop()
     misses = [r for r in ROWS_OUT if r[4] != "ok"]
-    print(f"\n{len(ROWS_OUT) - len(misses)} of {len(ROWS_OUT)} targets met" +
-          ("; missed: " + "; ".join(r[0].strip() for r in misses) if misses else ""))  # fmt: skip
+    print(
+        f"\n{len(ROWS_OUT) - len(misses)} of {len(ROWS_OUT)} targets met"
+        + ("; missed: " + "; ".join(r[0].strip() for r in misses) if misses else "")
+    )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,9 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         worker_file, local_file = Path(tmp) / "w.duckdb", Path(tmp) / "l.duckdb"
         backend = DatabaseBackend(f"duckdb:///{worker_file}", row_cap=10_000)
-        reader = DatabaseBackend(f"duckdb:///{Path(tmp) / 'r.duckdb'}", row_cap=rows,
-                                 max_result_bytes=None)  # fmt: skip
+        reader = DatabaseBackend(
+            f"duckdb:///{Path(tmp) / 'r.duckdb'}", row_cap=rows, max_result_bytes=None
+        )
         local = duckdb.connect(str(local_file))
         # The path before the worker: the same backend code on an engine in this process.
         kernel = DatabaseBackend(f"duckdb:///{Path(tmp) / 'k.duckdb'}", row_cap=10_000)
@@ -101,12 +102,16 @@ async def main() -> None:
     print(f"SELECT 1, in-process DuckDB (.df()):  {us['in-process']:9.1f} us")
     print(f"worker hop alone (no statement):      {us['hop']:9.1f} us")
     print(f"governed in the kernel (before):      {us['in kernel']:9.1f} us")
-    print(f"governed through the worker:          {us['governed']:9.1f} us "
-          f"(+{us['governed'] - us['in kernel']:.0f} us over the kernel, target <= +250 us; "
-          f"+{us['governed'] - us['in-process']:.0f} us over in-process)")  # fmt: skip
+    print(
+        f"governed through the worker:          {us['governed']:9.1f} us "
+        f"(+{us['governed'] - us['in kernel']:.0f} us over the kernel, target <= +250 us; "
+        f"+{us['governed'] - us['in-process']:.0f} us over in-process)"
+    )
     ratio = best["governed big"] / best["local big"]
-    print(f"{rows:,} rows into a DataFrame: governed {best['governed big'] * 1e3:.1f} ms, "
-          f"in-process {best['local big'] * 1e3:.1f} ms, {ratio:.2f}x (target <= 1.3x)")  # fmt: skip
+    print(
+        f"{rows:,} rows into a DataFrame: governed {best['governed big'] * 1e3:.1f} ms, "
+        f"in-process {best['local big'] * 1e3:.1f} ms, {ratio:.2f}x (target <= 1.3x)"
+    )
 
 
 if __name__ == "__main__":

@@ -85,10 +85,17 @@ def _env(folder: Path) -> dict[str, str]:
 async def bench_server(folder: Path, url: str, n: int) -> tuple[float, float]:
     ours = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "pi_notebook.mcp", "serve", "--database-url", url,
-              "--audit-url", f"sqlite:///{folder / 'audit.sqlite'}"],
+        args=[
+            "-m",
+            "pi_notebook.mcp",
+            "serve",
+            "--database-url",
+            url,
+            "--audit-url",
+            f"sqlite:///{folder / 'audit.sqlite'}",
+        ],
         env=_env(folder),
-    )  # fmt: skip
+    )
     script = folder / "bare_server.py"
     await asyncio.to_thread(script.write_text, BARE_SERVER)
     bare = StdioServerParameters(command=sys.executable, args=[str(script), url], env=_env(folder))
@@ -105,9 +112,12 @@ async def bench_client(folder: Path, n: int) -> tuple[float, float]:
     ext = mcp_extension({"toy": spec}, log_dir=folder)
     from pi_notebook.testing import ScriptedModel
 
-    session = create_agent_session(model=ScriptedModel([]), extensions=[ext],
-                                   audit=f"sqlite:///{folder / 'client-audit.sqlite'}",
-                                   builtin_tools=False)  # fmt: skip
+    session = create_agent_session(
+        model=ScriptedModel([]),
+        extensions=[ext],
+        audit=f"sqlite:///{folder / 'client-audit.sqlite'}",
+        builtin_tools=False,
+    )
     await session.start()
     try:
         await session.call_tool("mcp__toy__lookup", {"key": "warm"})
@@ -134,11 +144,15 @@ async def main() -> None:
         folder = Path(tmp)
         url = _database(folder)
         governed, baseline = await bench_server(folder, url, n)
-        print(f"server: governed query_database {governed:.2f} ms/call, bare SDK tool "
-              f"{baseline:.2f} ms/call, ratio {governed / baseline:.2f}x ({n} calls, stdio)")  # fmt: skip
+        print(
+            f"server: governed query_database {governed:.2f} ms/call, bare SDK tool "
+            f"{baseline:.2f} ms/call, ratio {governed / baseline:.2f}x ({n} calls, stdio)"
+        )
         governed, baseline = await bench_client(folder, n)
-        print(f"client: governed MCP tool call {governed:.2f} ms/call, bare SDK client "
-              f"{baseline:.2f} ms/call, ratio {governed / baseline:.2f}x ({n} calls, stdio)")  # fmt: skip
+        print(
+            f"client: governed MCP tool call {governed:.2f} ms/call, bare SDK client "
+            f"{baseline:.2f} ms/call, ratio {governed / baseline:.2f}x ({n} calls, stdio)"
+        )
 
 
 if __name__ == "__main__":

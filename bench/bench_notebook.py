@@ -46,14 +46,19 @@ async def _noop(tool_call_id: str, params: _P, signal: Any, on_update: Any, ctx:
     return ToolResult(content=[TextContent(text="ok")], details={"x": params.x})
 
 
-TOOL = define_tool(ToolDefinition(name="noop", label="No-op", description="Nothing.",
-                                  parameters=_P, execute=_noop))  # fmt: skip
+TOOL = define_tool(
+    ToolDefinition(name="noop", label="No-op", description="Nothing.", parameters=_P, execute=_noop)
+)
 
 
 def _session(turns: int) -> Any:
     steps: list[Any] = [[tool_call("noop", {"x": i}, id=f"c{i}")] for i in range(turns)]
-    return create_agent_session(model=ScriptedModel([*steps, text("done")]), custom_tools=[TOOL],
-                                audit=False, builtin_tools=False)  # fmt: skip
+    return create_agent_session(
+        model=ScriptedModel([*steps, text("done")]),
+        custom_tools=[TOOL],
+        audit=False,
+        builtin_tools=False,
+    )
 
 
 async def _bare(turns: int) -> float:
@@ -93,16 +98,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.repeat = 1
-    print(f"{'calls':>6} {'session µs/call':>16} {'Run µs/call':>12} {'notebook ms/call':>17} "
-          f"{'ratio':>6}  target ≤ {TARGET_MS} ms")  # fmt: skip
+    print(
+        f"{'calls':>6} {'session µs/call':>16} {'Run µs/call':>12} {'notebook ms/call':>17} "
+        f"{'ratio':>6}  target ≤ {TARGET_MS} ms"
+    )
     worst = 0.0
     for turns in TURNS:
         bare = _best(_bare, turns, args.repeat)
         full = _best(_run, turns, args.repeat)
         extra_ms = max(0.0, full - bare) / turns * 1000
         worst = max(worst, extra_ms)
-        print(f"{turns:>6,} {bare / turns * 1e6:>16,.0f} {full / turns * 1e6:>12,.0f} "
-              f"{extra_ms:>17.3f} {full / bare:>6.1f}x")  # fmt: skip
+        print(
+            f"{turns:>6,} {bare / turns * 1e6:>16,.0f} {full / turns * 1e6:>12,.0f} "
+            f"{extra_ms:>17.3f} {full / bare:>6.1f}x"
+        )
     print(
         f"worst notebook cost per call: {worst:.3f} ms ({'meets' if worst <= TARGET_MS else 'misses'} the target)"
     )

@@ -58,13 +58,16 @@ class _BareModel:
     async def stream(self, context: Any, *, signal: Any = None) -> Any:
         turn, self._turn = self._turn, self._turn + 1
         if self._plan[turn]:
-            call = ToolCall(id=f"{self._tag}-{turn}", name="query_database",
-                            arguments={"sql": "SELECT 1"})  # fmt: skip
-            message = AssistantMessage(model=self.id, provider=self.provider, content=[call],
-                                       stop_reason="toolUse")  # fmt: skip
+            call = ToolCall(
+                id=f"{self._tag}-{turn}", name="query_database", arguments={"sql": "SELECT 1"}
+            )
+            message = AssistantMessage(
+                model=self.id, provider=self.provider, content=[call], stop_reason="toolUse"
+            )
         else:
-            message = AssistantMessage(model=self.id, provider=self.provider,
-                                       content=[TextContent(text="done")])  # fmt: skip
+            message = AssistantMessage(
+                model=self.id, provider=self.provider, content=[TextContent(text="done")]
+            )
         yield StartEvent(partial=AssistantMessage(model=self.id, provider=self.provider))
         yield DoneEvent(reason=message.stop_reason, message=message)  # type: ignore[arg-type]
 

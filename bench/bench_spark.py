@@ -48,18 +48,32 @@ def local_server() -> Iterator[str]:
         port = int(sock.getsockname()[1])
     with tempfile.TemporaryDirectory() as root:
         log = Path(root) / "server.log"
-        env = dict(os.environ, SPARK_HOME=str(home),
-                   PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # fmt: skip
-        command = [str(home / "bin" / "spark-submit"), "--class",
-                   "org.apache.spark.sql.connect.service.SparkConnectServer",
-                   "--master", "local[2]", "--driver-memory", "2g",
-                   "--conf", f"spark.connect.grpc.binding.port={port}",
-                   "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-                   "--conf", "spark.ui.enabled=false",
-                   "--conf", f"spark.sql.warehouse.dir={root}/warehouse"]  # fmt: skip
+        env = dict(
+            os.environ,
+            SPARK_HOME=str(home),
+            PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        )
+        command = [
+            str(home / "bin" / "spark-submit"),
+            "--class",
+            "org.apache.spark.sql.connect.service.SparkConnectServer",
+            "--master",
+            "local[2]",
+            "--driver-memory",
+            "2g",
+            "--conf",
+            f"spark.connect.grpc.binding.port={port}",
+            "--conf",
+            "spark.connect.grpc.binding.address=127.0.0.1",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--conf",
+            f"spark.sql.warehouse.dir={root}/warehouse",
+        ]
         with log.open("wb") as out:
-            server = subprocess.Popen(command, cwd=root, env=env, stdout=out,
-                                      stderr=subprocess.STDOUT)  # fmt: skip
+            server = subprocess.Popen(
+                command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT
+            )
         try:
             while "Spark Connect server started at" not in log.read_text(errors="replace"):
                 if server.poll() is not None:
@@ -85,8 +99,9 @@ async def run(url: str, rows: int, repeat: int, calls: int) -> None:
     fixed: dict[str, list[float]] = {"client": [], "governed": []}
     for _ in range(repeat):
         fixed["client"].append(per_call(lambda: client.sql("SELECT 1").toArrow(), calls))
-        fixed["governed"].append(await per_call_async(lambda: small.run(f"s{next(ids)}", "SELECT 1"),
-                                              calls))  # fmt: skip
+        fixed["governed"].append(
+            await per_call_async(lambda: small.run(f"s{next(ids)}", "SELECT 1"), calls)
+        )
     base = min(fixed["client"])
     print(f"SELECT 1 (best of {repeat} x {calls}):")
     for name, values in fixed.items():

@@ -24,17 +24,36 @@ SEED = 20240501
 SAMPLE_COUNTS = {"customers": 400, "products": 80, "orders": 1_500, "order_items": 0}
 _FILE = "sample.sqlite"
 
-_FIRST = ("Ada Alan Ana Ben Chloe Dara Elif Emil Eva Farah Felix Grace Hana Ivan Jonas Julia Kai "
-          "Lena Liam Lucia Maya Mateo Mia Nadia Noah Olga Omar Paula Priya Rafael Sara Sofia "
-          "Tariq Theo Uma Victor Wen Yara Yusuf Zoe").split()  # fmt: skip
-_LAST = ("Andersen Becker Costa Dubois Eriksen Fischer Garcia Hoffmann Ivanova Jensen Kowalski "
-         "Lopez Martin Novak Okafor Petrov Quinn Rossi Schmidt Tanaka Usman Varga Weber Xu "
-         "Yilmaz Zimmermann").split()  # fmt: skip
-_CITIES = (("Berlin", "DE"), ("Hamburg", "DE"), ("Munich", "DE"), ("Paris", "FR"), ("Lyon", "FR"),
-           ("Madrid", "ES"), ("Barcelona", "ES"), ("Rome", "IT"), ("Milan", "IT"),
-           ("Amsterdam", "NL"), ("Vienna", "AT"), ("Zurich", "CH"), ("Warsaw", "PL"),
-           ("Prague", "CZ"), ("Stockholm", "SE"), ("Copenhagen", "DK"), ("Lisbon", "PT"),
-           ("Dublin", "IE"))  # fmt: skip
+_FIRST = (
+    "Ada Alan Ana Ben Chloe Dara Elif Emil Eva Farah Felix Grace Hana Ivan Jonas Julia Kai "
+    "Lena Liam Lucia Maya Mateo Mia Nadia Noah Olga Omar Paula Priya Rafael Sara Sofia "
+    "Tariq Theo Uma Victor Wen Yara Yusuf Zoe"
+).split()
+_LAST = (
+    "Andersen Becker Costa Dubois Eriksen Fischer Garcia Hoffmann Ivanova Jensen Kowalski "
+    "Lopez Martin Novak Okafor Petrov Quinn Rossi Schmidt Tanaka Usman Varga Weber Xu "
+    "Yilmaz Zimmermann"
+).split()
+_CITIES = (
+    ("Berlin", "DE"),
+    ("Hamburg", "DE"),
+    ("Munich", "DE"),
+    ("Paris", "FR"),
+    ("Lyon", "FR"),
+    ("Madrid", "ES"),
+    ("Barcelona", "ES"),
+    ("Rome", "IT"),
+    ("Milan", "IT"),
+    ("Amsterdam", "NL"),
+    ("Vienna", "AT"),
+    ("Zurich", "CH"),
+    ("Warsaw", "PL"),
+    ("Prague", "CZ"),
+    ("Stockholm", "SE"),
+    ("Copenhagen", "DK"),
+    ("Lisbon", "PT"),
+    ("Dublin", "IE"),
+)
 _CATALOGUE = {
     "Books": (["Novel", "Cookbook", "Atlas", "Biography", "Poetry Collection"], 8, 45),
     "Electronics": (["Headphones", "Keyboard", "Monitor", "Webcam", "Speaker"], 25, 600),
@@ -58,36 +77,40 @@ _STATUSES = (
 
 metadata = sa.MetaData()
 customers = sa.Table(
-    "customers", metadata,
+    "customers",
+    metadata,
     sa.Column("customer_id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("name", sa.String(100), nullable=False),
     sa.Column("email", sa.String(200), nullable=False),
     sa.Column("city", sa.String(60), nullable=False),
     sa.Column("country", sa.String(2), nullable=False),
     sa.Column("signup_date", sa.Date, nullable=False),
-)  # fmt: skip
+)
 products = sa.Table(
-    "products", metadata,
+    "products",
+    metadata,
     sa.Column("product_id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("name", sa.String(100), nullable=False),
     sa.Column("category", sa.String(40), nullable=False),
     sa.Column("price", sa.Numeric(10, 2), nullable=False),
-)  # fmt: skip
+)
 orders = sa.Table(
-    "orders", metadata,
+    "orders",
+    metadata,
     sa.Column("order_id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("customer_id", sa.Integer, sa.ForeignKey("customers.customer_id"), nullable=False),
     sa.Column("order_date", sa.Date, nullable=False),
     sa.Column("status", sa.String(20), nullable=False),
-)  # fmt: skip
+)
 order_items = sa.Table(
-    "order_items", metadata,
+    "order_items",
+    metadata,
     sa.Column("order_id", sa.Integer, sa.ForeignKey("orders.order_id"), primary_key=True),
     sa.Column("line_no", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("product_id", sa.Integer, sa.ForeignKey("products.product_id"), nullable=False),
     sa.Column("quantity", sa.Integer, nullable=False),
     sa.Column("unit_price", sa.Numeric(10, 2), nullable=False),
-)  # fmt: skip
+)
 
 
 def sample_rows() -> dict[str, list[dict[str, Any]]]:
@@ -98,17 +121,30 @@ def sample_rows() -> dict[str, list[dict[str, Any]]]:
     for i in range(1, SAMPLE_COUNTS["customers"] + 1):
         first, last = rng.choice(_FIRST), rng.choice(_LAST)
         city, country = rng.choice(_CITIES)
-        cust.append({"customer_id": i, "name": f"{first} {last}", "city": city,
-                     "email": f"{first}.{last}{i}@example.com".lower(), "country": country,
-                     "signup_date": start + timedelta(days=rng.randrange(0, 540))})  # fmt: skip
+        cust.append(
+            {
+                "customer_id": i,
+                "name": f"{first} {last}",
+                "city": city,
+                "email": f"{first}.{last}{i}@example.com".lower(),
+                "country": country,
+                "signup_date": start + timedelta(days=rng.randrange(0, 540)),
+            }
+        )
     prods: list[dict[str, Any]] = []
     categories = sorted(_CATALOGUE)
     for i in range(1, SAMPLE_COUNTS["products"] + 1):
         category = categories[(i - 1) % len(categories)]
         nouns, low, high = _CATALOGUE[category]
         price = Decimal(rng.randrange(low * 100, high * 100)) / 100
-        prods.append({"product_id": i, "name": f"{rng.choice(_ADJ)} {rng.choice(nouns)}",
-                      "category": category, "price": price.quantize(Decimal("0.01"))})  # fmt: skip
+        prods.append(
+            {
+                "product_id": i,
+                "name": f"{rng.choice(_ADJ)} {rng.choice(nouns)}",
+                "category": category,
+                "price": price.quantize(Decimal("0.01")),
+            }
+        )
     ords: list[dict[str, Any]] = []
     items: list[dict[str, Any]] = []
     status_names = [s for s, _ in _STATUSES]
@@ -117,13 +153,25 @@ def sample_rows() -> dict[str, list[dict[str, Any]]]:
         customer = rng.choice(cust)
         earliest = (customer["signup_date"] - start).days
         day = start + timedelta(days=rng.randrange(earliest, 730))
-        ords.append({"order_id": i, "customer_id": customer["customer_id"], "order_date": day,
-                     "status": rng.choices(status_names, status_weights)[0]})  # fmt: skip
+        ords.append(
+            {
+                "order_id": i,
+                "customer_id": customer["customer_id"],
+                "order_date": day,
+                "status": rng.choices(status_names, status_weights)[0],
+            }
+        )
         for line in range(1, rng.choice((1, 1, 2, 2, 3, 4)) + 1):
             product = rng.choice(prods)
-            items.append({"order_id": i, "line_no": line, "product_id": product["product_id"],
-                          "quantity": rng.choice((1, 1, 1, 2, 2, 3, 5)),
-                          "unit_price": product["price"]})  # fmt: skip
+            items.append(
+                {
+                    "order_id": i,
+                    "line_no": line,
+                    "product_id": product["product_id"],
+                    "quantity": rng.choice((1, 1, 1, 2, 2, 3, 5)),
+                    "unit_price": product["price"],
+                }
+            )
     return {"customers": cust, "products": prods, "orders": ords, "order_items": items}
 
 

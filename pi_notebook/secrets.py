@@ -18,11 +18,26 @@ __all__ = ["CREDENTIAL_KEYS", "safe_url", "scrub"]
 
 CREDENTIAL_KEYS = frozenset(
     {
-        "password", "passwd", "pwd", "pass", "secret", "token", "access_token", "auth_token",
-        "api_key", "apikey", "key", "sslpassword", "sslkey", "private_key", "client_secret",
-        "credentials", "aws_secret_access_key", "aws_session_token",
+        "password",
+        "passwd",
+        "pwd",
+        "pass",
+        "secret",
+        "token",
+        "access_token",
+        "auth_token",
+        "api_key",
+        "apikey",
+        "key",
+        "sslpassword",
+        "sslkey",
+        "private_key",
+        "client_secret",
+        "credentials",
+        "aws_secret_access_key",
+        "aws_session_token",
     }
-)  # fmt: skip
+)
 """Query-string keys whose values are credentials (compared in lower case)."""
 
 _MASK = "***"

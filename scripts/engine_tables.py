@@ -18,10 +18,20 @@ from pi_notebook.database.engines import engines_markdown
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = {
     "readme": (ROOT / "README.md", ("engine", "url_scheme", "extra", "tested_against")),
-    "deployment": (ROOT / "docs" / "deployment.md",
-                   ("engine", "url_scheme", "extra", "read_only_backstop", "cancel", "estimate",
-                    "arrow", "tested_against")),
-}  # fmt: skip
+    "deployment": (
+        ROOT / "docs" / "deployment.md",
+        (
+            "engine",
+            "url_scheme",
+            "extra",
+            "read_only_backstop",
+            "cancel",
+            "estimate",
+            "arrow",
+            "tested_against",
+        ),
+    ),
+}
 
 
 def rendered(name: str, text: str) -> str:

@@ -91,10 +91,18 @@ def lab(port: int | None = None, open_browser: bool = False, root: Path = REPO) 
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
         [str(LAB_CONFIG), *filter(None, [env.get("JUPYTER_CONFIG_PATH")])]
     )
-    command = [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", f"--port={port}",
-               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-               "--ServerApp.port_retries=0", "--LabApp.news_url=",
-               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--ServerApp.port_retries=0",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")  # containers run as root; the server still binds 127.0.0.1
     if not open_browser:
@@ -110,9 +118,12 @@ def lab(port: int | None = None, open_browser: bool = False, root: Path = REPO) 
             if server.poll() is not None:
                 return server.returncode or 1
             time.sleep(0.5)
-    print(f"JupyterLab is running; open the quickstart at:\n{url}\n"
-          f"(your copies of the notebooks are in {work}; saving them leaves the repository "
-          "clean)", flush=True)  # fmt: skip
+    print(
+        f"JupyterLab is running; open the quickstart at:\n{url}\n"
+        f"(your copies of the notebooks are in {work}; saving them leaves the repository "
+        "clean)",
+        flush=True,
+    )
     try:
         return server.wait()
     except KeyboardInterrupt:

@@ -308,10 +308,12 @@ class _Updates:
         call = self.call
         await self.emit(
             ToolExecutionUpdateEvent(
-                tool_call_id=call.id, tool_name=call.name, args=call.arguments,
+                tool_call_id=call.id,
+                tool_name=call.name,
+                args=call.arguments,
                 partial_result=partial,
             )
-        )  # fmt: skip
+        )
 
 
 async def _emit_start(call: ToolCall, config: LoopConfig, emit: EmitFn) -> None:

@@ -72,8 +72,9 @@ def call_view(title: str, args: Any, describe: CallDescriber | None = None) -> C
         try:
             view = describe(args)  # pyright: ignore[reportUnknownArgumentType]
         except Exception as exc:  # its message may quote the arguments: only its type is logged
-            log.warning("describe_call of %r failed (%s); showing its arguments", title,
-                        type(exc).__name__)  # fmt: skip
+            log.warning(
+                "describe_call of %r failed (%s); showing its arguments", title, type(exc).__name__
+            )
         else:
             if isinstance(view, CallView):  # pyright: ignore[reportUnnecessaryIsInstance]
                 return view

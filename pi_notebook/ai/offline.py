@@ -62,25 +62,59 @@ _NAME = r"[\w.\"`\[\]]+"
 # start with one of these words ("Show me ...", "Delete nothing", "Analyze sales") do not.
 _SHAPES: dict[str, re.Pattern[str]] = {
     "select": re.compile(r"^select\s+(.*\bfrom\s+\S|[\d'\"(*-]|\w+\s*\()", _I),
-    "with": re.compile(r"^with\s+(recursive\s+)?\w+\s*(\([^)]*\)\s*)?as\s*(not\s+)?(materialized\s+)?\(", _I),
+    "with": re.compile(
+        r"^with\s+(recursive\s+)?\w+\s*(\([^)]*\)\s*)?as\s*(not\s+)?(materialized\s+)?\(", _I
+    ),
     "insert": re.compile(r"^insert\s+(or\s+\w+\s+)?into\s+\S", _I),
     "update": re.compile(rf"^update\s+{_NAME}\s+set\s+\S+\s*=", _I),
     "delete": re.compile(r"^delete\s+from\s+\S", _I),
     "replace": re.compile(r"^replace\s+into\s+\S", _I),
     "merge": re.compile(r"^merge\s+into\s+\S", _I),
-    "create": re.compile(r"^create\s+(or\s+replace\s+)?(temp(orary)?\s+)?(unique\s+)?(table|view|index|schema|trigger|sequence)\s+\S", _I),
-    "drop": re.compile(rf"^drop\s+(table|view|index|schema|trigger|sequence)\s+(if\s+exists\s+)?{_NAME}\s*;?\s*$", _I),
+    "create": re.compile(
+        r"^create\s+(or\s+replace\s+)?(temp(orary)?\s+)?(unique\s+)?(table|view|index|schema|trigger|sequence)\s+\S",
+        _I,
+    ),
+    "drop": re.compile(
+        rf"^drop\s+(table|view|index|schema|trigger|sequence)\s+(if\s+exists\s+)?{_NAME}\s*;?\s*$",
+        _I,
+    ),
     "alter": re.compile(rf"^alter\s+(table|view|index)\s+{_NAME}\s+\w+", _I),
     "truncate": re.compile(rf"^truncate\s+(table\s+)?{_NAME}\s*;?\s*$", _I),
     "pragma": re.compile(r"^pragma\s+[\w.]+\s*(\(|=|;|$)", _I),
-    "explain": re.compile(r"^explain\s+(query\s+plan\s+|analyze\s+)?(select|with|insert|update|delete)\b", _I),
+    "explain": re.compile(
+        r"^explain\s+(query\s+plan\s+|analyze\s+)?(select|with|insert|update|delete)\b", _I
+    ),
     "values": re.compile(r"^values\s*\(", _I),
-    "show": re.compile(r"^show\s+(tables|databases|schemas|columns\s+from|create\s+table|full\s+tables|index(es)?\s+from)\b", _I),
+    "show": re.compile(
+        r"^show\s+(tables|databases|schemas|columns\s+from|create\s+table|full\s+tables|index(es)?\s+from)\b",
+        _I,
+    ),
     "describe": re.compile(rf"^desc(ribe)?\s+{_NAME}\s*;?\s*$", _I),
-}  # fmt: skip
+}
 _START = re.compile(r"^\s*(" + "|".join(_SHAPES) + r")\b", re.IGNORECASE)
-_STOP = {"the", "a", "an", "table", "tables", "all", "of", "in", "me", "my", "our", "rows",
-         "records", "entries", "are", "there", "is", "do", "we", "have", "please"}  # fmt: skip
+_STOP = {
+    "the",
+    "a",
+    "an",
+    "table",
+    "tables",
+    "all",
+    "of",
+    "in",
+    "me",
+    "my",
+    "our",
+    "rows",
+    "records",
+    "entries",
+    "are",
+    "there",
+    "is",
+    "do",
+    "we",
+    "have",
+    "please",
+}
 _TABLE = r"(?:the\s+)?[\"`]?(?P<table>[A-Za-z_][A-Za-z0-9_]*)[\"`]?(?:\s+table)?"
 _LIST = re.compile(r"^\s*(?:please\s+)?(?:list|show(?:\s+me)?|what|which|name)\b.*\btables\b", _I)
 _DESCRIBE = re.compile(
@@ -99,13 +133,34 @@ _COUNT = re.compile(
 _ids = itertools.count(1)
 _sqlglot_log = logging.getLogger("sqlglot")
 # Words that are English, never a table or column of a pasted statement.
-_ENGLISH = frozenset({"the", "an", "my", "our", "your", "their", "me", "it", "its", "this",
-                      "that", "these", "those", "please", "them", "some", "every"})  # fmt: skip
+_ENGLISH = frozenset(
+    {
+        "the",
+        "an",
+        "my",
+        "our",
+        "your",
+        "their",
+        "me",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "please",
+        "them",
+        "some",
+        "every",
+    }
+)
 _READS = ("select", "with", "values", "explain", "show", "describe", "pragma")
-_SYSTEM_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master",
-                            "sqlite_sequence", "dual"})  # fmt: skip
-_SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "mysql", "sys",
-                             "performance_schema"})  # fmt: skip
+_SYSTEM_TABLES = frozenset(
+    {"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_sequence", "dual"}
+)
+_SYSTEM_SCHEMAS = frozenset(
+    {"information_schema", "pg_catalog", "mysql", "sys", "performance_schema"}
+)
 _SUMMARY_HEAD = re.compile(
     r"^Database \((?P<dialect>[\w ]+)\): (?P<tables>\d+) tables, (?P<views>\d+) views\."
 )
@@ -240,8 +295,13 @@ def unknown_name(sql: str, dialect: str | None, schema: SchemaView | None) -> st
             else:
                 columns |= known
         named = [c.this for c in tree.find_all(exp.Column)]
-        named += [i for s in tree.find_all(exp.Schema) if isinstance(s.this, exp.Table)
-                  for i in s.expressions if isinstance(i, exp.Identifier)]  # fmt: skip
+        named += [
+            i
+            for s in tree.find_all(exp.Schema)
+            if isinstance(s.this, exp.Table)
+            for i in s.expressions
+            if isinstance(i, exp.Identifier)
+        ]
         for ident in named:
             if not isinstance(ident, exp.Identifier) or ident.quoted:
                 continue  # a star, or a quoted name (the user meant it)
@@ -311,9 +371,11 @@ def understood_request(prompt: str, dialect: str | None = None) -> tuple[str, st
         if dialect == "sqlite":
             sql = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
         else:
-            sql = ("SELECT table_name FROM information_schema.tables WHERE table_schema NOT IN "
-                   "('information_schema', 'pg_catalog', 'mysql', 'performance_schema', 'sys') "
-                   "ORDER BY table_name")  # fmt: skip
+            sql = (
+                "SELECT table_name FROM information_schema.tables WHERE table_schema NOT IN "
+                "('information_schema', 'pg_catalog', 'mysql', 'performance_schema', 'sys') "
+                "ORDER BY table_name"
+            )
         return "Listing the tables.", sql
     described = _DESCRIBE.match(text)
     if described and _table(described.group("table")):
@@ -361,8 +423,9 @@ def sql_tool(tools: Sequence[ToolSchema]) -> SqlTool | None:
             spec: Any = properties.get(name) if isinstance(name, str) else None
             if isinstance(spec, dict) and cast(dict[str, Any], spec).get("type") == "string":
                 found = re.search(r"\((\w+) dialect\)", tool.description)
-                return SqlTool(name=tool.name, argument=name,
-                               dialect=found.group(1) if found else None)  # fmt: skip
+                return SqlTool(
+                    name=tool.name, argument=name, dialect=found.group(1) if found else None
+                )
     return None
 
 

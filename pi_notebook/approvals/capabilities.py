@@ -97,17 +97,20 @@ class CapabilityStore:
             self._spent.add(tool_call_id)
         if grant is None:
             reason = (
-                "this call's approval was already used" if spent
+                "this call's approval was already used"
+                if spent
                 else "no approval was granted for this call (writes need the user's approval)"
-            )  # fmt: skip
+            )
             return CapabilityCheck(
                 ok=False, reason=reason, approved_hash=None, final_hash=args_hash
             )
         if self._clock() >= grant.expires_at:
             return CapabilityCheck(
-                ok=False, reason="the approval expired before the statement ran",
-                approved_hash=grant.args_hash, final_hash=args_hash,
-            )  # fmt: skip
+                ok=False,
+                reason="the approval expired before the statement ran",
+                approved_hash=grant.args_hash,
+                final_hash=args_hash,
+            )
         if grant.args_hash != args_hash:
             return CapabilityCheck(
                 ok=False,

@@ -162,9 +162,12 @@ async def ask(
         if typed:
             pending: Any = ui.request_approval(request)
         else:  # the one place a confirm-only UI is adapted: True / False read in _validated
-            pending = ui.confirm(request.title, message if message is not None
-                                 else default_message(request), signal=signal,
-                                 timeout=request.timeout_s)  # fmt: skip
+            pending = ui.confirm(
+                request.title,
+                message if message is not None else default_message(request),
+                signal=signal,
+                timeout=request.timeout_s,
+            )
         task: asyncio.Future[Any] = asyncio.ensure_future(pending)
     except Exception as exc:
         return answer("rejected", _failed(exc), problem=_describe(exc))
@@ -196,8 +199,9 @@ async def _race(
     try:
         # The deadline timer is scheduled before the UI call first runs, so a UI whose own
         # timer has the same length always fires after it: the gate decides "expired".
-        done, _ = await asyncio.wait(waiters, timeout=timeout_s,
-                                     return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        done, _ = await asyncio.wait(
+            waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
     finally:
         if abort_wait is not None:
             abort_wait.cancel()
@@ -226,8 +230,10 @@ def _validated(value: Any, via: str) -> tuple[ApprovalOutcome | None, str]:
     if not isinstance(value, ApprovalOutcome):
         return None, f"the approval UI answered {type(value).__name__}, not an ApprovalOutcome"
     if value.decision not in ("approved", "rejected", "deferred"):
-        return None, (f"the approval UI answered {value.decision!r}; only approved, rejected or "
-                      "deferred count")  # fmt: skip
+        return None, (
+            f"the approval UI answered {value.decision!r}; only approved, rejected or "
+            "deferred count"
+        )
     edited = value.edited_args
     raw_edit: Any = edited  # a UI may answer with anything: check its shape at run time
     if raw_edit is not None and not (

@@ -23,8 +23,9 @@ def canonical_json(value: Any) -> str:
     Raises:
         TypeError, ValueError: ``value`` is not plain JSON (an object of another type, NaN).
     """
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)  # fmt: skip
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def args_hash(args: Mapping[str, Any]) -> str:

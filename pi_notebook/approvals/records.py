@@ -176,10 +176,15 @@ class ReviewStep(AuditRecord):
     def payload(self) -> dict[str, Any]:
         """The request's fields, then those this event carries (present even when ``None``)."""
         out: dict[str, Any] = {
-            "event": self.event, "request_id": self.request_id, "requester": self.requester,
-            "approver": self.approver, "reviewers": list(self.reviewers), "args": self.args,
-            "args_hash": self.args_hash, "expires_at": self.expires_at,
-        }  # fmt: skip
+            "event": self.event,
+            "request_id": self.request_id,
+            "requester": self.requester,
+            "approver": self.approver,
+            "reviewers": list(self.reviewers),
+            "args": self.args,
+            "args_hash": self.args_hash,
+            "expires_at": self.expires_at,
+        }
         for name in _REVIEW_EXTRAS[self.event]:
             out[name] = getattr(self, name)
         return out
@@ -211,12 +216,26 @@ class ApprovalRecord:
 
 APPROVAL_COLUMNS = [
     # What a person reads first: when, what was decided about which statement, its size, who.
-    "timestamp", "decision", "sql", "affected_rows", "requester", "approver", "asked_because",
+    "timestamp",
+    "decision",
+    "sql",
+    "affected_rows",
+    "requester",
+    "approver",
+    "asked_because",
     "reason",
-    "tool_name", "kind", "grant_id", "user", "session_id",
+    "tool_name",
+    "kind",
+    "grant_id",
+    "user",
+    "session_id",
     # Ids and hashes last: for joining and verifying, not for reading.
-    "tool_call_id", "args_hash", "original_args_hash", "policy_version", "audit_hash",
-]  # fmt: skip
+    "tool_call_id",
+    "args_hash",
+    "original_args_hash",
+    "policy_version",
+    "audit_hash",
+]
 """The columns of :func:`approvals_dataframe`: every :class:`ApprovalRecord` field."""
 
 
@@ -285,8 +304,9 @@ def approval_records(
     view_of: ViewOf | None = (
         call_views if call_views is not None else getattr(audit, "call_views", None)
     )
-    frame: Any = audit.to_dataframe(session=session, tool_call_id=tool_call_id,
-                                    kind=list(APPROVAL_KINDS))  # fmt: skip
+    frame: Any = audit.to_dataframe(
+        session=session, tool_call_id=tool_call_id, kind=list(APPROVAL_KINDS)
+    )
     out: list[ApprovalRecord] = []
     rows_of_frame: list[dict[str, Any]] = frame.to_dict("records")
     for row in rows_of_frame:
@@ -374,12 +394,14 @@ class AuditApprovals:
         self, *, tool_call_id: str | None = None, session: str | None = None
     ) -> list[ApprovalRecord]:
         """Decisions in order, optionally of one call or one session."""
-        return approval_records(self.audit, session=session, tool_call_id=tool_call_id,
-                                call_views=self.call_views)  # fmt: skip
+        return approval_records(
+            self.audit, session=session, tool_call_id=tool_call_id, call_views=self.call_views
+        )
 
     def to_dataframe(
         self, *, tool_call_id: str | None = None, session: str | None = None
     ) -> pd.DataFrame:
         """Decisions as a DataFrame (see :func:`approvals_dataframe`)."""
-        return approvals_dataframe(self.audit, session=session, tool_call_id=tool_call_id,
-                                   call_views=self.call_views)  # fmt: skip
+        return approvals_dataframe(
+            self.audit, session=session, tool_call_id=tool_call_id, call_views=self.call_views
+        )

@@ -129,9 +129,18 @@ class ReviewRequest:
 
 
 REVIEW_COLUMNS = [
-    "request_id", "requester", "tool_name", "args", "affected_rows", "reasons", "expires_at",
-    "reviewers", "created_at", "tool_call_id", "args_hash",
-]  # fmt: skip
+    "request_id",
+    "requester",
+    "tool_name",
+    "args",
+    "affected_rows",
+    "reasons",
+    "expires_at",
+    "reviewers",
+    "created_at",
+    "tool_call_id",
+    "args_hash",
+]
 """The columns of :meth:`ReviewQueue.to_dataframe`: what a reviewer reads first, ids last."""
 
 
@@ -139,12 +148,17 @@ def preview_dict(preview: WritePreview | None) -> dict[str, Any] | None:
     """``preview`` as plain JSON values (its sample: the first :data:`SAMPLE_ROWS` rows)."""
     if preview is None:
         return None
-    out: dict[str, Any] = {"affected_rows": preview.affected_rows, "plan": preview.plan,
-                           "method": preview.method, "note": preview.note}  # fmt: skip
+    out: dict[str, Any] = {
+        "affected_rows": preview.affected_rows,
+        "plan": preview.plan,
+        "method": preview.method,
+        "note": preview.note,
+    }
     sample: Any = preview.sample
     if sample is not None:
-        out["sample"] = json.loads(sample.head(SAMPLE_ROWS).to_json(orient="records",
-                                                                    date_format="iso"))  # fmt: skip
+        out["sample"] = json.loads(
+            sample.head(SAMPLE_ROWS).to_json(orient="records", date_format="iso")
+        )
     return out
 
 
@@ -201,19 +215,33 @@ class ReviewQueue:
             self._audit = self._own_audit
         return self._audit
 
-    def _record(self, event: str, found: ReviewRequest, *, approver: str | None = None,
-                **more: Any) -> None:  # fmt: skip
+    def _record(
+        self, event: str, found: ReviewRequest, *, approver: str | None = None, **more: Any
+    ) -> None:
         """A durable ``review`` record of one step (raises if it cannot be committed)."""
-        step = ReviewStep(event=event, request_id=found.request_id, requester=found.requester,
-                          approver=approver, reviewers=found.reviewers, args=found.args,
-                          args_hash=found.args_hash, expires_at=found.expires_at.isoformat(),
-                          tool_call_id=found.tool_call_id, tool_name=found.tool_name,
-                          **more)  # fmt: skip
+        step = ReviewStep(
+            event=event,
+            request_id=found.request_id,
+            requester=found.requester,
+            approver=approver,
+            reviewers=found.reviewers,
+            args=found.args,
+            args_hash=found.args_hash,
+            expires_at=found.expires_at.isoformat(),
+            tool_call_id=found.tool_call_id,
+            tool_name=found.tool_name,
+            **more,
+        )
         record_before(self.audit, step)
 
     # -- the requester's side -----------------------------------------------------------------
-    def post(self, request: ApprovalRequest, requester: str, reviewers: list[str] | tuple[str, ...],
-             expires_at: datetime) -> ReviewRequest:  # fmt: skip
+    def post(
+        self,
+        request: ApprovalRequest,
+        requester: str,
+        reviewers: list[str] | tuple[str, ...],
+        expires_at: datetime,
+    ) -> ReviewRequest:
         """Put ``request`` up for review by ``reviewers`` until ``expires_at``; the request
         as stored (its ``request_id`` is what a reviewer decides).
 
@@ -227,22 +255,35 @@ class ReviewQueue:
         if not names:
             raise ConfigurationError("a review needs at least one reviewer besides the requester")
         found = ReviewRequest(
-            request_id=uuid.uuid4().hex, tool_call_id=request.tool_call_id,
-            requester=requester, reviewers=names, tool_name=request.tool_name,
-            args=dict(request.args), args_hash=request.args_hash,
-            reasons=tuple(request.reasons), preview=preview_dict(request.preview),
-            created_at=_now(), expires_at=expires_at.astimezone(UTC),
-        )  # fmt: skip
+            request_id=uuid.uuid4().hex,
+            tool_call_id=request.tool_call_id,
+            requester=requester,
+            reviewers=names,
+            tool_name=request.tool_name,
+            args=dict(request.args),
+            args_hash=request.args_hash,
+            reasons=tuple(request.reasons),
+            preview=preview_dict(request.preview),
+            created_at=_now(),
+            expires_at=expires_at.astimezone(UTC),
+        )
         with self.engine.begin() as conn:
-            conn.execute(_requests.insert().values(
-                request_id=found.request_id, tool_call_id=found.tool_call_id,
-                tool_name=found.tool_name, requester=found.requester,
-                reviewers=json.dumps(list(found.reviewers)), args=json.dumps(found.args),
-                args_hash=found.args_hash, reasons=json.dumps(list(found.reasons)),
-                preview=json.dumps(found.preview) if found.preview is not None else None,
-                created_at=_stored(found.created_at, self._backend),
-                expires_at=_stored(found.expires_at, self._backend), state="open",
-            ))  # fmt: skip
+            conn.execute(
+                _requests.insert().values(
+                    request_id=found.request_id,
+                    tool_call_id=found.tool_call_id,
+                    tool_name=found.tool_name,
+                    requester=found.requester,
+                    reviewers=json.dumps(list(found.reviewers)),
+                    args=json.dumps(found.args),
+                    args_hash=found.args_hash,
+                    reasons=json.dumps(list(found.reasons)),
+                    preview=json.dumps(found.preview) if found.preview is not None else None,
+                    created_at=_stored(found.created_at, self._backend),
+                    expires_at=_stored(found.expires_at, self._backend),
+                    state="open",
+                )
+            )
         try:
             self._record("posted", found)
         except Exception:
@@ -253,8 +294,11 @@ class ReviewQueue:
     def get(self, request_id: str) -> ReviewRequest | None:
         """The request ``request_id`` in any state, or ``None`` if the store has none."""
         with self.engine.connect() as conn:
-            row = conn.execute(sa.select(_requests).where(
-                _requests.c.request_id == request_id)).mappings().first()  # fmt: skip
+            row = (
+                conn.execute(sa.select(_requests).where(_requests.c.request_id == request_id))
+                .mappings()
+                .first()
+            )
         return _from_row(dict(row)) if row is not None else None
 
     def expire(self, request_id: str) -> bool:
@@ -275,9 +319,14 @@ class ReviewQueue:
 
     def _close(self, request_id: str, state: ReviewState) -> bool:
         with self.engine.begin() as conn:
-            done = conn.execute(_requests.update().where(
-                _requests.c.request_id == request_id, _requests.c.state == "open",
-            ).values(state=state, decided_at=_stored(_now(), self._backend)))  # fmt: skip
+            done = conn.execute(
+                _requests.update()
+                .where(
+                    _requests.c.request_id == request_id,
+                    _requests.c.state == "open",
+                )
+                .values(state=state, decided_at=_stored(_now(), self._backend))
+            )
         return done.rowcount == 1
 
     # -- the reviewer's side ------------------------------------------------------------------
@@ -286,9 +335,18 @@ class ReviewQueue:
         may decide, when given)."""
         now = _stored(_now(), self._backend)
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(_requests).where(
-                _requests.c.state == "open", _requests.c.expires_at > now,
-            ).order_by(_requests.c.created_at)).mappings().all()  # fmt: skip
+            rows = (
+                conn.execute(
+                    sa.select(_requests)
+                    .where(
+                        _requests.c.state == "open",
+                        _requests.c.expires_at > now,
+                    )
+                    .order_by(_requests.c.created_at)
+                )
+                .mappings()
+                .all()
+            )
         found = [_from_row(dict(r)) for r in rows]
         if reviewer is not None:
             found = [r for r in found if reviewer in r.reviewers and reviewer != r.requester]
@@ -300,20 +358,34 @@ class ReviewQueue:
 
         rows: list[dict[str, Any]] = []
         for r in self.pending(reviewer):
-            rows.append({
-                "request_id": r.request_id, "requester": r.requester, "tool_name": r.tool_name,
-                "args": r.args.get("sql", json.dumps(r.args)),
-                "affected_rows": (r.preview or {}).get("affected_rows"),
-                "reasons": "; ".join(r.reasons), "expires_at": r.expires_at,
-                "reviewers": ", ".join(r.reviewers), "created_at": r.created_at,
-                "tool_call_id": r.tool_call_id, "args_hash": r.args_hash,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "request_id": r.request_id,
+                    "requester": r.requester,
+                    "tool_name": r.tool_name,
+                    "args": r.args.get("sql", json.dumps(r.args)),
+                    "affected_rows": (r.preview or {}).get("affected_rows"),
+                    "reasons": "; ".join(r.reasons),
+                    "expires_at": r.expires_at,
+                    "reviewers": ", ".join(r.reviewers),
+                    "created_at": r.created_at,
+                    "tool_call_id": r.tool_call_id,
+                    "args_hash": r.args_hash,
+                }
+            )
         frame: Any = pd.DataFrame(rows, columns=REVIEW_COLUMNS)
         frame["affected_rows"] = frame["affected_rows"].astype("Int64")
         return cast("pd.DataFrame", frame)
 
-    def decide(self, request_id: str, decision: str, reviewer: str, note: str | None = None,
-               *, edited_args: dict[str, Any] | None = None) -> ReviewRequest:  # fmt: skip
+    def decide(
+        self,
+        request_id: str,
+        decision: str,
+        reviewer: str,
+        note: str | None = None,
+        *,
+        edited_args: dict[str, Any] | None = None,
+    ) -> ReviewRequest:
         """Approve or reject an open request as ``reviewer``; the request as decided.
 
         ``edited_args`` (with ``approved``) replaces the arguments, e.g. ``{"sql": ...}``: as
@@ -342,20 +414,41 @@ class ReviewQueue:
         if found.state != "open" or found.expires_at <= _now():
             raise StateError(_closed_text(found, expired_now=found.state == "open"))
         # On record first: a decision the requester may act on is always in the audit.
-        self._record("decision", found, approver=reviewer, decision=decision, note=note,
-                     edited_args=edited_args)  # fmt: skip
+        self._record(
+            "decision",
+            found,
+            approver=reviewer,
+            decision=decision,
+            note=note,
+            edited_args=edited_args,
+        )
         now = _now()
         with self.engine.begin() as conn:
-            done = conn.execute(_requests.update().where(
-                _requests.c.request_id == request_id, _requests.c.state == "open",
-                _requests.c.expires_at > _stored(now, self._backend),
-            ).values(state=decision, reviewer=reviewer, note=note,
-                     edited_args=json.dumps(edited_args) if edited_args is not None else None,
-                     decided_at=_stored(now, self._backend)))  # fmt: skip
+            done = conn.execute(
+                _requests.update()
+                .where(
+                    _requests.c.request_id == request_id,
+                    _requests.c.state == "open",
+                    _requests.c.expires_at > _stored(now, self._backend),
+                )
+                .values(
+                    state=decision,
+                    reviewer=reviewer,
+                    note=note,
+                    edited_args=json.dumps(edited_args) if edited_args is not None else None,
+                    decided_at=_stored(now, self._backend),
+                )
+            )
         after = self.get(request_id) or found
         if done.rowcount != 1:
-            self._record("decision_lost", after, approver=after.reviewer, decision=decision,
-                         reviewer=reviewer, state=after.state)  # fmt: skip
+            self._record(
+                "decision_lost",
+                after,
+                approver=after.reviewer,
+                decision=decision,
+                reviewer=reviewer,
+                state=after.state,
+            )
             raise StateError(_closed_text(after, expired_now=after.state == "open"))
         return after
 
@@ -382,8 +475,10 @@ def _refusal(found: ReviewRequest, reviewer: str) -> str | None:
     if reviewer == found.requester:
         return f"{reviewer!r} asked for this request and cannot review it (four eyes)"
     if reviewer not in found.reviewers:
-        return (f"{reviewer!r} is not a reviewer of this request (reviewers: "
-                f"{', '.join(found.reviewers)})")  # fmt: skip
+        return (
+            f"{reviewer!r} is not a reviewer of this request (reviewers: "
+            f"{', '.join(found.reviewers)})"
+        )
     return None
 
 
@@ -399,15 +494,23 @@ def _from_row(row: dict[str, Any]) -> ReviewRequest:
     preview: Any = json.loads(row["preview"]) if row["preview"] else None
     decided = row["decided_at"]
     return ReviewRequest(
-        request_id=row["request_id"], tool_call_id=row["tool_call_id"],
-        requester=row["requester"], reviewers=tuple(json.loads(row["reviewers"])),
-        tool_name=row["tool_name"], args=json.loads(row["args"]), args_hash=row["args_hash"],
-        reasons=tuple(json.loads(row["reasons"])), preview=preview,
-        created_at=_utc(row["created_at"]), expires_at=_utc(row["expires_at"]),
-        state=row["state"], reviewer=row["reviewer"], note=row["note"],
+        request_id=row["request_id"],
+        tool_call_id=row["tool_call_id"],
+        requester=row["requester"],
+        reviewers=tuple(json.loads(row["reviewers"])),
+        tool_name=row["tool_name"],
+        args=json.loads(row["args"]),
+        args_hash=row["args_hash"],
+        reasons=tuple(json.loads(row["reasons"])),
+        preview=preview,
+        created_at=_utc(row["created_at"]),
+        expires_at=_utc(row["expires_at"]),
+        state=row["state"],
+        reviewer=row["reviewer"],
+        note=row["note"],
         decided_at=_utc(decided) if decided is not None else None,
         edited_args=json.loads(row["edited_args"]) if row.get("edited_args") else None,
-    )  # fmt: skip
+    )
 
 
 def deadline(timeout_s: float) -> datetime:

@@ -69,8 +69,9 @@ class ReviewSettings:
             return value
         unknown = sorted(set(value) - _KEYS)
         if unknown:
-            raise ConfigurationError(f"review: unknown setting(s) {', '.join(unknown)}; "
-                                     f"use {', '.join(sorted(_KEYS))}")  # fmt: skip
+            raise ConfigurationError(
+                f"review: unknown setting(s) {', '.join(unknown)}; use {', '.join(sorted(_KEYS))}"
+            )
         url = value.get("url")
         reviewers: Any = value.get("reviewers")
         if not isinstance(url, str) or not url:
@@ -84,9 +85,12 @@ class ReviewSettings:
             raise ConfigurationError("review: timeout_s is a positive number of seconds")
         if not isinstance(poll, int | float) or poll <= 0:
             raise ConfigurationError("review: poll_s is a positive number of seconds")
-        return cls(url=url, reviewers=names,
-                   timeout_s=float(timeout) if timeout is not None else None,
-                   poll_s=float(poll))  # fmt: skip
+        return cls(
+            url=url,
+            reviewers=names,
+            timeout_s=float(timeout) if timeout is not None else None,
+            poll_s=float(poll),
+        )
 
     def waits_for(self, asker: str) -> str:
         """Whom a request by ``asker`` waits for, in words."""
@@ -122,8 +126,10 @@ class ReviewWaiter:
         first = scrub(text.splitlines()[0] if text else "", self.settings.url)[:200]
         if isinstance(exc, ConfigurationError | AuditError):
             return f"the review could not be posted ({first}); nothing ran"
-        return (f"the review store {safe_url(self.settings.url)} cannot be reached "
-                f"({type(exc).__name__}: {first}); nothing ran")  # fmt: skip
+        return (
+            f"the review store {safe_url(self.settings.url)} cannot be reached "
+            f"({type(exc).__name__}: {first}); nothing ran"
+        )
 
     def context(self, ctx: Any) -> ReviewContext:
         """``ctx`` with this store as its approvals UI (notices go to ``ctx.ui``)."""
@@ -179,17 +185,23 @@ class ReviewUI:
         asker = requester()
         try:
             queue = await asyncio.to_thread(waiter.queue)
-            posted = await asyncio.to_thread(queue.post, request, asker, settings.reviewers,
-                                             deadline(timeout - margin))  # fmt: skip
+            posted = await asyncio.to_thread(
+                queue.post, request, asker, settings.reviewers, deadline(timeout - margin)
+            )
         except ReviewUnavailable:
             raise
         except Exception as exc:
             raise ReviewUnavailable(waiter.unreachable(exc)) from None
         until = posted.expires_at.strftime("%H:%M:%S UTC")
-        self._show(request, "waiting", f"Waiting for a review by "
-                   f"{settings.waits_for(asker)} (until {until}).")  # fmt: skip
-        self._notify(f"Waiting for a review by {settings.waits_for(asker)} (request "
-                     f"{posted.request_id}, until {until}); you cannot approve your own request.")  # fmt: skip
+        self._show(
+            request,
+            "waiting",
+            f"Waiting for a review by {settings.waits_for(asker)} (until {until}).",
+        )
+        self._notify(
+            f"Waiting for a review by {settings.waits_for(asker)} (request "
+            f"{posted.request_id}, until {until}); you cannot approve your own request."
+        )
         closed = False
         try:
             while True:
@@ -202,22 +214,27 @@ class ReviewUI:
                     edited = " as edited" if found.edited_args is not None else ""
                     mark = "✔ Approved" if found.state == "approved" else "✘ Rejected"
                     self._show(request, found.state, f"{mark}{edited} by {found.reviewer}.")
-                    self._notify(f"Review {posted.request_id}: {found.state}{edited} by "
-                                 f"{found.reviewer}" + (f" ({found.note})" if found.note else "")
-                                 + ".")  # fmt: skip
-                    return ApprovalOutcome(found.state, approver=found.reviewer,
-                                           edited_args=found.edited_args)  # fmt: skip
+                    self._notify(
+                        f"Review {posted.request_id}: {found.state}{edited} by "
+                        f"{found.reviewer}" + (f" ({found.note})" if found.note else "") + "."
+                    )
+                    return ApprovalOutcome(
+                        found.state, approver=found.reviewer, edited_args=found.edited_args
+                    )
                 if found is None or found.state != "open":
                     closed = True
-                    raise ReviewUnavailable(f"review request {posted.request_id} is no longer "
-                                            "open and was not decided; nothing ran")  # fmt: skip
+                    raise ReviewUnavailable(
+                        f"review request {posted.request_id} is no longer "
+                        "open and was not decided; nothing ran"
+                    )
                 left = own_deadline - time.monotonic()
                 if left <= 0:
                     if await asyncio.to_thread(queue.expire, posted.request_id):
                         closed = True
                         self._show(request, "expired", "No review decision in time: expired.")
-                        self._notify(f"Review {posted.request_id}: no decision in time; expired.",
-                                     "warning")  # fmt: skip
+                        self._notify(
+                            f"Review {posted.request_id}: no decision in time; expired.", "warning"
+                        )
                         await asyncio.Event().wait()  # the gate ends the call "expired"
                     continue  # decided just before: read the decision
                 await asyncio.sleep(min(settings.poll_s, left))

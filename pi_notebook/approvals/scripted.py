@@ -42,8 +42,9 @@ class ScriptedApprovalUI:
             value = await value
         return value
 
-    async def confirm(self, title: str, message: str, *, signal: Any = None,
-                      timeout: float | None = None) -> bool:  # fmt: skip
+    async def confirm(
+        self, title: str, message: str, *, signal: Any = None, timeout: float | None = None
+    ) -> bool:
         """Record the question and decline it."""
         self.confirms.append((title, message, timeout))
         return False

@@ -55,8 +55,10 @@ async def commit_record(audit: Any, record: AuditRecord) -> None:
 
 def unrecorded(exc: BaseException) -> str:
     """The block reason when a decision could not be committed to the audit."""
-    return (f"Not run: the audit store is unavailable, so the decision could not be recorded "
-            f"({_describe(exc)}). Fix the audit store and retry.")  # fmt: skip
+    return (
+        f"Not run: the audit store is unavailable, so the decision could not be recorded "
+        f"({_describe(exc)}). Fix the audit store and retry."
+    )
 
 
 @dataclass(kw_only=True)
@@ -76,8 +78,9 @@ class ToolApprovals:
         capability_ttl_s: how long an approval stays usable before ``execute`` starts.
     """
 
-    def __init__(self, audit: Callable[[], Any], *, timeout_s: float = 30.0,
-                 capability_ttl_s: float = 120.0) -> None:  # fmt: skip
+    def __init__(
+        self, audit: Callable[[], Any], *, timeout_s: float = 30.0, capability_ttl_s: float = 120.0
+    ) -> None:
         self._audit = audit
         self.timeout_s = timeout_s
         self.capability_ttl_s = capability_ttl_s
@@ -102,22 +105,38 @@ class ToolApprovals:
             return value.strip()
         return f"{tool_name} asks for approval for these arguments"
 
-    async def before(self, definition: Any, tool_call_id: str, params: BaseModel,
-                     signal: AbortSignal | None, ctx: Callable[[], Any]) -> str | None:  # fmt: skip
+    async def before(
+        self,
+        definition: Any,
+        tool_call_id: str,
+        params: BaseModel,
+        signal: AbortSignal | None,
+        ctx: Callable[[], Any],
+    ) -> str | None:
         """The session's hook after the ``tool_call`` chain: :meth:`gate` for the tool
         ``definition`` (a ``ToolDefinition``); ``ctx()`` makes the call's context."""
         rule = definition.requires_approval
         if not rule:
             return None
-        return await self.gate(tool_call_id=tool_call_id, tool_name=definition.name,
-                               title=definition.label or definition.name, rule=rule,
-                               params=params, ctx=ctx(), signal=signal,
-                               describe=getattr(definition, "describe_call", None))  # fmt: skip
+        return await self.gate(
+            tool_call_id=tool_call_id,
+            tool_name=definition.name,
+            title=definition.label or definition.name,
+            rule=rule,
+            params=params,
+            ctx=ctx(),
+            signal=signal,
+            describe=getattr(definition, "describe_call", None),
+        )
 
     async def before_execute(self, tool_call_id: str, definition: Any, params: BaseModel) -> None:
         """The wrapper's hook right before ``execute``: :meth:`check` for ``definition``."""
-        await self.check(tool_call_id=tool_call_id, tool_name=definition.name,
-                         rule=definition.requires_approval, params=params)  # fmt: skip
+        await self.check(
+            tool_call_id=tool_call_id,
+            tool_name=definition.name,
+            rule=definition.requires_approval,
+            params=params,
+        )
 
     async def gate(
         self,
@@ -148,23 +167,38 @@ class ToolApprovals:
         if reason is None:
             return None
         if self.capabilities.used(tool_call_id):
-            return (f"Refused: the call id {tool_call_id!r} was already used in this session; "
-                    "each call needs a new id. Nothing was run.")  # fmt: skip
+            return (
+                f"Refused: the call id {tool_call_id!r} was already used in this session; "
+                "each call needs a new id. Nothing was run."
+            )
         try:
             args = canonical_args(params)
             approved_hash = args_hash(args)
         except Exception as exc:
             return f"Not run: the arguments cannot be approved ({_describe(exc)})."
-        request = ApprovalRequest(tool_call_id=tool_call_id, tool_name=tool_name, title=title,
-                                  args=args, args_hash=approved_hash, reasons=(reason,),
-                                  editable=True, timeout_s=self.timeout_s,
-                                  view=call_view(title, args, describe))  # fmt: skip
+        request = ApprovalRequest(
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            title=title,
+            args=args,
+            args_hash=approved_hash,
+            reasons=(reason,),
+            editable=True,
+            timeout_s=self.timeout_s,
+            view=call_view(title, args, describe),
+        )
         answer = await ask(request, ctx, signal=signal)
         entry, block = self._settle(answer, request, params)
         try:
-            await commit_record(self._audit(), ApprovalDecided(
-                entry=entry, tool_call_id=tool_call_id, tool_name=tool_name,
-                policy_version=TOOL_POLICY_VERSION))  # fmt: skip
+            await commit_record(
+                self._audit(),
+                ApprovalDecided(
+                    entry=entry,
+                    tool_call_id=tool_call_id,
+                    tool_name=tool_name,
+                    policy_version=TOOL_POLICY_VERSION,
+                ),
+            )
         except Exception as exc:  # an approval we cannot record is no approval
             self._edits.pop(tool_call_id, None)
             return unrecorded(exc)
@@ -178,11 +212,16 @@ class ToolApprovals:
         self, answer: GateAnswer, request: ApprovalRequest, params: BaseModel
     ) -> tuple[ApprovalEntry, str | None]:
         """The record of ``answer``, and the block reason (``None`` when the call may run)."""
-        base: dict[str, Any] = {"args_hash": request.args_hash, "args": request.args,
-                                "reasons": request.reasons, "via": answer.via,
-                                "waited_ms": answer.waited_ms, "timeout_s": request.timeout_s,
-                                "problem": answer.problem,
-                                "approver": answer.outcome.approver if answer.outcome else None}  # fmt: skip
+        base: dict[str, Any] = {
+            "args_hash": request.args_hash,
+            "args": request.args,
+            "reasons": request.reasons,
+            "via": answer.via,
+            "waited_ms": answer.waited_ms,
+            "timeout_s": request.timeout_s,
+            "problem": answer.problem,
+            "approver": answer.outcome.approver if answer.outcome else None,
+        }
         outcome = answer.outcome
         if not answer.approved or outcome is None:
             return ApprovalEntry(
@@ -202,11 +241,17 @@ class ToolApprovals:
             reason = f"Not run: the edited arguments are not valid ({_describe(exc)})."
             return ApprovalEntry(decision="refused", reason=reason, **base), reason
         self._edits[request.tool_call_id] = _Edit(
-            original_args=request.args, original_hash=request.args_hash, args=args,
+            original_args=request.args,
+            original_hash=request.args_hash,
+            args=args,
             args_hash=new_hash,
-        )  # fmt: skip
-        base.update(args=args, args_hash=new_hash, original_args=request.args,
-                    original_args_hash=request.args_hash)  # fmt: skip
+        )
+        base.update(
+            args=args,
+            args_hash=new_hash,
+            original_args=request.args,
+            original_args_hash=request.args_hash,
+        )
         return ApprovalEntry(decision="approved", **base), None
 
     async def check(
@@ -224,8 +269,9 @@ class ToolApprovals:
             check = self.capabilities.consume(tool_call_id, final_hash)
             if check.ok:
                 return
-            await self._mismatch(tool_call_id, tool_name, check.approved_hash, final_hash,
-                                 check.reason)  # fmt: skip
+            await self._mismatch(
+                tool_call_id, tool_name, check.approved_hash, final_hash, check.reason
+            )
             raise ApprovalRefused(f"Refused: {check.reason}. Nothing was run.")
         if rule is None or rule is False:
             return  # the common case: nothing to check
@@ -249,13 +295,21 @@ class ToolApprovals:
                 "Nothing was run."
             ) from None
 
-    async def _mismatch(self, tool_call_id: str, tool_name: str, approved: str | None,
-                        final: str, reason: str) -> None:  # fmt: skip
+    async def _mismatch(
+        self, tool_call_id: str, tool_name: str, approved: str | None, final: str, reason: str
+    ) -> None:
         try:
-            await commit_record(self._audit(), CapabilityMismatch(
-                approved_hash=approved, final_hash=final, reason=reason,
-                tool_call_id=tool_call_id, tool_name=tool_name,
-                policy_version=TOOL_POLICY_VERSION))  # fmt: skip
+            await commit_record(
+                self._audit(),
+                CapabilityMismatch(
+                    approved_hash=approved,
+                    final_hash=final,
+                    reason=reason,
+                    tool_call_id=tool_call_id,
+                    tool_name=tool_name,
+                    policy_version=TOOL_POLICY_VERSION,
+                ),
+            )
         except Exception:  # the call is refused either way
             log.exception("audit: capability_mismatch of %s could not be recorded", tool_call_id)
 
@@ -264,8 +318,10 @@ class ToolApprovals:
         edit = self._edits.get(tool_call_id)
         if edit is None:
             return None
-        return ("Note: the user edited the arguments before approving this call; it ran with "
-                f"{canonical_json(edit.args)}")  # fmt: skip
+        return (
+            "Note: the user edited the arguments before approving this call; it ran with "
+            f"{canonical_json(edit.args)}"
+        )
 
     def end(self, tool_call_id: str) -> None:
         """The call is over: its capability dies and its id is burnt."""

@@ -71,12 +71,26 @@ def _payload(value: Any) -> dict[str, Any]:
 
 def _new(session_id: Any, call_id: Any, ts: Any) -> dict[str, Any]:
     return {
-        "session_id": session_id, "tool_call_id": call_id, "tool_name": None, "sql": None,
-        "raw_sql": None, "args_hash": None, "final": False, "approval": None, "gate": None,
-        "outcome": "incomplete", "why": None, "rows": None, "is_error": None, "wait": None,
-        "approved_at": None, "execution_ms": None, "total_ms": None, "started_at": ts,
+        "session_id": session_id,
+        "tool_call_id": call_id,
+        "tool_name": None,
+        "sql": None,
+        "raw_sql": None,
+        "args_hash": None,
+        "final": False,
+        "approval": None,
+        "gate": None,
+        "outcome": "incomplete",
+        "why": None,
+        "rows": None,
+        "is_error": None,
+        "wait": None,
+        "approved_at": None,
+        "execution_ms": None,
+        "total_ms": None,
+        "started_at": ts,
         "ended_at": None,
-    }  # fmt: skip
+    }
 
 
 def _apply(
@@ -145,13 +159,21 @@ def _finish(row: dict[str, Any]) -> dict[str, Any]:
     duration = None if total is None else max(0.0, float(total) - (wait or 0.0))
     execution = row["execution_ms"] if row["execution_ms"] is not None else duration
     return {
-        "session_id": row["session_id"], "tool_call_id": row["tool_call_id"],
-        "tool_name": row["tool_name"], "sql": row["sql"] or row["raw_sql"],
-        "args_hash": row["args_hash"], "decision": decision, "outcome": outcome,
-        "rows": row["rows"], "is_error": row["is_error"], "approval_wait_ms": wait,
-        "execution_ms": execution, "duration_ms": duration, "started_at": row["started_at"],
+        "session_id": row["session_id"],
+        "tool_call_id": row["tool_call_id"],
+        "tool_name": row["tool_name"],
+        "sql": row["sql"] or row["raw_sql"],
+        "args_hash": row["args_hash"],
+        "decision": decision,
+        "outcome": outcome,
+        "rows": row["rows"],
+        "is_error": row["is_error"],
+        "approval_wait_ms": wait,
+        "execution_ms": execution,
+        "duration_ms": duration,
+        "started_at": row["started_at"],
         "ended_at": row["ended_at"],
-    }  # fmt: skip
+    }
 
 
 def summarise_calls(frame: pd.DataFrame, view_of: ViewOf | None = None) -> pd.DataFrame:
@@ -172,9 +194,14 @@ def summarise_calls(frame: pd.DataFrame, view_of: ViewOf | None = None) -> pd.Da
     calls: dict[tuple[Any, Any], dict[str, Any]] = {}
     sub = frame[frame["tool_call_id"].notna()]
     for sid, call_id, tool_name, kind, ts, payload in zip(
-        sub["session_id"], sub["tool_call_id"], sub["tool_name"], sub["kind"],
-        sub["timestamp"], sub["payload"], strict=True,
-    ):  # fmt: skip
+        sub["session_id"],
+        sub["tool_call_id"],
+        sub["tool_name"],
+        sub["kind"],
+        sub["timestamp"],
+        sub["payload"],
+        strict=True,
+    ):
         row = calls.get((sid, call_id))
         if row is None:
             row = calls[(sid, call_id)] = _new(sid, call_id, ts)

@@ -61,8 +61,14 @@ def format_ts(ts: dt.datetime) -> str:
         # The text of isoformat(timespec="microseconds") without "+00:00", at 2/3 of its cost
         # (years are 1..9999: four digits, as isoformat pads them).
         return "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ" % (  # noqa: UP031 (faster than f"")
-            ts.year, ts.month, ts.day, ts.hour, ts.minute, ts.second, ts.microsecond
-        )  # fmt: skip
+            ts.year,
+            ts.month,
+            ts.day,
+            ts.hour,
+            ts.minute,
+            ts.second,
+            ts.microsecond,
+        )
     if ts.tzinfo is not None:
         ts = ts.astimezone(dt.UTC).replace(tzinfo=None)
     # isoformat is C code and, with timespec, always prints the microseconds (strftime is
@@ -90,10 +96,18 @@ def record_hash(
     text at a third of the cost: this runs once per record written and verified).
     """
     if type(seq) is not int:  # only the int path is spelled out; anything else as before
-        return _record_hash_slow(session_id=session_id, seq=seq, ts=ts, kind=kind,
-                                 tool_call_id=tool_call_id, tool_name=tool_name, user=user,
-                                 policy_version=policy_version, payload=payload,
-                                 prev_hash=prev_hash)  # fmt: skip
+        return _record_hash_slow(
+            session_id=session_id,
+            seq=seq,
+            ts=ts,
+            kind=kind,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            user=user,
+            policy_version=policy_version,
+            payload=payload,
+            prev_hash=prev_hash,
+        )
     canonical = (
         f'{{"kind":{_s(kind)},"payload":{_s(payload)},"policy_version":{_s(policy_version)},'
         f'"prev_hash":{_s(prev_hash)},"seq":{seq},"session_id":{_s(session_id)},'
@@ -169,10 +183,18 @@ class SessionHasher:
             or type(ts) is not str
             or type(prev_hash) is not str
         ):
-            return record_hash(session_id=self.session_id, seq=seq, ts=ts, kind=kind,
-                               tool_call_id=tool_call_id, tool_name=tool_name, user=self.user,
-                               policy_version=policy_version, payload=payload,
-                               prev_hash=prev_hash)  # fmt: skip
+            return record_hash(
+                session_id=self.session_id,
+                seq=seq,
+                ts=ts,
+                kind=kind,
+                tool_call_id=tool_call_id,
+                tool_name=tool_name,
+                user=self.user,
+                policy_version=policy_version,
+                payload=payload,
+                prev_hash=prev_hash,
+            )
         get, text_of, encode = self._known.get, self._text_of, _encode_str
         canonical = (
             f'{{"kind":{get(kind) or text_of(kind)},"payload":{encode(payload)},'
@@ -213,15 +235,31 @@ class SessionHasher:
             try:
                 if type(payload) is not str:  # only the writer's text takes the short way
                     raise TypeError
-                canonical = dumps({  # keys in sorted order, as the canonical text has them
-                    "kind": item.kind, "payload": payload, "policy_version": item.policy_version,
-                    "prev_hash": prev_hash, "seq": seq, "session_id": session_id,
-                    "tool_call_id": item.tool_call_id, "tool_name": item.tool_name, "ts": stamp,
-                    "user": user,
-                })  # fmt: skip
+                canonical = dumps(
+                    {  # keys in sorted order, as the canonical text has them
+                        "kind": item.kind,
+                        "payload": payload,
+                        "policy_version": item.policy_version,
+                        "prev_hash": prev_hash,
+                        "seq": seq,
+                        "session_id": session_id,
+                        "tool_call_id": item.tool_call_id,
+                        "tool_name": item.tool_name,
+                        "ts": stamp,
+                        "user": user,
+                    }
+                )
             except TypeError:  # text orjson refuses (a lone surrogate), or another type
-                prev_hash = self(seq, stamp, item.kind, item.tool_call_id, item.tool_name,
-                                 item.policy_version, payload, prev_hash)  # fmt: skip
+                prev_hash = self(
+                    seq,
+                    stamp,
+                    item.kind,
+                    item.tool_call_id,
+                    item.tool_name,
+                    item.policy_version,
+                    payload,
+                    prev_hash,
+                )
             else:
                 prev_hash = sha256(canonical).hexdigest()
             stamps.append(stamp)

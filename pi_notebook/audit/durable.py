@@ -53,9 +53,12 @@ def _split(
     return (
         record.kind,
         record.payload(),
-        {"tool_call_id": record.tool_call_id, "tool_name": record.tool_name,
-         "policy_version": record.policy_version},
-    )  # fmt: skip
+        {
+            "tool_call_id": record.tool_call_id,
+            "tool_name": record.tool_name,
+            "policy_version": record.policy_version,
+        },
+    )
 
 
 def record_before(

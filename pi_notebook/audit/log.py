@@ -111,8 +111,13 @@ class AuditLog:
         self.max_payload_bytes = max_payload_bytes
         self.durable_timeout_s = durable_timeout_s
         # At close, a failing store is retried for twice the durable timeout, then given up.
-        self._writer = Writer(self.engine, self.session_id, self.user, linger=linger_s,
-                              stop_grace=2 * durable_timeout_s)  # fmt: skip
+        self._writer = Writer(
+            self.engine,
+            self.session_id,
+            self.user,
+            linger=linger_s,
+            stop_grace=2 * durable_timeout_s,
+        )
         self._closed = False
         # Runs on close() and on garbage collection. At interpreter exit our own hook runs
         # it: weakref.finalize's exit hook iterates its registry unguarded, and a writer
@@ -161,8 +166,9 @@ class AuditLog:
         if not durable:
             self._submit(kind, payload, tool_call_id, tool_name, policy_version, False)
             return None
-        ticket = self._submit(kind, payload, tool_call_id, tool_name, policy_version, True,
-                              wake=False)  # fmt: skip
+        ticket = self._submit(
+            kind, payload, tool_call_id, tool_name, policy_version, True, wake=False
+        )
         return self._writer.outcome(ticket, self.durable_timeout_s)  # tries it in place first
 
     def append(self, record: AuditRecord) -> None:
@@ -265,9 +271,16 @@ class AuditLog:
                 noted["_cut_fields"] = cut
                 text = self._payload_text(noted)
             return self._writer.submit(
-                dt.datetime.now(dt.UTC), str(fields[0]), fields[1], fields[2], fields[3], text,
-                durable, sync, wake,
-            )  # fmt: skip
+                dt.datetime.now(dt.UTC),
+                str(fields[0]),
+                fields[1],
+                fields[2],
+                fields[3],
+                text,
+                durable,
+                sync,
+                wake,
+            )
         except AuditUnavailableError as exc:
             if durable:
                 raise

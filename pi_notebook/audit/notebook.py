@@ -48,8 +48,14 @@ __all__ = [
 ]
 
 CALL_STAMP_FIELDS = (
-    "tool_call_id", "tool_name", "args_hash", "decision", "outcome", "rows", "audit_hash"
-)  # fmt: skip
+    "tool_call_id",
+    "tool_name",
+    "args_hash",
+    "decision",
+    "outcome",
+    "rows",
+    "audit_hash",
+)
 """The fields of each stamped call, in the output's metadata and in its record alike."""
 
 
@@ -124,10 +130,16 @@ class NotebookReport:
     def __str__(self) -> str:
         """A short text for a person: the verdict first, then one line per problem."""
         if self.ok:
-            extra = (f"; {self.provisional} provisional record(s) of runs that did not settle "
-                     "agree with it" if self.provisional else "")  # fmt: skip
-            return (f"OK: {self.outputs} stamped output(s) and {self.calls} call(s) match the "
-                    f"audit{extra}.")  # fmt: skip
+            extra = (
+                f"; {self.provisional} provisional record(s) of runs that did not settle "
+                "agree with it"
+                if self.provisional
+                else ""
+            )
+            return (
+                f"OK: {self.outputs} stamped output(s) and {self.calls} call(s) match the "
+                f"audit{extra}."
+            )
         lines = [f"NOT OK: {len(self.problems)} problem(s) in {self.outputs} stamped output(s):"]
         return "\n".join([*lines, *(f"- {p}" for p in self.problems)])
 
@@ -252,8 +264,10 @@ def _check(stamp: _Stamp, outputs: dict[Any, Any], calls: dict[Any, Any]) -> lis
     sid = meta["session_id"]
     record = outputs.get((sid, meta["record_hash"]))
     if record is None:
-        return [f"{where}: unknown output (no notebook_output record {meta['record_hash'][:12]}… "
-                f"in session {sid})"]  # fmt: skip
+        return [
+            f"{where}: unknown output (no notebook_output record {meta['record_hash'][:12]}… "
+            f"in session {sid})"
+        ]
     problems: list[str] = []
     if record.get("run_id") != meta["run_id"]:
         problems.append(f"{where}: altered (its run_id is not the record's)")
@@ -375,8 +389,9 @@ def verify_notebook(
     engine, owned = _engine_of(audit)
     try:
         sessions = {s.meta["session_id"] for s in stamps if _malformed(s.meta) is None}
-        sessions |= {s.meta["session_id"] for s in read.provisional
-                     if malformed_provisional(s.meta) is None}  # fmt: skip
+        sessions |= {
+            s.meta["session_id"] for s in read.provisional if malformed_provisional(s.meta) is None
+        }
         with engine.connect() as conn:
             outputs, calls = _load(conn, sessions)
         first_of_run: dict[str, str] = {}
@@ -392,8 +407,11 @@ def verify_notebook(
                     )
                 else:
                     first_of_run[run_id] = stamp.where
-        settled = {(sid, r["run_id"]) for (sid, _h), r in outputs.items()
-                   if isinstance(r.get("run_id"), str)}  # fmt: skip
+        settled = {
+            (sid, r["run_id"])
+            for (sid, _h), r in outputs.items()
+            if isinstance(r.get("run_id"), str)
+        }
         for stamp in read.provisional:
             body = prompt_body(stamp.source)
             digest = None if body is None else prompt_digest(body)
@@ -404,8 +422,10 @@ def verify_notebook(
             if not isinstance(run_id, str):
                 continue
             if run_id in first_of_run:
-                report.problems.append(f"{stamp.where}: duplicated (run {run_id[:12]}… is "
-                                       f"already recorded at {first_of_run[run_id]})")  # fmt: skip
+                report.problems.append(
+                    f"{stamp.where}: duplicated (run {run_id[:12]}… is "
+                    f"already recorded at {first_of_run[run_id]})"
+                )
             else:
                 first_of_run[run_id] = stamp.where
         report.problems.extend(

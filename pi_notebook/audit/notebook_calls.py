@@ -53,20 +53,26 @@ def _check_told(
         recorded = "granted"
     problems: list[str] = []
     if recorded is not None and call.get("decision") != recorded:
-        problems.append(f"{where}: call {call_id!r} is altered (decision "
-                        f"{call.get('decision')!r}, the audit recorded {recorded!r})")  # fmt: skip
+        problems.append(
+            f"{where}: call {call_id!r} is altered (decision "
+            f"{call.get('decision')!r}, the audit recorded {recorded!r})"
+        )
     ends = [p for k, p in payloads if k == "tool_execution_end"]
     if not ends:
         return problems
     failed = ends[-1].get("is_error")
     outcome = call.get("outcome")
     if isinstance(failed, bool) and outcome is not None and (outcome == "ok") == failed:
-        problems.append(f"{where}: call {call_id!r} is altered (outcome {outcome!r}, the audit "
-                        f"recorded {'an error' if failed else 'success'})")  # fmt: skip
+        problems.append(
+            f"{where}: call {call_id!r} is altered (outcome {outcome!r}, the audit "
+            f"recorded {'an error' if failed else 'success'})"
+        )
     result = ends[-1].get("result")
     details = result.get("details") if isinstance(result, dict) else None
     rows = details.get("row_count") if isinstance(details, dict) else None
     if call.get("rows") is not None and isinstance(rows, int) and call.get("rows") != rows:
-        problems.append(f"{where}: call {call_id!r} is altered (rows {call.get('rows')!r}, the "
-                        f"audit recorded {rows})")  # fmt: skip
+        problems.append(
+            f"{where}: call {call_id!r} is altered (rows {call.get('rows')!r}, the "
+            f"audit recorded {rows})"
+        )
     return problems

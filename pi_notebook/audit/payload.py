@@ -29,9 +29,12 @@ LIMITS = {"kind": 64, "tool_call_id": 255, "tool_name": 255, "policy_version": 6
 """Column sizes of the schema, in characters."""
 _ASCII_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 _ENCODER_CONVERTING = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+    sort_keys=True,
+    separators=(",", ":"),
+    ensure_ascii=False,
+    allow_nan=False,
     default=to_jsonable,
-)  # fmt: skip
+)
 
 
 def _direct_encoder() -> Any:
@@ -45,8 +48,9 @@ def _direct_encoder() -> Any:
     if _make_encoder is None:
         return None
     try:
-        made = _make_encoder(None, to_jsonable, json.encoder.encode_basestring, None, ":", ",",
-                             True, False, False)  # fmt: skip
+        made = _make_encoder(
+            None, to_jsonable, json.encoder.encode_basestring, None, ":", ",", True, False, False
+        )
         sample: dict[str, Any] = {"b": [1, 2.5, None, True], "a": {"é": '"\n'}, "c": {1}}
         if "".join(made(sample, 0)) != _ENCODER_CONVERTING.encode(sample):
             return None

@@ -52,8 +52,10 @@ def _said_ran(where: str, call: Mapping[str, Any], chain: list[tuple[str, Any, s
     if state in _NOT_RUN:
         later = [k for k, _ in payloads if k in _RAN_KINDS]
         if later:
-            return [f"{where}: behind the audit (call {call_id!r} reads {state!r}, but the audit "
-                    f"recorded its {later[-1]}: the record was written before it, or altered)"]  # fmt: skip
+            return [
+                f"{where}: behind the audit (call {call_id!r} reads {state!r}, but the audit "
+                f"recorded its {later[-1]}: the record was written before it, or altered)"
+            ]
         return []
     ends = [p for k, p in payloads if k == "tool_execution_end"]
     outcome = call.get("outcome")
@@ -62,14 +64,18 @@ def _said_ran(where: str, call: Mapping[str, Any], chain: list[tuple[str, Any, s
     problems: list[str] = []
     failed = ends[-1].get("is_error")
     if isinstance(failed, bool) and (outcome == "ok") == failed:
-        problems.append(f"{where}: call {call_id!r} is altered (outcome {outcome!r}, the audit "
-                        f"recorded {'an error' if failed else 'success'})")  # fmt: skip
+        problems.append(
+            f"{where}: call {call_id!r} is altered (outcome {outcome!r}, the audit "
+            f"recorded {'an error' if failed else 'success'})"
+        )
     result = ends[-1].get("result")
     details = result.get("details") if isinstance(result, dict) else None
     rows = details.get("row_count") if isinstance(details, dict) else None
     if call.get("rows") is not None and isinstance(rows, int) and call.get("rows") != rows:
-        problems.append(f"{where}: call {call_id!r} is altered (rows {call.get('rows')!r}, the "
-                        f"audit recorded {rows})")  # fmt: skip
+        problems.append(
+            f"{where}: call {call_id!r} is altered (rows {call.get('rows')!r}, the "
+            f"audit recorded {rows})"
+        )
     return problems
 
 
@@ -98,14 +104,18 @@ def check_provisional(
     page = data.get("text/html") if isinstance(data, Mapping) else None  # pyright: ignore[reportUnknownMemberType]
     page = "".join(page) if isinstance(page, list) else page  # pyright: ignore[reportUnknownArgumentType]
     if not isinstance(page, str) or f"data-run='{run_id}'" not in page:
-        return [f"{where}: altered (its stamp is a provisional record's, its content is not "
-                f"run {run_id[:12]}…'s)"]  # fmt: skip
+        return [
+            f"{where}: altered (its stamp is a provisional record's, its content is not "
+            f"run {run_id[:12]}…'s)"
+        ]
     problems: list[str] = []
     if prompt != meta["prompt_digest"]:
         problems.append(f"{where}: altered (its cell's prompt is not the prompt that ran)")
     if (sid, run_id) in settled_runs:
-        problems.append(f"{where}: stale (run {run_id[:12]}… settled with a record in the audit, "
-                        "but this file holds its provisional record instead)")  # fmt: skip
+        problems.append(
+            f"{where}: stale (run {run_id[:12]}… settled with a record in the audit, "
+            "but this file holds its provisional record instead)"
+        )
     for call in meta["calls"]:
         chain = calls.get((sid, call.get("tool_call_id")))
         if not chain:
@@ -113,7 +123,9 @@ def check_provisional(
         recorded = recorded_args_hash(chain)
         shown = call.get("args_hash")
         if recorded is not None and shown is not None and shown != recorded:
-            problems.append(f"{where}: call {call.get('tool_call_id')!r} is altered (args_hash "
-                            "differs from the audit)")  # fmt: skip
+            problems.append(
+                f"{where}: call {call.get('tool_call_id')!r} is altered (args_hash "
+                "differs from the audit)"
+            )
         problems.extend(_said_ran(where, call, chain))
     return problems

@@ -142,10 +142,11 @@ class _Recorder:
         self.calls[call_id or ""] = _CallState(started=_clock())
         self._append(
             ToolExecutionStart(
-                tool_call_id=call_id, tool_name=_opt(_get(event, "tool_name")),
+                tool_call_id=call_id,
+                tool_name=_opt(_get(event, "tool_name")),
                 args=_get(event, "args"),
             )
-        )  # fmt: skip
+        )
 
     def tool_execution_update(self, event: Any, _ctx: Any = None) -> None:
         call_id = _opt(_get(event, "tool_call_id")) or ""
@@ -180,9 +181,11 @@ class _Recorder:
         state = self.calls.get(call_id)
         if state is not None:
             state.returned = (
-                event, list(_get(event, "content") or []), _get(event, "details"),
+                event,
+                list(_get(event, "content") or []),
+                _get(event, "details"),
                 bool(_get(event, "is_error", False)),
-            )  # fmt: skip
+            )
 
     def tool_execution_end(self, event: Any, _ctx: Any = None) -> None:
         call_id = _opt(_get(event, "tool_call_id"))
@@ -201,18 +204,24 @@ class _Recorder:
             if _changed(result, content, details, returned_error, is_error):
                 self._append(
                     ToolResultRecord(
-                        tool_call_id=call_id, tool_name=tool_name,
-                        input=to_jsonable(_get(returned, "input")), is_error=returned_error,
+                        tool_call_id=call_id,
+                        tool_name=tool_name,
+                        input=to_jsonable(_get(returned, "input")),
+                        is_error=returned_error,
                         result=_summary(returned, convert=False),
                     )
-                )  # fmt: skip
+                )
         self._append(
             ToolExecutionEnd(
-                tool_call_id=call_id, tool_name=tool_name, is_error=is_error,
-                duration_ms=duration, result=_summary(result, convert=False),
-                updates=0 if state is None else state.updates, last_update=last_update,
+                tool_call_id=call_id,
+                tool_name=tool_name,
+                is_error=is_error,
+                duration_ms=duration,
+                result=_summary(result, convert=False),
+                updates=0 if state is None else state.updates,
+                last_update=last_update,
             )
-        )  # fmt: skip
+        )
 
     def session_shutdown(self, event: Any, _ctx: Any = None) -> None:
         # No flush here: this runs on the event loop; the session flushes in a thread.

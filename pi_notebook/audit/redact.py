@@ -94,8 +94,16 @@ DEFAULT_SECRET_KEYS = (
 
 
 DEFAULT_SECRET_KEY_LITERALS = (
-    "passw", "pwd", "secret", "api", "token", "auth", "credential", "private", "cookie",
-)  # fmt: skip
+    "passw",
+    "pwd",
+    "secret",
+    "api",
+    "token",
+    "auth",
+    "credential",
+    "private",
+    "cookie",
+)
 """One of these is in (the lower case of) every key that ``DEFAULT_SECRET_KEYS`` matches."""
 
 

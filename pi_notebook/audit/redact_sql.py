@@ -38,19 +38,46 @@ from sqlglot.tokenizer_core import TokenType
 __all__ = ["PARSE_LIMIT", "looks_like_sql", "redact_sql"]
 
 _DIALECTS = ("postgres", "mysql", "duckdb", "sqlite")
-_LITERAL_NAMES = ("Literal", "HexString", "ByteString", "RawString", "BitString",
-                  "UnicodeString", "National")  # fmt: skip
+_LITERAL_NAMES = (
+    "Literal",
+    "HexString",
+    "ByteString",
+    "RawString",
+    "BitString",
+    "UnicodeString",
+    "National",
+)
 _LITERALS: tuple[type[exp.Expr], ...] = tuple(
     getattr(exp, name) for name in _LITERAL_NAMES if hasattr(exp, name)
 )
-_LITERAL_TOKEN_NAMES = ("STRING", "NUMBER", "BIT_STRING", "HEX_STRING", "BYTE_STRING",
-                        "RAW_STRING", "NATIONAL_STRING", "NATIONAL_RAW_STRING", "HEREDOC_STRING",
-                        "UNICODE_STRING")  # fmt: skip
+_LITERAL_TOKEN_NAMES = (
+    "STRING",
+    "NUMBER",
+    "BIT_STRING",
+    "HEX_STRING",
+    "BYTE_STRING",
+    "RAW_STRING",
+    "NATIONAL_STRING",
+    "NATIONAL_RAW_STRING",
+    "HEREDOC_STRING",
+    "UNICODE_STRING",
+)
 _LITERAL_TOKENS = frozenset(
     getattr(TokenType, name) for name in _LITERAL_TOKEN_NAMES if hasattr(TokenType, name)
 )
-_COMPARISONS = (exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.NullSafeNEQ, exp.GT, exp.GTE, exp.LT,
-                exp.LTE, exp.Like, exp.ILike, exp.PropertyEQ)  # fmt: skip
+_COMPARISONS = (
+    exp.EQ,
+    exp.NEQ,
+    exp.NullSafeEQ,
+    exp.NullSafeNEQ,
+    exp.GT,
+    exp.GTE,
+    exp.LT,
+    exp.LTE,
+    exp.Like,
+    exp.ILike,
+    exp.PropertyEQ,
+)
 # A statement's first word (after comments): only such text is parsed as SQL.
 _SQL_START = re.compile(
     r"\s*(?:(?:--[^\n]*(?:\n|$)|/\*[\s\S]*?\*/)\s*)*\(*\s*"

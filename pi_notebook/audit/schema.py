@@ -126,8 +126,19 @@ def _upgrade(conn: sa.Connection) -> None:
         )
 
 
-_VERIFY_COLUMNS = ("session_id", "seq", "ts", "kind", "tool_call_id", "tool_name", "user",
-                   "policy_version", "payload", "prev_hash", "hash")  # fmt: skip
+_VERIFY_COLUMNS = (
+    "session_id",
+    "seq",
+    "ts",
+    "kind",
+    "tool_call_id",
+    "tool_name",
+    "user",
+    "policy_version",
+    "payload",
+    "prev_hash",
+    "hash",
+)
 
 
 def verify_store(engine: sa.Engine, session_id: str | None = None) -> VerifyReport:

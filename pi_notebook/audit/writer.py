@@ -501,13 +501,28 @@ class Writer:
         else:
             times = [text_ts(item.ts, stamp) for item, stamp in zip(batch, stamps, strict=True)]
         rows: list[Row] = [
-            (sid, seq, ts, item.kind, item.tool_call_id, item.tool_name, user,
-             item.policy_version, item.payload, before, digest)
+            (
+                sid,
+                seq,
+                ts,
+                item.kind,
+                item.tool_call_id,
+                item.tool_name,
+                user,
+                item.policy_version,
+                item.payload,
+                before,
+                digest,
+            )
             for seq, item, ts, before, digest in zip(
-                range(count + 1, count + len(batch) + 1), batch, times, [prev, *hashes], hashes,
+                range(count + 1, count + len(batch) + 1),
+                batch,
+                times,
+                [prev, *hashes],
+                hashes,
                 strict=False,  # (one more "before" than rows)
             )
-        ]  # fmt: skip
+        ]
         count, prev = rows[-1][1], hashes[-1]
         sync = any(item.durable and item.sync for item in batch)
         store.write(sid, rows, self._head_exists, sync=sync)

@@ -71,11 +71,15 @@ class ReadBudget:
         """Why ``estimate`` passes the budget (empty when it stays within it, or is unknown)."""
         found: list[str] = []
         if self.rows is not None and estimate.rows is not None and estimate.rows > self.rows:
-            found.append(f"the engine estimates this read scans about {estimate.rows:,} rows, "
-                         f"over the read budget of {self.rows:,} rows")  # fmt: skip
+            found.append(
+                f"the engine estimates this read scans about {estimate.rows:,} rows, "
+                f"over the read budget of {self.rows:,} rows"
+            )
         if self.bytes is not None and estimate.bytes is not None and estimate.bytes > self.bytes:
-            found.append(f"the engine estimates this read scans about {size(estimate.bytes)}, "
-                         f"over the read budget of {size(self.bytes)}")  # fmt: skip
+            found.append(
+                f"the engine estimates this read scans about {size(estimate.bytes)}, "
+                f"over the read budget of {size(self.bytes)}"
+            )
         return found
 
 
@@ -89,8 +93,9 @@ def size(n: int) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def install_read_budget(pi: ExtensionAPI, backend: DatabaseBackend, budget: ReadBudget, *,
-                        approval_timeout_s: float) -> None:  # fmt: skip
+def install_read_budget(
+    pi: ExtensionAPI, backend: DatabaseBackend, budget: ReadBudget, *, approval_timeout_s: float
+) -> None:
     """Register the budget's ``tool_call`` handler (after the write gate) and the handler that
     puts each read's estimate in its result's details."""
     estimates: dict[str, ReadEstimate] = {}
@@ -105,8 +110,10 @@ def install_read_budget(pi: ExtensionAPI, backend: DatabaseBackend, budget: Read
         try:
             estimate = await estimate_read(backend, sql, signal=signal)
         except AbortError:
-            return {"block": True, "reason": "Not run: the run was aborted while the read "
-                    "was estimated."}  # fmt: skip
+            return {
+                "block": True,
+                "reason": "Not run: the run was aborted while the read was estimated.",
+            }
         except Exception as exc:  # the estimate is advice: the read's own limits still hold
             estimate = ReadEstimate(rows=None, bytes=None, source=f"the estimate failed: {exc}")
         estimates[event.tool_call_id] = estimate
@@ -114,23 +121,41 @@ def install_read_budget(pi: ExtensionAPI, backend: DatabaseBackend, budget: Read
         if not reasons:
             return None
         args_hash = query_args_hash(sql, backend.dialect)
-        request = ApprovalRequest(tool_call_id=event.tool_call_id, tool_name=TOOL_NAME,
-                                  title=TITLE, args={"sql": sql}, args_hash=args_hash,
-                                  view=query_call_view({"sql": sql}),
-                                  reasons=reasons, editable=False,
-                                  timeout_s=approval_timeout_s)  # fmt: skip
+        request = ApprovalRequest(
+            tool_call_id=event.tool_call_id,
+            tool_name=TOOL_NAME,
+            title=TITLE,
+            args={"sql": sql},
+            args_hash=args_hash,
+            view=query_call_view({"sql": sql}),
+            reasons=reasons,
+            editable=False,
+            timeout_s=approval_timeout_s,
+        )
         answer = await ask(request, ctx, message=sql, no_ui_reason=_NO_UI)
         entry = ApprovalEntry(
-            decision=answer.decision, args_hash=args_hash, args={"sql": sql}, reasons=reasons,
+            decision=answer.decision,
+            args_hash=args_hash,
+            args={"sql": sql},
+            reasons=reasons,
             reason=None if answer.approved else answer.reason,
-            approver=answer.outcome.approver if answer.outcome else None, via=answer.via,
-            waited_ms=answer.waited_ms, timeout_s=approval_timeout_s, problem=answer.problem,
-        )  # fmt: skip
+            approver=answer.outcome.approver if answer.outcome else None,
+            via=answer.via,
+            waited_ms=answer.waited_ms,
+            timeout_s=approval_timeout_s,
+            problem=answer.problem,
+        )
         audit = getattr(ctx, "audit", None) or getattr(pi, "audit", None)
         try:
-            await commit_record(audit, ApprovalDecided(
-                entry=entry, tool_call_id=event.tool_call_id, tool_name=TOOL_NAME,
-                policy_version=POLICY_VERSION))  # fmt: skip
+            await commit_record(
+                audit,
+                ApprovalDecided(
+                    entry=entry,
+                    tool_call_id=event.tool_call_id,
+                    tool_name=TOOL_NAME,
+                    policy_version=POLICY_VERSION,
+                ),
+            )
         except Exception as exc:  # a decision we cannot record is no approval
             return {"block": True, "reason": unrecorded(exc)}
         return None if answer.approved else {"block": True, "reason": answer.reason}

@@ -175,17 +175,34 @@ def describe_frame(
     for table in tables:
         for column in table.columns:
             fk = table.foreign_key_of(column.name)
-            rows.append({
-                "table": table.name, "kind": table.kind, "column": column.name,
-                "type": column.type, "nullable": column.nullable,
-                "primary_key": column.name in table.primary_key,
-                "references": f"{fk.referred_table}({', '.join(fk.referred_columns)})" if fk else None,
-                "comment": column.comment,
-                "description": semantic.column(table.name, column.name) if semantic else None,
-                "protection": protected(table.name, column.name),
-            })  # fmt: skip
-    columns = ["table", "kind", "column", "type", "nullable", "primary_key", "references",
-               "comment", "description", "protection"]  # fmt: skip
+            rows.append(
+                {
+                    "table": table.name,
+                    "kind": table.kind,
+                    "column": column.name,
+                    "type": column.type,
+                    "nullable": column.nullable,
+                    "primary_key": column.name in table.primary_key,
+                    "references": f"{fk.referred_table}({', '.join(fk.referred_columns)})"
+                    if fk
+                    else None,
+                    "comment": column.comment,
+                    "description": semantic.column(table.name, column.name) if semantic else None,
+                    "protection": protected(table.name, column.name),
+                }
+            )
+    columns = [
+        "table",
+        "kind",
+        "column",
+        "type",
+        "nullable",
+        "primary_key",
+        "references",
+        "comment",
+        "description",
+        "protection",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -281,8 +298,9 @@ def make_describe_tool(
             tables, unknown = list(schema.tables), []
         else:
             tables, unknown = matching_tables(schema, params.tables or [])
-        text = describe_text(schema, tables, semantic=semantic, protected=protected,
-                             unknown=unknown, whole=whole)  # fmt: skip
+        text = describe_text(
+            schema, tables, semantic=semantic, protected=protected, unknown=unknown, whole=whole
+        )
         details: dict[str, Any] = {
             "dataframe": describe_frame(tables, semantic=semantic, protected=protected),
             "tables": [t.name for t in tables],

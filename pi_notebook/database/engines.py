@@ -70,21 +70,35 @@ _HEADINGS = {
 }
 
 
-def engines_markdown(columns: tuple[str, ...] = ("engine", "url_scheme", "extra",
-                                                 "read_only_backstop", "tested_against")) -> str:  # fmt: skip
+def engines_markdown(
+    columns: tuple[str, ...] = (
+        "engine",
+        "url_scheme",
+        "extra",
+        "read_only_backstop",
+        "tested_against",
+    ),
+) -> str:
     """The engine table as Markdown, from the same facts as :func:`engines` (the README's and
     ``docs/deployment.md``'s tables are this text; ``scripts/engine_tables.py`` rewrites them).
 
     ``columns`` are :data:`ENGINE_COLUMNS` names, or ``extra`` (the ``pip install`` line).
     """
-    rows = ["| " + " | ".join(_HEADINGS.get(c, c) for c in columns) + " |",
-            "|" + "---|" * len(columns)]  # fmt: skip
+    rows = [
+        "| " + " | ".join(_HEADINGS.get(c, c) for c in columns) + " |",
+        "|" + "---|" * len(columns),
+    ]
     for info in ENGINES:
         cells = []
         for column in columns:
             if column == "extra":
-                value = (f"`pi-notebook[{info.extra}]`" if info.extra
-                         else "built in" if info.connects else "not yet")  # fmt: skip
+                value = (
+                    f"`pi-notebook[{info.extra}]`"
+                    if info.extra
+                    else "built in"
+                    if info.connects
+                    else "not yet"
+                )
             elif column == "url_scheme":
                 value = f"`{info.url_scheme}`"
             elif (

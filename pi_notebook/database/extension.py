@@ -86,18 +86,26 @@ class DatabaseExtension:
             of the user's name (default: the user's name itself).
     """
 
-    def __init__(self, url: str | None = None, *, row_cap: int = 10_000,
-                 approval_timeout_s: float = 30, statement_timeout_s: float = 30,
-                 capability_ttl_s: float = 60,
-                 keep_results: int = 20, semantic: str | Path | dict[str, Any] | None = None,
-                 schema_budget_chars: int = 2_000, schema_ttl_s: float | None = 600,
-                 data_policy: DataPolicy | Mapping[str, Any] | str | Path | None = None,
-                 max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
-                 read_budget: ReadBudget | Mapping[str, Any] | None = None,
-                 review: ReviewSettings | Mapping[str, Any] | None = None,
-                 role_per_user: bool = False, role_for: RoleFor | None = None,
-                 memory_limit_bytes: int | None = None,
-                 ) -> None:  # fmt: skip
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        row_cap: int = 10_000,
+        approval_timeout_s: float = 30,
+        statement_timeout_s: float = 30,
+        capability_ttl_s: float = 60,
+        keep_results: int = 20,
+        semantic: str | Path | dict[str, Any] | None = None,
+        schema_budget_chars: int = 2_000,
+        schema_ttl_s: float | None = 600,
+        data_policy: DataPolicy | Mapping[str, Any] | str | Path | None = None,
+        max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
+        read_budget: ReadBudget | Mapping[str, Any] | None = None,
+        review: ReviewSettings | Mapping[str, Any] | None = None,
+        role_per_user: bool = False,
+        role_for: RoleFor | None = None,
+        memory_limit_bytes: int | None = None,
+    ) -> None:
         self.url = url
         self.row_cap = row_cap
         self.max_result_bytes = max_result_bytes
@@ -144,10 +152,15 @@ class DatabaseExtension:
         roles: dict[str, Any] = {}
         if self.role_per_user or self.role_for is not None:  # only then: other engines' options
             roles = {"role_per_user": self.role_per_user, "role_for": self.role_for}
-        backend = create_backend(url, row_cap=self.row_cap, approvals=CapabilityStore(),
-                                 statement_timeout_s=self.statement_timeout_s,
-                                 max_result_bytes=self.max_result_bytes,
-                                 memory_limit_bytes=self.memory_limit_bytes, **roles)  # fmt: skip
+        backend = create_backend(
+            url,
+            row_cap=self.row_cap,
+            approvals=CapabilityStore(),
+            statement_timeout_s=self.statement_timeout_s,
+            max_result_bytes=self.max_result_bytes,
+            memory_limit_bytes=self.memory_limit_bytes,
+            **roles,
+        )
         self.backend = backend
         # Decisions are on record in the session's audit; this is the view of them.
         self.approvals = AuditApprovals(pi.audit, call_views)
@@ -160,8 +173,9 @@ class DatabaseExtension:
         waiter = ReviewWaiter(self.review) if self.review is not None else None
         pi.on("tool_call", make_gate(self, backend, pi, grants, review=waiter))
         if self.read_budget is not None:
-            install_read_budget(pi, backend, self.read_budget,
-                                approval_timeout_s=self.approval_timeout_s)  # fmt: skip
+            install_read_budget(
+                pi, backend, self.read_budget, approval_timeout_s=self.approval_timeout_s
+            )
         pi.on("tool_result", self._tell_model_of_edit)
         pi.on("tool_execution_end", lambda event, _ctx: self._call_ended(backend, event))
         self.schema = SchemaCache(
@@ -170,8 +184,14 @@ class DatabaseExtension:
             ttl_s=self.schema_ttl_s,
             offload=backend.offload,
         )
-        register_schema_context(pi, self.schema, query_tool=TOOL_NAME, semantic=self.semantic,
-                                budget=self.schema_budget_chars, policy=self.data_policy)  # fmt: skip
+        register_schema_context(
+            pi,
+            self.schema,
+            query_tool=TOOL_NAME,
+            semantic=self.semantic,
+            budget=self.schema_budget_chars,
+            policy=self.data_policy,
+        )
         if self.data_policy is not None:
             self.content_policy = install_data_policy(pi, self.data_policy, self.schema)
         pi.on("session_shutdown", lambda _event, _ctx: self._shutdown(backend, grants, waiter))
@@ -181,14 +201,22 @@ class DatabaseExtension:
         edit = self.edits.get(event.tool_call_id)
         if edit is None or event.tool_name != TOOL_NAME:
             return None
-        how = "it ran as a read, without further approval" if edit.kind == "read" else (
-            "it was approved as edited")  # fmt: skip
-        note = (f"Note: the user edited the statement before approving it ({how}). "
-                f"The statement that ran:\n{edit.sql}")  # fmt: skip
+        how = (
+            "it ran as a read, without further approval"
+            if edit.kind == "read"
+            else ("it was approved as edited")
+        )
+        note = (
+            f"Note: the user edited the statement before approving it ({how}). "
+            f"The statement that ran:\n{edit.sql}"
+        )
         details = dict(event.details) if isinstance(event.details, dict) else {}
-        details["edited"] = {"original_sql": edit.original_sql, "sql": edit.sql,
-                             "original_args_hash": edit.original_args_hash,
-                             "args_hash": edit.args_hash}  # fmt: skip
+        details["edited"] = {
+            "original_sql": edit.original_sql,
+            "sql": edit.sql,
+            "original_args_hash": edit.original_args_hash,
+            "args_hash": edit.args_hash,
+        }
         return {"content": [TextContent(text=note), *event.content], "details": details}
 
     def _call_ended(self, backend: DatabaseBackend, event: Any) -> None:
@@ -197,8 +225,9 @@ class DatabaseExtension:
         backend.capabilities.revoke(event.tool_call_id)
         self.edits.pop(event.tool_call_id, None)
 
-    def _shutdown(self, backend: DatabaseBackend, grants: GrantStore,
-                  waiter: ReviewWaiter | None = None) -> None:  # fmt: skip
+    def _shutdown(
+        self, backend: DatabaseBackend, grants: GrantStore, waiter: ReviewWaiter | None = None
+    ) -> None:
         grants.revoke_all(reason="session closed")
         backend.dispose()
         if waiter is not None:

@@ -104,8 +104,13 @@ class GateSettings(Protocol):
     def edits(self) -> dict[str, Edit]: ...
 
 
-def make_gate(ext: GateSettings, backend: DatabaseBackend, pi: ExtensionAPI,
-              grants: GrantStore | None = None, review: ReviewWaiter | None = None) -> Any:  # fmt: skip
+def make_gate(
+    ext: GateSettings,
+    backend: DatabaseBackend,
+    pi: ExtensionAPI,
+    grants: GrantStore | None = None,
+    review: ReviewWaiter | None = None,
+) -> Any:
     """The ``tool_call`` handler guarding ``query_database`` on ``backend``, with the grants
     of this session (``grants``, default ``ext.grants`` as it is now). With ``review``, a
     write is put to a reviewer in that store instead of the call's own UI (four eyes)."""
@@ -127,8 +132,10 @@ def make_gate(ext: GateSettings, backend: DatabaseBackend, pi: ExtensionAPI,
         if review is not None:
             call.timeout_s = review.settings.timeout_s or ext.approval_timeout_s
         if backend.capabilities.used(call.call_id):
-            return _block(f"Refused: the call id {call.call_id!r} was already used in this "
-                          "session; each call needs a new id. Nothing was run.")  # fmt: skip
+            return _block(
+                f"Refused: the call id {call.call_id!r} was already used in this "
+                "session; each call needs a new id. Nothing was run."
+            )
         scope = store.scope_of(sql)
         try:
             preview, granted = await call.try_grants(scope)
@@ -137,8 +144,13 @@ def make_gate(ext: GateSettings, backend: DatabaseBackend, pi: ExtensionAPI,
             return await call.ask_person(tuple(verdict.reasons), scope, preview)
         except AbortError:
             reason = "Not approved: the run was aborted while the write was previewed."
-            entry = ApprovalEntry(decision="aborted", args_hash=call.args_hash,
-                                  args={"sql": sql}, reasons=verdict.reasons, reason=reason)  # fmt: skip
+            entry = ApprovalEntry(
+                decision="aborted",
+                args_hash=call.args_hash,
+                args={"sql": sql},
+                reasons=verdict.reasons,
+                reason=reason,
+            )
             try:
                 await call.commit(ApprovalDecided, entry)
             except _Blocked:
@@ -157,8 +169,16 @@ class _Blocked(Exception):
 class _Call:
     """One write call going through the gate."""
 
-    def __init__(self, ext: GateSettings, backend: DatabaseBackend, pi: ExtensionAPI,
-                 event: Any, ctx: Any, sql: str, grants: GrantStore) -> None:  # fmt: skip
+    def __init__(
+        self,
+        ext: GateSettings,
+        backend: DatabaseBackend,
+        pi: ExtensionAPI,
+        event: Any,
+        ctx: Any,
+        sql: str,
+        grants: GrantStore,
+    ) -> None:
         self.ext, self.backend, self.event, self.ctx, self.sql = ext, backend, event, ctx, sql
         self.grants = grants
         self._hidden: dict[frozenset[str], str | None] = {}
@@ -190,9 +210,15 @@ class _Call:
 
     async def commit(self, record: type[ApprovalDecided], entry: ApprovalEntry) -> None:
         try:
-            await commit_record(self.audit, record(entry=entry, tool_call_id=self.call_id,
-                                                   tool_name=TOOL_NAME,
-                                                   policy_version=POLICY_VERSION))  # fmt: skip
+            await commit_record(
+                self.audit,
+                record(
+                    entry=entry,
+                    tool_call_id=self.call_id,
+                    tool_name=TOOL_NAME,
+                    policy_version=POLICY_VERSION,
+                ),
+            )
         except Exception as exc:  # an approval we cannot record is no approval
             raise _Blocked(unrecorded(exc)) from None
 
@@ -205,8 +231,9 @@ class _Call:
         if any(g.grant.max_rows is not None for g in candidates):
             preview = await self.preview(self.sql)
         rows = preview.affected_rows if preview is not None else None
-        chosen = next((g for g in candidates if _within(g, rows, measured=preview is not None)),
-                      None)  # fmt: skip
+        chosen = next(
+            (g for g in candidates if _within(g, rows, measured=preview is not None)), None
+        )
         if chosen is None:  # outside every grant by row count: ask, with the preview taken
             return preview, False
         # Re-checked (still in force, not revoked or expired meanwhile) and counted before the
@@ -214,19 +241,31 @@ class _Call:
         current = self.grants.used(chosen.grant_id)
         if current is None:
             return preview, False
-        entry = ApprovalEntry(decision="granted", args_hash=self.args_hash,
-                              args={"sql": self.sql}, via="grant", approver=current.approver,
-                              preview=_preview_record(preview),
-                              grant=current.describe())  # fmt: skip
+        entry = ApprovalEntry(
+            decision="granted",
+            args_hash=self.args_hash,
+            args={"sql": self.sql},
+            via="grant",
+            approver=current.approver,
+            preview=_preview_record(preview),
+            grant=current.describe(),
+        )
         await self.commit(GrantUsed, entry)
-        self.backend.capabilities.grant(self.call_id, self.args_hash, self.ext.capability_ttl_s,
-                                        expected_rows=rows, max_rows=current.grant.max_rows)  # fmt: skip
+        self.backend.capabilities.grant(
+            self.call_id,
+            self.args_hash,
+            self.ext.capability_ttl_s,
+            expected_rows=rows,
+            max_rows=current.grant.max_rows,
+        )
         return preview, True
 
     async def ask_person(
-        self, reasons: tuple[str, ...], scope: StatementScope | None,
+        self,
+        reasons: tuple[str, ...],
+        scope: StatementScope | None,
         preview: WritePreview | None,
-    ) -> dict[str, Any] | None:  # fmt: skip
+    ) -> dict[str, Any] | None:
         if getattr(self.ctx, "has_ui", False):
             if preview is None:
                 preview = await self.preview(self.sql)
@@ -235,19 +274,26 @@ class _Call:
                 reasons = (*reasons, f"no scoped grant can cover it: {why}")
         shown = _Final(sql=self.sql, args_hash=self.args_hash, kind="write", preview=preview)
         for round_ in range(1, MAX_ASK_ROUNDS + 1):
-            request = ApprovalRequest(tool_call_id=self.call_id, tool_name=TOOL_NAME,
-                                      title=TITLE, args={"sql": shown.sql},
-                                      view=query_call_view({"sql": shown.sql}),
-                                      args_hash=shown.args_hash, reasons=reasons,
-                                      preview=shown.preview, editable=True,
-                                      timeout_s=self.timeout_s,
-                                      grant_scope=await self.suggest(scope, shown.preview))  # fmt: skip
+            request = ApprovalRequest(
+                tool_call_id=self.call_id,
+                tool_name=TOOL_NAME,
+                title=TITLE,
+                args={"sql": shown.sql},
+                view=query_call_view({"sql": shown.sql}),
+                args_hash=shown.args_hash,
+                reasons=reasons,
+                preview=shown.preview,
+                editable=True,
+                timeout_s=self.timeout_s,
+                grant_scope=await self.suggest(scope, shown.preview),
+            )
             # As in the chapter, a confirm-only UI is asked confirm("Database write", sql).
             answer = await ask(request, self.ctx, message=shown.sql, no_ui_reason=NO_UI_REASON)
             entry = _entry(answer, request)
             if shown.sql != self.sql:  # asked again about an edit: the record keeps both
-                entry = replace(entry, original_args={"sql": self.sql},
-                                original_args_hash=self.args_hash)  # fmt: skip
+                entry = replace(
+                    entry, original_args={"sql": self.sql}, original_args_hash=self.args_hash
+                )
             final: _Final | None = None
             active: ActiveGrant | None = None
             if answer.approved and answer.outcome is not None:
@@ -255,28 +301,38 @@ class _Call:
                     final = await self._final(answer.outcome.edited_args, shown)
                     if _unseen(final, shown):
                         if round_ == MAX_ASK_ROUNDS:
-                            raise _Blocked("Not run: the statement was edited again and again; "
-                                           "approve it as it stands.")  # fmt: skip
+                            raise _Blocked(
+                                "Not run: the statement was edited again and again; "
+                                "approve it as it stands."
+                            )
                         # The person approved the text, not its unseen effect: ask again with
                         # the edit's own preview (the reasons say why).
                         reasons = _again_reasons(final, shown)
                         shown, scope = final, self.grants.scope_of(final.sql)
                         continue
                     if answer.outcome.grant is not None:
-                        active = self.grants.prepare(answer.outcome.grant,
-                                                     approver=answer.outcome.approver,
-                                                     origin_call_id=self.call_id)  # fmt: skip
+                        active = self.grants.prepare(
+                            answer.outcome.grant,
+                            approver=answer.outcome.approver,
+                            origin_call_id=self.call_id,
+                        )
                 except (_Blocked, GrantError) as exc:
                     reason = str(exc) if isinstance(exc, _Blocked) else f"Not run: {exc}."
-                    await self.commit(ApprovalDecided, replace(entry, decision="refused",
-                                                          reason=reason))  # fmt: skip
+                    await self.commit(
+                        ApprovalDecided, replace(entry, decision="refused", reason=reason)
+                    )
                     raise _Blocked(reason) from None
                 entry = _approved_entry(entry, self, final, active)
             return await self._settle(entry, answer, final, active)
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
-    async def _settle(self, entry: ApprovalEntry, answer: GateAnswer, final: _Final | None,
-                      active: ActiveGrant | None) -> dict[str, Any] | None:  # fmt: skip
+    async def _settle(
+        self,
+        entry: ApprovalEntry,
+        answer: GateAnswer,
+        final: _Final | None,
+        active: ActiveGrant | None,
+    ) -> dict[str, Any] | None:
         await self.commit(ApprovalDecided, entry)
         if final is None:
             return _block(answer.reason)
@@ -286,14 +342,18 @@ class _Call:
             setattr(self.event.input, name, value)
         if final.sql != self.sql:
             self.event.input.sql = final.sql  # execute runs what the person approved
-            self.ext.edits[self.call_id] = Edit(original_sql=self.sql,
-                                                original_args_hash=self.args_hash,
-                                                sql=final.sql, args_hash=final.args_hash,
-                                                kind=final.kind)  # fmt: skip
+            self.ext.edits[self.call_id] = Edit(
+                original_sql=self.sql,
+                original_args_hash=self.args_hash,
+                sql=final.sql,
+                args_hash=final.args_hash,
+                kind=final.kind,
+            )
         if final.kind == "write":
             rows = final.preview.affected_rows if final.preview is not None else None
-            self.backend.capabilities.grant(self.call_id, final.args_hash,
-                                            self.ext.capability_ttl_s, expected_rows=rows)  # fmt: skip
+            self.backend.capabilities.grant(
+                self.call_id, final.args_hash, self.ext.capability_ttl_s, expected_rows=rows
+            )
         return None
 
     async def _final(self, edited: dict[str, Any] | None, shown: _Final) -> _Final:
@@ -303,15 +363,20 @@ class _Call:
         new_sql = edited.get("sql")
         unknown = sorted(set(edited) - set(type(self.event.input).model_fields))
         if unknown or not isinstance(new_sql, str) or not new_sql.strip():
-            raise _Blocked("Not run: an edit gives the statement as sql (and only the tool's "
-                           f"own arguments{': not ' + ', '.join(unknown) if unknown else ''}).")  # fmt: skip
+            raise _Blocked(
+                "Not run: an edit gives the statement as sql (and only the tool's "
+                f"own arguments{': not ' + ', '.join(unknown) if unknown else ''})."
+            )
         try:
-            checked = type(self.event.input).model_validate({**self.event.input.model_dump(),
-                                                             **edited})  # fmt: skip
+            checked = type(self.event.input).model_validate(
+                {**self.event.input.model_dump(), **edited}
+            )
             self.edited_others = {k: getattr(checked, k) for k in edited if k != "sql"}
         except ValidationError as exc:
-            raise _Blocked(f"Not run: the edited arguments are not valid ({exc.error_count()} "
-                           f"problem(s): {exc.errors()[0]['msg']}).") from None  # fmt: skip
+            raise _Blocked(
+                f"Not run: the edited arguments are not valid ({exc.error_count()} "
+                f"problem(s): {exc.errors()[0]['msg']})."
+            ) from None
         if new_sql == shown.sql:
             return shown
         verdict = self.backend.classify(new_sql)
@@ -322,11 +387,17 @@ class _Call:
             raise _Blocked(
                 "Refused: the edited statement may not run: " + "; ".join(verdict.reasons)
             )
-        return _Final(sql=new_sql, args_hash=new_hash, kind="write",
-                      preview=await self.preview(new_sql), reasons=tuple(verdict.reasons))  # fmt: skip
+        return _Final(
+            sql=new_sql,
+            args_hash=new_hash,
+            kind="write",
+            preview=await self.preview(new_sql),
+            reasons=tuple(verdict.reasons),
+        )
 
-    async def suggest(self, scope: StatementScope | None,
-                      preview: WritePreview | None) -> Grant | None:  # fmt: skip
+    async def suggest(
+        self, scope: StatementScope | None, preview: WritePreview | None
+    ) -> Grant | None:
         """The grant offered in the prompt (see :func:`_suggest`); none for a statement whose
         written tables have triggers, rules or cascades (no grant could cover it)."""
         if scope is None or await self.hidden(scope) is not None:
@@ -349,16 +420,21 @@ def _rows(preview: WritePreview | None) -> int | None:
 def _unseen(final: _Final, shown: _Final) -> bool:
     """Whether an approved edit is a write whose measured effect the person has not seen: a
     different statement whose previewed row count differs from the count shown."""
-    return (final.kind == "write" and final.sql != shown.sql
-            and _rows(final.preview) != _rows(shown.preview))  # fmt: skip
+    return (
+        final.kind == "write"
+        and final.sql != shown.sql
+        and _rows(final.preview) != _rows(shown.preview)
+    )
 
 
 def _again_reasons(final: _Final, shown: _Final) -> tuple[str, ...]:
     def count(rows: int | None) -> str:
         return "an unknown number of rows" if rows is None else f"{rows} row(s)"
 
-    why = (f"you edited the statement: it would change {count(_rows(final.preview))}, "
-           f"not {count(_rows(shown.preview))} as shown before; approve it as edited")  # fmt: skip
+    why = (
+        f"you edited the statement: it would change {count(_rows(final.preview))}, "
+        f"not {count(_rows(shown.preview))} as shown before; approve it as edited"
+    )
     return (why, *final.reasons)
 
 
@@ -377,37 +453,52 @@ def _suggest(scope: StatementScope | None, preview: WritePreview | None) -> Gran
     rows = preview.affected_rows if preview is not None else None
     if scope is None or rows is None:
         return None
-    return Grant(operations=tuple(sorted(scope.operations)), tables=tuple(sorted(scope.written)),
-                 reads=tuple(sorted(scope.read)),
-                 max_rows=rows if rows > 0 else GRANT_SUGGESTION_ROWS_IF_NONE,
-                 ttl_s=GRANT_SUGGESTION_TTL_S)  # fmt: skip
+    return Grant(
+        operations=tuple(sorted(scope.operations)),
+        tables=tuple(sorted(scope.written)),
+        reads=tuple(sorted(scope.read)),
+        max_rows=rows if rows > 0 else GRANT_SUGGESTION_ROWS_IF_NONE,
+        ttl_s=GRANT_SUGGESTION_TTL_S,
+    )
 
 
 def _preview_record(preview: WritePreview | None) -> dict[str, Any] | None:
     if preview is None:
         return None
-    return {"affected_rows": preview.affected_rows, "method": preview.method,
-            "note": preview.note}  # fmt: skip
+    return {"affected_rows": preview.affected_rows, "method": preview.method, "note": preview.note}
 
 
 def _entry(answer: GateAnswer, request: ApprovalRequest) -> ApprovalEntry:
     return ApprovalEntry(
-        decision=answer.decision, args_hash=request.args_hash, args=request.args,
-        reasons=request.reasons, reason=None if answer.approved else answer.reason,
-        approver=answer.outcome.approver if answer.outcome else None, via=answer.via,
-        waited_ms=answer.waited_ms, timeout_s=request.timeout_s, problem=answer.problem,
+        decision=answer.decision,
+        args_hash=request.args_hash,
+        args=request.args,
+        reasons=request.reasons,
+        reason=None if answer.approved else answer.reason,
+        approver=answer.outcome.approver if answer.outcome else None,
+        via=answer.via,
+        waited_ms=answer.waited_ms,
+        timeout_s=request.timeout_s,
+        problem=answer.problem,
         preview=_preview_record(request.preview),
-    )  # fmt: skip
+    )
 
 
-def _approved_entry(entry: ApprovalEntry, call: _Call, final: _Final,
-                    active: ActiveGrant | None) -> ApprovalEntry:  # fmt: skip
+def _approved_entry(
+    entry: ApprovalEntry, call: _Call, final: _Final, active: ActiveGrant | None
+) -> ApprovalEntry:
     grant = active.describe() if active is not None else None
     if final.sql == call.sql:
         return replace(entry, grant=grant)
-    return replace(entry, args={"sql": final.sql}, args_hash=final.args_hash,
-                   original_args={"sql": call.sql}, original_args_hash=call.args_hash,
-                   preview=_preview_record(final.preview), grant=grant)  # fmt: skip
+    return replace(
+        entry,
+        args={"sql": final.sql},
+        args_hash=final.args_hash,
+        original_args={"sql": call.sql},
+        original_args_hash=call.args_hash,
+        preview=_preview_record(final.preview),
+        grant=grant,
+    )
 
 
 def _block(reason: str) -> dict[str, Any]:

@@ -67,12 +67,18 @@ class ActiveGrant:
 
     def describe(self) -> dict[str, Any]:
         """A plain JSON description (for the audit and for listings)."""
-        return {"grant_id": self.grant_id, "operations": list(self.grant.operations),
-                "tables": list(self.grant.tables), "reads": list(self.grant.reads),
-                "max_rows": self.grant.max_rows,
-                "ttl_s": self.grant.ttl_s, "expires_at": self.expires_at,
-                "approver": self.approver, "origin_call_id": self.origin_call_id,
-                "uses": self.uses}  # fmt: skip
+        return {
+            "grant_id": self.grant_id,
+            "operations": list(self.grant.operations),
+            "tables": list(self.grant.tables),
+            "reads": list(self.grant.reads),
+            "max_rows": self.grant.max_rows,
+            "ttl_s": self.grant.ttl_s,
+            "expires_at": self.expires_at,
+            "approver": self.approver,
+            "origin_call_id": self.origin_call_id,
+            "uses": self.uses,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,16 +145,18 @@ class GrantStore:
             there as a :class:`GrantRevoke`); ``None``: not recorded.
     """
 
-    def __init__(self, dialect: str | None, *, clock: Callable[[], float] = time.time,
-                 audit: Any = None) -> None:  # fmt: skip
+    def __init__(
+        self, dialect: str | None, *, clock: Callable[[], float] = time.time, audit: Any = None
+    ) -> None:
         self.dialect = dialect
         self.clock = clock
         self.audit = audit
         self._lock = threading.Lock()
         self._grants: dict[str, ActiveGrant] = {}
 
-    def prepare(self, grant: Grant, *, approver: str | None = None,
-                origin_call_id: str | None = None) -> ActiveGrant:  # fmt: skip
+    def prepare(
+        self, grant: Grant, *, approver: str | None = None, origin_call_id: str | None = None
+    ) -> ActiveGrant:
         """Check ``grant`` and give it an id and times, without putting it in force yet (the
         gate records it durably first, then calls :meth:`activate`).
 
@@ -157,9 +165,14 @@ class GrantStore:
         """
         checked = check_grant(grant)
         now = self.clock()
-        return ActiveGrant(grant_id=f"g-{uuid.uuid4().hex[:8]}", grant=checked, created_at=now,
-                           expires_at=now + checked.ttl_s, approver=approver,
-                           origin_call_id=origin_call_id)  # fmt: skip
+        return ActiveGrant(
+            grant_id=f"g-{uuid.uuid4().hex[:8]}",
+            grant=checked,
+            created_at=now,
+            expires_at=now + checked.ttl_s,
+            approver=approver,
+            origin_call_id=origin_call_id,
+        )
 
     def activate(self, active: ActiveGrant) -> ActiveGrant:
         """Put a prepared grant in force (its clock started when it was prepared)."""
@@ -167,15 +180,15 @@ class GrantStore:
             self._grants[active.grant_id] = active
         return active
 
-    def create(self, grant: Grant, *, approver: str | None = None,
-               origin_call_id: str | None = None) -> ActiveGrant:  # fmt: skip
+    def create(
+        self, grant: Grant, *, approver: str | None = None, origin_call_id: str | None = None
+    ) -> ActiveGrant:
         """Put ``grant`` in force now (:meth:`prepare` then :meth:`activate`).
 
         Raises:
             GrantError: see :func:`check_grant`.
         """
-        return self.activate(self.prepare(grant, approver=approver,
-                                          origin_call_id=origin_call_id))  # fmt: skip
+        return self.activate(self.prepare(grant, approver=approver, origin_call_id=origin_call_id))
 
     def list(self) -> list[ActiveGrant]:
         """The grants in force, oldest first (expired ones are dropped)."""
@@ -216,8 +229,11 @@ class GrantStore:
             return
         try:
             # No tool_call_id: the record belongs to no call (a call's record is its own).
-            append(GrantRevoke(grant=active.describe(), reason=reason,
-                               tool_name=active.grant.tool_name))  # fmt: skip
+            append(
+                GrantRevoke(
+                    grant=active.describe(), reason=reason, tool_name=active.grant.tool_name
+                )
+            )
         except Exception:  # the grant is gone either way
             log.exception("audit: grant_revoke of %s could not be recorded", active.grant_id)
 

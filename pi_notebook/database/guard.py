@@ -120,9 +120,15 @@ def register_data_policy(
         protected = details.get("protected_columns")
         if protected:
             audit = getattr(ctx, "audit", None) or pi.audit
-            record_after(audit, DataPolicyApplied(  # best effort: the result stands
-                protected=protected, tool_call_id=event.tool_call_id, tool_name=event.tool_name,
-                policy_version=policy.version))  # fmt: skip
+            record_after(
+                audit,
+                DataPolicyApplied(  # best effort: the result stands
+                    protected=protected,
+                    tool_call_id=event.tool_call_id,
+                    tool_name=event.tool_name,
+                    policy_version=policy.version,
+                ),
+            )
         return None
 
     def announce(event: Any, ctx: Any) -> dict[str, str]:

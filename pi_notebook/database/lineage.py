@@ -638,9 +638,12 @@ class _Tracer:
                 self._check_table(table)
         try:
             qualified = qualify(
-                statement, schema=MappingSchema(self.schema.column_types(), dialect=self.dialect), dialect=self.dialect,
-                validate_qualify_columns=False, quote_identifiers=False,
-            )  # fmt: skip
+                statement,
+                schema=MappingSchema(self.schema.column_types(), dialect=self.dialect),
+                dialect=self.dialect,
+                validate_qualify_columns=False,
+                quote_identifiers=False,
+            )
             root = build_scope(qualified)
         except Exception as exc:
             raise _Unknown(f"the statement could not be analysed ({_first_line(exc)})") from None

@@ -232,8 +232,11 @@ class LineagePolicy:
         text = self._preview(outcome, [str(outcome.columns[i]) for i in keep], cells)
         if not protected:
             return ModelContent(text=text)
-        note = (f"[Data policy {self.policy.version}: " + "; ".join(notes)
-                + ". The user sees the real values in their table.]")  # fmt: skip
+        note = (
+            f"[Data policy {self.policy.version}: "
+            + "; ".join(notes)
+            + ". The user sees the real values in their table.]"
+        )
         return ModelContent(text=f"{text}\n{note}", protected=protected, note=note)
 
     def _shown(self, value: Any, action: Action) -> Any:
@@ -251,9 +254,14 @@ class LineagePolicy:
             )
             return f"{total} row(s); every column was dropped by the data policy."
         rows = [list(r) for r in zip(*cells, strict=True)]
-        return render_preview(columns, rows, row_count=outcome.row_count,
-                              row_count_exact=outcome.row_count_exact,
-                              truncated=outcome.truncated, has_rows=True)  # fmt: skip
+        return render_preview(
+            columns,
+            rows,
+            row_count=outcome.row_count,
+            row_count_exact=outcome.row_count_exact,
+            truncated=outcome.truncated,
+            has_rows=True,
+        )
 
     def _schema_words(self, schema: SchemaInfo | None) -> frozenset[str]:
         """Names and types of the schema (folded): what ``DESCRIBE`` or ``SUMMARIZE`` print
@@ -315,10 +323,12 @@ class LineagePolicy:
             else f"{total} row(s), {frame.shape[1]} column(s)"
         )
         note = f"values withheld by the data policy: lineage could not be established ({reason})"
-        text = (f"{shape}; {note}. The user sees the result as a "
-                "table. To see values, select named columns of tables (no views the database "
-                "cannot describe, no PIVOT, no table function other than generators and "
-                "unnest).")  # fmt: skip
+        text = (
+            f"{shape}; {note}. The user sees the result as a "
+            "table. To see values, select named columns of tables (no views the database "
+            "cannot describe, no PIVOT, no table function other than generators and "
+            "unnest)."
+        )
         # "*": the result's column names may themselves be values (PIVOT), so none is kept.
         return ModelContent(text=text, protected={"*": "withheld"}, note=note)
 
@@ -333,12 +343,16 @@ class LineagePolicy:
         for i in range(frame.shape[1]):
             self.seen.add(frame.iloc[:, i].tolist(), sources[0], known_text=sql, known=known)
         named = ", ".join(str(c) for c in outcome.columns)
-        note = (f"values and row count withheld by the data policy {self.policy.version}: which "
-                f"rows the result has derives from {', '.join(sources)}")  # fmt: skip
-        text = (f"{frame.shape[1]} column(s) ({named}); {note}. The user sees the result as a "
-                "table. Counts of rows are shown when the rows do not depend on protected "
-                "columns (no table function, LIMIT/OFFSET or ordering over them, no condition "
-                "relating them to another table or series).")  # fmt: skip
+        note = (
+            f"values and row count withheld by the data policy {self.policy.version}: which "
+            f"rows the result has derives from {', '.join(sources)}"
+        )
+        text = (
+            f"{frame.shape[1]} column(s) ({named}); {note}. The user sees the result as a "
+            "table. Counts of rows are shown when the rows do not depend on protected "
+            "columns (no table function, LIMIT/OFFSET or ordering over them, no condition "
+            "relating them to another table or series)."
+        )
         return ModelContent(text=text, protected={"*": "withheld"}, note=note)
 
     def _protects_numbers(self, schema: SchemaInfo | None) -> bool:

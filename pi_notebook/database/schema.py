@@ -261,11 +261,15 @@ def _from_catalog(source: SchemaSource) -> SchemaInfo:
         if in_key:
             keys.setdefault(table, []).append(name)
     infos = tuple(
-        TableInfo(name=name, kind="view" if kind == "view" else "table",
-                  columns=tuple(by_table.get(name, ())),
-                  primary_key=tuple(keys.get(name, ())), comment=comment)
+        TableInfo(
+            name=name,
+            kind="view" if kind == "view" else "table",
+            columns=tuple(by_table.get(name, ())),
+            primary_key=tuple(keys.get(name, ())),
+            comment=comment,
+        )
         for name, kind, comment in tables
-    )  # fmt: skip
+    )
     return SchemaInfo(dialect=source.dialect, default_schema=None, tables=infos)
 
 

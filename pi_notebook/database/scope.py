@@ -73,8 +73,11 @@ def _scope_cached(sql: str, dialect: str) -> StatementScope | None:
     operations = _operations(root)
     if operations is None:
         return None
-    if any(isinstance(n, exp.Insert | exp.Update | exp.Delete | exp.Merge)
-           for n in root.walk() if n is not root):  # fmt: skip
+    if any(
+        isinstance(n, exp.Insert | exp.Update | exp.Delete | exp.Merge)
+        for n in root.walk()
+        if n is not root
+    ):
         return None  # a data-modifying CTE or subquery does more than the root says
     tables = _tables(root, dialect)
     if tables is None or not _rest_is_pure(root, dialect):

@@ -69,8 +69,9 @@ def make_query_tool(
 
         def progress(rows: int) -> None:
             if isinstance(rows, JobProgress):  # a job that has no rows yet (Spark's stages)
-                on_update(ToolResult(content=[TextContent(text=rows.text())],
-                                     details=rows.details()))  # fmt: skip
+                on_update(
+                    ToolResult(content=[TextContent(text=rows.text())], details=rows.details())
+                )
                 return
             on_update(
                 ToolResult(
@@ -82,9 +83,16 @@ def make_query_tool(
         # A session's audit (ctx.audit) comes with its recorder, whose end record holds the
         # outcome (details): the backend then leaves out its query_result (one record per fact).
         in_session = getattr(ctx, "audit", None) is not None
-        outcome = await backend.run(tool_call_id, params.sql, signal=signal, on_progress=progress,
-                                    audit=audit_of(pi, ctx), count_rows=params.count_rows,
-                                    record_result=not in_session, on_slow=querying)  # fmt: skip
+        outcome = await backend.run(
+            tool_call_id,
+            params.sql,
+            signal=signal,
+            on_progress=progress,
+            audit=audit_of(pi, ctx),
+            count_rows=params.count_rows,
+            record_result=not in_session,
+            on_slow=querying,
+        )
         if outcome.has_rows:
             ext.keep_result(tool_call_id, outcome.dataframe)
         details = outcome.details()

@@ -34,8 +34,7 @@ __all__ = ["hidden_effects"]
 _CASCADING = ("CASCADE", "SET NULL", "SET DEFAULT")
 
 
-async def hidden_effects(backend: Any, tables: Iterable[str], *,
-                         signal: Any = None) -> str | None:  # fmt: skip
+async def hidden_effects(backend: Any, tables: Iterable[str], *, signal: Any = None) -> str | None:
     """Why writing ``tables`` (normalised names, see :mod:`.scope`) may change more than they
     name, or ``None`` when each is a plain table without triggers, rules or cascades.
 
@@ -79,8 +78,9 @@ def _sqlite(conn: sa.Connection, name: str) -> str | None:
         master = '"' + schema.replace('"', '""') + '".sqlite_master'
         rows = conn.exec_driver_sql(
             f"SELECT type, name FROM {master} WHERE type IN ('table', 'view', 'trigger') "
-            "AND lower(tbl_name) = lower(?)", (table,)
-        ).all()  # fmt: skip
+            "AND lower(tbl_name) = lower(?)",
+            (table,),
+        ).all()
         for kind, object_name in rows:
             if kind == "trigger":
                 return f"{name} has a trigger ({object_name})"
@@ -90,8 +90,9 @@ def _sqlite(conn: sa.Connection, name: str) -> str | None:
         cascades = conn.exec_driver_sql(
             f"SELECT m.name FROM {master} AS m, pragma_foreign_key_list(m.name) AS k "
             "WHERE m.type = 'table' AND lower(k.\"table\") = lower(?) "
-            f"AND (k.on_delete IN {_CASCADING!r} OR k.on_update IN {_CASCADING!r})", (table,)
-        ).first()  # fmt: skip
+            f"AND (k.on_delete IN {_CASCADING!r} OR k.on_update IN {_CASCADING!r})",
+            (table,),
+        ).first()
         if cascades is not None:
             return f"a foreign key of {cascades[0]} cascades from {name}"
     return None if found else f"{name} was not found"
@@ -125,9 +126,12 @@ def _postgres(conn: sa.Connection, name: str) -> str | None:
         return f"{name} is a view"
     if row["kind"] != "r":
         return f"{name} is not an ordinary table (a partitioned or foreign table)"
-    for key, text in (("triggers", "has a trigger"), ("rules", "has a rule"),
-                      ("children", "has child tables"),
-                      ("cascades", "is referenced by a foreign key that cascades")):  # fmt: skip
+    for key, text in (
+        ("triggers", "has a trigger"),
+        ("rules", "has a rule"),
+        ("children", "has child tables"),
+        ("cascades", "is referenced by a foreign key that cascades"),
+    ):
         if row[key]:
             return f"{name} {text}"
     return None
@@ -139,25 +143,37 @@ def _mysql(conn: sa.Connection, name: str) -> str | None:
         return f"{name} is not a table name the trigger check can resolve"
     args = {"name": parts[-1], "schema": parts[0] if len(parts) == 2 else None}
     where = "= COALESCE(:schema, DATABASE())"
-    kind = conn.execute(sa.text(
-        f"SELECT TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA {where} "
-        "AND TABLE_NAME = :name"), args).scalar()  # fmt: skip
+    kind = conn.execute(
+        sa.text(
+            f"SELECT TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA {where} "
+            "AND TABLE_NAME = :name"
+        ),
+        args,
+    ).scalar()
     if kind is None:
         return f"{name} was not found"
     if kind == "VIEW":
         return f"{name} is a view"
     if kind != "BASE TABLE":
         return f"{name} is not a base table ({kind})"
-    trigger = conn.execute(sa.text(
-        f"SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA {where} "
-        "AND EVENT_OBJECT_TABLE = :name LIMIT 1"), args).scalar()  # fmt: skip
+    trigger = conn.execute(
+        sa.text(
+            f"SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA {where} "
+            "AND EVENT_OBJECT_TABLE = :name LIMIT 1"
+        ),
+        args,
+    ).scalar()
     if trigger is not None:
         return f"{name} has a trigger ({trigger})"
-    cascade = conn.execute(sa.text(
-        "SELECT TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS "
-        f"WHERE UNIQUE_CONSTRAINT_SCHEMA {where} AND REFERENCED_TABLE_NAME = :name "
-        "AND (DELETE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT') "
-        "OR UPDATE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT')) LIMIT 1"), args).scalar()  # fmt: skip
+    cascade = conn.execute(
+        sa.text(
+            "SELECT TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS "
+            f"WHERE UNIQUE_CONSTRAINT_SCHEMA {where} AND REFERENCED_TABLE_NAME = :name "
+            "AND (DELETE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT') "
+            "OR UPDATE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT')) LIMIT 1"
+        ),
+        args,
+    ).scalar()
     if cascade is not None:
         return f"a foreign key of {cascade} cascades from {name}"
     return None

@@ -30,8 +30,9 @@ def query_call_view(args: Mapping[str, Any]) -> CallView:
     if not isinstance(sql, str):
         return default_call_view(QUERY_LABEL, args)
     rest = {k: v for k, v in args.items() if k != _CODE}
-    return CallView(title=QUERY_LABEL, code=sql, code_language="sql", code_argument=_CODE,
-                    fields=rest)  # fmt: skip
+    return CallView(
+        title=QUERY_LABEL, code=sql, code_language="sql", code_argument=_CODE, fields=rest
+    )
 
 
 def call_views(tool_name: str, args: Any) -> CallView:

@@ -80,8 +80,13 @@ class ExtensionContext:
 
     __slots__ = ("_host", "_ui", "extension_path", "signal", "tool_call_id")
 
-    def __init__(self, host: SessionHost, *, extension_path: str | None = None,
-                 tool_call_id: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        host: SessionHost,
+        *,
+        extension_path: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> None:
         self._host = host
         self.extension_path = extension_path
         self.tool_call_id = tool_call_id

@@ -87,8 +87,9 @@ class ExtensionRunner:
         if self._on_registered is not None:
             self._on_registered()
 
-    def create_context(self, extension_path: str | None = None, *,
-                       tool_call_id: str | None = None) -> ExtensionContext:  # fmt: skip
+    def create_context(
+        self, extension_path: str | None = None, *, tool_call_id: str | None = None
+    ) -> ExtensionContext:
         """A fresh ``ctx`` for one call or one handler (C31), serving the call
         ``tool_call_id`` when it is given (its ``ui`` is bound to that call)."""
         host = self._host

@@ -213,8 +213,13 @@ class PendingApprovals:
     ``expired``) when the store next looks, or at :meth:`close`.
     """
 
-    def __init__(self, ttl_s: float, *, clock: Callable[[], float] = time.monotonic,
-                 on_expired: Expired | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        ttl_s: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        on_expired: Expired | None = None,
+    ) -> None:
         self.ttl_s = ttl_s
         self._clock = clock
         self._on_expired = on_expired

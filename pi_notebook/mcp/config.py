@@ -184,10 +184,14 @@ def parse_server(name: str, spec: Mapping[str, Any]) -> McpServerConfig:
         if "headers" in spec:
             raise ConfigurationError(f"MCP server {name!r}: 'headers' only apply to a 'url' server")
         return McpServerConfig(
-            name=name, command=command, args=tuple(args), cwd=cwd,  # pyright: ignore[reportUnknownArgumentType]
+            name=name,
+            command=command,
+            args=tuple(args),  # pyright: ignore[reportUnknownArgumentType]
+            cwd=cwd,
             env=_strings(spec.get("env"), f"MCP server {name!r} 'env'"),
-            trusted=trusted, timeout_s=float(timeout),
-        )  # fmt: skip
+            trusted=trusted,
+            timeout_s=float(timeout),
+        )
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ConfigurationError(f"MCP server {name!r}: 'url' must be an http(s) URL")
     if "env" in spec or "args" in spec:
@@ -195,9 +199,12 @@ def parse_server(name: str, spec: Mapping[str, Any]) -> McpServerConfig:
             f"MCP server {name!r}: 'env' and 'args' only apply to a 'command' server"
         )
     return McpServerConfig(
-        name=name, url=url, headers=_strings(spec.get("headers"), f"MCP server {name!r} 'headers'"),
-        trusted=trusted, timeout_s=float(timeout),
-    )  # fmt: skip
+        name=name,
+        url=url,
+        headers=_strings(spec.get("headers"), f"MCP server {name!r} 'headers'"),
+        trusted=trusted,
+        timeout_s=float(timeout),
+    )
 
 
 def parse_servers(servers: Mapping[str, Any]) -> list[McpServerConfig]:

@@ -164,9 +164,11 @@ class McpConnection:
                         )
                         log_file.flush()
                         params = StdioServerParameters(
-                            command=config.command, args=list(config.args),
-                            env=config.resolved_env() or None, cwd=config.cwd,
-                        )  # fmt: skip
+                            command=config.command,
+                            args=list(config.args),
+                            env=config.resolved_env() or None,
+                            cwd=config.cwd,
+                        )
                         transport: Any = stdio_client(params, errlog=log_file)
                     else:
                         assert config.url is not None

@@ -172,10 +172,16 @@ def servers_frame(servers: Mapping[str, Any], extension: McpExtension | None) ->
             status = "running" if extension.connections[name].connected else "stopped"
         else:
             status = "not started"
-        rows.append({
-            "name": name, "transport": config.transport, "target": config.target,
-            "trusted": config.trusted, "status": status, "tools": ", ".join(tools),
-        })  # fmt: skip
+        rows.append(
+            {
+                "name": name,
+                "transport": config.transport,
+                "target": config.target,
+                "trusted": config.trusted,
+                "status": status,
+                "tools": ", ".join(tools),
+            }
+        )
     columns = ["name", "transport", "target", "trusted", "status", "tools"]
     return pd.DataFrame(rows, columns=columns)
 

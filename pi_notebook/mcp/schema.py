@@ -70,9 +70,14 @@ class McpParameters(BaseModel):
         if not isinstance(obj, dict):  # only reachable when the schema itself allows it
             obj = {}
         return super().model_validate(
-            obj, strict=strict, extra=extra, from_attributes=from_attributes, context=context,
-            by_alias=by_alias, by_name=by_name,
-        )  # fmt: skip
+            obj,
+            strict=strict,
+            extra=extra,
+            from_attributes=from_attributes,
+            context=context,
+            by_alias=by_alias,
+            by_name=by_name,
+        )
 
     @classmethod
     def model_json_schema(

@@ -140,11 +140,30 @@ def _parser() -> argparse.ArgumentParser:
         default=120.0,
         help="seconds a person has to answer (default 120)",
     )
-    serve_p.add_argument("--role-per-user", action="store_true", help="PostgreSQL: run each statement under SET LOCAL ROLE to the requester's role (the token's subject over --http with --issuer, else the server's user)")  # fmt: skip
-    serve_p.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio (0: any free port)")  # fmt: skip
-    serve_p.add_argument("--issuer", metavar="URL", help="with --http: accept only JWTs of this OAuth issuer (its JWKS found through RFC 8414 / OpenID discovery)")  # fmt: skip
-    serve_p.add_argument("--audience", metavar="AUD", help="with --issuer: the aud the tokens must carry")  # fmt: skip
-    serve_p.add_argument("--resource-url", metavar="URL", help="with --issuer: the URL clients reach /mcp at, behind a proxy (default http://127.0.0.1:PORT/mcp)")  # fmt: skip
+    serve_p.add_argument(
+        "--role-per-user",
+        action="store_true",
+        help="PostgreSQL: run each statement under SET LOCAL ROLE to the requester's role (the token's subject over --http with --issuer, else the server's user)",
+    )
+    serve_p.add_argument(
+        "--http",
+        type=int,
+        metavar="PORT",
+        help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio (0: any free port)",
+    )
+    serve_p.add_argument(
+        "--issuer",
+        metavar="URL",
+        help="with --http: accept only JWTs of this OAuth issuer (its JWKS found through RFC 8414 / OpenID discovery)",
+    )
+    serve_p.add_argument(
+        "--audience", metavar="AUD", help="with --issuer: the aud the tokens must carry"
+    )
+    serve_p.add_argument(
+        "--resource-url",
+        metavar="URL",
+        help="with --issuer: the URL clients reach /mcp at, behind a proxy (default http://127.0.0.1:PORT/mcp)",
+    )
     return parser
 
 
@@ -199,8 +218,9 @@ async def served_session(
 
     ui = McpApprovalUI()
     # The scope gate decides first: a token without db:write is never asked about a write.
-    scopes = scope_gate(dialect=dialect, authenticated=options.http is not None,
-                        memory_bounded=memory_capped)  # fmt: skip
+    scopes = scope_gate(
+        dialect=dialect, authenticated=options.http is not None, memory_bounded=memory_capped
+    )
     session = create_agent_session(
         model=_NoModel(),
         extensions=[scopes, database],
@@ -315,8 +335,10 @@ async def _serve_http(server: GovernedToolServer, port: int, auth: _HttpAuth) ->
             if auth.resource_url is not None:
                 print(f"Clients reach it at {auth.resource_url}", flush=True)
         elif auth.shown_token is not None:
-            print(f"Bearer token (shown once; set {TOKEN_ENV} to choose it): {auth.shown_token}",
-                  flush=True)  # fmt: skip
+            print(
+                f"Bearer token (shown once; set {TOKEN_ENV} to choose it): {auth.shown_token}",
+                flush=True,
+            )
 
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     await _AnnouncingServer(config, announce).serve(sockets=[sock])

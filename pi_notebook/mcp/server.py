@@ -210,14 +210,18 @@ class GovernedToolServer:
         if audit is None or call_id is None:
             return
         entry = ApprovalEntry(
-            decision="expired", args_hash=question.args_hash,
+            decision="expired",
+            args_hash=question.args_hash,
             args=question.args,
-            reasons=question.reasons, reason="Not approved: the client never answered the question "
-            f"(it expired after {self.pending.ttl_s:g} s).", via="request_approval",
-        )  # fmt: skip
+            reasons=question.reasons,
+            reason="Not approved: the client never answered the question "
+            f"(it expired after {self.pending.ttl_s:g} s).",
+            via="request_approval",
+        )
         # After the fact, so best effort: nothing waits on it, and nothing it allows runs.
-        record_after(audit, ApprovalDecided(entry=entry, tool_call_id=call_id,
-                                            tool_name=question.tool_name))  # fmt: skip
+        record_after(
+            audit, ApprovalDecided(entry=entry, tool_call_id=call_id, tool_name=question.tool_name)
+        )
 
     def served_tools(self) -> list[str]:
         """The served tools the session offers now, in order."""

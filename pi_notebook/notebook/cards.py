@@ -57,8 +57,7 @@ def _shared() -> dict[str, widgets.Widget]:
     """Layout and style models every card uses unchanged: created once, not per card (a
     widget model each costs about as much as the rest of a card)."""
     if not _SHARED:
-        _SHARED.update(layout=widgets.Layout(), box_layout=widgets.Layout(),
-                       style=HTMLStyle())  # fmt: skip
+        _SHARED.update(layout=widgets.Layout(), box_layout=widgets.Layout(), style=HTMLStyle())
     return _SHARED
 
 
@@ -82,8 +81,9 @@ class ToolCard(widgets.VBox):
         self._args_html = ""
         self._tone = ""
         self._result_shown = False
-        super().__init__(children=[self.body], _dom_classes=_BASE_CLASSES,
-                         layout=shared["box_layout"])  # fmt: skip
+        super().__init__(
+            children=[self.body], _dom_classes=_BASE_CLASSES, layout=shared["box_layout"]
+        )
 
     @property
     def dataframe(self) -> pd.DataFrame | None:
@@ -114,13 +114,16 @@ class ToolCard(widgets.VBox):
             self._args = card.args
             view = call_view_of(card.tool_name, card.args, self.view_of)
             self._args_html = (
-                args_html(card.args, view) + edit_html(card, self.view_of)
+                args_html(card.args, view)
+                + edit_html(card, self.view_of)
                 + reasons_html(card.reasons)
-            )  # fmt: skip
+            )
         self.body.value = (
-            card_head_html(card, self.label, elapsed=elapsed) + self._args_html
-            + progress_html(card) + error_html(card)
-        )  # fmt: skip
+            card_head_html(card, self.label, elapsed=elapsed)
+            + self._args_html
+            + progress_html(card)
+            + error_html(card)
+        )
         if card.status == "done" and not self._result_shown:
             self._result_shown = True
             self._show_result(card)

@@ -43,8 +43,10 @@ def check_database_url(url: str) -> str:
             "install it or use another URL"
         ) from None
     if parsed.get_backend_name() in ("sqlite", "duckdb") and parsed.database not in (
-        None, "", ":memory:"
-    ):  # fmt: skip
+        None,
+        "",
+        ":memory:",
+    ):
         # Connecting would silently create an empty database file.
         if not Path(parsed.database or "").expanduser().is_file():
             raise ValueError(

@@ -23,8 +23,14 @@ from ..formatting import format_count, format_value, is_missing, is_number
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["cell_text", "format_count", "format_seconds", "format_value", "frame_html",
-           "frame_text"]  # fmt: skip
+__all__ = [
+    "cell_text",
+    "format_count",
+    "format_seconds",
+    "format_value",
+    "frame_html",
+    "frame_text",
+]
 
 _CELL_CHARS = 200
 
@@ -92,8 +98,9 @@ def frame_html(frame: pd.DataFrame, *, max_rows: int = 10, total: int | None = N
     columns, cols = _columns(frame, max_rows)
     shown = len(cols[0]) if cols else len(frame.head(max_rows))
     numeric = [_numeric(c) for c in cols]
-    out = [f"<div class='pi-table-wrap' style='{_WRAP}'><table class='dataframe pi-table'>"
-           "<thead><tr>"]  # fmt: skip
+    out = [
+        f"<div class='pi-table-wrap' style='{_WRAP}'><table class='dataframe pi-table'><thead><tr>"
+    ]
     for name, is_num in zip(columns, numeric, strict=True):
         out.append(f"<th {_align(is_num)}>{html.escape(name)}</th>")
     out.append("</tr></thead><tbody>")
@@ -119,16 +126,19 @@ def frame_text(frame: pd.DataFrame, *, max_rows: int = 10, max_width: int = 40) 
     columns, cols = _columns(frame, max_rows)
     shown = len(cols[0]) if cols else len(frame.head(max_rows))
     numeric = [_numeric(c) for c in cols]
-    cells = [[cell_text(v, name) if is_number(v) else _clip(cell_text(v, name), max_width)
-              for v in col]
-             for col, name in zip(cols, columns, strict=True)]  # fmt: skip
+    cells = [
+        [cell_text(v, name) if is_number(v) else _clip(cell_text(v, name), max_width) for v in col]
+        for col, name in zip(cols, columns, strict=True)
+    ]
     widths = [
         max([len(_clip(n, max_width)), *map(len, c)]) for n, c in zip(columns, cells, strict=True)
     ]
 
     def line(texts: list[str]) -> str:
-        return "  ".join(t.rjust(w) if num else t.ljust(w)
-                         for t, w, num in zip(texts, widths, numeric, strict=True)).rstrip()  # fmt: skip
+        return "  ".join(
+            t.rjust(w) if num else t.ljust(w)
+            for t, w, num in zip(texts, widths, numeric, strict=True)
+        ).rstrip()
 
     rows = [line([_clip(n, max_width) for n in columns])]
     rows += [line([c[r] for c in cells]) for r in range(shown)]

@@ -121,11 +121,17 @@ class PiMagics(Magics):
         if args.activate or args.deactivate:
             self.state.choose_tools(args.activate, args.deactivate)
         active_set = set(session.active_tool_names)
-        rows = [{
-            "name": name, "label": tool.definition.label, "source": str(tool.source_info),
-            "kind": tool.source_info.kind, "active": name in active_set,
-            "description": tool.definition.description,
-        } for name, tool in registry.items()]  # fmt: skip
+        rows = [
+            {
+                "name": name,
+                "label": tool.definition.label,
+                "source": str(tool.source_info),
+                "kind": tool.source_info.kind,
+                "active": name in active_set,
+                "description": tool.definition.description,
+            }
+            for name, tool in registry.items()
+        ]
         return pd.DataFrame(
             rows, columns=["name", "label", "source", "kind", "active", "description"]
         )
@@ -155,9 +161,14 @@ class PiMagics(Magics):
         if args.calls:
             return audit.calls_dataframe(session=session)
         try:
-            return audit.to_dataframe(session=session, tool=args.tool, tool_call_id=args.call,
-                                      since=args.since, kind=args.kind,
-                                      user=args.user)  # fmt: skip
+            return audit.to_dataframe(
+                session=session,
+                tool=args.tool,
+                tool_call_id=args.call,
+                since=args.since,
+                kind=args.kind,
+                user=args.user,
+            )
         except ValueError as exc:
             raise UsageError(
                 f"{exc}; give --since as an ISO time such as 2024-05-01T12:00"
@@ -188,9 +199,16 @@ class PiMagics(Magics):
         )
         if not args.all and self.state.audit is not None and "session_id" in frame:
             frame = frame[frame["session_id"] == self.state.audit.session_id]
-        pending = [{"tool_call_id": p.tool_call_id, "decision": "pending", "sql": p.sql,
-                    "timestamp": pd.Timestamp(p.requested_at, unit="s", tz="UTC")}
-                   for p in self.state.ui.prompts if isinstance(p, ApprovalPrompt) and not p.decided]  # fmt: skip
+        pending = [
+            {
+                "tool_call_id": p.tool_call_id,
+                "decision": "pending",
+                "sql": p.sql,
+                "timestamp": pd.Timestamp(p.requested_at, unit="s", tz="UTC"),
+            }
+            for p in self.state.ui.prompts
+            if isinstance(p, ApprovalPrompt) and not p.decided
+        ]
         if pending:
             frame = pd.concat([frame, pd.DataFrame(pending)], ignore_index=True)
         if frame.empty:
@@ -222,8 +240,12 @@ class PiMagics(Magics):
             for call_id in reversed(run.state.order):
                 card = run.state.cards.get(call_id)
                 details = card.details if card is not None else None
-                if (isinstance(details, dict) and details.get("dataframe_dropped")
-                        and args.call_id in (None, call_id) and dropped is None):  # fmt: skip
+                if (
+                    isinstance(details, dict)
+                    and details.get("dataframe_dropped")
+                    and args.call_id in (None, call_id)
+                    and dropped is None
+                ):
                     dropped = call_id
         if found is None and dropped is not None:
             keep = self.state.keep_results
@@ -258,8 +280,17 @@ class PiMagics(Magics):
                 known = ", ".join(g.grant_id for g in grants.list()) or "none"
                 raise UsageError(f"No grant {args.revoke!r} in force (in force: {known}).")
             print(f"Revoked grant {args.revoke}: its statements need approval again.")
-        columns = ["grant_id", "operations", "tables", "reads", "max_rows", "expires_at", "uses",
-                   "approver", "origin_call_id"]  # fmt: skip
+        columns = [
+            "grant_id",
+            "operations",
+            "tables",
+            "reads",
+            "max_rows",
+            "expires_at",
+            "uses",
+            "approver",
+            "origin_call_id",
+        ]
         rows = [g.describe() for g in grants.list()]
         frame = pd.DataFrame(rows, columns=columns)
         frame["expires_at"] = pd.to_datetime(frame["expires_at"], unit="s", utc=True).dt.floor("s")
@@ -363,8 +394,12 @@ class PiMagics(Magics):
 
         self.state.current_session()  # the first build reads the config file's servers
         try:
-            result = run_mcp_magic(line, dict(self.state.config.mcp_servers), apply=apply,
-                                   extension=lambda: getattr(self.state, "mcp", None))  # fmt: skip
+            result = run_mcp_magic(
+                line,
+                dict(self.state.config.mcp_servers),
+                apply=apply,
+                extension=lambda: getattr(self.state, "mcp", None),
+            )
         except ConfigurationError as exc:
             raise UsageError(str(exc)) from None
         if isinstance(result, str):

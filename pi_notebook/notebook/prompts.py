@@ -53,10 +53,17 @@ _DECIDED_TEXT: dict[PromptAnswer, str] = {
 class Prompt(widgets.VBox):
     """Base class: a question with an optional deadline, answered exactly once."""
 
-    def __init__(self, *, title: str, timeout: float | None, body: Sequence[widgets.Widget],
-                 controls: Sequence[widgets.DOMWidget], self_expire: bool = True,
-                 also_disable: Sequence[widgets.DOMWidget] = (),
-                 after_controls: Sequence[widgets.Widget] = ()) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        title: str,
+        timeout: float | None,
+        body: Sequence[widgets.Widget],
+        controls: Sequence[widgets.DOMWidget],
+        self_expire: bool = True,
+        also_disable: Sequence[widgets.DOMWidget] = (),
+        after_controls: Sequence[widgets.Widget] = (),
+    ) -> None:
         self.title = title
         self.timeout = timeout
         self.self_expire = self_expire
@@ -186,9 +193,16 @@ class ApprovalPrompt(Prompt):
         request: the request shown (``None`` for a ``confirm``).
     """
 
-    def __init__(self, *, title: str, sql: str, reason: str, timeout: float | None,
-                 tool_call_id: str | None = None,
-                 request: ApprovalRequest | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        title: str,
+        sql: str,
+        reason: str,
+        timeout: float | None,
+        tool_call_id: str | None = None,
+        request: ApprovalRequest | None = None,
+    ) -> None:
         self.sql = sql
         self.reason = reason
         self.tool_call_id = tool_call_id
@@ -203,22 +217,34 @@ class ApprovalPrompt(Prompt):
         view = request.call_view() if request is not None else None
         self._code_argument = view.code_argument if view is not None else None
         if (
-            request is not None and request.editable and view is not None
-            and view.code is not None and self._code_argument is not None
-        ):  # fmt: skip
-            self.editor = widgets.Textarea(value=sql, rows=min(12, sql.count("\n") + 2),
-                                           layout=widgets.Layout(width="100%"))  # fmt: skip
+            request is not None
+            and request.editable
+            and view is not None
+            and view.code is not None
+            and self._code_argument is not None
+        ):
+            self.editor = widgets.Textarea(
+                value=sql, rows=min(12, sql.count("\n") + 2), layout=widgets.Layout(width="100%")
+            )
             self.editor.add_class("pi-sql-editor")
-            statement: widgets.Widget = widgets.VBox([
-                widgets.HTML("<div class='pi-meta'>The statement (you may edit it before "
-                             "approving; an edit is checked again):</div>"),
-                self.editor])  # fmt: skip
+            statement: widgets.Widget = widgets.VBox(
+                [
+                    widgets.HTML(
+                        "<div class='pi-meta'>The statement (you may edit it before "
+                        "approving; an edit is checked again):</div>"
+                    ),
+                    self.editor,
+                ]
+            )
         else:
             statement = widgets.HTML(f"<pre class='pi-sql'>{html.escape(sql)}</pre>")
         body: list[widgets.Widget] = [statement]
         if reason:
-            body.append(widgets.HTML(f"<div class='pi-reasons'>Needs approval because: "
-                                     f"{html.escape(reason)}</div>"))  # fmt: skip
+            body.append(
+                widgets.HTML(
+                    f"<div class='pi-reasons'>Needs approval because: {html.escape(reason)}</div>"
+                )
+            )
         preview = request.preview if request is not None else None
         if preview is not None:
             body.append(widgets.HTML(preview_html(preview)))
@@ -229,10 +255,15 @@ class ApprovalPrompt(Prompt):
             disable.extend(self.grant_form.controls)
         if self.editor is not None:
             disable.append(self.editor)
-        super().__init__(title=title, timeout=timeout, body=body,
-                         controls=[self.approve_button, self.reject_button],
-                         self_expire=request is None, also_disable=disable,
-                         after_controls=[self.grant_form] if self.grant_form else [])  # fmt: skip
+        super().__init__(
+            title=title,
+            timeout=timeout,
+            body=body,
+            controls=[self.approve_button, self.reject_button],
+            self_expire=request is None,
+            also_disable=disable,
+            after_controls=[self.grant_form] if self.grant_form else [],
+        )
         self.add_class("pi-approval")
 
     @classmethod
@@ -243,8 +274,14 @@ class ApprovalPrompt(Prompt):
         if sql is None:
             sql = json.dumps(request.args, indent=2, default=str, ensure_ascii=False)
         reason = "; ".join(request.reasons) or f"{request.tool_name} needs your approval"
-        return cls(title=request.title, sql=sql, reason=reason, timeout=timeout,
-                   tool_call_id=request.tool_call_id, request=request)  # fmt: skip
+        return cls(
+            title=request.title,
+            sql=sql,
+            reason=reason,
+            timeout=timeout,
+            tool_call_id=request.tool_call_id,
+            request=request,
+        )
 
     def approve(self) -> bool:
         """Approve (what the Approve button does), with the edited SQL if it was edited.
@@ -337,19 +374,31 @@ class GrantForm(widgets.VBox):
         self.tables = widgets.Text(value=", ".join(scope.tables), description="Writes")
         self.reads = widgets.Text(value=", ".join(scope.reads), description="Only reads")
         self.max_rows = widgets.IntText(value=scope.max_rows or 0, description="Max rows")
-        self.minutes = widgets.BoundedIntText(value=max(1, round(scope.ttl_s / 60)), min=1,
-                                              max=24 * 60, description="Minutes")  # fmt: skip
+        self.minutes = widgets.BoundedIntText(
+            value=max(1, round(scope.ttl_s / 60)), min=1, max=24 * 60, description="Minutes"
+        )
         self.grant_button = _button("Grant", "info", lambda: on_grant(self.scope()))
-        self.controls: list[widgets.DOMWidget] = [self.operations, self.tables, self.reads,
-                                                  self.max_rows, self.minutes,
-                                                  self.grant_button]  # fmt: skip
-        heading = widgets.HTML("<div class='pi-meta'>Or grant a scope instead: later statements "
-                               "inside it run without asking, each one audited. The operations "
-                               "apply to the tables it writes; tables it only reads stay "
-                               "read-only.</div>")  # fmt: skip
-        super().__init__(children=[heading, widgets.HBox([self.operations, self.tables,
-                                                          self.reads]),
-                                   widgets.HBox([self.max_rows, self.minutes, self.grant_button])])  # fmt: skip
+        self.controls: list[widgets.DOMWidget] = [
+            self.operations,
+            self.tables,
+            self.reads,
+            self.max_rows,
+            self.minutes,
+            self.grant_button,
+        ]
+        heading = widgets.HTML(
+            "<div class='pi-meta'>Or grant a scope instead: later statements "
+            "inside it run without asking, each one audited. The operations "
+            "apply to the tables it writes; tables it only reads stay "
+            "read-only.</div>"
+        )
+        super().__init__(
+            children=[
+                heading,
+                widgets.HBox([self.operations, self.tables, self.reads]),
+                widgets.HBox([self.max_rows, self.minutes, self.grant_button]),
+            ]
+        )
         self.add_class("pi-grant")
 
     def scope(self) -> Grant:
@@ -358,10 +407,14 @@ class GrantForm(widgets.VBox):
         def words(text: str) -> tuple[str, ...]:
             return tuple(w.strip() for w in text.split(",") if w.strip())
 
-        return replace(self._base, operations=tuple(w.upper() for w in words(self.operations.value)),
-                       tables=words(self.tables.value), reads=words(self.reads.value),
-                       max_rows=self.max_rows.value or None,
-                       ttl_s=float(self.minutes.value) * 60)  # fmt: skip
+        return replace(
+            self._base,
+            operations=tuple(w.upper() for w in words(self.operations.value)),
+            tables=words(self.tables.value),
+            reads=words(self.reads.value),
+            max_rows=self.max_rows.value or None,
+            ttl_s=float(self.minutes.value) * 60,
+        )
 
 
 class ChoicePrompt(Prompt):
@@ -371,8 +424,12 @@ class ChoicePrompt(Prompt):
         self.dropdown = widgets.Dropdown(options=list(options))
         self.ok_button = _button("OK", "primary", lambda: self.choose(self.dropdown.value))
         self.cancel_button = _button("Cancel", "", self.cancel)
-        super().__init__(title=title, timeout=timeout, body=[self.dropdown],
-                         controls=[self.ok_button, self.cancel_button])  # fmt: skip
+        super().__init__(
+            title=title,
+            timeout=timeout,
+            body=[self.dropdown],
+            controls=[self.ok_button, self.cancel_button],
+        )
         self._controls.append(self.dropdown)
 
     def choose(self, option: Any) -> bool:
@@ -391,8 +448,12 @@ class TextPrompt(Prompt):
         self.text = widgets.Text(placeholder=placeholder)
         self.submit_button = _button("Submit", "primary", lambda: self.submit(self.text.value))
         self.cancel_button = _button("Cancel", "", self.cancel)
-        super().__init__(title=title, timeout=timeout, body=[self.text],
-                         controls=[self.submit_button, self.cancel_button])  # fmt: skip
+        super().__init__(
+            title=title,
+            timeout=timeout,
+            body=[self.text],
+            controls=[self.submit_button, self.cancel_button],
+        )
         self._controls.append(self.text)
 
     def submit(self, value: str) -> bool:

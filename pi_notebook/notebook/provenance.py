@@ -52,12 +52,21 @@ class CallStamp:
         if self.approval is not None and is_decision(self.approval):
             grant = f"granted scope {grant_words(self.grant)}" if self.grant else None
             waited = self.waited_ms / 1000 if self.waited_ms is not None else None
-            return Decided(tool_call_id=self.tool_call_id, decision=self.approval,
-                           approver=self.approver, grant=grant, waited_s=waited)  # fmt: skip
+            return Decided(
+                tool_call_id=self.tool_call_id,
+                decision=self.approval,
+                approver=self.approver,
+                grant=grant,
+                waited_s=waited,
+            )
         if self.granted:
             grant_id = (self.grant or {}).get("grant_id")
-            return Decided(tool_call_id=self.tool_call_id, decision="granted",
-                           approver=self.approver, grant=f"({grant_id})" if grant_id else None)  # fmt: skip
+            return Decided(
+                tool_call_id=self.tool_call_id,
+                decision="granted",
+                approver=self.approver,
+                grant=f"({grant_id})" if grant_id else None,
+            )
         return None
 
 
@@ -122,8 +131,9 @@ def call_stamps(
     return {call_id: CallStamp(tool_call_id=call_id, **row) for call_id, row in found.items()}
 
 
-def record_output(audit: Any, session_id: str, record: NotebookOutput,
-                  since: dt.datetime) -> str | None:  # fmt: skip
+def record_output(
+    audit: Any, session_id: str, record: NotebookOutput, since: dt.datetime
+) -> str | None:
     """Write the durable ``notebook_output`` record; returns its hash (``None`` if it failed)."""
     if audit is None:
         return None
@@ -133,8 +143,9 @@ def record_output(audit: Any, session_id: str, record: NotebookOutput,
     except Exception:
         log.exception("pi_notebook: could not record the run's output in the audit")
         return None
-    for stored, hash_ in zip(reversed(list(frame["payload"])), reversed(list(frame["hash"])),
-                             strict=True):  # fmt: skip
+    for stored, hash_ in zip(
+        reversed(list(frame["payload"])), reversed(list(frame["hash"])), strict=True
+    ):
         if isinstance(stored, dict) and stored.get("run_id") == record.run_id:
             return str(hash_)
     return None

@@ -163,11 +163,17 @@ def provisional_bundle(
         f"<div class='pi-meta pi-prompt-text'{_style('meta')}>Prompt:</div>"
         f"<pre class='pi-args'{_style('pre')}>{html.escape(prompt)}</pre>"
     ]
-    lines = [f"◌ interrupted · {calls} call{'s' if calls != 1 else ''} · model {info.model}",
-             "", "Prompt:", *(f"    {line}" for line in prompt.splitlines())]  # fmt: skip
+    lines = [
+        f"◌ interrupted · {calls} call{'s' if calls != 1 else ''} · model {info.model}",
+        "",
+        "Prompt:",
+        *(f"    {line}" for line in prompt.splitlines()),
+    ]
     if earlier:
-        note = (f"{earlier} earlier call(s) not shown here: their records are in the audit (one "
-                "still running when the kernel stopped has an unknown outcome).")  # fmt: skip
+        note = (
+            f"{earlier} earlier call(s) not shown here: their records are in the audit (one "
+            "still running when the kernel stopped has an unknown outcome)."
+        )
         parts.append(f"<div class='pi-meta'{_style('meta')}>{html.escape(note)}</div>")
         lines += ["", note]
     texts: list[str] = []
@@ -192,8 +198,9 @@ def provisional_bundle(
         if view is not None and view.code is not None:
             lines += [f"    {line}" for line in view.code.splitlines()]
     marker = _marker(_recent(state, entries))
-    parts.append(f"<div class='pi-word pi-warn pi-interrupted'{_style('error')}>"
-                 f"{html.escape(marker)}</div>")  # fmt: skip
+    parts.append(
+        f"<div class='pi-word pi-warn pi-interrupted'{_style('error')}>{html.escape(marker)}</div>"
+    )
     lines += ["", marker]
     body = (
         f"<div class='pi-rec {PROVISIONAL_CLASS}'{_style('rec')} "
@@ -215,12 +222,17 @@ def provisional_calls(
     for card in _recent(state, entries):
         details: Mapping[str, Any] = card.details if isinstance(card.details, dict) else {}
         rows = details.get("row_count")
-        out.append({
-            "tool_call_id": card.tool_call_id, "tool_name": card.tool_name,
-            "args_hash": details.get("args_hash") or args_hash_of(card.tool_call_id),
-            "state": card.status, "decision": card.decision, "outcome": card.outcome,
-            "rows": rows if isinstance(rows, int) and card.status == "done" else None,
-        })  # fmt: skip
+        out.append(
+            {
+                "tool_call_id": card.tool_call_id,
+                "tool_name": card.tool_name,
+                "args_hash": details.get("args_hash") or args_hash_of(card.tool_call_id),
+                "state": card.status,
+                "decision": card.decision,
+                "outcome": card.outcome,
+                "rows": rows if isinstance(rows, int) and card.status == "done" else None,
+            }
+        )
     return out
 
 
@@ -228,5 +240,12 @@ def provisional_metadata(
     run_id: str, session_id: str, prompt: str, calls: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """The provisional output's ``metadata`` (``{"pi_notebook": {...}}``)."""
-    return {"pi_notebook": {"provisional": True, "run_id": run_id, "session_id": session_id,
-                            "prompt_digest": prompt_digest(prompt), "calls": calls}}  # fmt: skip
+    return {
+        "pi_notebook": {
+            "provisional": True,
+            "run_id": run_id,
+            "session_id": session_id,
+            "prompt_digest": prompt_digest(prompt),
+            "calls": calls,
+        }
+    }

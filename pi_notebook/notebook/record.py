@@ -64,13 +64,23 @@ RUN_WORDS = {
     "blocked": "⊘ blocked",
 }
 _TONE = {
-    "allowed": "ok", "approved": "ok", "granted": "ok", "done": "ok",
-    "rejected": "warn", "expired": "warn", "refused": "warn", "blocked": "warn",
+    "allowed": "ok",
+    "approved": "ok",
+    "granted": "ok",
+    "done": "ok",
+    "rejected": "warn",
+    "expired": "warn",
+    "refused": "warn",
+    "blocked": "warn",
     "awaiting approval": "warn",
-    "error": "bad", "failed": "bad",
-    "aborted": "muted", "stopped": "muted", "queued": "muted", "idle": "muted",
+    "error": "bad",
+    "failed": "bad",
+    "aborted": "muted",
+    "stopped": "muted",
+    "queued": "muted",
+    "idle": "muted",
     "running": "busy",
-}  # fmt: skip
+}
 
 INLINE: dict[str, str] = {
     "rec": "line-height:1.4",
@@ -329,8 +339,9 @@ def result_html(card: CardState, *, preview_rows: int = 10) -> str:
     if frame is not None and len(frame.columns):
         total = card.details.get("row_count") if isinstance(card.details, dict) else None
         kept = len(frame)
-        return frame_html(frame, max_rows=preview_rows,
-                          total=max(total, kept) if isinstance(total, int) else kept)  # fmt: skip
+        return frame_html(
+            frame, max_rows=preview_rows, total=max(total, kept) if isinstance(total, int) else kept
+        )
     if frame is None and card.content:
         # No DataFrame: the tool's text is its result, so show it (not folded away).
         text = html.escape(chr(10).join(card.content))
@@ -350,8 +361,14 @@ def card_tone(card: CardState) -> str:
     return _tone(card.word)
 
 
-def card_html(card: CardState, label: str, *, preview_rows: int = 10,
-              reasons: tuple[str, ...] = (), view_of: ViewOf | None = None) -> str:  # fmt: skip
+def card_html(
+    card: CardState,
+    label: str,
+    *,
+    preview_rows: int = 10,
+    reasons: tuple[str, ...] = (),
+    view_of: ViewOf | None = None,
+) -> str:
     """One call as HTML: header, its code or arguments (as its tool shows them, ``view_of``),
     why it needed approval, result, error."""
     view = call_view_of(card.tool_name, card.args, view_of)
@@ -415,9 +432,15 @@ def _timeline_html(state: RunState, info: RunInfo) -> str:
         else:
             card = state.cards.get(key)
             if card is not None:
-                out.append(card_html(card, info.label_of(card.tool_name),
-                                     preview_rows=info.preview_rows, reasons=card.reasons,
-                                     view_of=info.view_of))  # fmt: skip
+                out.append(
+                    card_html(
+                        card,
+                        info.label_of(card.tool_name),
+                        preview_rows=info.preview_rows,
+                        reasons=card.reasons,
+                        view_of=info.view_of,
+                    )
+                )
     return "".join(out)
 
 
@@ -430,7 +453,7 @@ def _code_of(tool_name: str, args: Any, view_of: ViewOf | None) -> str | None:
 
 def _plain(state: RunState, info: RunInfo) -> str:
     calls = len(state.cards)
-    lines = [f"{run_word(state)} · {calls} call{'' if calls == 1 else 's'} · model {info.model}"]  # fmt: skip
+    lines = [f"{run_word(state)} · {calls} call{'' if calls == 1 else 's'} · model {info.model}"]
     for kind, key in state.timeline:
         if kind == "text":
             text = state.assistant[key] if key < len(state.assistant) else ""

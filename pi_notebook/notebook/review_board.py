@@ -61,9 +61,13 @@ def _preview(stored: dict[str, Any] | None) -> WritePreview | None:
 
         sample = pd.DataFrame(rows)
     count = stored.get("affected_rows")
-    return WritePreview(affected_rows=count if isinstance(count, int) else None,
-                        plan=stored.get("plan"), sample=sample, method=stored.get("method"),
-                        note=stored.get("note"))  # fmt: skip
+    return WritePreview(
+        affected_rows=count if isinstance(count, int) else None,
+        plan=stored.get("plan"),
+        sample=sample,
+        method=stored.get("method"),
+        note=stored.get("note"),
+    )
 
 
 def _expiry(moment: datetime, now: datetime) -> str:
@@ -83,8 +87,7 @@ class ReviewCard(widgets.VBox):
             :meth:`ReviewQueue.decide` does).
     """
 
-    def __init__(self, request: ReviewRequest,
-                 decide: Callable[[str, str], ReviewRequest]) -> None:  # fmt: skip
+    def __init__(self, request: ReviewRequest, decide: Callable[[str, str], ReviewRequest]) -> None:
         self.request = request
         self._decide_in_store = decide
         self.decision: str | None = None
@@ -93,26 +96,35 @@ class ReviewCard(widgets.VBox):
         self.reject_button = widgets.Button(description="Reject", button_style="danger")
         self.approve_button.on_click(lambda _b: self.approve())
         self.reject_button.on_click(lambda _b: self.reject())
-        self.note = widgets.Text(placeholder="Note for the requester (optional)",
-                                 layout=widgets.Layout(width="24em"))  # fmt: skip
+        self.note = widgets.Text(
+            placeholder="Note for the requester (optional)", layout=widgets.Layout(width="24em")
+        )
         self.status = widgets.HTML("<i>Waiting for your decision.</i>")
         self.controls = widgets.HBox([self.approve_button, self.reject_button, self.note])
         title = f"{request.requester} asks for a review: {request.tool_name}"
-        meta = (f"Request {request.request_id} · reviewers: {', '.join(request.reviewers)} · "
-                f"{_expiry(request.expires_at, datetime.now(UTC))}")  # fmt: skip
+        meta = (
+            f"Request {request.request_id} · reviewers: {', '.join(request.reviewers)} · "
+            f"{_expiry(request.expires_at, datetime.now(UTC))}"
+        )
         body: list[widgets.Widget] = [
             widgets.HTML(f"<b>{html.escape(title)}</b>"),
             widgets.HTML(f"<div class='pi-meta'>{html.escape(meta)}</div>"),
             widgets.HTML(f"<pre class='pi-sql'>{html.escape(statement_of(request))}</pre>"),
         ]
         if request.reasons:
-            body.append(widgets.HTML(f"<div class='pi-reasons'>Needs approval because: "
-                                     f"{html.escape('; '.join(request.reasons))}</div>"))  # fmt: skip
+            body.append(
+                widgets.HTML(
+                    f"<div class='pi-reasons'>Needs approval because: "
+                    f"{html.escape('; '.join(request.reasons))}</div>"
+                )
+            )
         preview = _preview(request.preview)
         if preview is not None:
             body.append(widgets.HTML(preview_html(preview)))
-        super().__init__(children=[*body, self.controls, self.status],
-                         layout=widgets.Layout(padding="6px", margin="4px 0"))  # fmt: skip
+        super().__init__(
+            children=[*body, self.controls, self.status],
+            layout=widgets.Layout(padding="6px", margin="4px 0"),
+        )
         self.add_class("pi-prompt")
         self.add_class("pi-approval")
         self.add_class("pi-review-card")
@@ -141,8 +153,11 @@ class ReviewCard(widgets.VBox):
             self._close(f"{str(exc)[:1].upper()}{str(exc)[1:]}.", "pi-warn")
             return False
         except Exception as exc:  # the store failed: nothing was decided
-            self._say(f"The decision was not recorded ({type(exc).__name__}); nothing was "
-                      "decided. Try again, or use %pi_review --list.", "pi-bad")  # fmt: skip
+            self._say(
+                f"The decision was not recorded ({type(exc).__name__}); nothing was "
+                "decided. Try again, or use %pi_review --list.",
+                "pi-bad",
+            )
             return False
         self.decision, self.decided_by = decided.state, decided.reviewer
         note = f" ({decided.note})" if decided.note else ""
@@ -174,8 +189,10 @@ class ReviewBoard(widgets.VBox):
         me = reviewer or current_user()
         if self.cards:
             n = len(self.cards)
-            head = (f"{n} open review request{'s' if n != 1 else ''}; you decide as "
-                    f"<b>{html.escape(me)}</b>.")  # fmt: skip
+            head = (
+                f"{n} open review request{'s' if n != 1 else ''}; you decide as "
+                f"<b>{html.escape(me)}</b>."
+            )
         else:
             head = NO_OPEN_REQUESTS
         self.heading = widgets.HTML(f"<div class='pi-head'>{head}</div>")
@@ -184,10 +201,12 @@ class ReviewBoard(widgets.VBox):
         self.add_class("pi-review-board")
 
     def _decide(self, request_id: str, decision: str) -> ReviewRequest:
-        note = next((c.note.value.strip() for c in self.cards
-                     if c.request.request_id == request_id), "")  # fmt: skip
-        return self.queue.decide(request_id, decision, self._reviewer or current_user(),
-                                 note=note or None)  # fmt: skip
+        note = next(
+            (c.note.value.strip() for c in self.cards if c.request.request_id == request_id), ""
+        )
+        return self.queue.decide(
+            request_id, decision, self._reviewer or current_user(), note=note or None
+        )
 
     def card(self, request_id: str) -> ReviewCard:
         """The card of ``request_id`` (a unique prefix will do).
@@ -207,10 +226,15 @@ class ReviewBoard(widgets.VBox):
         parts: list[str] = []
         for card in self.cards:
             r = card.request
-            state = (f"{card.decision} by {card.decided_by}" if card.decided
-                     else _expiry(r.expires_at, datetime.now(UTC)))  # fmt: skip
-            parts.append(f"{r.request_id} · {r.requester} · {r.tool_name} · {state}\n"
-                         f"  {statement_of(r)}\n  because: {'; '.join(r.reasons) or '-'}")  # fmt: skip
+            state = (
+                f"{card.decision} by {card.decided_by}"
+                if card.decided
+                else _expiry(r.expires_at, datetime.now(UTC))
+            )
+            parts.append(
+                f"{r.request_id} · {r.requester} · {r.tool_name} · {state}\n"
+                f"  {statement_of(r)}\n  because: {'; '.join(r.reasons) or '-'}"
+            )
         return "\n".join(parts)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:

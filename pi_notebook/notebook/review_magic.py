@@ -50,14 +50,17 @@ class ReviewMagics(Magics):
     def _queue(self, store: str | None) -> ReviewQueue:
         url = store or self.state.config.review.get("url")
         if not isinstance(url, str) or not url:
-            raise UsageError("No review store: set %config PiNotebook.review = {'url': STORE, "
-                             "'reviewers': [...]} or pass --store URL.")  # fmt: skip
+            raise UsageError(
+                "No review store: set %config PiNotebook.review = {'url': STORE, "
+                "'reviewers': [...]} or pass --store URL."
+            )
         if url not in self._queues:
             try:
                 self._queues[url] = ReviewQueue(url)
             except Exception as exc:
-                raise UsageError(f"The review store {safe_url(url)} cannot be reached "
-                                 f"({type(exc).__name__}).") from None  # fmt: skip
+                raise UsageError(
+                    f"The review store {safe_url(url)} cannot be reached ({type(exc).__name__})."
+                ) from None
         return self._queues[url]
 
     @line_magic
@@ -93,8 +96,10 @@ class ReviewMagics(Magics):
         except (ReviewRefused, StateError) as exc:
             raise UsageError(str(exc)) from None
         what = decided.args.get("sql", decided.tool_name)
-        print(f"{decision.capitalize()} review request {decided.request_id} as {me} "
-              f"({decided.requester}'s {decided.tool_name}: {what}).")  # fmt: skip
+        print(
+            f"{decision.capitalize()} review request {decided.request_id} as {me} "
+            f"({decided.requester}'s {decided.tool_name}: {what})."
+        )
         return None
 
     def _resolve(self, queue: ReviewQueue, wanted: str) -> str:
@@ -105,8 +110,10 @@ class ReviewMagics(Magics):
             if len(matches) == 1:
                 return matches[0]
             if len(matches) > 1:
-                raise UsageError(f"{wanted!r} matches {len(matches)} open requests: give more "
-                                 "of the id (see %pi_review).")  # fmt: skip
+                raise UsageError(
+                    f"{wanted!r} matches {len(matches)} open requests: give more "
+                    "of the id (see %pi_review)."
+                )
         raise UsageError(f"No review request {wanted!r} in this store (see %pi_review).")
 
     def close(self) -> None:

@@ -66,12 +66,31 @@ __all__ = ["TICK_S", "AwaitNotSupportedError", "Run", "kernel_handles_comms_whil
 
 log = logging.getLogger(__name__)
 TICK_S = 0.5
-_URGENT = frozenset({"tool_execution_start", "tool_execution_end", "approval_requested",
-                     "approval_resolved", "agent_end", "run_failed", "stop_requested", "notice",
-                     "decided"})  # fmt: skip
-_CARD_EVENTS = frozenset({"tool_execution_start", "tool_execution_update", "tool_execution_end",
-                          "tool_call", "tool_result", "approval_requested", "approval_resolved",
-                          "decided"})  # fmt: skip
+_URGENT = frozenset(
+    {
+        "tool_execution_start",
+        "tool_execution_end",
+        "approval_requested",
+        "approval_resolved",
+        "agent_end",
+        "run_failed",
+        "stop_requested",
+        "notice",
+        "decided",
+    }
+)
+_CARD_EVENTS = frozenset(
+    {
+        "tool_execution_start",
+        "tool_execution_update",
+        "tool_execution_end",
+        "tool_call",
+        "tool_result",
+        "approval_requested",
+        "approval_resolved",
+        "decided",
+    }
+)
 
 
 def kernel_of_shell() -> Any:
@@ -112,10 +131,15 @@ class Run:
         metadata: the record's ``pi_notebook`` provenance once settled (else ``None``).
     """
 
-    def __init__(self, session: AgentSession, prompt: str, *,
-                 label_of: Callable[[str], str] = str,
-                 on_finish: Callable[[Run], None] | None = None,
-                 usage_of: Callable[[Run], str | None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        session: AgentSession,
+        prompt: str,
+        *,
+        label_of: Callable[[str], str] = str,
+        on_finish: Callable[[Run], None] | None = None,
+        usage_of: Callable[[Run], str | None] | None = None,
+    ) -> None:
         self.run_id = uuid.uuid4().hex
         self.session = session
         self.prompt = prompt
@@ -205,29 +229,47 @@ class Run:
             if decided is not None and call_id in self.state.cards:
                 self.dispatch(decided)
         model = str(getattr(self.session, "model_name", "unknown"))
-        info = RunInfo(run_id=self.run_id, model=model.removesuffix(":offline"), label_of=self.label_of,
-                       view_of=self.view_of, usage=self._usage_of(self) if self._usage_of else None,
-                       elapsed=time.monotonic() - self._started)  # fmt: skip
+        info = RunInfo(
+            run_id=self.run_id,
+            model=model.removesuffix(":offline"),
+            label_of=self.label_of,
+            view_of=self.view_of,
+            usage=self._usage_of(self) if self._usage_of else None,
+            elapsed=time.monotonic() - self._started,
+        )
         data = record_bundle(self.state, info)
         calls: list[dict[str, Any]] = []
         for card in self.state.card_list():
             stamp = stamps.get(card.tool_call_id)
             details = card.details if isinstance(card.details, dict) else {}
             args_hash = (stamp.args_hash if stamp else None) or details.get("args_hash")
-            calls.append({
-                "tool_call_id": card.tool_call_id, "tool_name": card.tool_name,
-                "args_hash": args_hash or args_hash_of(card.args),
-                "decision": card.decision or "error", "outcome": card.outcome,
-                "rows": rows if isinstance(rows := details.get("row_count"), int) else None,
-                "audit_hash": stamp.audit_hash if stamp else None,
-            })  # fmt: skip
+            calls.append(
+                {
+                    "tool_call_id": card.tool_call_id,
+                    "tool_name": card.tool_name,
+                    "args_hash": args_hash or args_hash_of(card.args),
+                    "decision": card.decision or "error",
+                    "outcome": card.outcome,
+                    "rows": rows if isinstance(rows := details.get("row_count"), int) else None,
+                    "audit_hash": stamp.audit_hash if stamp else None,
+                }
+            )
         digest = output_digest(data)
-        output = NotebookOutput(run_id=self.run_id, output_digest=digest, calls=calls,
-                                prompt_digest=prompt_digest(self.prompt))  # fmt: skip
-        record_hash = await asyncio.to_thread(record_output, audit, session_id, output,
-                                              self._since)  # fmt: skip
-        self.metadata = {"run_id": self.run_id, "session_id": session_id, "model": model,
-                         "output_digest": digest, "record_hash": record_hash, "calls": calls}  # fmt: skip
+        output = NotebookOutput(
+            run_id=self.run_id,
+            output_digest=digest,
+            calls=calls,
+            prompt_digest=prompt_digest(self.prompt),
+        )
+        record_hash = await asyncio.to_thread(record_output, audit, session_id, output, self._since)
+        self.metadata = {
+            "run_id": self.run_id,
+            "session_id": session_id,
+            "model": model,
+            "output_digest": digest,
+            "record_hash": record_hash,
+            "calls": calls,
+        }
         self.record = data
         if self.handle is None:
             return
@@ -249,8 +291,12 @@ class Run:
     # -- the provisional record ----------------------------------------------------
     def _provisional(self) -> tuple[dict[str, str], dict[str, Any]]:
         model = str(getattr(self.session, "model_name", "unknown"))
-        info = RunInfo(run_id=self.run_id, model=model.removesuffix(":offline"),
-                       label_of=self.label_of, view_of=self.view_of)  # fmt: skip
+        info = RunInfo(
+            run_id=self.run_id,
+            model=model.removesuffix(":offline"),
+            label_of=self.label_of,
+            view_of=self.view_of,
+        )
         data = provisional_bundle(self.state, info, self.prompt, cache=self._provisional_cache)
         calls = provisional_calls(self.state, self._args_hashes.get)
         session_id = str(getattr(self.session, "session_id", ""))
@@ -342,8 +388,9 @@ class Run:
         return self.state
 
     # -- prompts ---------------------------------------------------------------
-    def show_review(self, tool_call_id: str, state: str, message: str,
-                    reasons: tuple[str, ...] = ()) -> None:  # fmt: skip
+    def show_review(
+        self, tool_call_id: str, state: str, message: str, reasons: tuple[str, ...] = ()
+    ) -> None:
         """Show a four-eyes review on the card of ``tool_call_id``: ``waiting`` (the card awaits
         approval and says whom it waits for), then ``approved``, ``rejected`` or ``expired``."""
         if tool_call_id not in self.state.cards:
@@ -360,8 +407,9 @@ class Run:
         if isinstance(line, widgets.HTML) and "pi-review-wait" in line._dom_classes:
             line.value = f"<div class='pi-meta'>{html.escape(message)}</div>"
 
-    def attach_prompt(self, prompt: Prompt, tool_call_id: str | None,
-                      reasons: tuple[str, ...] = ()) -> None:  # fmt: skip
+    def attach_prompt(
+        self, prompt: Prompt, tool_call_id: str | None, reasons: tuple[str, ...] = ()
+    ) -> None:
         """Show ``prompt`` in the card of ``tool_call_id`` (or below the cards if ``None``)."""
         self.prompts.append(prompt)
         request = getattr(prompt, "request", None)
@@ -377,10 +425,13 @@ class Run:
                     decided = approval.decision
                     if decided == "granted":  # the person was asked: they approved, by a grant
                         decided = "approved"
-                    self.dispatch(ApprovalResolved(
-                        tool_call_id=tool_call_id,
-                        decision=decided if is_decision(decided) else "expired",
-                        edited_args=approval.outcome().edited_args))  # fmt: skip
+                    self.dispatch(
+                        ApprovalResolved(
+                            tool_call_id=tool_call_id,
+                            decision=decided if is_decision(decided) else "expired",
+                            edited_args=approval.outcome().edited_args,
+                        )
+                    )
 
                 approval.on_decided(resolved)
         else:

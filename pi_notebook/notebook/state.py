@@ -111,12 +111,15 @@ class NotebookState:
         url = (
             cfg.database_url or os.environ.get("PI_NOTEBOOK_DATABASE_URL") or sample_database_url()
         )
-        database = database_extension(url=url, approval_timeout_s=cfg.approval_timeout,
-                                      row_cap=cfg.row_cap,
-                                      statement_timeout_s=cfg.statement_timeout,
-                                      memory_limit_bytes=cfg.memory_limit_bytes,
-                                      review=dict(cfg.review) or None,
-                                      role_per_user=cfg.role_per_user)  # fmt: skip
+        database = database_extension(
+            url=url,
+            approval_timeout_s=cfg.approval_timeout,
+            row_cap=cfg.row_cap,
+            statement_timeout_s=cfg.statement_timeout,
+            memory_limit_bytes=cfg.memory_limit_bytes,
+            review=dict(cfg.review) or None,
+            role_per_user=cfg.role_per_user,
+        )
         mcp = self._mcp_extension()
         audit_url = cfg.audit_url or None
         audit, new_audit = self._audit_for(audit_url)
@@ -141,8 +144,11 @@ class NotebookState:
             if new_audit:
                 audit.close()
             raise
-        problems = [d for d in session.diagnostics
-                    if d.extension_path == DATABASE_SOURCE and d.level == "error"]  # fmt: skip
+        problems = [
+            d
+            for d in session.diagnostics
+            if d.extension_path == DATABASE_SOURCE and d.level == "error"
+        ]
         if problems:
             self._close_later(session, audit.close if new_audit else None)
             raise UsageError(
@@ -201,14 +207,34 @@ class NotebookState:
         rows: list[tuple[str, Any, bool]] = [(m, u, False) for m, u in self.past_usage]
         if self.session is not None:
             rows.append((self.session.model_name, self.session.usage, True))
-        columns = ["session", "model", "requests", "input_tokens", "output_tokens",
-                   "cache_read_tokens", "cache_write_tokens", "cost_usd", "current"]  # fmt: skip
+        columns = [
+            "session",
+            "model",
+            "requests",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "cost_usd",
+            "current",
+        ]
         return pd.DataFrame(
-            [(i + 1, model, u.requests, u.prompt_tokens, u.output_tokens, u.cache_read_tokens,
-              u.cache_write_tokens, u.cost_usd, current)
-             for i, (model, u, current) in enumerate(rows)],
+            [
+                (
+                    i + 1,
+                    model,
+                    u.requests,
+                    u.prompt_tokens,
+                    u.output_tokens,
+                    u.cache_read_tokens,
+                    u.cache_write_tokens,
+                    u.cost_usd,
+                    current,
+                )
+                for i, (model, u, current) in enumerate(rows)
+            ],
             columns=columns,
-        )  # fmt: skip
+        )
 
     def set_model(self, model: Any) -> None:
         """Use ``model`` (a model object, e.g. a ``ScriptedModel``) for the next runs.
@@ -357,8 +383,7 @@ class NotebookState:
             tool = registry.get(name)
             return tool.definition.label if tool is not None else name
 
-        run = Run(session, prompt, label_of=label_of, on_finish=self._finished,
-                  usage_of=_run_usage)  # fmt: skip
+        run = Run(session, prompt, label_of=label_of, on_finish=self._finished, usage_of=_run_usage)
         self.runs.append(run)
         self.active_run = run
         run.start()

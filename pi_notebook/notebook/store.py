@@ -224,8 +224,9 @@ def _shown(part: Any) -> str:
 def _with_card(state: RunState, card: CardState) -> RunState:
     if card.tool_call_id in state.cards:
         return replace(state, cards=state.cards.set(card))
-    return replace(state, cards=state.cards.set(card),
-                   timeline=(*state.timeline, ("card", card.tool_call_id)))  # fmt: skip
+    return replace(
+        state, cards=state.cards.set(card), timeline=(*state.timeline, ("card", card.tool_call_id))
+    )
 
 
 def _end_status(card: CardState, is_error: bool) -> CardStatus:
@@ -250,10 +251,16 @@ def _end(state: RunState, card: CardState, event: Any, now: float | None) -> Car
         decision = "allowed"  # it passed every tool_call handler without asking
     elif status == "done" and decision is None:
         decision = "allowed"
-    return replace(card, status=status, ended_at=now, content=content, decision=decision,
-                   details=getattr(result, "details", None),
-                   aborted=status == "error" and state.stop_requested,
-                   error=("\n".join(content) or "error") if is_error else None)  # fmt: skip
+    return replace(
+        card,
+        status=status,
+        ended_at=now,
+        content=content,
+        decision=decision,
+        details=getattr(result, "details", None),
+        aborted=status == "error" and state.stop_requested,
+        error=("\n".join(content) or "error") if is_error else None,
+    )
 
 
 def _reduce_card(state: RunState, event: Any, now: float | None) -> RunState:
@@ -265,8 +272,9 @@ def _reduce_card(state: RunState, event: Any, now: float | None) -> RunState:
     if kind == "tool_execution_start":
         if card is not None:
             return _with_card(state, replace(card, args=event.args))
-        new = CardState(tool_call_id=call_id, tool_name=event.tool_name, args=event.args,
-                        started_at=now)  # fmt: skip
+        new = CardState(
+            tool_call_id=call_id, tool_name=event.tool_name, args=event.args, started_at=now
+        )
         return _with_card(state, new)
     if card is None:
         return state  # S14: only a start creates a card
@@ -274,17 +282,30 @@ def _reduce_card(state: RunState, event: Any, now: float | None) -> RunState:
         result = event.partial_result
         status = card.status if card.status in TERMINAL else "running"
         texts = _text_of(getattr(result, "content", None))
-        return _with_card(state, replace(
-            card, status=status, updates=card.updates + 1,
-            progress=" ".join(texts) if texts else card.progress,
-            progress_details=getattr(result, "details", None)))  # fmt: skip
+        return _with_card(
+            state,
+            replace(
+                card,
+                status=status,
+                updates=card.updates + 1,
+                progress=" ".join(texts) if texts else card.progress,
+                progress_details=getattr(result, "details", None),
+            ),
+        )
     if kind == "tool_call":
         return _with_card(state, replace(card, gated=True))
     if kind == "tool_result":
         return _with_card(state, replace(card, executed=True))
     if kind == "approval_requested":
-        return _with_card(state, replace(card, status="awaiting approval", approval="pending",
-                                         reasons=tuple(event.reasons) or card.reasons))  # fmt: skip
+        return _with_card(
+            state,
+            replace(
+                card,
+                status="awaiting approval",
+                approval="pending",
+                reasons=tuple(event.reasons) or card.reasons,
+            ),
+        )
     if kind == "approval_resolved":
         status: CardStatus = "running" if event.decision in ("approved", "granted") else "blocked"
         if card.status in TERMINAL:
@@ -296,8 +317,16 @@ def _reduce_card(state: RunState, event: Any, now: float | None) -> RunState:
             card = replace(card, args=edited, original_args=original)
         return _with_card(state, card)
     if kind == "decided":
-        return _with_card(state, replace(card, decision=event.decision, approver=event.approver,
-                                         grant=event.grant, waited_s=event.waited_s))  # fmt: skip
+        return _with_card(
+            state,
+            replace(
+                card,
+                decision=event.decision,
+                approver=event.approver,
+                grant=event.grant,
+                waited_s=event.waited_s,
+            ),
+        )
     if kind == "tool_execution_end":
         return _with_card(state, _end(state, card, event, now))
     return state
@@ -323,16 +352,24 @@ def reduce(state: RunState, event: Any, *, now: float | None = None) -> RunState
     ``blocked`` (a call was rejected, expired or refused) or ``done``.
     """
     kind = getattr(event, "type", None)
-    if kind in ("tool_execution_start", "tool_execution_update", "tool_execution_end",
-                "tool_call", "tool_result", "approval_requested", "approval_resolved",
-                "decided"):  # fmt: skip
+    if kind in (
+        "tool_execution_start",
+        "tool_execution_update",
+        "tool_execution_end",
+        "tool_call",
+        "tool_result",
+        "approval_requested",
+        "approval_resolved",
+        "decided",
+    ):
         return _reduce_card(state, event, now)
     if kind == "agent_start":
         return replace(state, status="running")
     if kind == "message_start" and getattr(event.message, "role", None) == "assistant":
         index = len(state.assistant)
-        return replace(state, assistant=(*state.assistant, ""),
-                       timeline=(*state.timeline, ("text", index)))  # fmt: skip
+        return replace(
+            state, assistant=(*state.assistant, ""), timeline=(*state.timeline, ("text", index))
+        )
     if kind == "message_update":
         delta_event = event.assistant_message_event
         if getattr(delta_event, "type", None) != "text_delta" or not state.assistant:

@@ -49,8 +49,14 @@ class NotebookUI:
         prompts: the list every prompt is added to (shared with the UI it was bound from).
     """
 
-    def __init__(self, get_run: Callable[[], Run | None], *, default_timeout: float = 30.0,
-                 tool_call_id: str | None = None, prompts: list[Prompt] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        get_run: Callable[[], Run | None],
+        *,
+        default_timeout: float = 30.0,
+        tool_call_id: str | None = None,
+        prompts: list[Prompt] | None = None,
+    ) -> None:
         self._get_run = get_run
         self.default_timeout = default_timeout
         self.tool_call_id = tool_call_id
@@ -58,8 +64,12 @@ class NotebookUI:
 
     def for_call(self, tool_call_id: str) -> NotebookUI:
         """This UI with its questions shown on the card of ``tool_call_id``."""
-        return NotebookUI(self._get_run, default_timeout=self.default_timeout,
-                          tool_call_id=tool_call_id, prompts=self.prompts)  # fmt: skip
+        return NotebookUI(
+            self._get_run,
+            default_timeout=self.default_timeout,
+            tool_call_id=tool_call_id,
+            prompts=self.prompts,
+        )
 
     def _show(self, prompt: Prompt) -> None:
         self.prompts.append(prompt)
@@ -70,11 +80,22 @@ class NotebookUI:
     def _timeout(self, timeout: float | None) -> float:
         return self.default_timeout if timeout is None else timeout
 
-    async def confirm(self, title: str, message: str, *, signal: AbortSignal | None = None,
-                      timeout: float | None = None) -> bool:  # fmt: skip
+    async def confirm(
+        self,
+        title: str,
+        message: str,
+        *,
+        signal: AbortSignal | None = None,
+        timeout: float | None = None,
+    ) -> bool:
         """Ask Approve / Reject on this call's card; False unless approved in time."""
-        prompt = ApprovalPrompt(title=title, sql=message, reason="",
-                                timeout=self._timeout(timeout), tool_call_id=self.tool_call_id)  # fmt: skip
+        prompt = ApprovalPrompt(
+            title=title,
+            sql=message,
+            reason="",
+            timeout=self._timeout(timeout),
+            tool_call_id=self.tool_call_id,
+        )
         self._show(prompt)
         return await prompt.wait(signal) == "approved"
 
@@ -99,15 +120,27 @@ class NotebookUI:
         await prompt.wait(signal)
         return prompt.outcome()
 
-    async def select(self, title: str, options: Sequence[str], *,
-                     signal: AbortSignal | None = None, timeout: float | None = None) -> str | None:  # fmt: skip
+    async def select(
+        self,
+        title: str,
+        options: Sequence[str],
+        *,
+        signal: AbortSignal | None = None,
+        timeout: float | None = None,
+    ) -> str | None:
         """Let the user pick one option; None if cancelled, expired or aborted."""
         prompt = ChoicePrompt(title=title, options=options, timeout=self._timeout(timeout))
         self._show(prompt)
         return prompt.value if await prompt.wait(signal) == "answered" else None
 
-    async def input(self, title: str, placeholder: str = "", *,
-                    signal: AbortSignal | None = None, timeout: float | None = None) -> str | None:  # fmt: skip
+    async def input(
+        self,
+        title: str,
+        placeholder: str = "",
+        *,
+        signal: AbortSignal | None = None,
+        timeout: float | None = None,
+    ) -> str | None:
         """Let the user type a line; None if cancelled, expired or aborted."""
         prompt = TextPrompt(title=title, placeholder=placeholder, timeout=self._timeout(timeout))
         self._show(prompt)

@@ -40,8 +40,14 @@ _LIVE_CSS = """<style>
 """A view whose kernel restarted (ipywidgets marks it ``jupyter-widgets-disconnected``) shows
 only its stale note: no buttons that would reach no kernel."""
 
-_TONE = {"running": "pi-busy", "done": "pi-ok", "failed": "pi-bad", "blocked": "pi-warn",
-         "stopped": "pi-muted", "idle": "pi-muted"}  # fmt: skip
+_TONE = {
+    "running": "pi-busy",
+    "done": "pi-ok",
+    "failed": "pi-bad",
+    "blocked": "pi-warn",
+    "stopped": "pi-muted",
+    "idle": "pi-muted",
+}
 
 
 class RunView(widgets.VBox):
@@ -56,10 +62,16 @@ class RunView(widgets.VBox):
         clock: the time source for elapsed times (``time.monotonic``).
     """
 
-    def __init__(self, get_state: Callable[[], RunState], on_stop: Callable[[], None],
-                 label_of: Callable[[str], str], *, min_interval: float = 0.05,
-                 clock: Callable[[], float] = time.monotonic,
-                 view_of: ViewOf | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        get_state: Callable[[], RunState],
+        on_stop: Callable[[], None],
+        label_of: Callable[[str], str],
+        *,
+        min_interval: float = 0.05,
+        clock: Callable[[], float] = time.monotonic,
+        view_of: ViewOf | None = None,
+    ) -> None:
         self._get_state = get_state
         self._on_stop = on_stop
         self._label_of = label_of
@@ -86,10 +98,17 @@ class RunView(widgets.VBox):
         self._entries = 0
         # The timeline's entries sit in boxes of _CHUNK: adding one re-assigns a short list.
         self._chunks: list[widgets.VBox] = []
-        super().__init__(children=[
-            widgets.HTML(RECORD_CSS + _LIVE_CSS), widgets.HBox([self.status, self.stop_button]),
-            self.timeline, self.dialogs, self.notices, self.error, self.stale,
-        ])  # fmt: skip
+        super().__init__(
+            children=[
+                widgets.HTML(RECORD_CSS + _LIVE_CSS),
+                widgets.HBox([self.status, self.stop_button]),
+                self.timeline,
+                self.dialogs,
+                self.notices,
+                self.error,
+                self.stale,
+            ]
+        )
         self.add_class("pi-run")
         self.add_class("pi-rec")
         self.render()
@@ -214,8 +233,9 @@ class RunView(widgets.VBox):
                     new_text_at = where if new_text_at is None else min(new_text_at, where)
                 widget.value = (
                     f"<div class='pi-text pi-assistant'>{markdown_html(text)}</div>"
-                    if text.strip() else ""
-                )  # fmt: skip
+                    if text.strip()
+                    else ""
+                )
                 continue
             card_state = state.cards.get(key)
             card_widget = self._cards.get(key)
@@ -231,5 +251,6 @@ class RunView(widgets.VBox):
         )
         self.error.value = (
             f"<pre class='pi-error pi-run-error'>{html.escape(state.error)}</pre>"
-            if state.error else ""
-        )  # fmt: skip
+            if state.error
+            else ""
+        )

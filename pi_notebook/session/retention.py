@@ -43,7 +43,9 @@ def _default_keep() -> int | None:
     try:
         return max(0, int(raw))
     except ValueError:
-        log.warning("%s=%r is not a number; keeping %d result DataFrames", ENV_KEEP, raw, DEFAULT_KEEP)  # fmt: skip
+        log.warning(
+            "%s=%r is not a number; keeping %d result DataFrames", ENV_KEEP, raw, DEFAULT_KEEP
+        )
         return DEFAULT_KEEP
 
 

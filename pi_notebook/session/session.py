@@ -373,9 +373,12 @@ class AgentSession:
         if tool is not None and tool.definition.requires_approval:  # falsy: nothing to ask
             path, call_id = tool.source_info.path, context.tool_call.id
             blocked = await self.tool_approvals.before(
-                tool.definition, call_id, context.args, signal,
+                tool.definition,
+                call_id,
+                context.args,
+                signal,
                 lambda: self.runner.create_context(path, tool_call_id=call_id),
-            )  # fmt: skip
+            )
         # One record of the decision per call, with or without handlers (the audit's recorder
         # does not listen to tool_call: this is the one place of that fact).
         self._record_decision(context, "blocked" if blocked else "allowed", blocked)
@@ -393,10 +396,13 @@ class AgentSession:
 
             self._audit.append(
                 ToolCallDecision(
-                    tool_call_id=context.tool_call.id, tool_name=context.tool_call.name,
-                    decision=decision, reason=reason, input=context.args,
+                    tool_call_id=context.tool_call.id,
+                    tool_name=context.tool_call.name,
+                    decision=decision,
+                    reason=reason,
+                    input=context.args,
                 )
-            )  # fmt: skip
+            )
 
     async def _after_tool_call(
         self, context: AfterToolCallContext, signal: AbortSignal

@@ -40,8 +40,10 @@ def _table_finding(table: exp.Table) -> Finding | None:
 
 def _call_finding(node: exp.Func) -> Finding | None:
     if isinstance(node, exp.Anonymous) and node.name.lower() in _FEDERATED:
-        return writes("EXTERNAL_QUERY runs a statement the tool cannot check on another "
-                      "database", when_executed=False)  # fmt: skip
+        return writes(
+            "EXTERNAL_QUERY runs a statement the tool cannot check on another database",
+            when_executed=False,
+        )
     return None
 
 

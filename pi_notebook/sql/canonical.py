@@ -33,9 +33,17 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 _ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _BIND_MARKERS = frozenset({TokenType.COLON, TokenType.PARAMETER, TokenType.SESSION_PARAMETER})
 _SEPARATORS = frozenset(
-    {TokenType.L_PAREN, TokenType.R_PAREN, TokenType.COMMA, TokenType.SEMICOLON,
-     TokenType.L_BRACKET, TokenType.R_BRACKET, TokenType.L_BRACE, TokenType.R_BRACE}
-)  # fmt: skip
+    {
+        TokenType.L_PAREN,
+        TokenType.R_PAREN,
+        TokenType.COMMA,
+        TokenType.SEMICOLON,
+        TokenType.L_BRACKET,
+        TokenType.R_BRACKET,
+        TokenType.L_BRACE,
+        TokenType.R_BRACE,
+    }
+)
 _STRINGS = frozenset(lexical.LITERAL_TYPES - {TokenType.IDENTIFIER, TokenType.NUMBER})
 
 MYSQL_RESERVED = lexical.MYSQL_RESERVED

@@ -179,8 +179,9 @@ def assess(
         and parsed.reason != STACKED
     ):
         # sqlglot cannot parse it: DuckDB's own parser may (see duckdb_parser.py).
-        rendered = partial(assess, dialect=dialect, depth=depth + 1,
-                           memory_bounded=memory_bounded, fallback=False)  # fmt: skip
+        rendered = partial(
+            assess, dialect=dialect, depth=depth + 1, memory_bounded=memory_bounded, fallback=False
+        )
         judged = duckdb_parser.duckdb_assessment(sql, rendered)
         if judged is not None:
             return Assessment((*early, *judged.findings), judged.plannable, judged.read_reason)

@@ -60,8 +60,12 @@ def clause_findings(nodes: list[exp.Expr]) -> list[Finding]:
         args = node.args
         if args.get("settings"):
             # Kept under EXPLAIN too: the tool's own SETTINGS clause goes after the statement.
-            found.append(writes("a SETTINGS clause changes query settings (limits, read-only)",
-                                when_executed=False))  # fmt: skip
+            found.append(
+                writes(
+                    "a SETTINGS clause changes query settings (limits, read-only)",
+                    when_executed=False,
+                )
+            )
         if args.get("format"):
             found.append(rejects("a FORMAT clause: the tool chooses how results are returned"))
     return found
@@ -88,8 +92,9 @@ def call_finding(node: exp.Func) -> Finding | Literal[False] | None:
         name = node.name.lower()
         base = _base_aggregate(name)
         if base is None:
-            return writes(f"aggregate {name}() is not known to be free of side effects",
-                          when_executed=False)  # fmt: skip
+            return writes(
+                f"aggregate {name}() is not known to be free of side effects", when_executed=False
+            )
         if base in ch.BUILDING_AGGREGATES:
             return _building(node, name)
         return None
@@ -97,18 +102,22 @@ def call_finding(node: exp.Func) -> Finding | Literal[False] | None:
         return False
     name = node.name.lower()
     if name in ch.REJECT_FUNCTIONS:
-        what = "reads the kernel's Python variables" if name == "python" else (
-            "runs a program or loads native code on the host")  # fmt: skip
+        what = (
+            "reads the kernel's Python variables"
+            if name == "python"
+            else ("runs a program or loads native code on the host")
+        )
         return rejects(f"function {name}() {what}")
     if name in ch.EXTERNAL_TABLE_FUNCTIONS:
-        return writes(f"{name}() reaches files, URLs, other servers or a dictionary's source",
-                      when_executed=False)  # fmt: skip
+        return writes(
+            f"{name}() reaches files, URLs, other servers or a dictionary's source",
+            when_executed=False,
+        )
     if name in ch.SIZED_FUNCTIONS:
         return _sized(node, name)
     if name in ch.PURE_FUNCTIONS or name in ch.PURE_TABLE_FUNCTIONS:
         return None
-    return writes(f"function {name}() is not known to be free of side effects",
-                  when_executed=False)  # fmt: skip
+    return writes(f"function {name}() is not known to be free of side effects", when_executed=False)
 
 
 def _small(value: exp.Expr | None) -> bool:
@@ -136,8 +145,10 @@ def _sized(node: exp.Expr, name: str) -> Finding | None:
         numeric = [a for a in numeric if a is not node.this] or numeric
     if all(_small(a) for a in numeric):
         return None
-    return writes(f"{name}() with a size that is not a literal of at most "
-                  f"{ch.MAX_LITERAL_SIZE:,} can exhaust memory or time")  # fmt: skip
+    return writes(
+        f"{name}() with a size that is not a literal of at most "
+        f"{ch.MAX_LITERAL_SIZE:,} can exhaust memory or time"
+    )
 
 
 def _building(node: exp.Func, name: str) -> Finding | None:
@@ -153,8 +164,9 @@ def size_findings(nodes: list[exp.Expr]) -> list[Finding]:
     for node in nodes:
         if isinstance(node, exp.GroupConcat | exp.ArrayAgg):
             name = "groupConcat" if isinstance(node, exp.GroupConcat) else "groupArray"
-            found.append(writes(f"{name}() keeps its whole input: bound it, as in "
-                                "groupArray(1000)(x)"))  # fmt: skip
+            found.append(
+                writes(f"{name}() keeps its whole input: bound it, as in groupArray(1000)(x)")
+            )
             continue
         finding = _sized(node, type(node).__name__.lower())
         if finding is not None:
@@ -174,5 +186,6 @@ def table_finding(table: exp.Table, schema: str, name: str) -> Finding | None:
     text = table.sql(dialect="clickhouse")[:80]
     if schema != "system" or name in ch.SYSTEM_READS:
         return None
-    return writes(f"{text} may expose users, grants, settings, credentials, other queries or "
-                  "host paths")  # fmt: skip
+    return writes(
+        f"{text} may expose users, grants, settings, credentials, other queries or host paths"
+    )

@@ -150,8 +150,9 @@ def _warehouse_describe(
         index += 1
     if rules.describe_kind_required and not kinds:
         kind = word(tokens[1]) if len(tokens) > 1 else ""
-        return Assessment((writes(f"{first} {kind or 'of this'} is not known to only read "
-                                  "a table's columns"),))  # fmt: skip
+        return Assessment(
+            (writes(f"{first} {kind or 'of this'} is not known to only read a table's columns"),)
+        )
     if index >= len(tokens):
         return Assessment((writes(f"{first} without a name"),))
     if word(tokens[index]) in _QUERY_STARTS or tokens[index].token_type == TokenType.L_PAREN:
@@ -402,8 +403,9 @@ def _clickhouse_show(tokens: Sequence[Token]) -> Assessment:
     created = words[:1] == ["CREATE"] and words[1:2] and words[1] in _CLICKHOUSE_SHOW_CREATE
     if not (listed or created):
         shown = " ".join(w for w in words if w) or "this"
-        return Assessment((writes(f"SHOW {shown} may show users, grants, settings or other "
-                                  "queries"),))  # fmt: skip
+        return Assessment(
+            (writes(f"SHOW {shown} may show users, grants, settings or other queries"),)
+        )
     if _is_plain_name_list(tokens[1:]):
         return Assessment((), read_reason="SHOW reads metadata")
     return Assessment((writes("SHOW with an expression that may call functions"),))

@@ -145,8 +145,11 @@ def _call_problem(catalog: str, schema: str, name: str) -> tuple[str, str] | Non
     if lowered in functions.REJECT_FUNCTIONS["duckdb"]:
         return "reject", f"function {lowered}() reaches outside the database (host files)"
     if catalog or schema:
-        return "write", f"function {'.'.join(filter(None, (catalog, schema, name)))}() is "\
-            "user-defined or unknown"  # fmt: skip
+        return (
+            "write",
+            f"function {'.'.join(filter(None, (catalog, schema, name)))}() is "
+            "user-defined or unknown",
+        )
     if lowered in functions.HOST_ACCESS_FUNCTIONS:
         return "write", f"function {lowered}() reads host files, the network or SQL in a string"
     if lowered.startswith("pragma_"):  # a pragma's table: reports only (pragmas.py)
@@ -176,16 +179,22 @@ def duckdb_assessment(
     refused = [reason for kind, reason in filter(None, calls) if kind == "reject"]
     if refused:
         return Assessment(tuple(rejects(reason) for reason in dict.fromkeys(refused)))
-    unsure = "DuckDB's own parser reads this statement but the classifier cannot (sqlglot "\
-        "does not parse it)"  # fmt: skip
+    unsure = (
+        "DuckDB's own parser reads this statement but the classifier cannot (sqlglot "
+        "does not parse it)"
+    )
     asked = [writes(reason, when_executed=False) for _kind, reason in filter(None, calls)]
     text = _rendered(tree)
     if text is None:
         return Assessment((*asked, writes(unsure, when_executed=False)))
     again = duckdb_tree(text)
     if not again or len(again) != 1 or _without_locations(again[0]) != _without_locations(tree):
-        return Assessment((*asked, writes(f"{unsure}, nor check it in DuckDB's own rendering",
-                                          when_executed=False)))  # fmt: skip
+        return Assessment(
+            (
+                *asked,
+                writes(f"{unsure}, nor check it in DuckDB's own rendering", when_executed=False),
+            )
+        )
     inner = classify_rendered(text)
     if any(f.kind == "reject" and f.reason.startswith(UNPARSED) for f in inner.findings):
         return Assessment((*asked, writes(unsure, when_executed=False)))

@@ -354,11 +354,24 @@ _AGGREGATE_BOUNDED = frozenset({"duckdb"})
 """Where a copied aggregate value lands in the kernel outside any limit (SQLite caps each
 value at its length limit)."""
 _MAYBE_BUILDING = frozenset(
-    {exp.GroupConcat, exp.ArrayAgg, exp.ArrayConcatAgg, exp.ArrayUniqueAgg, exp.Anonymous,
-     exp.Max, exp.Min, exp.ArgMax, exp.ArgMin, exp.ApproxTopK}
-    | {getattr(exp, n) for n in ("ArrayUnionAgg", "JSONArrayAgg", "JSONObjectAgg", "ObjectAgg")
-       if hasattr(exp, n)}
-)  # fmt: skip
+    {
+        exp.GroupConcat,
+        exp.ArrayAgg,
+        exp.ArrayConcatAgg,
+        exp.ArrayUniqueAgg,
+        exp.Anonymous,
+        exp.Max,
+        exp.Min,
+        exp.ArgMax,
+        exp.ArgMin,
+        exp.ApproxTopK,
+    }
+    | {
+        getattr(exp, n)
+        for n in ("ArrayUnionAgg", "JSONArrayAgg", "JSONObjectAgg", "ObjectAgg")
+        if hasattr(exp, n)
+    }
+)
 _UNWATCHED: tuple[frozenset[type[exp.Expr]], frozenset[str]] = (frozenset(), frozenset())
 
 

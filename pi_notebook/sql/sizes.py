@@ -155,8 +155,9 @@ def _repeat(node: exp.Expr, dialect: str) -> _Built:
     if isinstance(node, exp.Repeat):
         return _times(node.this, _count(node.args.get("times")), dialect, "repeat()")
     args = node.expressions
-    return _times(args[0] if args else None, _count(args[1]) if len(args) > 1 else None,
-                  dialect, "repeat()")  # fmt: skip
+    return _times(
+        args[0] if args else None, _count(args[1]) if len(args) > 1 else None, dialect, "repeat()"
+    )
 
 
 def _pad(node: exp.Expr, dialect: str) -> _Built:
@@ -216,8 +217,9 @@ def _format(node: exp.Expr, dialect: str) -> _Built:
     constant = _constant(args, dialect)
     factor = max(1, fields - len(args) + 1)  # {0}{0}{0} repeats its argument
     chars = len(text) + widths + (constant or 0) * factor
-    return _Built(chars=chars, constant=constant is not None,
-                  factor=1 if constant is not None else factor)  # fmt: skip
+    return _Built(
+        chars=chars, constant=constant is not None, factor=1 if constant is not None else factor
+    )
 
 
 def _series(node: exp.Expr, dialect: str) -> _Built:
@@ -238,8 +240,7 @@ def _resize(node: exp.Expr, dialect: str) -> _Built:
     list_size = _constant_chars(args[0], dialect)
     fill = _times(args[2], size, dialect, "fill") if len(args) > 2 else _Built(constant=True)
     chars = size * _ELEMENT + fill.chars
-    return _Built(chars=chars, constant=list_size is not None and fill.constant,
-                  factor=fill.factor)  # fmt: skip
+    return _Built(chars=chars, constant=list_size is not None and fill.constant, factor=fill.factor)
 
 
 def _bitstring(node: exp.Expr, dialect: str) -> _Built:
@@ -360,14 +361,27 @@ def size_findings(calls: Sequence[exp.Expr], dialect: str) -> list[Finding]:
         if multiplies > 1 and dialect == "duckdb":
             factor *= multiplies
             if _in_recursive_cte(node):
-                found.append(writes("a value multiplied inside a recursive CTE may exhaust "
-                                    "memory", when_executed=False))  # fmt: skip
+                found.append(
+                    writes(
+                        "a value multiplied inside a recursive CTE may exhaust memory",
+                        when_executed=False,
+                    )
+                )
     if constant_chars > constant_limit or row_chars > row_limit:
-        found.append(writes("builds a value too large to be a plain read (it may exhaust the "
-                            "notebook's memory)", when_executed=False))  # fmt: skip
+        found.append(
+            writes(
+                "builds a value too large to be a plain read (it may exhaust the "
+                "notebook's memory)",
+                when_executed=False,
+            )
+        )
     if factor > MAX_AMPLIFICATION:
-        found.append(writes(f"multiplies the size of values from the data by more than "
-                            f"{MAX_AMPLIFICATION}", when_executed=False))  # fmt: skip
+        found.append(
+            writes(
+                f"multiplies the size of values from the data by more than {MAX_AMPLIFICATION}",
+                when_executed=False,
+            )
+        )
     return found
 
 
@@ -376,12 +390,17 @@ def size_findings(calls: Sequence[exp.Expr], dialect: str) -> list[Finding]:
 _BUILDING_CLASSES: frozenset[type[exp.Expr]] = frozenset(
     cls
     for cls in (
-        exp.GroupConcat, exp.ArrayAgg, exp.ArrayConcatAgg, exp.ArrayUniqueAgg,
-        getattr(exp, "ArrayUnionAgg", None), getattr(exp, "JSONArrayAgg", None),
-        getattr(exp, "JSONObjectAgg", None), getattr(exp, "ObjectAgg", None),
+        exp.GroupConcat,
+        exp.ArrayAgg,
+        exp.ArrayConcatAgg,
+        exp.ArrayUniqueAgg,
+        getattr(exp, "ArrayUnionAgg", None),
+        getattr(exp, "JSONArrayAgg", None),
+        getattr(exp, "JSONObjectAgg", None),
+        getattr(exp, "ObjectAgg", None),
     )
     if cls is not None
-)  # fmt: skip
+)
 _BUILDING_NAMES = frozenset(
     """string_agg listagg group_concat list array_agg histogram histogram_exact map_agg
     json_group_array json_group_object json_agg json_object_agg jsonb_agg bitstring_agg
@@ -394,12 +413,35 @@ _MAX_TOP_N = 1_000
 """``max(x, n)``, ``arg_max(x, y, n)``: a list of n values; a literal n up to this is bounded."""
 _HANDED_ON: frozenset[type[exp.Expr]] = frozenset(
     {
-        exp.Alias, exp.Paren, exp.Filter, exp.IgnoreNulls, exp.RespectNulls, exp.Cast,
-        exp.TryCast, exp.Bracket, exp.Length, exp.ArraySize, exp.Ordered, exp.Order,
-        exp.Having, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Is, exp.Not,
-        exp.And, exp.Or, exp.Like, exp.ILike, exp.Between, exp.In,
+        exp.Alias,
+        exp.Paren,
+        exp.Filter,
+        exp.IgnoreNulls,
+        exp.RespectNulls,
+        exp.Cast,
+        exp.TryCast,
+        exp.Bracket,
+        exp.Length,
+        exp.ArraySize,
+        exp.Ordered,
+        exp.Order,
+        exp.Having,
+        exp.EQ,
+        exp.NEQ,
+        exp.GT,
+        exp.GTE,
+        exp.LT,
+        exp.LTE,
+        exp.Is,
+        exp.Not,
+        exp.And,
+        exp.Or,
+        exp.Like,
+        exp.ILike,
+        exp.Between,
+        exp.In,
     }
-)  # fmt: skip
+)
 """What may stand between a building aggregate and its select: nothing that copies it."""
 _REDUCERS = frozenset({"len", "length", "array_length", "octet_length", "strlen", "bit_length"})
 
@@ -441,9 +483,14 @@ def aggregate_findings(aggregates: Sequence[exp.Expr], root: exp.Expr) -> list[F
         if isinstance(source.parent, exp.Table):
             rows *= _series_rows(source)
     if rows > MAX_AGGREGATED_ROWS:
-        return [writes("an aggregate that builds one value from more than "
-                       f"{MAX_AGGREGATED_ROWS:,} generated rows may exhaust the notebook's "
-                       "memory", when_executed=False)]  # fmt: skip
+        return [
+            writes(
+                "an aggregate that builds one value from more than "
+                f"{MAX_AGGREGATED_ROWS:,} generated rows may exhaust the notebook's "
+                "memory",
+                when_executed=False,
+            )
+        ]
     return []
 
 
@@ -455,9 +502,15 @@ def _series_rows(node: exp.Expr) -> float:
     return abs(end - start) // abs(step) + 1
 
 
-_SHOWN = {"groupconcat": "string_agg", "arrayagg": "list", "arrayconcatagg": "array_concat_agg",
-          "arrayuniqueagg": "array_unique_agg", "argmax": "arg_max", "argmin": "arg_min",
-          "approxtopk": "approx_top_k"}  # fmt: skip
+_SHOWN = {
+    "groupconcat": "string_agg",
+    "arrayagg": "list",
+    "arrayconcatagg": "array_concat_agg",
+    "arrayuniqueagg": "array_unique_agg",
+    "argmax": "arg_max",
+    "argmin": "arg_min",
+    "approxtopk": "approx_top_k",
+}
 
 
 def _copied(node: exp.Expr, root: exp.Expr) -> str | None:

@@ -31,13 +31,27 @@ from pi_notebook.sql.findings import Finding, rejects, writes
 __all__ = ["RULES", "USAGE_SCHEMAS"]
 
 USAGE_SCHEMAS: frozenset[str] = frozenset(
-    {"account_usage", "organization_usage", "reader_account_usage", "data_sharing_usage",
-     "telemetry", "trust_center"}
-)  # fmt: skip
+    {
+        "account_usage",
+        "organization_usage",
+        "reader_account_usage",
+        "data_sharing_usage",
+        "telemetry",
+        "trust_center",
+    }
+)
 """Schemas of the shared ``SNOWFLAKE`` database that show the account's activity."""
 
-_STAGE_READERS = frozenset({"infer_schema", "result_scan", "validate", "get_presigned_url",
-                            "build_scoped_file_url", "build_stage_file_url"})  # fmt: skip
+_STAGE_READERS = frozenset(
+    {
+        "infer_schema",
+        "result_scan",
+        "validate",
+        "get_presigned_url",
+        "build_scoped_file_url",
+        "build_stage_file_url",
+    }
+)
 
 
 def _table_finding(table: exp.Table) -> Finding | None:
@@ -45,8 +59,7 @@ def _table_finding(table: exp.Table) -> Finding | None:
     if isinstance(table.this, exp.Var) and table.this.name.startswith("@"):
         return writes(f"{text} reads files in a stage, not a table", when_executed=False)
     if table.db.lower() in USAGE_SCHEMAS or table.catalog.lower() == "snowflake":
-        return writes(f"{text} shows the account's activity (every user's queries, logins, "
-                      "grants)")  # fmt: skip
+        return writes(f"{text} shows the account's activity (every user's queries, logins, grants)")
     return None
 
 
@@ -55,11 +68,13 @@ def _call_finding(node: exp.Func) -> Finding | None:
         return None
     name = node.name.lower()
     if name.startswith("system$"):
-        return writes(f"{name}() is a system function (many cancel queries, abort sessions, "
-                      "change clustering or wait)", when_executed=False)  # fmt: skip
+        return writes(
+            f"{name}() is a system function (many cancel queries, abort sessions, "
+            "change clustering or wait)",
+            when_executed=False,
+        )
     if name in _STAGE_READERS:
-        return writes(f"{name}() reads stage files or another query's results",
-                      when_executed=False)  # fmt: skip
+        return writes(f"{name}() reads stage files or another query's results", when_executed=False)
     return None
 
 
@@ -80,9 +95,14 @@ def _escape_findings(sql: str, tokens: Sequence[Token], words: Sequence[str]) ->
 
 
 _PURE_NODES: frozenset[type[exp.Expr]] = frozenset(
-    {exp.HistoricalData, exp.Changes, exp.MatchRecognize, exp.MatchRecognizeMeasure,
-     exp.TableFromRows}
-)  # fmt: skip
+    {
+        exp.HistoricalData,
+        exp.Changes,
+        exp.MatchRecognize,
+        exp.MatchRecognizeMeasure,
+        exp.TableFromRows,
+    }
+)
 
 RULES = DialectRules(
     pure_nodes=_PURE_NODES,

@@ -59,8 +59,9 @@ def _table_finding(table: exp.Table) -> Finding | None:
     # A data source may be named by its class (org.apache.spark.sql.parquet.`/path`).
     if looks_like_path or len(parts) > 3 or any(q in DATA_SOURCES for q in qualifiers):
         text = table.sql(dialect="spark")[:80]
-        return writes(f"{text} reads files or a URL by path, not a catalogue table",
-                      when_executed=False)  # fmt: skip
+        return writes(
+            f"{text} reads files or a URL by path, not a catalogue table", when_executed=False
+        )
     return None
 
 
@@ -71,16 +72,22 @@ def _call_finding(node: exp.Func) -> Finding | None:
     if name in JAVA_CALLS:
         return rejects(f"{name}() calls any Java method on the cluster")
     if name in FILE_READERS:
-        return writes(f"{name}() reads files, streams, URLs or secrets, or calls a service",
-                      when_executed=False)  # fmt: skip
+        return writes(
+            f"{name}() reads files, streams, URLs or secrets, or calls a service",
+            when_executed=False,
+        )
     return None
 
 
 def _escape_findings(sql: str, tokens: Sequence[Token], words: Sequence[str]) -> list[Finding]:
     found: list[Finding] = []
     if "${" in sql:
-        found.append(rejects("Spark substitutes ${...} (variables, env:, system:) into the text "
-                             "before it parses it: what would run is not what was checked"))  # fmt: skip
+        found.append(
+            rejects(
+                "Spark substitutes ${...} (variables, env:, system:) into the text "
+                "before it parses it: what would run is not what was checked"
+            )
+        )
     first = words[0]
     # sqlglot may keep a multi-word command as one token ("ADD JAR").
     head = " ".join(token.text.upper() for token in tokens[:2]).split()
@@ -91,8 +98,9 @@ def _escape_findings(sql: str, tokens: Sequence[Token], words: Sequence[str]) ->
     for index, name in enumerate(words[:-1]):
         following = tokens[index + 1]
         if name == "USING" and following.token_type == TokenType.STRING:
-            found.append(rejects("TRANSFORM/MAP/REDUCE ... USING 'script' runs a program on "
-                                 "the cluster"))  # fmt: skip
+            found.append(
+                rejects("TRANSFORM/MAP/REDUCE ... USING 'script' runs a program on the cluster")
+            )
             break
         if first == "CREATE" and name == "USING" and words[index + 1] in ("JAR", "ARCHIVE"):
             found.append(rejects("a function USING JAR loads Java code into the cluster"))

@@ -55,8 +55,12 @@ def table_findings(table: exp.Table, dialect: str) -> list[Finding]:
         what = table.sql(dialect=dialect)
         return [writes(f"{what} holds passwords, password hashes, statement logs or raw pages")]
     if name in catalogs.SETTINGS_TABLES[dialect] and not _only_plain_settings(table, dialect):
-        return [writes(f"{name} lists every setting, those holding passwords included: keep rows "
-                       "by setting name (WHERE name = '...')")]  # fmt: skip
+        return [
+            writes(
+                f"{name} lists every setting, those holding passwords included: keep rows "
+                "by setting name (WHERE name = '...')"
+            )
+        ]
     if dialect in ("sqlite", "duckdb") and name.startswith("pragma_"):
         if not pragma_table_is_read(dialect, name.removeprefix("pragma_"), with_arguments=False):
             return [writes(f"{name} runs a pragma that may change state", when_executed=False)]
@@ -71,8 +75,11 @@ def table_findings(table: exp.Table, dialect: str) -> list[Finding]:
 def _duckdb_file(table: exp.Table, source: exp.Identifier, name: str) -> list[Finding]:
     if table.args.get("db") and name.rsplit(".", 1)[-1] in catalogs.DUCKDB_FILE_SUFFIXES:
         text = table.sql(dialect="duckdb")
-        return [writes(f"DuckDB reads {text} as a host file when no such table exists",
-                       when_executed=False)]  # fmt: skip
+        return [
+            writes(
+                f"DuckDB reads {text} as a host file when no such table exists", when_executed=False
+            )
+        ]
     # DuckDB opens a quoted table name that looks like a path or URL as a file, unless a
     # CTE in scope has that name.
     if (

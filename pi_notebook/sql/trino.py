@@ -40,8 +40,10 @@ def _table_finding(table: exp.Table) -> Finding | None:
         return writes(f"{text} shows the cluster's JVMs (system properties, arguments)")
     if schema in SYSTEM_SCHEMAS and catalog in ("", "system"):
         text = table.sql(dialect="trino")[:80]
-        return writes(f"{text} shows the cluster's state (other users' queries, nodes, "
-                      "catalog and session properties), not data")  # fmt: skip
+        return writes(
+            f"{text} shows the cluster's state (other users' queries, nodes, "
+            "catalog and session properties), not data"
+        )
     return None
 
 
@@ -52,9 +54,11 @@ def _call_finding(node: exp.Func) -> Finding | None:
     name = node.name.lower()
     if isinstance(parent, exp.Dot) and parent.expression is node and name in _PASSTHROUGH:
         qualifier = parent.this.sql(dialect="trino")[:60]
-        return writes(f"{qualifier}.{name}(...) passes a statement the tool "
-                      "cannot check to the connector's own database",
-                      when_executed=False)  # fmt: skip
+        return writes(
+            f"{qualifier}.{name}(...) passes a statement the tool "
+            "cannot check to the connector's own database",
+            when_executed=False,
+        )
     return None
 
 

@@ -43,8 +43,9 @@ async def test_s30_an_oversized_argument_is_a_tool_error_and_the_loop_keeps_runn
 
     tool.execute = counting  # type: ignore[assignment]
     huge = "x" * (3 * MAX_TOOL_ARGUMENTS)  # ~48k chunks of 64 characters, none awaited
-    agent, _, recorder = make_agent([[tool_call("echo", {"text": huge}, id="c1")], text("done")],
-                                    [tool])  # fmt: skip
+    agent, _, recorder = make_agent(
+        [[tool_call("echo", {"text": huge}, id="c1")], text("done")], [tool]
+    )
     ticker, stop = _Ticker(), asyncio.Event()
     ticking = asyncio.create_task(ticker.run(stop))
     await asyncio.sleep(0)
@@ -62,8 +63,11 @@ async def test_s30_an_oversized_argument_is_a_tool_error_and_the_loop_keeps_runn
     # that never yields lets it run once, after the stream).
     assert ticker.ticks >= 5, (ticker.ticks, took, ticker.max_gap)
     # Nothing past the limit was kept for listeners either.
-    deltas = [e.assistant_message_event for e in recorder.of("message_update")
-              if e.assistant_message_event.type == "toolcall_delta"]  # fmt: skip
+    deltas = [
+        e.assistant_message_event
+        for e in recorder.of("message_update")
+        if e.assistant_message_event.type == "toolcall_delta"
+    ]
     assert sum(len(d.delta) for d in deltas) <= MAX_TOOL_ARGUMENTS
 
 

@@ -86,9 +86,12 @@ def _progress_tool() -> ToolDefinition[Any]:
         return ToolResult(content=[TextContent(text="ok")], details={"n": 1})
 
     return ToolDefinition(
-        name="progress", label="Progress", description="Reports progress.",
-        parameters=NoParams, execute=execute,
-    )  # fmt: skip
+        name="progress",
+        label="Progress",
+        description="Reports progress.",
+        parameters=NoParams,
+        execute=execute,
+    )
 
 
 async def test_a_session_builds_what_its_extensions_handle_and_reads_its_own() -> None:

@@ -113,8 +113,12 @@ async def test_english_gets_help_and_no_approval_prompt(tmp_path) -> None:
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE products (name TEXT, price REAL)")
     for sentence in ENGLISH:
-        session = create_agent_session(model=OfflineModel(), ui=NoPrompts(), audit=False,
-                                       extensions=[database_extension(url=f"sqlite:///{db}")])  # fmt: skip
+        session = create_agent_session(
+            model=OfflineModel(),
+            ui=NoPrompts(),
+            audit=False,
+            extensions=[database_extension(url=f"sqlite:///{db}")],
+        )
         await session.prompt(sentence)
         assert [m.role for m in session.messages] == ["user", "assistant"], sentence
         reply = session.messages[-1].text  # type: ignore[union-attr]
@@ -139,8 +143,11 @@ async def test_understood_requests_run_as_reads(tmp_path) -> None:
         "How many orders per status?": ["new", "paid"],
     }
     for prompt, expected in cases.items():
-        session = create_agent_session(model=OfflineModel(), audit=False,
-                                       extensions=[database_extension(url=f"sqlite:///{db}")])  # fmt: skip
+        session = create_agent_session(
+            model=OfflineModel(),
+            audit=False,
+            extensions=[database_extension(url=f"sqlite:///{db}")],
+        )
         await session.prompt(prompt)
         result = next(m for m in session.messages if m.role == "toolResult")
         assert not result.is_error, (prompt, result.content)  # type: ignore[union-attr]
@@ -220,11 +227,15 @@ async def test_english_that_parses_gets_help_not_a_call_or_prompt() -> None:
     from pi_notebook.ai.messages import UserMessage
     from pi_notebook.ai.model import Context, ToolSchema
 
-    tool = ToolSchema(name="query_database", parameters={},
-                      description="Run one SQL statement (sqlite dialect) on the database.")  # fmt: skip
+    tool = ToolSchema(
+        name="query_database",
+        parameters={},
+        description="Run one SQL statement (sqlite dialect) on the database.",
+    )
     for sentence, name in [*ENGLISH_THAT_PARSES.items(), ("count the weather", "table `weather`")]:
-        context = Context(system_prompt=SUMMARY, tools=[tool],
-                          messages=[UserMessage(content=sentence)])  # fmt: skip
+        context = Context(
+            system_prompt=SUMMARY, tools=[tool], messages=[UserMessage(content=sentence)]
+        )
         events = [e async for e in OfflineModel().stream(context)]
         assert not any(e.type.startswith("toolcall") for e in events), sentence
         text = "".join(getattr(e, "delta", "") for e in events if e.type == "text_delta")
@@ -264,12 +275,25 @@ async def test_offline_calls_the_sql_tool_it_is_offered_whatever_its_name() -> N
         limit: int = 10
         statement: str
 
-    reader = ToolSchema(name="read", description="Read a file.", parameters={
-        "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})  # fmt: skip
-    runner = ToolSchema(name="run_sql", description="Run SQL (duckdb dialect).",
-                        parameters=RunParams.model_json_schema())  # fmt: skip
-    context = Context(system_prompt="", tools=[reader, runner],
-                      messages=[UserMessage(content="```sql\nSELECT 1\n```")])  # fmt: skip
+    reader = ToolSchema(
+        name="read",
+        description="Read a file.",
+        parameters={
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+        },
+    )
+    runner = ToolSchema(
+        name="run_sql",
+        description="Run SQL (duckdb dialect).",
+        parameters=RunParams.model_json_schema(),
+    )
+    context = Context(
+        system_prompt="",
+        tools=[reader, runner],
+        messages=[UserMessage(content="```sql\nSELECT 1\n```")],
+    )
     events = [e async for e in OfflineModel().stream(context)]
     [start] = [e for e in events if e.type == "toolcall_start"]
     deltas = "".join(getattr(e, "delta", "") for e in events if e.type == "toolcall_delta")

@@ -33,16 +33,24 @@ def note_tool(
 ) -> ToolDefinition[NoteParams]:
     """A tool with side effects in a test's eyes: ``ran`` gets (call id, params) per execute."""
 
-    async def execute(call_id: str, params: NoteParams, signal: Any, on_update: Any,
-                      ctx: Any) -> ToolResult:  # fmt: skip
+    async def execute(
+        call_id: str, params: NoteParams, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         if ran is not None:
             ran.append((call_id, params.model_copy()))
         return ToolResult(content=[TextContent(text=f"wrote {params.text}")], details={})
 
-    return define_tool(ToolDefinition(name=name, label="Write a note", description="Write.",
-                                      parameters=NoteParams, execute=execute,
-                                      execution_mode=execution_mode,
-                                      requires_approval=requires_approval))  # fmt: skip
+    return define_tool(
+        ToolDefinition(
+            name=name,
+            label="Write a note",
+            description="Write.",
+            parameters=NoteParams,
+            execute=execute,
+            execution_mode=execution_mode,
+            requires_approval=requires_approval,
+        )
+    )
 
 
 def calls(*batches: list[tuple[str, dict[str, Any], str]]) -> ScriptedModel:
@@ -65,9 +73,18 @@ def audit_url(tmp_path: Path) -> str:
 
 
 def session_with(
-    tmp_path: Path, model: ScriptedModel, *, ui: Any = None, tools: list[Any] | None = None,
-    extensions: list[Any] | None = None, audit: Any = None,
-) -> AgentSession:  # fmt: skip
-    return create_agent_session(model=model, ui=ui, custom_tools=tools or [],
-                                extensions=extensions or [],
-                                audit=audit_url(tmp_path) if audit is None else audit)  # fmt: skip
+    tmp_path: Path,
+    model: ScriptedModel,
+    *,
+    ui: Any = None,
+    tools: list[Any] | None = None,
+    extensions: list[Any] | None = None,
+    audit: Any = None,
+) -> AgentSession:
+    return create_agent_session(
+        model=model,
+        ui=ui,
+        custom_tools=tools or [],
+        extensions=extensions or [],
+        audit=audit_url(tmp_path) if audit is None else audit,
+    )

@@ -20,8 +20,9 @@ from pi_notebook.database import database_extension
 from pi_notebook.testing import ScriptedModel, text, tool_call
 
 
-async def main(data_url: str, store_url: str, sql: str, timeout_s: float,
-               reviewers: list[str]) -> None:  # fmt: skip
+async def main(
+    data_url: str, store_url: str, sql: str, timeout_s: float, reviewers: list[str]
+) -> None:
     log = AuditLog(store_url)
     review = {"url": store_url, "reviewers": reviewers, "timeout_s": timeout_s, "poll_s": 0.05}
     session = create_agent_session(
@@ -34,9 +35,16 @@ async def main(data_url: str, store_url: str, sql: str, timeout_s: float,
     frame = approvals_dataframe(log, session=log.session_id)
     log.close()
     row = frame.iloc[-1]
-    print(json.dumps({"decision": row.decision, "requester": row.requester,
-                      "approver": row.approver if isinstance(row.approver, str) else None,
-                      "reason": row.reason if isinstance(row.reason, str) else None}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "decision": row.decision,
+                "requester": row.requester,
+                "approver": row.approver if isinstance(row.approver, str) else None,
+                "reason": row.reason if isinstance(row.reason, str) else None,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -36,12 +36,17 @@ def kinds(session: Any, call_id: str) -> list[str]:
 async def test_requires_approval_true_asks_with_the_final_args_and_hash(tmp_path: Path) -> None:
     ran: list[Any] = []
     ui = ScriptedApprovalUI("approved")
-    session = session_with(tmp_path, calls([(NOTE, {"text": "hi"}, "a")]), ui=ui,
-                           tools=[note_tool(ran=ran)])  # fmt: skip
+    session = session_with(
+        tmp_path, calls([(NOTE, {"text": "hi"}, "a")]), ui=ui, tools=[note_tool(ran=ran)]
+    )
     await session.prompt("go")
     [req] = ui.requests
     assert (req.tool_call_id, req.tool_name, req.title, req.editable) == (
-        "a", NOTE, "Write a note", True)  # fmt: skip
+        "a",
+        NOTE,
+        "Write a note",
+        True,
+    )
     assert req.args == {"text": "hi", "rows": 1} and req.args_hash == args_hash(req.args)
     assert req.reasons and ui.confirms == []
     assert [c for c, _ in ran] == ["a"] and not results(session)["a"].is_error
@@ -54,8 +59,12 @@ async def test_requires_approval_true_asks_with_the_final_args_and_hash(tmp_path
 
 async def test_rejected_and_no_ui_calls_never_execute(tmp_path: Path) -> None:
     ran: list[Any] = []
-    rejecting = session_with(tmp_path, calls([(NOTE, {"text": "x"}, "r")]),
-                             ui=ScriptedApprovalUI("rejected"), tools=[note_tool(ran=ran)])  # fmt: skip
+    rejecting = session_with(
+        tmp_path,
+        calls([(NOTE, {"text": "x"}, "r")]),
+        ui=ScriptedApprovalUI("rejected"),
+        tools=[note_tool(ran=ran)],
+    )
     await rejecting.prompt("go")
     assert text_of(results(rejecting)["r"]) == "Rejected by user."
     await rejecting.close()
@@ -92,20 +101,25 @@ async def test_a_raising_rule_blocks_the_call(tmp_path: Path) -> None:
         raise ValueError("cannot tell")
 
     ran: list[Any] = []
-    session = session_with(tmp_path, calls([(NOTE, {"text": "x"}, "e")]),
-                           ui=ScriptedApprovalUI("approved"),
-                           tools=[note_tool(requires_approval=rule, ran=ran)])  # fmt: skip
+    session = session_with(
+        tmp_path,
+        calls([(NOTE, {"text": "x"}, "e")]),
+        ui=ScriptedApprovalUI("approved"),
+        tools=[note_tool(requires_approval=rule, ran=ran)],
+    )
     await session.prompt("go")
     assert "approval check of write_note failed (ValueError: cannot tell)" in text_of(
-        results(session)["e"])  # fmt: skip
+        results(session)["e"]
+    )
     assert ran == []
     await session.close()
 
 
 async def test_c19_no_handlers_at_all_still_enforces_requires_approval(tmp_path: Path) -> None:
     ran: list[Any] = []
-    session = session_with(tmp_path, calls([(NOTE, {"text": "x"}, "q")]), audit=False,
-                           tools=[note_tool(ran=ran)])  # fmt: skip
+    session = session_with(
+        tmp_path, calls([(NOTE, {"text": "x"}, "q")]), audit=False, tools=[note_tool(ran=ran)]
+    )
     assert not session.runner.has_handlers("tool_call")
     await session.prompt("go")
     assert ran == [] and results(session)["q"].is_error
@@ -129,8 +143,13 @@ async def test_s26_args_mutated_after_approval_are_refused_and_audited(tmp_path:
     ran: list[Any] = []
     ui = ScriptedApprovalUI("approved")
     model = calls([(NOTE, {"text": "fine"}, "a"), (NOTE, {"text": "other"}, "b")])
-    session = session_with(tmp_path, model, ui=ui, tools=[note_tool(ran=ran)],
-                           extensions=[_mutate_the_first_call_from_the_second])  # fmt: skip
+    session = session_with(
+        tmp_path,
+        model,
+        ui=ui,
+        tools=[note_tool(ran=ran)],
+        extensions=[_mutate_the_first_call_from_the_second],
+    )
     await session.prompt("go")
     a = results(session)["a"]
     assert a.is_error and "changed after it was approved" in text_of(a)
@@ -159,15 +178,18 @@ async def test_two_parallel_calls_are_approved_and_rejected_independently(tmp_pa
     assert [(c, p.text) for c, p in ran] == [("p2", "yes")]
     frame = approvals_dataframe(session.audit)
     assert dict(zip(frame["tool_call_id"], frame["decision"], strict=True)) == {
-        "p1": "rejected", "p2": "approved"}  # fmt: skip
+        "p1": "rejected",
+        "p2": "approved",
+    }
     await session.close()
 
 
 async def test_edited_args_run_as_edited_and_the_model_is_told(tmp_path: Path) -> None:
     ran: list[Any] = []
     ui = ScriptedApprovalUI(lambda _r: ApprovalOutcome("approved", edited_args={"text": "kind"}))
-    session = session_with(tmp_path, calls([(NOTE, {"text": "rude"}, "e")]), ui=ui,
-                           tools=[note_tool(ran=ran)])  # fmt: skip
+    session = session_with(
+        tmp_path, calls([(NOTE, {"text": "rude"}, "e")]), ui=ui, tools=[note_tool(ran=ran)]
+    )
     await session.prompt("go")
     assert [(c, p.text) for c, p in ran] == [("e", "kind")]
     content = text_of(results(session)["e"])
@@ -192,14 +214,22 @@ async def test_an_edit_replaces_every_argument_extras_included(tmp_path: Path) -
     declared fields: extra arguments are edited too, and arguments the edit drops are gone."""
     ran: list[dict[str, Any]] = []
 
-    async def execute(call_id: str, params: _OpenParams, signal: Any, on_update: Any,
-                      ctx: Any) -> ToolResult:  # fmt: skip
+    async def execute(
+        call_id: str, params: _OpenParams, signal: Any, on_update: Any, ctx: Any
+    ) -> ToolResult:
         ran.append(params.model_dump())
         return ToolResult(content=[TextContent(text="ok")], details={})
 
-    tool = define_tool(ToolDefinition(name="open_note", label="Note", description="Write.",
-                                      parameters=_OpenParams, execute=execute,
-                                      requires_approval=True))  # fmt: skip
+    tool = define_tool(
+        ToolDefinition(
+            name="open_note",
+            label="Note",
+            description="Write.",
+            parameters=_OpenParams,
+            execute=execute,
+            requires_approval=True,
+        )
+    )
     edit = {"text": "kind", "target": "b.txt"}
     ui = ScriptedApprovalUI(lambda _r: ApprovalOutcome("approved", edited_args=edit))
     model = calls([("open_note", {"text": "rude", "rows": 5, "target": "a.txt", "mode": "w"}, "x")])
@@ -214,17 +244,26 @@ async def test_an_edit_replaces_every_argument_extras_included(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("outcome", "text"),
     [
-        (ApprovalOutcome("approved", edited_args={"rows": "many"}), "edited arguments are not valid"),
-        (ApprovalOutcome("approved", grant=Grant(operations=("INSERT",), tables=("t",))),
-         "grants are offered for database statements only"),
+        (
+            ApprovalOutcome("approved", edited_args={"rows": "many"}),
+            "edited arguments are not valid",
+        ),
+        (
+            ApprovalOutcome("approved", grant=Grant(operations=("INSERT",), tables=("t",))),
+            "grants are offered for database statements only",
+        ),
     ],
-)  # fmt: skip
+)
 async def test_an_approval_that_cannot_be_honoured_is_refused(
     tmp_path: Path, outcome: ApprovalOutcome, text: str
 ) -> None:
     ran: list[Any] = []
-    session = session_with(tmp_path, calls([(NOTE, {"text": "x"}, "z")]),
-                           ui=ScriptedApprovalUI(lambda _r: outcome), tools=[note_tool(ran=ran)])  # fmt: skip
+    session = session_with(
+        tmp_path,
+        calls([(NOTE, {"text": "x"}, "z")]),
+        ui=ScriptedApprovalUI(lambda _r: outcome),
+        tools=[note_tool(ran=ran)],
+    )
     await session.prompt("go")
     assert text in text_of(results(session)["z"]) and ran == []
     assert list(approvals_dataframe(session.audit)["decision"]) == ["refused"]
@@ -233,8 +272,12 @@ async def test_an_approval_that_cannot_be_honoured_is_refused(
 
 async def test_an_approval_that_cannot_be_recorded_is_no_approval(tmp_path: Path) -> None:
     ran: list[Any] = []
-    session = session_with(tmp_path, calls([(NOTE, {"text": "x"}, "w")]),
-                           ui=ScriptedApprovalUI("approved"), tools=[note_tool(ran=ran)])  # fmt: skip
+    session = session_with(
+        tmp_path,
+        calls([(NOTE, {"text": "x"}, "w")]),
+        ui=ScriptedApprovalUI("approved"),
+        tools=[note_tool(ran=ran)],
+    )
     audit = session.audit
     assert audit is not None
     real = audit.record
@@ -273,10 +316,12 @@ async def test_an_approval_dies_with_its_call_and_its_id_is_burnt(tmp_path: Path
     outlive it; a later call reusing the id is refused without asking."""
     ran: list[Any] = []
     ui = ScriptedApprovalUI("approved")
-    model = calls([(NOTE, {"text": "x"}, "a"), (NOTE, {"text": "y"}, "b")],
-                  [(NOTE, {"text": "x"}, "a")])  # fmt: skip
-    session = session_with(tmp_path, model, ui=ui, tools=[note_tool(ran=ran)],
-                           extensions=[_abort_in_the_second_call])  # fmt: skip
+    model = calls(
+        [(NOTE, {"text": "x"}, "a"), (NOTE, {"text": "y"}, "b")], [(NOTE, {"text": "x"}, "a")]
+    )
+    session = session_with(
+        tmp_path, model, ui=ui, tools=[note_tool(ran=ran)], extensions=[_abort_in_the_second_call]
+    )
     await session.prompt("go")
     assert results(session)["a"].is_error and ran == []
     store = session.tool_approvals.capabilities

@@ -15,9 +15,16 @@ from pi_notebook.testing import ScriptedApprovalUI
 
 
 def request(timeout_s: float | None = 30.0) -> ApprovalRequest:
-    return ApprovalRequest(tool_call_id="c1", tool_name="write_note", title="Write a note",
-                           args={"text": "x"}, args_hash="h" * 64, reasons=("it writes",),
-                           editable=True, timeout_s=timeout_s)  # fmt: skip
+    return ApprovalRequest(
+        tool_call_id="c1",
+        tool_name="write_note",
+        title="Write a note",
+        args={"text": "x"},
+        args_hash="h" * 64,
+        reasons=("it writes",),
+        editable=True,
+        timeout_s=timeout_s,
+    )
 
 
 def ctx(ui: Any, signal: Any = None) -> Any:
@@ -29,8 +36,9 @@ class ConfirmUI:
         self.answer = answer
         self.asked: list[tuple[str, str, Any, float | None]] = []
 
-    async def confirm(self, title: str, message: str, *, signal: Any = None,
-                      timeout: float | None = None) -> Any:  # fmt: skip
+    async def confirm(
+        self, title: str, message: str, *, signal: Any = None, timeout: float | None = None
+    ) -> Any:
         self.asked.append((title, message, signal, timeout))
         return self.answer
 
@@ -101,8 +109,9 @@ async def test_a_confirm_only_ui_that_never_answers_expires() -> None:
     """A UI whose own timer would answer False after the deadline: the gate decides first."""
 
     class SlowConfirm:
-        async def confirm(self, title: str, message: str, *, signal: Any = None,
-                          timeout: float | None = None) -> bool:  # fmt: skip
+        async def confirm(
+            self, title: str, message: str, *, signal: Any = None, timeout: float | None = None
+        ) -> bool:
             await asyncio.sleep((timeout or 0) + 5)
             return False
 
@@ -119,8 +128,9 @@ async def test_abort_while_asking_is_aborted() -> None:
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
 
-    pending = asyncio.ensure_future(ask(request(), ctx(ScriptedApprovalUI(wait_forever),
-                                                       controller.signal)))  # fmt: skip
+    pending = asyncio.ensure_future(
+        ask(request(), ctx(ScriptedApprovalUI(wait_forever), controller.signal))
+    )
     await asked.wait()
     controller.abort()
     answer = await pending
@@ -164,8 +174,16 @@ async def test_an_approved_outcome_keeps_its_edit_grant_and_approver() -> None:
 def test_one_decision_type_keeps_the_audited_strings() -> None:
     from pi_notebook.approvals import DECISIONS, ApprovalEntry, is_decision
 
-    assert DECISIONS == ("approved", "rejected", "expired", "aborted", "no_ui", "refused",
-                         "granted", "deferred")  # fmt: skip
+    assert DECISIONS == (
+        "approved",
+        "rejected",
+        "expired",
+        "aborted",
+        "no_ui",
+        "refused",
+        "granted",
+        "deferred",
+    )
     assert is_decision("no_ui") and not is_decision("asked") and not is_decision(None)
     entry = ApprovalEntry(decision="expired", args_hash="h", args={})
     assert entry.payload()["decision"] == "expired"

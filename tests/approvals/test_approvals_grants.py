@@ -14,20 +14,37 @@ from pi_notebook.errors import GrantError
     ("dialect", "sql", "operations", "tables"),
     [
         ("sqlite", "INSERT INTO staging_a (x) VALUES (1), (2)", {"INSERT"}, {"staging_a"}),
-        ("sqlite", "insert into Staging_A select x from Orders", {"INSERT"}, {"staging_a", "orders"}),
-        ("postgres", 'UPDATE s.t SET a = lower(b) FROM "U" WHERE t.id = "U".id',
-         {"UPDATE"}, {"s.t", "U"}),
+        (
+            "sqlite",
+            "insert into Staging_A select x from Orders",
+            {"INSERT"},
+            {"staging_a", "orders"},
+        ),
+        (
+            "postgres",
+            'UPDATE s.t SET a = lower(b) FROM "U" WHERE t.id = "U".id',
+            {"UPDATE"},
+            {"s.t", "U"},
+        ),
         ("postgres", "DELETE FROM t USING u WHERE t.id = u.id", {"DELETE"}, {"t", "u"}),
-        ("postgres", "INSERT INTO t (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET a = 2",
-         {"INSERT", "UPDATE"}, {"t"}),
+        (
+            "postgres",
+            "INSERT INTO t (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET a = 2",
+            {"INSERT", "UPDATE"},
+            {"t"},
+        ),
         ("postgres", "INSERT INTO t (a) VALUES (1) ON CONFLICT DO NOTHING", {"INSERT"}, {"t"}),
-        ("mysql", "INSERT INTO T (a) VALUES (1) ON DUPLICATE KEY UPDATE a = 2",
-         {"INSERT", "UPDATE"}, {"T"}),
+        (
+            "mysql",
+            "INSERT INTO T (a) VALUES (1) ON DUPLICATE KEY UPDATE a = 2",
+            {"INSERT", "UPDATE"},
+            {"T"},
+        ),
         ("duckdb", "INSERT OR REPLACE INTO t VALUES (1)", {"INSERT", "DELETE"}, {"t"}),
         ("postgres", "WITH x AS (SELECT 1 AS a) INSERT INTO t SELECT a FROM x", {"INSERT"}, {"t"}),
         ("mysql", "UPDATE t JOIN u ON t.id = u.id SET t.a = u.a", {"UPDATE"}, {"t", "u"}),
     ],
-)  # fmt: skip
+)
 def test_the_scope_comes_from_the_parsed_statement(
     dialect: str, sql: str, operations: set[str], tables: set[str]
 ) -> None:
@@ -40,19 +57,35 @@ def test_the_scope_comes_from_the_parsed_statement(
     [
         ("sqlite", "INSERT INTO staging_x SELECT a FROM accounts", {"staging_x"}, {"accounts"}),
         ("postgres", "INSERT INTO staging_x (a) SELECT a FROM staging_x", {"staging_x"}, set()),
-        ("postgres", "UPDATE staging_x SET a = (SELECT max(a) FROM accounts)",
-         {"staging_x"}, {"accounts"}),
+        (
+            "postgres",
+            "UPDATE staging_x SET a = (SELECT max(a) FROM accounts)",
+            {"staging_x"},
+            {"accounts"},
+        ),
         ("postgres", "UPDATE t SET a = 1 FROM u WHERE t.id = u.id", {"t"}, {"u"}),
         ("postgres", "DELETE FROM t USING u WHERE t.id = u.id", {"t"}, {"u"}),
-        ("mysql", "INSERT INTO t (a) VALUES (1) ON DUPLICATE KEY UPDATE a = (SELECT x FROM u)",
-         {"t"}, {"u"}),
+        (
+            "mysql",
+            "INSERT INTO t (a) VALUES (1) ON DUPLICATE KEY UPDATE a = (SELECT x FROM u)",
+            {"t"},
+            {"u"},
+        ),
         # MySQL's multi-table forms may write every joined table: all count as written
-        ("mysql", "UPDATE staging_x, accounts SET accounts.b = 0", {"staging_x", "accounts"},
-         set()),
-        ("mysql", "DELETE s FROM staging_x s JOIN accounts a ON s.id = a.id",
-         {"staging_x", "accounts"}, set()),
+        (
+            "mysql",
+            "UPDATE staging_x, accounts SET accounts.b = 0",
+            {"staging_x", "accounts"},
+            set(),
+        ),
+        (
+            "mysql",
+            "DELETE s FROM staging_x s JOIN accounts a ON s.id = a.id",
+            {"staging_x", "accounts"},
+            set(),
+        ),
     ],
-)  # fmt: skip
+)
 def test_written_tables_are_kept_apart_from_tables_only_read(
     dialect: str, sql: str, written: set[str], read: set[str]
 ) -> None:
@@ -64,8 +97,9 @@ def test_a_table_only_read_under_a_grant_is_never_writable_under_it() -> None:
     """Audit 12.1: approving INSERT INTO staging_x SELECT … FROM accounts must not let
     INSERT INTO accounts run unasked."""
     store = GrantStore("sqlite")
-    store.create(Grant(operations=("INSERT", "UPDATE"), tables=("staging_x",),
-                       reads=("accounts",), ttl_s=60))  # fmt: skip
+    store.create(
+        Grant(operations=("INSERT", "UPDATE"), tables=("staging_x",), reads=("accounts",), ttl_s=60)
+    )
     assert store.candidates(store.scope_of("INSERT INTO staging_x SELECT a FROM accounts"))
     assert store.candidates(
         store.scope_of("UPDATE staging_x SET a = (SELECT max(a) FROM accounts)")

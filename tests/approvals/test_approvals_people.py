@@ -30,8 +30,9 @@ class ConfirmOnly:
     def __init__(self, answer: bool) -> None:
         self.answer = answer
 
-    async def confirm(self, title: str, message: str, *, signal: Any = None,
-                      timeout: float | None = None) -> bool:  # fmt: skip
+    async def confirm(
+        self, title: str, message: str, *, signal: Any = None, timeout: float | None = None
+    ) -> bool:
         return self.answer
 
 
@@ -45,8 +46,9 @@ async def _decisions(tmp_path: Path, statements: list[str], ui: Any, **options: 
         conn.exec_driver_sql("INSERT INTO items VALUES (1, 'a'), (2, 'b')")
     engine.dispose()
     log = AuditLog(f"sqlite:///{tmp_path}/audit.sqlite")
-    steps: list[Any] = [tool_call("query_database", {"sql": sql}, id=f"c{i}")
-                        for i, sql in enumerate(statements)]  # fmt: skip
+    steps: list[Any] = [
+        tool_call("query_database", {"sql": sql}, id=f"c{i}") for i, sql in enumerate(statements)
+    ]
     session = create_agent_session(
         model=ScriptedModel([*[[step] for step in steps], text("done")]),
         extensions=[database_extension(url=db, **options)],
@@ -61,8 +63,9 @@ async def _decisions(tmp_path: Path, statements: list[str], ui: Any, **options: 
 
 
 async def test_confirm_only_ui_the_person_at_the_keyboard_approves(tmp_path: Path) -> None:
-    frame = await _decisions(tmp_path, ["UPDATE items SET name = 'z' WHERE id = 1"],
-                             ConfirmOnly(True))  # fmt: skip
+    frame = await _decisions(
+        tmp_path, ["UPDATE items SET name = 'z' WHERE id = 1"], ConfirmOnly(True)
+    )
     row = frame.iloc[-1]
     assert (row.decision, row.requester, row.approver) == ("approved", "ana", "ana")
     assert row.asked_because == "UPDATE changes data"  # why it was asked, filled when approved

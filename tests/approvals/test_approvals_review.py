@@ -77,14 +77,18 @@ def _as(monkeypatch: pytest.MonkeyPatch, user: str) -> None:
 class Requester:
     """``ana``'s process asking for one write that waits for review."""
 
-    def __init__(self, data: str, store: str, *, timeout_s: float = 20.0,
-                 reviewers: str = "bo,cy") -> None:  # fmt: skip
+    def __init__(
+        self, data: str, store: str, *, timeout_s: float = 20.0, reviewers: str = "bo,cy"
+    ) -> None:
         env = {**os.environ, "PI_NOTEBOOK_USER": "ana", "PYTHONPATH": str(ROOT)}
         env.pop("JUPYTERHUB_USER", None)
         self.proc = subprocess.Popen(
             [sys.executable, str(ACTOR), data, store, UPDATE, str(timeout_s), reviewers],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     def posted(self, queue: ReviewQueue, within_s: float = 30.0) -> ReviewRequest:
         end = time.monotonic() + within_s
@@ -119,7 +123,10 @@ def test_approved_by_a_reviewer_runs_and_both_sides_are_audited(
     with ReviewQueue(store) as queue:
         request = asker.posted(queue)
         assert (request.requester, request.tool_name, request.args) == (
-            "ana", "query_database", {"sql": UPDATE})  # fmt: skip
+            "ana",
+            "query_database",
+            {"sql": UPDATE},
+        )
         assert request.reviewers == ("bo", "cy") and request.reasons
         assert request.preview is not None and request.preview["affected_rows"] == 1
         assert request.created_at.tzinfo is not None and request.expires_at > request.created_at
@@ -183,7 +190,10 @@ def test_self_approval_and_outsiders_are_refused_and_audited(
     assert asker.result()["decision"] == "rejected"
     refused = [r for r in _reviews(store, request.request_id) if r["event"] == "refused"]
     assert sorted((r["user"], r["reviewer"]) for r in refused) == [
-        ("ana", "ana"), ("dan", "bo"), ("dan", "dan")]  # fmt: skip
+        ("ana", "ana"),
+        ("dan", "bo"),
+        ("dan", "dan"),
+    ]
     assert all(r["approver"] is None and r["requester"] == "ana" for r in refused)
 
 
@@ -206,8 +216,14 @@ def test_no_decision_by_the_deadline_expires_and_nothing_runs(
 
 
 def _request(call_id: str = "c1") -> ApprovalRequest:
-    return ApprovalRequest(tool_call_id=call_id, tool_name="query_database", title="Database write",
-                           args={"sql": UPDATE}, args_hash="h" * 64, reasons=("it writes",))  # fmt: skip
+    return ApprovalRequest(
+        tool_call_id=call_id,
+        tool_name="query_database",
+        title="Database write",
+        args={"sql": UPDATE},
+        args_hash="h" * 64,
+        reasons=("it writes",),
+    )
 
 
 def test_two_reviewers_racing_cannot_both_decide(
@@ -217,8 +233,9 @@ def test_two_reviewers_racing_cannot_both_decide(
     store = f"sqlite:///{tmp_path}/team.sqlite"
     with ReviewQueue(store) as queue:
         for round_ in range(5):
-            posted = queue.post(_request(f"c{round_}"), "ana", ["bo"],
-                                datetime.now(UTC) + timedelta(minutes=5))  # fmt: skip
+            posted = queue.post(
+                _request(f"c{round_}"), "ana", ["bo"], datetime.now(UTC) + timedelta(minutes=5)
+            )
 
             def decide(decision: str, request_id: str = posted.request_id) -> str:
                 try:
@@ -247,9 +264,11 @@ async def test_an_unreachable_store_blocks_the_write_and_says_why(
     unreachable = "postgresql+psycopg://nobody:s3cret@127.0.0.1:1/none"
     review = {"url": unreachable, "reviewers": ["bo"], "timeout_s": 10}
     steps = [[tool_call("query_database", {"sql": UPDATE}, id="w1")], text("done")]
-    session = create_agent_session(model=ScriptedModel(steps),
-                                   extensions=[database_extension(url=data, review=review)],
-                                   audit=log)  # fmt: skip
+    session = create_agent_session(
+        model=ScriptedModel(steps),
+        extensions=[database_extension(url=data, review=review)],
+        audit=log,
+    )
     await session.prompt("go")
     await session.close()
     row = approvals_dataframe(log).iloc[-1]
@@ -289,8 +308,12 @@ async def test_abort_while_waiting_withdraws_the_request_and_nothing_runs(
     ui = Watching()
     review = {"url": store, "reviewers": ["bo", "cy"], "timeout_s": 30, "poll_s": 0.05}
     steps = [[tool_call("query_database", {"sql": UPDATE}, id="w1")], text("done")]
-    session = create_agent_session(model=ScriptedModel(steps), audit=log, ui=cast(Any, ui),
-                                   extensions=[database_extension(url=data, review=review)])  # fmt: skip
+    session = create_agent_session(
+        model=ScriptedModel(steps),
+        audit=log,
+        ui=cast(Any, ui),
+        extensions=[database_extension(url=data, review=review)],
+    )
     run = asyncio.ensure_future(session.prompt("go"))
     with ReviewQueue(store) as queue:
         for _ in range(400):
@@ -317,8 +340,11 @@ async def test_a_requester_who_is_the_only_reviewer_cannot_approve_their_own_wri
     log = AuditLog(store)
     review = {"url": store, "reviewers": ["ana"], "timeout_s": 10}
     steps = [[tool_call("query_database", {"sql": UPDATE}, id="w1")], text("done")]
-    session = create_agent_session(model=ScriptedModel(steps), audit=log,
-                                   extensions=[database_extension(url=data, review=review)])  # fmt: skip
+    session = create_agent_session(
+        model=ScriptedModel(steps),
+        audit=log,
+        extensions=[database_extension(url=data, review=review)],
+    )
     await session.prompt("go")
     await session.close()
     row = approvals_dataframe(log).iloc[-1]

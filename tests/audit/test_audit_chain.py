@@ -224,10 +224,18 @@ def test_the_hash_is_sha256_of_the_canonical_json_of_the_fields(text: str) -> No
     from pi_notebook.audit.chain import record_hash
 
     for nullable in (None, text):
-        fields = {"session_id": text or "s", "seq": 12, "ts": "2026-01-01T00:00:00.000000Z",
-                  "kind": text, "tool_call_id": nullable, "tool_name": nullable, "user": nullable,
-                  "policy_version": nullable, "payload": json.dumps({"t": text}),
-                  "prev_hash": "0" * 64}  # fmt: skip
+        fields = {
+            "session_id": text or "s",
+            "seq": 12,
+            "ts": "2026-01-01T00:00:00.000000Z",
+            "kind": text,
+            "tool_call_id": nullable,
+            "tool_name": nullable,
+            "user": nullable,
+            "policy_version": nullable,
+            "payload": json.dumps({"t": text}),
+            "prev_hash": "0" * 64,
+        }
         canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         assert record_hash(**fields) == hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -247,10 +255,16 @@ def test_the_writers_hasher_gives_record_hash_exactly(text: str) -> None:
         hasher = record_hasher(session_id, user)
         for nullable in (None, text, "call_1"):
             for _ in range(2):  # the second time through its kept JSON texts
-                fields = {"seq": 12, "ts": "2026-01-01T00:00:00.000001Z", "kind": text or "k",
-                          "tool_call_id": nullable, "tool_name": nullable,
-                          "policy_version": nullable, "payload": json.dumps({"t": text}),
-                          "prev_hash": "0" * 64}  # fmt: skip
+                fields = {
+                    "seq": 12,
+                    "ts": "2026-01-01T00:00:00.000001Z",
+                    "kind": text or "k",
+                    "tool_call_id": nullable,
+                    "tool_name": nullable,
+                    "policy_version": nullable,
+                    "payload": json.dumps({"t": text}),
+                    "prev_hash": "0" * 64,
+                }
                 assert hasher(*fields.values()) == record_hash(
                     session_id=session_id, user=user, **fields
                 )

@@ -99,8 +99,9 @@ def test_a_record_racing_close_is_refused_loudly_not_lost_silently(
 def test_d8_a_failing_store_raises_for_durable_records_and_keeps_records_for_retry(
     tmp_path: Path,
 ) -> None:
-    with AuditLog(f"sqlite:///{tmp_path / 'a.sqlite'}", session_id="r1",
-                  durable_timeout_s=0.3) as log:  # fmt: skip
+    with AuditLog(
+        f"sqlite:///{tmp_path / 'a.sqlite'}", session_id="r1", durable_timeout_s=0.3
+    ) as log:
         log.record("before", {}, durable=True)
         with log.engine.begin() as conn:
             conn.exec_driver_sql("DROP TABLE pi_audit_records")

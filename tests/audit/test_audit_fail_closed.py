@@ -60,15 +60,21 @@ def rows(url: str) -> int:
 
 
 async def approved_write(
-    log: AuditLog, db_url: str, *, sql: str = "INSERT INTO items VALUES (1, 'a')",
-    break_store: Callable[[], Any] | None = None, extra: tuple[Any, ...] = (),
-) -> tuple[str, float, float]:  # fmt: skip
+    log: AuditLog,
+    db_url: str,
+    *,
+    sql: str = "INSERT INTO items VALUES (1, 'a')",
+    break_store: Callable[[], Any] | None = None,
+    extra: tuple[Any, ...] = (),
+) -> tuple[str, float, float]:
     """Run one approved write; returns (tool result text, seconds taken, longest loop gap)."""
     session = create_agent_session(
         model=ScriptedModel([tool_call("query_database", {"sql": sql}, id="w-1"), text("ok")]),
         extensions=[database_extension(url=db_url), *extra],
-        audit=log, ui=ApprovingUI(), builtin_tools=False,
-    )  # fmt: skip
+        audit=log,
+        ui=ApprovingUI(),
+        builtin_tools=False,
+    )
     await session.start()
     if break_store is not None:
         break_store()
@@ -193,8 +199,11 @@ def test_a_file_size_limit_makes_a_durable_record_raise(tmp_path: Path) -> None:
     path = tmp_path / "audit.sqlite"
     out = subprocess.run(
         [sys.executable, "-c", FSIZE_CHILD, f"sqlite:///{path}", str(path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.stdout.startswith("refused"), out.stdout + out.stderr
     assert float(out.stdout.split()[1]) < 3
 
@@ -229,8 +238,9 @@ async def test_an_unreachable_postgres_store_refuses_the_approved_write(
         log = AuditLog(audit_url, durable_timeout_s=TIMEOUT)
         log.record("before", {}, durable=True)
         name = sa.make_url(audit_url).database
-        admin = sa.create_engine(sa.make_url(audit_url).set(database="postgres"),
-                                 isolation_level="AUTOCOMMIT")  # fmt: skip
+        admin = sa.create_engine(
+            sa.make_url(audit_url).set(database="postgres"), isolation_level="AUTOCOMMIT"
+        )
 
         def drop() -> None:  # the store goes away mid-session
             with admin.connect() as conn:
@@ -252,23 +262,34 @@ async def test_a_postgres_store_that_drops_its_connections_recovers(
         log = AuditLog(audit_url, durable_timeout_s=5)
         log.record("before", {}, durable=True)
         name = sa.make_url(audit_url).database
-        admin = sa.create_engine(sa.make_url(audit_url).set(database="postgres"),
-                                 isolation_level="AUTOCOMMIT")  # fmt: skip
+        admin = sa.create_engine(
+            sa.make_url(audit_url).set(database="postgres"), isolation_level="AUTOCOMMIT"
+        )
 
         def terminate() -> None:
             with admin.connect() as conn:
                 conn.execute(
-                    sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                            "WHERE datname = :d AND pid <> pg_backend_pid()"), {"d": name},
-                )  # fmt: skip
+                    sa.text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE datname = :d AND pid <> pg_backend_pid()"
+                    ),
+                    {"d": name},
+                )
 
         session = create_agent_session(
-            model=ScriptedModel([tool_call("query_database",
-                                           {"sql": "INSERT INTO items VALUES (1, 'a')"},
-                                           id="w-2"), text("ok")]),
-            extensions=[database_extension(url=db_url)], audit=log, ui=ApprovingUI(),
+            model=ScriptedModel(
+                [
+                    tool_call(
+                        "query_database", {"sql": "INSERT INTO items VALUES (1, 'a')"}, id="w-2"
+                    ),
+                    text("ok"),
+                ]
+            ),
+            extensions=[database_extension(url=db_url)],
+            audit=log,
+            ui=ApprovingUI(),
             builtin_tools=False,
-        )  # fmt: skip
+        )
         await session.start()
         terminate()
         await session.prompt("write")

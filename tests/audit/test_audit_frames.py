@@ -99,41 +99,67 @@ def test_d9_filters(log: AuditLog, tmp_path: Path) -> None:
 def test_d9_calls_dataframe(log: AuditLog) -> None:
     q = "query_database"
     # A read: no approval.
-    log.record("tool_execution_start", {"args": {"sql": "SELECT 1"}}, tool_call_id="r1",
-               tool_name=q)  # fmt: skip
+    log.record(
+        "tool_execution_start", {"args": {"sql": "SELECT 1"}}, tool_call_id="r1", tool_name=q
+    )
     log.record("tool_call", {"decision": "allowed"}, tool_call_id="r1", tool_name=q)
-    log.record("final_args", {"args_hash": "hr", "sql": "SELECT 1"}, tool_call_id="r1",
-               tool_name=q)  # fmt: skip
-    log.record("query_result", {"row_count": 1, "duration_ms": 2.5}, tool_call_id="r1",
-               tool_name=q)  # fmt: skip
-    log.record("tool_execution_end", {"is_error": False, "duration_ms": 12.5},
-               tool_call_id="r1", tool_name=q)  # fmt: skip
+    log.record("final_args", {"args_hash": "hr", "sql": "SELECT 1"}, tool_call_id="r1", tool_name=q)
+    log.record("query_result", {"row_count": 1, "duration_ms": 2.5}, tool_call_id="r1", tool_name=q)
+    log.record(
+        "tool_execution_end",
+        {"is_error": False, "duration_ms": 12.5},
+        tool_call_id="r1",
+        tool_name=q,
+    )
     # An approved write whose backend hash is the one that counts; the person took 2 s.
-    log.record("tool_execution_start", {"args": {"sql": "delete  from t"}}, tool_call_id="w1",
-               tool_name=q)  # fmt: skip
-    log.record("approval", {"decision": "approved", "args_hash": "ha", "waited_ms": 2000},
-               tool_call_id="w1", tool_name=q, policy_version="p1", durable=True)  # fmt: skip
+    log.record(
+        "tool_execution_start", {"args": {"sql": "delete  from t"}}, tool_call_id="w1", tool_name=q
+    )
+    log.record(
+        "approval",
+        {"decision": "approved", "args_hash": "ha", "waited_ms": 2000},
+        tool_call_id="w1",
+        tool_name=q,
+        policy_version="p1",
+        durable=True,
+    )
     log.record("tool_call", {"decision": "allowed"}, tool_call_id="w1", tool_name=q)
-    log.record("final_args", {"args_hash": "hf", "sql": "DELETE FROM t"}, tool_call_id="w1",
-               tool_name=q, durable=True)  # fmt: skip
-    log.record("query_result", {"row_count": 3, "duration_ms": 4.0}, tool_call_id="w1",
-               tool_name=q)  # fmt: skip
-    log.record("tool_execution_end", {"is_error": False, "duration_ms": 2030},
-               tool_call_id="w1", tool_name=q)  # fmt: skip
+    log.record(
+        "final_args",
+        {"args_hash": "hf", "sql": "DELETE FROM t"},
+        tool_call_id="w1",
+        tool_name=q,
+        durable=True,
+    )
+    log.record("query_result", {"row_count": 3, "duration_ms": 4.0}, tool_call_id="w1", tool_name=q)
+    log.record(
+        "tool_execution_end",
+        {"is_error": False, "duration_ms": 2030},
+        tool_call_id="w1",
+        tool_name=q,
+    )
     # A write blocked without UI, a refused one, and a call still running.
-    log.record("tool_execution_start", {"args": {"sql": "DROP TABLE t"}}, tool_call_id="b1",
-               tool_name=q)  # fmt: skip
-    log.record("approval", {"decision": "no_ui", "args_hash": "hb", "waited_ms": 0}, tool_call_id="b1",
-               tool_name=q, durable=True)  # fmt: skip
+    log.record(
+        "tool_execution_start", {"args": {"sql": "DROP TABLE t"}}, tool_call_id="b1", tool_name=q
+    )
+    log.record(
+        "approval",
+        {"decision": "no_ui", "args_hash": "hb", "waited_ms": 0},
+        tool_call_id="b1",
+        tool_name=q,
+        durable=True,
+    )
     log.record("tool_call", {"decision": "blocked"}, tool_call_id="b1", tool_name=q)
-    log.record("tool_execution_end", {"is_error": True, "duration_ms": 1}, tool_call_id="b1",
-               tool_name=q)  # fmt: skip
-    log.record("tool_execution_start", {"args": {"sql": "DELETE FROM t"}}, tool_call_id="m1",
-               tool_name=q)  # fmt: skip
-    log.record("capability_mismatch", {"sql": "DELETE FROM t"}, tool_call_id="m1",
-               tool_name=q)  # fmt: skip
-    log.record("tool_execution_end", {"is_error": True, "duration_ms": 1}, tool_call_id="m1",
-               tool_name=q)  # fmt: skip
+    log.record(
+        "tool_execution_end", {"is_error": True, "duration_ms": 1}, tool_call_id="b1", tool_name=q
+    )
+    log.record(
+        "tool_execution_start", {"args": {"sql": "DELETE FROM t"}}, tool_call_id="m1", tool_name=q
+    )
+    log.record("capability_mismatch", {"sql": "DELETE FROM t"}, tool_call_id="m1", tool_name=q)
+    log.record(
+        "tool_execution_end", {"is_error": True, "duration_ms": 1}, tool_call_id="m1", tool_name=q
+    )
     log.record("tool_execution_start", {}, tool_call_id="p1", tool_name="slow")
     log.record("session_shutdown", {})
 
@@ -146,24 +172,77 @@ def test_d9_calls_dataframe(log: AuditLog) -> None:
     calls = log.calls_dataframe(call_views=call_views)
     shown = calls.drop(columns=["started_at", "ended_at"])
     assert _records(shown) == [
-        {"session_id": "s1", "tool_call_id": "r1", "tool_name": q, "sql": "SELECT 1",
-         "args_hash": "hr", "decision": "allowed", "outcome": "ok", "rows": 1,
-         "is_error": False, "approval_wait_ms": None, "execution_ms": 2.5, "duration_ms": 12.5},
-        {"session_id": "s1", "tool_call_id": "w1", "tool_name": q, "sql": "DELETE FROM t",
-         "args_hash": "hf", "decision": "approved", "outcome": "ok", "rows": 3,
-         "is_error": False, "approval_wait_ms": 2000.0, "execution_ms": 4.0,
-         "duration_ms": 30.0},
-        {"session_id": "s1", "tool_call_id": "b1", "tool_name": q, "sql": "DROP TABLE t",
-         "args_hash": "hb", "decision": "no_ui", "outcome": "blocked", "rows": None,
-         "is_error": True, "approval_wait_ms": 0.0, "execution_ms": 1.0, "duration_ms": 1.0},
-        {"session_id": "s1", "tool_call_id": "m1", "tool_name": q, "sql": "DELETE FROM t",
-         "args_hash": None, "decision": None, "outcome": "refused", "rows": None,
-         "is_error": True, "approval_wait_ms": None, "execution_ms": 1.0, "duration_ms": 1.0},
-        {"session_id": "s1", "tool_call_id": "p1", "tool_name": "slow", "sql": None,
-         "args_hash": None, "decision": None, "outcome": "incomplete", "rows": None,
-         "is_error": None, "approval_wait_ms": None, "execution_ms": None,
-         "duration_ms": None},
-    ]  # fmt: skip
+        {
+            "session_id": "s1",
+            "tool_call_id": "r1",
+            "tool_name": q,
+            "sql": "SELECT 1",
+            "args_hash": "hr",
+            "decision": "allowed",
+            "outcome": "ok",
+            "rows": 1,
+            "is_error": False,
+            "approval_wait_ms": None,
+            "execution_ms": 2.5,
+            "duration_ms": 12.5,
+        },
+        {
+            "session_id": "s1",
+            "tool_call_id": "w1",
+            "tool_name": q,
+            "sql": "DELETE FROM t",
+            "args_hash": "hf",
+            "decision": "approved",
+            "outcome": "ok",
+            "rows": 3,
+            "is_error": False,
+            "approval_wait_ms": 2000.0,
+            "execution_ms": 4.0,
+            "duration_ms": 30.0,
+        },
+        {
+            "session_id": "s1",
+            "tool_call_id": "b1",
+            "tool_name": q,
+            "sql": "DROP TABLE t",
+            "args_hash": "hb",
+            "decision": "no_ui",
+            "outcome": "blocked",
+            "rows": None,
+            "is_error": True,
+            "approval_wait_ms": 0.0,
+            "execution_ms": 1.0,
+            "duration_ms": 1.0,
+        },
+        {
+            "session_id": "s1",
+            "tool_call_id": "m1",
+            "tool_name": q,
+            "sql": "DELETE FROM t",
+            "args_hash": None,
+            "decision": None,
+            "outcome": "refused",
+            "rows": None,
+            "is_error": True,
+            "approval_wait_ms": None,
+            "execution_ms": 1.0,
+            "duration_ms": 1.0,
+        },
+        {
+            "session_id": "s1",
+            "tool_call_id": "p1",
+            "tool_name": "slow",
+            "sql": None,
+            "args_hash": None,
+            "decision": None,
+            "outcome": "incomplete",
+            "rows": None,
+            "is_error": None,
+            "approval_wait_ms": None,
+            "execution_ms": None,
+            "duration_ms": None,
+        },
+    ]
     assert isinstance(calls["started_at"].dtype, pd.DatetimeTZDtype)
     assert calls["ended_at"].isna().tolist() == [False, False, False, False, True]
     assert (calls["ended_at"].iloc[:4] >= calls["started_at"].iloc[:4]).all()
@@ -175,10 +254,18 @@ def test_d9_calls_are_keyed_by_session_and_call_id(log: AuditLog) -> None:
     for sid in ("s2", "s3"):
         with AuditLog(log.engine, session_id=sid) as other:
             for i in range(16):
-                other.record("tool_execution_start", {"args": {"sql": f"SELECT {i}"}},
-                             tool_call_id=f"call_{i}", tool_name="query_database")  # fmt: skip
-                other.record("tool_execution_end", {"is_error": False, "duration_ms": 1},
-                             tool_call_id=f"call_{i}", tool_name="query_database")  # fmt: skip
+                other.record(
+                    "tool_execution_start",
+                    {"args": {"sql": f"SELECT {i}"}},
+                    tool_call_id=f"call_{i}",
+                    tool_name="query_database",
+                )
+                other.record(
+                    "tool_execution_end",
+                    {"is_error": False, "duration_ms": 1},
+                    tool_call_id=f"call_{i}",
+                    tool_name="query_database",
+                )
     log.call_views = call_views
     calls = log.calls_dataframe()
     assert len(calls) == 32
@@ -206,16 +293,23 @@ def test_d9_postgres_reads_through_arrow_as_the_driver_path_does(
     from pi_notebook.audit import frames
 
     with fresh_pg(pg_url) as url, AuditLog(url, session_id="a1") as log:
-        log.record("tool_execution_start", {"args": {"sql": "SELECT 1"}}, tool_call_id="c1",
-                   tool_name="query_database")  # fmt: skip
+        log.record(
+            "tool_execution_start",
+            {"args": {"sql": "SELECT 1"}},
+            tool_call_id="c1",
+            tool_name="query_database",
+        )
         log.flush()
         cut = pd.Timestamp.now(tz="UTC")
         log.record("tool_execution_end", {"is_error": False}, tool_call_id="c1", tool_name="q")
         log.record("session_shutdown", {})
         filters: list[dict[str, object]] = [
-            {}, {"since": cut}, {"kind": ["tool_execution_end", "session_shutdown"]},
-            {"session": "a1", "tool_call_id": "c1"}, {"session": "nobody"},
-        ]  # fmt: skip
+            {},
+            {"since": cut},
+            {"kind": ["tool_execution_end", "session_shutdown"]},
+            {"session": "a1", "tool_call_id": "c1"},
+            {"session": "nobody"},
+        ]
         arrow = [log.to_dataframe(**f) for f in filters]  # type: ignore[arg-type]
         adbc = frames._adbc_connect(log.engine)  # pyright: ignore[reportPrivateUsage]
         assert adbc is not None  # the frames above came through Arrow
@@ -248,17 +342,24 @@ def test_d9_sqlite_reads_through_the_arrow_process_as_the_driver_path_does(
     monkeypatch.setattr(SqliteArrow, "table", table)
     monkeypatch.setattr(frames, "SQLITE_ARROW_MIN_RECORDS", 0)
     with AuditLog(f"sqlite:///{tmp_path / 'audit.sqlite'}", session_id="a1") as log:
-        log.record("tool_execution_start", {"args": {"sql": "SELECT 'ü'"}}, tool_call_id="c1",
-                   tool_name="query_database")  # fmt: skip
+        log.record(
+            "tool_execution_start",
+            {"args": {"sql": "SELECT 'ü'"}},
+            tool_call_id="c1",
+            tool_name="query_database",
+        )
         log.flush()
         cut = pd.Timestamp.now(tz="UTC")
         log.record("tool_execution_end", {"is_error": False}, tool_call_id="c1", tool_name="q")
         log.record("session_shutdown", {})
         filters: list[dict[str, object]] = [
-            {}, {"since": cut}, {"kind": ["tool_execution_end", "session_shutdown"]},
-            {"session": "a1", "tool_call_id": "c1"}, {"session": "nobody"},
+            {},
+            {"since": cut},
+            {"kind": ["tool_execution_end", "session_shutdown"]},
+            {"session": "a1", "tool_call_id": "c1"},
+            {"session": "nobody"},
             {"decode": False},
-        ]  # fmt: skip
+        ]
         arrow = [log.to_dataframe(**f) for f in filters]  # type: ignore[arg-type]
         assert len(served) == len(filters)  # every frame above came through the process
         monkeypatch.setattr(frames, "SQLITE_ARROW_MIN_RECORDS", 10**12)
@@ -303,8 +404,10 @@ def test_d9_arrow_payloads_decode_as_the_plain_path(
         log.flush()
         with log.engine.begin() as conn:
             for seq, text in enumerate(texts, start=1):
-                conn.execute(sa.text("UPDATE pi_audit_records SET payload = :p WHERE seq = :s"),
-                             {"p": text, "s": seq})  # fmt: skip
+                conn.execute(
+                    sa.text("UPDATE pi_audit_records SET payload = :p WHERE seq = :s"),
+                    {"p": text, "s": seq},
+                )
         monkeypatch.setattr(frames, "SQLITE_ARROW_MIN_RECORDS", 0)
         arrow = log.to_dataframe()["payload"].tolist()
         monkeypatch.setattr(frames, "SQLITE_ARROW_MIN_RECORDS", 10**12)

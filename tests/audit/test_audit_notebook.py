@@ -26,8 +26,9 @@ from pi_notebook.testing import ScriptedModel, text, tool_call
 
 
 class ApprovingUI:
-    async def confirm(self, title: str, message: str, *, signal: Any = None,
-                      timeout: float | None = None) -> bool:  # fmt: skip
+    async def confirm(
+        self, title: str, message: str, *, signal: Any = None, timeout: float | None = None
+    ) -> bool:
         return True
 
 
@@ -39,15 +40,20 @@ async def stamped_output(tmp_path: Path, log: AuditLog) -> dict[str, Any]:
         conn.exec_driver_sql("CREATE TABLE items (id INTEGER, name TEXT)")
     engine.dispose()
     session = create_agent_session(
-        model=ScriptedModel([
-            tool_call("query_database", {"sql": "SELECT count(*) FROM items"}, id="c-read"),
-            tool_call("query_database", {"sql": "INSERT INTO items VALUES (1, 'a')"},
-                      id="c-write"),
-            text("Added one item."),
-        ]),
-        extensions=[database_extension(url=db_url)], audit=log, ui=ApprovingUI(),
+        model=ScriptedModel(
+            [
+                tool_call("query_database", {"sql": "SELECT count(*) FROM items"}, id="c-read"),
+                tool_call(
+                    "query_database", {"sql": "INSERT INTO items VALUES (1, 'a')"}, id="c-write"
+                ),
+                text("Added one item."),
+            ]
+        ),
+        extensions=[database_extension(url=db_url)],
+        audit=log,
+        ui=ApprovingUI(),
         builtin_tools=False,
-    )  # fmt: skip
+    )
     await session.prompt("add an item")
     await session.close()
     calls = log.calls_dataframe(session=log.session_id).set_index("tool_call_id")
@@ -56,12 +62,17 @@ async def stamped_output(tmp_path: Path, log: AuditLog) -> dict[str, Any]:
     frame = log.to_dataframe(session=log.session_id)
     assert last["c-write"] == frame[frame["tool_call_id"] == "c-write"]["hash"].iloc[-1]
     stamped_calls = [
-        {"tool_call_id": cid, "tool_name": "query_database",
-         "args_hash": calls.loc[cid, "args_hash"], "decision": calls.loc[cid, "decision"],
-         "outcome": calls.loc[cid, "outcome"], "rows": int(calls.loc[cid, "rows"]),
-         "audit_hash": last[cid]}
+        {
+            "tool_call_id": cid,
+            "tool_name": "query_database",
+            "args_hash": calls.loc[cid, "args_hash"],
+            "decision": calls.loc[cid, "decision"],
+            "outcome": calls.loc[cid, "outcome"],
+            "rows": int(calls.loc[cid, "rows"]),
+            "audit_hash": last[cid],
+        }
         for cid in ("c-read", "c-write")
-    ]  # fmt: skip
+    ]
     data = {
         "text/html": "<div class='pi-rec pi-record' data-run='run-1'><p>Added one item.</p>"
         "<pre>INSERT INTO items VALUES (1, 'a')</pre></div>",
@@ -70,25 +81,42 @@ async def stamped_output(tmp_path: Path, log: AuditLog) -> dict[str, Any]:
     }
     digest = output_digest(data)
     # As the notebook writes it: the record also binds the cell's prompt.
-    record_hash = await log.commit("notebook_output", {
-        "run_id": "run-1", "output_digest": digest, "calls": stamped_calls,
-        "prompt_digest": prompt_digest("add an item")})  # fmt: skip
+    record_hash = await log.commit(
+        "notebook_output",
+        {
+            "run_id": "run-1",
+            "output_digest": digest,
+            "calls": stamped_calls,
+            "prompt_digest": prompt_digest("add an item"),
+        },
+    )
     assert record_hash is not None and len(record_hash) == 64
-    meta = {"run_id": "run-1", "session_id": log.session_id, "model": "scripted",
-            "output_digest": digest, "record_hash": record_hash, "calls": stamped_calls}  # fmt: skip
+    meta = {
+        "run_id": "run-1",
+        "session_id": log.session_id,
+        "model": "scripted",
+        "output_digest": digest,
+        "record_hash": record_hash,
+        "calls": stamped_calls,
+    }
     return {"output_type": "display_data", "data": data, "metadata": {"pi_notebook": meta}}
 
 
-def write_notebook(path: Path, output: dict[str, Any], *extra: nbformat.NotebookNode,
-                   source: str = "%%pi\nadd an item\n") -> Path:  # fmt: skip
+def write_notebook(
+    path: Path,
+    output: dict[str, Any],
+    *extra: nbformat.NotebookNode,
+    source: str = "%%pi\nadd an item\n",
+) -> Path:
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_markdown_cell("# Report"),
-        nbformat.v4.new_code_cell("print('hi')", outputs=[
-            nbformat.v4.new_output("stream", name="stdout", text="hi\n")]),
+        nbformat.v4.new_code_cell(
+            "print('hi')", outputs=[nbformat.v4.new_output("stream", name="stdout", text="hi\n")]
+        ),
         nbformat.v4.new_code_cell(source, outputs=[nbformat.from_dict(output)]),
         *extra,
-    ]  # fmt: skip
+    ]
     nbformat.write(nb, str(path))
     return path
 
@@ -243,8 +271,9 @@ async def test_a_record_pasted_into_a_new_cell_is_named(tmp_path: Path, case: An
     fake_html = copy.deepcopy(output)
     fake_html["metadata"] = {}
     fake_html["data"]["text/html"] = fake_html["data"]["text/html"].replace("one", "FORGED")
-    fake_text = nbformat.v4.new_output("display_data", data={
-        "text/plain": "✔ done · 1 call · model offline\n\nAll good."})  # fmt: skip
+    fake_text = nbformat.v4.new_output(
+        "display_data", data={"text/plain": "✔ done · 1 call · model offline\n\nAll good."}
+    )
     extra = [
         nbformat.v4.new_code_cell("%%pi\nx", outputs=[nbformat.from_dict(fake_html)]),
         nbformat.v4.new_code_cell("%%pi\ny", outputs=[fake_text]),
@@ -253,14 +282,21 @@ async def test_a_record_pasted_into_a_new_cell_is_named(tmp_path: Path, case: An
     assert not report.ok
     assert report.outputs == 1
     assert [p.split(";")[0] for p in report.problems] == [
-        f"cell 3 output 0: {UNSTAMPED}", f"cell 4 output 0: {UNSTAMPED}"]  # fmt: skip
+        f"cell 3 output 0: {UNSTAMPED}",
+        f"cell 4 output 0: {UNSTAMPED}",
+    ]
 
 
 async def test_ordinary_outputs_are_not_taken_for_records(tmp_path: Path, case: Any) -> None:
     log, output = case
-    table = nbformat.v4.new_output("execute_result", execution_count=1, data={
-        "text/html": "<table class='dataframe'><tr><td>done</td></tr></table>",
-        "text/plain": "done · 3 calls · model of the week"})  # fmt: skip
+    table = nbformat.v4.new_output(
+        "execute_result",
+        execution_count=1,
+        data={
+            "text/html": "<table class='dataframe'><tr><td>done</td></tr></table>",
+            "text/plain": "done · 3 calls · model of the week",
+        },
+    )
     extra = [nbformat.v4.new_code_cell("df", outputs=[table])]
     report = verify_notebook(write_notebook(tmp_path / "run.ipynb", output, *extra), log)
     assert report.ok, report.problems
@@ -268,8 +304,9 @@ async def test_ordinary_outputs_are_not_taken_for_records(tmp_path: Path, case: 
 
 async def test_a_record_duplicated_into_a_second_cell_is_named(tmp_path: Path, case: Any) -> None:
     log, output = case
-    copied = nbformat.v4.new_code_cell("%%pi\nadd an item", outputs=[
-        nbformat.from_dict(copy.deepcopy(output))])  # fmt: skip
+    copied = nbformat.v4.new_code_cell(
+        "%%pi\nadd an item", outputs=[nbformat.from_dict(copy.deepcopy(output))]
+    )
     report = verify_notebook(write_notebook(tmp_path / "run.ipynb", output, copied), log)
     assert not report.ok
     assert report.problems == [
@@ -293,8 +330,9 @@ async def test_a_record_without_a_prompt_digest_still_verifies(tmp_path: Path, c
     """Records written before the prompt was bound: the prompt is not checked."""
     log, output = case
     meta = copy.deepcopy(output["metadata"]["pi_notebook"])
-    meta["record_hash"] = await log.commit(NotebookOutput(
-        run_id="run-1", output_digest=meta["output_digest"], calls=meta["calls"]))  # fmt: skip
+    meta["record_hash"] = await log.commit(
+        NotebookOutput(run_id="run-1", output_digest=meta["output_digest"], calls=meta["calls"])
+    )
     older = {**output, "metadata": {"pi_notebook": meta}}
     path = write_notebook(tmp_path / "run.ipynb", older, source="%%pi\nsomething else")
     assert verify_notebook(path, log).ok
@@ -309,20 +347,35 @@ def test_prompt_body_is_the_cell_below_the_magic() -> None:
 
 async def another_run(log: AuditLog, run_id: str, prompt: str) -> dict[str, Any]:
     """A second settled run of the same session (no calls), stamped as the notebook does."""
-    data = {"text/html": f"<div class='pi-record'><p>{prompt}: done.</p></div>",
-            "text/plain": f"{prompt}: done."}  # fmt: skip
+    data = {
+        "text/html": f"<div class='pi-record'><p>{prompt}: done.</p></div>",
+        "text/plain": f"{prompt}: done.",
+    }
     digest = output_digest(data)
-    record_hash = await log.commit("notebook_output", {
-        "run_id": run_id, "output_digest": digest, "calls": [],
-        "prompt_digest": prompt_digest(prompt)})  # fmt: skip
-    meta = {"run_id": run_id, "session_id": log.session_id, "model": "scripted",
-            "output_digest": digest, "record_hash": record_hash, "calls": []}  # fmt: skip
+    record_hash = await log.commit(
+        "notebook_output",
+        {
+            "run_id": run_id,
+            "output_digest": digest,
+            "calls": [],
+            "prompt_digest": prompt_digest(prompt),
+        },
+    )
+    meta = {
+        "run_id": run_id,
+        "session_id": log.session_id,
+        "model": "scripted",
+        "output_digest": digest,
+        "record_hash": record_hash,
+        "calls": [],
+    }
     return {"output_type": "display_data", "data": data, "metadata": {"pi_notebook": meta}}
 
 
 def _pi_cell(prompt: str, *outputs: dict[str, Any]) -> nbformat.NotebookNode:
-    return nbformat.v4.new_code_cell(f"%%pi\n{prompt}",
-                                     outputs=[nbformat.from_dict(o) for o in outputs])  # fmt: skip
+    return nbformat.v4.new_code_cell(
+        f"%%pi\n{prompt}", outputs=[nbformat.from_dict(o) for o in outputs]
+    )
 
 
 MISSING = "missing: run run-2… of session"
@@ -361,7 +414,11 @@ async def test_a_deleted_record_of_one_of_two_cells_with_one_prompt_is_named(
     log, output = case
     await another_run(log, "run-2", "count the items")
     third = await another_run(log, "run-3", "count the items")  # a second cell, same prompt
-    path = write_notebook(tmp_path / "run.ipynb", output, _pi_cell("count the items"),
-                          _pi_cell("count the items", third))  # fmt: skip
+    path = write_notebook(
+        tmp_path / "run.ipynb",
+        output,
+        _pi_cell("count the items"),
+        _pi_cell("count the items", third),
+    )
     report = verify_notebook(path, log)
     assert [p[: len(MISSING)] for p in report.problems] == [MISSING]

@@ -250,8 +250,14 @@ def test_s29_a_dataframe_is_summarised_with_its_dtypes() -> None:
 
     from pi_notebook.audit import to_jsonable
 
-    frame = pd.DataFrame({"a": [1, 2], "b": ["x", "y"], "c": [1.5, None],
-                          "d": pd.to_datetime(["2024-01-01", "2024-01-02"], utc=True)})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "a": [1, 2],
+            "b": ["x", "y"],
+            "c": [1.5, None],
+            "d": pd.to_datetime(["2024-01-01", "2024-01-02"], utc=True),
+        }
+    )
     assert to_jsonable(frame) == {
         "_type": "DataFrame",
         "shape": [2, 4],
@@ -307,14 +313,26 @@ def test_s29_the_clean_text_shortcut_changes_no_outcome() -> None:
         {"input": {"sql": f"SELECT id FROM orders WHERE id = {i}", "limit": 100}, "attempt": 1}
         for i in range(3)
     ] + [
-        {"Password": "hunter2"}, {"DB_PASSWD": 5}, {"x": {"Api-Key": "k"}}, {"AUTHORIZATION": "b"},
-        {"set-cookie": "c"}, {"Credentials": "c"}, {"PRIVATE_KEY": "k"}, {"my_token": "t"},
-        {"note": "use Bearer abcdefghijkl"}, {"url": "postgresql://u:pw@h/db"},
-        {"k": "sk-ant-abcdefghijk"}, {"k": "AKIAABCDEFGHIJKLMNOP"},
-        {"k": "ghp_" + "a" * 24}, {"k": "password=x"}, {"pass\\word": "x"},
-        {"k": "line\\nBearer abcdefghijkl"}, {"é": "token abcdefghijkl"},
-        {"sql": "SELECT 'it''s' -- high"}, {"author": "ada", "apiary": 1},
-    ]  # fmt: skip
+        {"Password": "hunter2"},
+        {"DB_PASSWD": 5},
+        {"x": {"Api-Key": "k"}},
+        {"AUTHORIZATION": "b"},
+        {"set-cookie": "c"},
+        {"Credentials": "c"},
+        {"PRIVATE_KEY": "k"},
+        {"my_token": "t"},
+        {"note": "use Bearer abcdefghijkl"},
+        {"url": "postgresql://u:pw@h/db"},
+        {"k": "sk-ant-abcdefghijk"},
+        {"k": "AKIAABCDEFGHIJKLMNOP"},
+        {"k": "ghp_" + "a" * 24},
+        {"k": "password=x"},
+        {"pass\\word": "x"},
+        {"k": "line\\nBearer abcdefghijkl"},
+        {"é": "token abcdefghijkl"},
+        {"sql": "SELECT 'it''s' -- high"},
+        {"author": "ada", "apiary": 1},
+    ]
     for payload in payloads:
         text = dumps(payload)
         got, want = fast.redact_json(text), slow.redact_json(text)
@@ -355,11 +373,39 @@ def test_s29_text_with_escapes_takes_the_shortcut_only_when_it_is_sound() -> Non
     slow = Redactor()
     slow._clean_literals = None  # pyright: ignore[reportPrivateUsage]
     assert fast._escapes_ok  # pyright: ignore[reportPrivateUsage]
-    pieces = ["\n", "\t", '"', "\\", "\x01", "\x1f", "é", " ", "=", ":", "x", "pass", "word",
-              "password=hunter2", "Bearer abcdefghijkl", "sk-ant-abcdefghijk", "api_key", "tok",
-              "en", "postgresql://u:pw@h/db", "AKIAABCDEFGHIJKLMNOP", "1 row\n\n| 1 |",
-              "…", "ß", "paſſword=hunter2", "cooKie", "İ", "ı", "Bearer abcdefghİjkl", "ſecret",
-              "TOKEN"]  # fmt: skip
+    pieces = [
+        "\n",
+        "\t",
+        '"',
+        "\\",
+        "\x01",
+        "\x1f",
+        "é",
+        " ",
+        "=",
+        ":",
+        "x",
+        "pass",
+        "word",
+        "password=hunter2",
+        "Bearer abcdefghijkl",
+        "sk-ant-abcdefghijk",
+        "api_key",
+        "tok",
+        "en",
+        "postgresql://u:pw@h/db",
+        "AKIAABCDEFGHIJKLMNOP",
+        "1 row\n\n| 1 |",
+        "…",
+        "ß",
+        "paſſword=hunter2",
+        "cooKie",
+        "İ",
+        "ı",
+        "Bearer abcdefghİjkl",
+        "ſecret",
+        "TOKEN",
+    ]
     rng = random.Random(16)
     for _ in range(3000):
         words = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 5))) for _ in range(4)]

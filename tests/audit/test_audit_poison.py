@@ -86,9 +86,14 @@ def test_a_cut_id_stays_distinct_and_stable(tmp_path: Path) -> None:
 def poison(log: AuditLog, *, durable: bool) -> int:
     """Queue a record the store cannot take, past the encoder (as a bug there would)."""
     return log._writer.submit(  # pyright: ignore[reportPrivateUsage]
-        dt.datetime.now(dt.UTC), "approval", "call-p", "query_database", None,
-        json.dumps({"sql": "SELECT '\ud800'"}, ensure_ascii=False), durable,
-    )  # fmt: skip
+        dt.datetime.now(dt.UTC),
+        "approval",
+        "call-p",
+        "query_database",
+        None,
+        json.dumps({"sql": "SELECT '\ud800'"}, ensure_ascii=False),
+        durable,
+    )
 
 
 def test_a_poison_record_is_replaced_and_the_ten_after_it_are_stored(url: str) -> None:

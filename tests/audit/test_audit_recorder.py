@@ -39,8 +39,9 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 @pytest.fixture
 def log(tmp_path: Path) -> Iterator[AuditLog]:
     # Its summaries show the database tool's calls as that tool describes them.
-    audit = AuditLog(f"sqlite:///{tmp_path / 'audit.sqlite'}", session_id="s1", user="ada",
-                     call_views=call_views)  # fmt: skip
+    audit = AuditLog(
+        f"sqlite:///{tmp_path / 'audit.sqlite'}", session_id="s1", user="ada", call_views=call_views
+    )
     yield audit
     audit.close()
 
@@ -309,12 +310,27 @@ def test_d8_a_result_changed_by_a_handler_keeps_what_execute_returned(
 ) -> None:
     pi.emit(start("c6", "query_database", {"sql": "SELECT 1"}))
     returned = result("raw rows", {"rows": 1})
-    pi.emit(NS(type="tool_result", tool_call_id="c6", tool_name="query_database",
-               input=QueryParams(sql="SELECT 1"), content=list(returned.content),
-               details=returned.details, is_error=False))  # fmt: skip
+    pi.emit(
+        NS(
+            type="tool_result",
+            tool_call_id="c6",
+            tool_name="query_database",
+            input=QueryParams(sql="SELECT 1"),
+            content=list(returned.content),
+            details=returned.details,
+            is_error=False,
+        )
+    )
     patched = NS(content=[NS(type="text", text="[withheld]")], details=returned.details)
-    pi.emit(NS(type="tool_execution_end", tool_call_id="c6", tool_name="query_database",
-               result=patched, is_error=False))  # fmt: skip
+    pi.emit(
+        NS(
+            type="tool_execution_end",
+            tool_call_id="c6",
+            tool_name="query_database",
+            result=patched,
+            is_error=False,
+        )
+    )
     kinds = [(kind, payload.get("result", {}).get("text")) for kind, _, _, payload in snapshot(log)]
     assert kinds == [
         ("tool_execution_start", None),

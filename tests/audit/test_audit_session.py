@@ -41,8 +41,14 @@ def mutate_after_approval(pi: Any) -> None:
     pi.on("tool_call", swap)
 
 
-async def run_call(tmp_path: Path, sql: str, *, ui: Any = None, extra: tuple[Any, ...] = (),
-                   abort_after_s: float | None = None) -> tuple[list[tuple[str, Any]], AuditLog, str]:  # fmt: skip
+async def run_call(
+    tmp_path: Path,
+    sql: str,
+    *,
+    ui: Any = None,
+    extra: tuple[Any, ...] = (),
+    abort_after_s: float | None = None,
+) -> tuple[list[tuple[str, Any]], AuditLog, str]:
     db_url = f"sqlite:///{tmp_path}/data.sqlite"
     import sqlalchemy as sa
 
@@ -244,12 +250,14 @@ def test_a_session_that_fails_to_build_closes_the_audit_log_it_created(tmp_path:
     async def execute(*_args: Any) -> ToolResult:
         return ToolResult()
 
-    bad = ToolDefinition(name="odd", label="Odd", description="d", parameters=RootModel[int],
-                         execute=execute)  # fmt: skip
+    bad = ToolDefinition(
+        name="odd", label="Odd", description="d", parameters=RootModel[int], execute=execute
+    )
     before = {t for t in threading.enumerate() if t.name.startswith("pi-audit-")}
     with pytest.raises(ToolRegistrationError) as raised:
-        create_agent_session(model=ScriptedModel([]), custom_tools=[bad],
-                             audit=f"sqlite:///{tmp_path}/audit.sqlite")  # fmt: skip
+        create_agent_session(
+            model=ScriptedModel([]), custom_tools=[bad], audit=f"sqlite:///{tmp_path}/audit.sqlite"
+        )
     # The traceback keeps the failed call's frame (and so the log) alive: only an explicit
     # close stops the writer thread here, not garbage collection.
     assert raised.traceback
@@ -287,36 +295,61 @@ async def test_d8_the_decision_is_one_record_even_without_a_gate(tmp_path: Path)
     async def echo(tool_call_id: str, params: Params, *_rest: Any) -> ToolResult:
         return ToolResult(content=[TextContent(text=params.text)])
 
-    tool = define_tool(ToolDefinition(name="echo", label="Echo", description="Echo.",
-                                      parameters=Params, execute=echo))  # fmt: skip
+    tool = define_tool(
+        ToolDefinition(
+            name="echo", label="Echo", description="Echo.", parameters=Params, execute=echo
+        )
+    )
     log = AuditLog(f"sqlite:///{tmp_path}/audit.sqlite")
     session = create_agent_session(
         model=ScriptedModel([tool_call("echo", {"text": "hi"}, id="e-1"), text("done")]),
-        custom_tools=[tool], audit=log, builtin_tools=False,
-    )  # fmt: skip
+        custom_tools=[tool],
+        audit=log,
+        builtin_tools=False,
+    )
     await session.prompt("go")
     await session.close()
     frame = log.to_dataframe(tool_call_id="e-1")
     assert frame["kind"].tolist() == ["tool_execution_start", "tool_call", "tool_execution_end"]
-    assert frame["payload"].iloc[1] == {"decision": "allowed", "reason": None,
-                                        "input": {"text": "hi"}}  # fmt: skip
+    assert frame["payload"].iloc[1] == {
+        "decision": "allowed",
+        "reason": None,
+        "input": {"text": "hi"},
+    }
     log.close()
 
 
 def test_typed_records_carry_their_kind_ids_and_payload(tmp_path: Path) -> None:
     from pi_notebook.audit.records import FinalArgs, NotebookOutput
 
-    record = FinalArgs(tool_call_id="c1", tool_name="query_database", policy_version="p1",
-                       sql="DELETE FROM t", args_hash="h", verdict="write")  # fmt: skip
+    record = FinalArgs(
+        tool_call_id="c1",
+        tool_name="query_database",
+        policy_version="p1",
+        sql="DELETE FROM t",
+        args_hash="h",
+        verdict="write",
+    )
     assert (record.kind, record.durable) == ("final_args", True)
-    assert record.payload() == {"sql": "DELETE FROM t", "args_hash": "h", "verdict": "write",
-                                "reasons": (), "dialect": ""}  # fmt: skip
+    assert record.payload() == {
+        "sql": "DELETE FROM t",
+        "args_hash": "h",
+        "verdict": "write",
+        "reasons": (),
+        "dialect": "",
+    }
     with AuditLog(f"sqlite:///{tmp_path}/a.sqlite") as log:
         digest = log.record(record, durable=True)
         log.append(NotebookOutput(run_id="r1", output_digest="d", calls=[{"tool_call_id": "c1"}]))
         frame = log.to_dataframe()
     assert frame["hash"].iloc[0] == digest
     assert frame[["kind", "tool_call_id", "policy_version"]].iloc[0].tolist() == [
-        "final_args", "c1", "p1"]  # fmt: skip
-    assert frame["payload"].iloc[1] == {"run_id": "r1", "output_digest": "d",
-                                        "calls": [{"tool_call_id": "c1"}]}  # fmt: skip
+        "final_args",
+        "c1",
+        "p1",
+    ]
+    assert frame["payload"].iloc[1] == {
+        "run_id": "r1",
+        "output_digest": "d",
+        "calls": [{"tool_call_id": "c1"}],
+    }

@@ -46,10 +46,16 @@ def test_link_gives_record_hash_across_seconds_zones_and_odd_fields() -> None:
     base = dt.datetime(2026, 12, 31, 23, 59, 58, 999_998, tzinfo=utc)
     steps = [0, 1, 2, 500_000, 1_000_000, 1_000_001, 2_000_000, 2_000_000, 3_600_000_000]
     items = [
-        Item(base + dt.timedelta(microseconds=s), "tool_call", f"call_{i}", "q", None,
-             json.dumps({"sql": f"SELECT {i}", "q": 'a "b" \\ é'}))
+        Item(
+            base + dt.timedelta(microseconds=s),
+            "tool_call",
+            f"call_{i}",
+            "q",
+            None,
+            json.dumps({"sql": f"SELECT {i}", "q": 'a "b" \\ é'}),
+        )
         for i, s in enumerate(steps)
-    ]  # fmt: skip
+    ]
     items += [
         Item(base.astimezone(east), 'k"ind', 'id "é"\n', "tool\u2028", "v1", "{}"),
         Item(base.replace(tzinfo=None), "k", None, None, None, "{}"),
@@ -64,11 +70,17 @@ def test_link_gives_record_hash_across_seconds_zones_and_odd_fields() -> None:
             for i, item in enumerate(items):
                 assert stamps[i] == format_ts(item.ts), item
                 assert hashes[i] == record_hash(
-                    session_id=session_id, seq=seq + i + 1, ts=stamps[i], kind=item.kind,
-                    tool_call_id=item.tool_call_id, tool_name=item.tool_name, user=user,
-                    policy_version=item.policy_version, payload=item.payload,
+                    session_id=session_id,
+                    seq=seq + i + 1,
+                    ts=stamps[i],
+                    kind=item.kind,
+                    tool_call_id=item.tool_call_id,
+                    tool_name=item.tool_name,
+                    user=user,
+                    policy_version=item.policy_version,
+                    payload=item.payload,
                     prev_hash=prev if i == 0 else hashes[i - 1],
-                )  # fmt: skip
+                )
 
 
 def test_the_clean_text_regex_finds_what_the_literals_find() -> None:
@@ -209,26 +221,47 @@ def test_link_gives_record_hash_for_any_text() -> None:
     rng = random.Random(5)
     base = dt.datetime(2026, 12, 3, 17, 0, tzinfo=dt.UTC)
     items = [
-        Item(base, _random_text(rng) or "k", _random_text(rng), rng.choice([None, "t"]),
-             rng.choice([None, _random_text(rng)]), _random_text(rng))
+        Item(
+            base,
+            _random_text(rng) or "k",
+            _random_text(rng),
+            rng.choice([None, "t"]),
+            rng.choice([None, _random_text(rng)]),
+            _random_text(rng),
+        )
         for _ in range(500)
-    ]  # fmt: skip
+    ]
     hasher = record_hasher('s "é"', _random_text(rng))
     stamps, hashes = hasher.link(0, GENESIS, items)
     for i, item in enumerate(items):
         assert hashes[i] == record_hash(
-            session_id='s "é"', seq=i + 1, ts=stamps[i], kind=item.kind,
-            tool_call_id=item.tool_call_id, tool_name=item.tool_name, user=hasher.user,
-            policy_version=item.policy_version, payload=item.payload,
+            session_id='s "é"',
+            seq=i + 1,
+            ts=stamps[i],
+            kind=item.kind,
+            tool_call_id=item.tool_call_id,
+            tool_name=item.tool_name,
+            user=hasher.user,
+            policy_version=item.policy_version,
+            payload=item.payload,
             prev_hash=GENESIS if i == 0 else hashes[i - 1],
-        )  # fmt: skip
+        )
     lone = Item(base, "k", None, None, None, "a\ud800b")
     with pytest.raises(UnicodeEncodeError):
         hasher.link(0, GENESIS, [lone])
     with pytest.raises(UnicodeEncodeError):
-        record_hash(session_id="s", seq=1, ts=stamps[0], kind="k", tool_call_id=None,
-                    tool_name=None, user=None, policy_version=None, payload=lone.payload,
-                    prev_hash=GENESIS)  # fmt: skip
+        record_hash(
+            session_id="s",
+            seq=1,
+            ts=stamps[0],
+            kind="k",
+            tool_call_id=None,
+            tool_name=None,
+            user=None,
+            policy_version=None,
+            payload=lone.payload,
+            prev_hash=GENESIS,
+        )
 
 
 def test_records_from_threads_across_seconds_verify_in_order(tmp_path: Path) -> None:

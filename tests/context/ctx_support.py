@@ -58,8 +58,10 @@ def build_shop(url: str, engine: str) -> None:
                     "INSERT INTO customers VALUES ({}, '{}', '{}', '{}', '{}')".format(*row)
                 )
             for order_id, customer_id, total, status in [
-                (10, 1, 120.5, "delivered"), (11, 1, 30.0, "shipped"), (12, 2, 99.9, "delivered"),
-            ]:  # fmt: skip
+                (10, 1, 120.5, "delivered"),
+                (11, 1, 30.0, "shipped"),
+                (12, 2, 99.9, "delivered"),
+            ]:
                 conn.exec_driver_sql(
                     f"INSERT INTO orders VALUES ({order_id}, {customer_id}, {total}, '{status}')"
                 )

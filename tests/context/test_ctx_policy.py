@@ -277,10 +277,13 @@ async def test_audit_records_the_protected_columns_and_the_policy_version(
 # -- the last check ---------------------------------------------------------------------------
 async def test_last_check_refuses_a_prompt_carrying_a_seen_value_then_masks_it(shop) -> None:
     _, url = shop
-    model = ScriptedModel([
-        tool_call("query_database", {"sql": "SELECT email FROM customers"}), text("three customers"),
-        text("ok, masked"),
-    ])  # fmt: skip
+    model = ScriptedModel(
+        [
+            tool_call("query_database", {"sql": "SELECT email FROM customers"}),
+            text("three customers"),
+            text("ok, masked"),
+        ]
+    )
     async with opened(url, model) as session:
         await session.prompt("list the emails")
         before = len(model.calls)
@@ -319,12 +322,18 @@ async def test_last_check_refuses_nothing_the_model_had_before_a_protected_resul
 
 async def test_a_refused_value_in_a_tool_call_is_masked_so_the_session_goes_on(shop) -> None:
     _, url = shop
-    model = ScriptedModel([
-        tool_call("query_database", {"sql": "SELECT email FROM customers"}), text("three"),
-        tool_call("query_database",
-                  {"sql": f"SELECT count(*) FROM customers WHERE email = '{EMAILS[1]}'"}),
-        text("one"), text("still here"),
-    ])  # fmt: skip
+    model = ScriptedModel(
+        [
+            tool_call("query_database", {"sql": "SELECT email FROM customers"}),
+            text("three"),
+            tool_call(
+                "query_database",
+                {"sql": f"SELECT count(*) FROM customers WHERE email = '{EMAILS[1]}'"},
+            ),
+            text("one"),
+            text("still here"),
+        ]
+    )
     async with opened(url, model) as session:
         await session.prompt("list the emails")
         await session.prompt("is the second one a customer?")
@@ -350,10 +359,13 @@ async def test_a_refused_value_in_the_system_prompt_is_masked_so_the_session_goe
 
         pi.on("before_agent_start", add)
 
-    model = ScriptedModel([
-        tool_call("query_database", {"sql": "SELECT email FROM customers"}), text("three"),
-        text("hello again"),
-    ])  # fmt: skip
+    model = ScriptedModel(
+        [
+            tool_call("query_database", {"sql": "SELECT email FROM customers"}),
+            text("three"),
+            text("hello again"),
+        ]
+    )
     ext = database_extension(url=url, data_policy=POLICY)
     session = create_agent_session(model=model, extensions=[prompt_note, ext], audit=False)
     try:
@@ -373,11 +385,13 @@ async def test_a_refused_value_in_the_system_prompt_is_masked_so_the_session_goe
 async def test_values_reaching_the_model_through_other_tools_are_masked(shop) -> None:
     _, url = shop
     namespace: dict[str, Any] = {}
-    model = ScriptedModel([
-        tool_call("query_database", {"sql": "SELECT name, email FROM customers"}, id="q"),
-        tool_call("inspect_variable", {"name": "contacts"}, id="peek"),
-        text("done"),
-    ])  # fmt: skip
+    model = ScriptedModel(
+        [
+            tool_call("query_database", {"sql": "SELECT name, email FROM customers"}, id="q"),
+            tool_call("inspect_variable", {"name": "contacts"}, id="peek"),
+            text("done"),
+        ]
+    )
 
     def keep_result(pi: Any) -> None:  # the analyst saves the result, as %pi_result -o does
         pi.on(
@@ -412,15 +426,25 @@ async def test_masking_another_tool_s_text_keeps_its_images(shop) -> None:
         return ToolResult(content=[TextContent(text=f"chart of {EMAILS[0]}"), image])
 
     def tools(pi: Any) -> None:
-        pi.register_tool(define_tool(ToolDefinition(
-            name="shot", label="Shot", description="A chart.", parameters=NoParams, execute=shot,
-        )))  # fmt: skip
+        pi.register_tool(
+            define_tool(
+                ToolDefinition(
+                    name="shot",
+                    label="Shot",
+                    description="A chart.",
+                    parameters=NoParams,
+                    execute=shot,
+                )
+            )
+        )
 
-    model = ScriptedModel([
-        tool_call("query_database", {"sql": "SELECT name, email FROM customers"}, id="q"),
-        tool_call("shot", {}, id="s"),
-        text("done"),
-    ])  # fmt: skip
+    model = ScriptedModel(
+        [
+            tool_call("query_database", {"sql": "SELECT name, email FROM customers"}, id="q"),
+            tool_call("shot", {}, id="s"),
+            text("done"),
+        ]
+    )
     session = await run(url, model, "go", extra=[tools])
     result = next(m for m in session.messages if getattr(m, "tool_call_id", None) == "s")
     assert result.content == [TextContent(text="chart of [protected]"), image]
@@ -480,8 +504,10 @@ async def test_d7_numbers_under_the_policy_are_the_card_s_exact_strings(shop) ->
     from pi_notebook.notebook.format import frame_html
 
     engine, url = shop
-    sql = ("SELECT o.total, c.email FROM orders o JOIN customers c "
-           "ON c.customer_id = o.customer_id ORDER BY o.order_id")  # fmt: skip
+    sql = (
+        "SELECT o.total, c.email FROM orders o JOIN customers c "
+        "ON c.customer_id = o.customer_id ORDER BY o.order_id"
+    )
     model = ScriptedModel([tool_call("query_database", {"sql": sql}, id="q"), text("done")])
     session = await run(url, model, "go")
     [result] = [m for m in session.messages if m.role == "toolResult"]

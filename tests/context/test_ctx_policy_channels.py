@@ -67,130 +67,191 @@ _SQLITE_FIRST = "(SELECT unicode(substr(email, {i}, 1)) FROM customers WHERE cus
 
 CHANNELS: dict[str, Channel] = {
     # one column per character: every protected value in one query
-    "count over a generator sized by the value": Channel(cells, {
-        "postgres": f"SELECT {_codes(_BY_GENERATOR, _PAIRS)} FROM customers c",
-        "duckdb": f"SELECT {_codes(_BY_GENERATOR, _PAIRS)} FROM customers c",
-        "sqlite": "SELECT " + _codes(
-            "(WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
-            "WHERE i < unicode(substr(c.{col}, {i}, 1))) SELECT count(*) FROM n)", _PAIRS
-        ) + " FROM customers c",
-    }),
-    "count over a generator, unqualified column": Channel(cells, {
-        "postgres": "SELECT (SELECT count(*) FROM generate_series(1, ascii(substr(email, 1, 1)))) "
-        "AS e1, (SELECT count(*) FROM generate_series(1, ascii(substr(email, 2, 1)))) AS e2 "
-        "FROM customers",
-        "duckdb": "SELECT (SELECT count(*) FROM generate_series(1, ascii(substr(email, 1, 1)))) "
-        "AS e1 FROM customers",
-    }),
-    "unnest count (a length)": Channel(cells, {
-        "postgres": "SELECT (SELECT count(*) FROM unnest(string_to_array(c.email, NULL))) AS n1, "
-        "(SELECT count(*) FROM unnest(string_to_array(c.phone, NULL))) AS n2 FROM customers c",
-        "duckdb": "SELECT (SELECT count(*) FROM unnest(string_split(c.email, ''))) AS n1, "
-        "(SELECT count(*) FROM unnest(string_split(c.phone, ''))) AS n2 FROM customers c",
-    }),
-    "set-returning function counted": Channel(cells, {
-        "postgres": "SELECT count(*) AS n FROM (SELECT unnest(string_to_array(email, NULL)) "
-        "FROM customers WHERE customer_id = 1) s",
-        "duckdb": "SELECT count(*) AS n FROM (SELECT unnest(string_split(email, '')) "
-        "FROM customers WHERE customer_id = 1) s",
-    }),
-    "LIMIT sized by the value": Channel(row_count, {
-        "postgres": f"SELECT g FROM generate_series(1, 300) AS t(g) LIMIT {_FIRST.format(i=1)}",
-        "duckdb": f"SELECT g FROM generate_series(1, 300) AS t(g) LIMIT {_FIRST.format(i=1)}",
-        "sqlite": f"{_SQLITE_SERIES}SELECT i FROM n LIMIT {_SQLITE_FIRST.format(i=1)}",
-    }),
-    "OFFSET sized by the value": Channel(first_and_count, {
-        "postgres": "SELECT g FROM generate_series(1, 300) AS t(g) ORDER BY g "
-        f"OFFSET {_FIRST.format(i=2)}",
-        "duckdb": "SELECT g FROM generate_series(1, 300) AS t(g) ORDER BY g "
-        f"OFFSET {_FIRST.format(i=2)}",
-        "sqlite": f"{_SQLITE_SERIES}SELECT i FROM n ORDER BY i LIMIT -1 "
-        f"OFFSET {_SQLITE_FIRST.format(i=2)}",
-    }),
-    "ORDER BY a protected column": Channel(cells, dict.fromkeys(
-        ("postgres", "duckdb", "sqlite"), "SELECT city FROM customers ORDER BY email"
-    )),
-    "rank over a protected column": Channel(column("city"), dict.fromkeys(
-        ("postgres", "duckdb", "sqlite"),
-        "SELECT city, rank() OVER (ORDER BY email) AS r FROM customers ORDER BY r",
-    )),
-    "rank by a counted comparison": Channel(column("r"), dict.fromkeys(
-        ("postgres", "duckdb", "sqlite"),
-        "SELECT c.city, 40 + (SELECT count(*) FROM customers c2 WHERE c2.email < c.email) AS r "
-        "FROM customers c",
-    )),
-    "condition against a generated series": Channel(column("g"), {
-        "postgres": "SELECT i, g FROM customers, generate_series(1, 4) AS s(i), "
-        "generate_series(32, 126) AS t(g) WHERE customer_id = 1 AND ascii(substr(email, i, 1)) = g",
-        "duckdb": "SELECT i, g FROM customers, generate_series(1, 4) AS s(i), "
-        "generate_series(32, 126) AS t(g) WHERE customer_id = 1 AND ascii(substr(email, i, 1)) = g",
-        "sqlite": f"{_SQLITE_SERIES}SELECT a.i AS i, b.i AS g FROM customers, n AS a, n AS b "
-        "WHERE customer_id = 1 AND a.i <= 4 AND unicode(substr(email, a.i, 1)) = b.i",
-    }),
-    "EXISTS against a generated series": Channel(cells, {
-        "postgres": "SELECT g FROM generate_series(32, 126) AS t(g) WHERE EXISTS "
-        "(SELECT 1 FROM customers WHERE customer_id = 1 AND ascii(substr(email, 1, 1)) = t.g)",
-        "duckdb": "SELECT g FROM generate_series(32, 126) AS t(g) WHERE EXISTS "
-        "(SELECT 1 FROM customers WHERE customer_id = 1 AND ascii(substr(email, 1, 1)) = t.g)",
-        "sqlite": f"{_SQLITE_SERIES}SELECT i FROM n WHERE EXISTS (SELECT 1 FROM customers "
-        "WHERE customer_id = 1 AND unicode(substr(email, 1, 1)) = n.i)",
-    }),
-    "count of a condition against a generated series": Channel(cells, {
-        "postgres": "SELECT (SELECT count(CASE WHEN t.g < ascii(substr(c.email, 1, 1)) THEN 1 END) "
-        "FROM generate_series(1, 255) AS t(g)) + 1 AS e1 FROM customers c",
-        "duckdb": "SELECT (SELECT count(CASE WHEN t.g < ascii(substr(c.email, 1, 1)) THEN 1 END) "
-        "FROM generate_series(1, 255) AS t(g)) + 1 AS e1 FROM customers c",
-        "sqlite": "SELECT (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE "
-        "i < 255) SELECT count(CASE WHEN n.i < unicode(substr(c.email, 1, 1)) THEN 1 END) + 1 "
-        "FROM n) AS e1 FROM customers c",
-    }),
-    "count of a value computed over a generated series": Channel(cells, {
-        "postgres": "SELECT count(CASE WHEN x.flag THEN 1 END) + 1 AS e1 FROM (SELECT t.g < "
-        "ascii(substr(c.email, 1, 1)) AS flag FROM customers c, generate_series(1, 255) AS t(g) "
-        "WHERE c.customer_id = 1) x",
-        "duckdb": "SELECT count(CASE WHEN x.flag THEN 1 END) + 1 AS e1 FROM (SELECT t.g < "
-        "ascii(substr(c.email, 1, 1)) AS flag FROM customers c, generate_series(1, 255) AS t(g) "
-        "WHERE c.customer_id = 1) x",
-        "sqlite": f"{_SQLITE_SERIES}SELECT count(CASE WHEN x.flag THEN 1 END) + 1 AS e1 FROM "
-        "(SELECT n.i < unicode(substr(c.email, 1, 1)) AS flag FROM customers c, n "
-        "WHERE c.customer_id = 1) x",
-    }),
-    "condition on a derived table that merged a series": Channel(cells, {
-        "postgres": "SELECT count(*) + 1 AS e1 FROM (SELECT t.g AS g, ascii(substr(c.email, 1, 1)) "
-        "AS a FROM customers c, generate_series(1, 255) AS t(g) WHERE c.customer_id = 1) x "
-        "WHERE x.g < x.a",
-        "duckdb": "SELECT count(*) + 1 AS e1 FROM (SELECT t.g AS g, ascii(substr(c.email, 1, 1)) "
-        "AS a FROM customers c, generate_series(1, 255) AS t(g) WHERE c.customer_id = 1) x "
-        "WHERE x.g < x.a",
-        "sqlite": f"{_SQLITE_SERIES}SELECT count(*) + 1 AS e1 FROM (SELECT n.i AS g, "
-        "unicode(substr(c.email, 1, 1)) AS a FROM customers c, n WHERE c.customer_id = 1) x "
-        "WHERE x.g < x.a",
-    }),
-    "rank kept by a condition on a derived table": Channel(cells, dict.fromkeys(
-        ("postgres", "duckdb", "sqlite"),
-        "SELECT x.city FROM (SELECT city, row_number() OVER (ORDER BY email) AS rn "
-        "FROM customers) x WHERE x.rn = 1",
-    )),
-    "QUALIFY by rank": Channel(cells, {
-        "duckdb": "SELECT city FROM customers QUALIFY row_number() OVER (ORDER BY email) = 1",
-    }),
-    "row count of a result without lineage": Channel(row_count, {
-        "postgres": "SELECT g FROM generate_series(1, 300) AS t(g) WHERE g > (SELECT count(*) "
-        f"FROM pg_class WHERE false) LIMIT {_FIRST.format(i=1)}",
-        "duckdb": "SELECT g FROM generate_series(1, 300) AS t(g) WHERE g > (SELECT count(*) "
-        f"FROM duckdb_tables() WHERE false) LIMIT {_FIRST.format(i=1)}",
-        "sqlite": f"{_SQLITE_SERIES}SELECT i FROM n WHERE i > (SELECT count(*) FROM "
-        f"pragma_table_list WHERE 0) LIMIT {_SQLITE_FIRST.format(i=1)}",
-    }),
-    "storage statistics (min/max prefixes)": Channel(column("stats"), {
-        "duckdb": "SELECT column_name, stats FROM pragma_storage_info('customers')",
-    }),
-    "SQL run from a string the policy cannot read": Channel(emails_within, {
-        "postgres": "SELECT CAST(xpath('//email/text()', query_to_xml('SELECT em' || 'ail FROM "
-        "cust' || 'omers', true, false, '')) AS text) AS x",
-        "duckdb": "SELECT e FROM query('SELECT em' || 'ail AS e FROM cust' || 'omers')",
-    }, approved=True),
-}  # fmt: skip
+    "count over a generator sized by the value": Channel(
+        cells,
+        {
+            "postgres": f"SELECT {_codes(_BY_GENERATOR, _PAIRS)} FROM customers c",
+            "duckdb": f"SELECT {_codes(_BY_GENERATOR, _PAIRS)} FROM customers c",
+            "sqlite": "SELECT "
+            + _codes(
+                "(WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+                "WHERE i < unicode(substr(c.{col}, {i}, 1))) SELECT count(*) FROM n)",
+                _PAIRS,
+            )
+            + " FROM customers c",
+        },
+    ),
+    "count over a generator, unqualified column": Channel(
+        cells,
+        {
+            "postgres": "SELECT (SELECT count(*) FROM generate_series(1, ascii(substr(email, 1, 1)))) "
+            "AS e1, (SELECT count(*) FROM generate_series(1, ascii(substr(email, 2, 1)))) AS e2 "
+            "FROM customers",
+            "duckdb": "SELECT (SELECT count(*) FROM generate_series(1, ascii(substr(email, 1, 1)))) "
+            "AS e1 FROM customers",
+        },
+    ),
+    "unnest count (a length)": Channel(
+        cells,
+        {
+            "postgres": "SELECT (SELECT count(*) FROM unnest(string_to_array(c.email, NULL))) AS n1, "
+            "(SELECT count(*) FROM unnest(string_to_array(c.phone, NULL))) AS n2 FROM customers c",
+            "duckdb": "SELECT (SELECT count(*) FROM unnest(string_split(c.email, ''))) AS n1, "
+            "(SELECT count(*) FROM unnest(string_split(c.phone, ''))) AS n2 FROM customers c",
+        },
+    ),
+    "set-returning function counted": Channel(
+        cells,
+        {
+            "postgres": "SELECT count(*) AS n FROM (SELECT unnest(string_to_array(email, NULL)) "
+            "FROM customers WHERE customer_id = 1) s",
+            "duckdb": "SELECT count(*) AS n FROM (SELECT unnest(string_split(email, '')) "
+            "FROM customers WHERE customer_id = 1) s",
+        },
+    ),
+    "LIMIT sized by the value": Channel(
+        row_count,
+        {
+            "postgres": f"SELECT g FROM generate_series(1, 300) AS t(g) LIMIT {_FIRST.format(i=1)}",
+            "duckdb": f"SELECT g FROM generate_series(1, 300) AS t(g) LIMIT {_FIRST.format(i=1)}",
+            "sqlite": f"{_SQLITE_SERIES}SELECT i FROM n LIMIT {_SQLITE_FIRST.format(i=1)}",
+        },
+    ),
+    "OFFSET sized by the value": Channel(
+        first_and_count,
+        {
+            "postgres": "SELECT g FROM generate_series(1, 300) AS t(g) ORDER BY g "
+            f"OFFSET {_FIRST.format(i=2)}",
+            "duckdb": "SELECT g FROM generate_series(1, 300) AS t(g) ORDER BY g "
+            f"OFFSET {_FIRST.format(i=2)}",
+            "sqlite": f"{_SQLITE_SERIES}SELECT i FROM n ORDER BY i LIMIT -1 "
+            f"OFFSET {_SQLITE_FIRST.format(i=2)}",
+        },
+    ),
+    "ORDER BY a protected column": Channel(
+        cells,
+        dict.fromkeys(
+            ("postgres", "duckdb", "sqlite"), "SELECT city FROM customers ORDER BY email"
+        ),
+    ),
+    "rank over a protected column": Channel(
+        column("city"),
+        dict.fromkeys(
+            ("postgres", "duckdb", "sqlite"),
+            "SELECT city, rank() OVER (ORDER BY email) AS r FROM customers ORDER BY r",
+        ),
+    ),
+    "rank by a counted comparison": Channel(
+        column("r"),
+        dict.fromkeys(
+            ("postgres", "duckdb", "sqlite"),
+            "SELECT c.city, 40 + (SELECT count(*) FROM customers c2 WHERE c2.email < c.email) AS r "
+            "FROM customers c",
+        ),
+    ),
+    "condition against a generated series": Channel(
+        column("g"),
+        {
+            "postgres": "SELECT i, g FROM customers, generate_series(1, 4) AS s(i), "
+            "generate_series(32, 126) AS t(g) WHERE customer_id = 1 AND ascii(substr(email, i, 1)) = g",
+            "duckdb": "SELECT i, g FROM customers, generate_series(1, 4) AS s(i), "
+            "generate_series(32, 126) AS t(g) WHERE customer_id = 1 AND ascii(substr(email, i, 1)) = g",
+            "sqlite": f"{_SQLITE_SERIES}SELECT a.i AS i, b.i AS g FROM customers, n AS a, n AS b "
+            "WHERE customer_id = 1 AND a.i <= 4 AND unicode(substr(email, a.i, 1)) = b.i",
+        },
+    ),
+    "EXISTS against a generated series": Channel(
+        cells,
+        {
+            "postgres": "SELECT g FROM generate_series(32, 126) AS t(g) WHERE EXISTS "
+            "(SELECT 1 FROM customers WHERE customer_id = 1 AND ascii(substr(email, 1, 1)) = t.g)",
+            "duckdb": "SELECT g FROM generate_series(32, 126) AS t(g) WHERE EXISTS "
+            "(SELECT 1 FROM customers WHERE customer_id = 1 AND ascii(substr(email, 1, 1)) = t.g)",
+            "sqlite": f"{_SQLITE_SERIES}SELECT i FROM n WHERE EXISTS (SELECT 1 FROM customers "
+            "WHERE customer_id = 1 AND unicode(substr(email, 1, 1)) = n.i)",
+        },
+    ),
+    "count of a condition against a generated series": Channel(
+        cells,
+        {
+            "postgres": "SELECT (SELECT count(CASE WHEN t.g < ascii(substr(c.email, 1, 1)) THEN 1 END) "
+            "FROM generate_series(1, 255) AS t(g)) + 1 AS e1 FROM customers c",
+            "duckdb": "SELECT (SELECT count(CASE WHEN t.g < ascii(substr(c.email, 1, 1)) THEN 1 END) "
+            "FROM generate_series(1, 255) AS t(g)) + 1 AS e1 FROM customers c",
+            "sqlite": "SELECT (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE "
+            "i < 255) SELECT count(CASE WHEN n.i < unicode(substr(c.email, 1, 1)) THEN 1 END) + 1 "
+            "FROM n) AS e1 FROM customers c",
+        },
+    ),
+    "count of a value computed over a generated series": Channel(
+        cells,
+        {
+            "postgres": "SELECT count(CASE WHEN x.flag THEN 1 END) + 1 AS e1 FROM (SELECT t.g < "
+            "ascii(substr(c.email, 1, 1)) AS flag FROM customers c, generate_series(1, 255) AS t(g) "
+            "WHERE c.customer_id = 1) x",
+            "duckdb": "SELECT count(CASE WHEN x.flag THEN 1 END) + 1 AS e1 FROM (SELECT t.g < "
+            "ascii(substr(c.email, 1, 1)) AS flag FROM customers c, generate_series(1, 255) AS t(g) "
+            "WHERE c.customer_id = 1) x",
+            "sqlite": f"{_SQLITE_SERIES}SELECT count(CASE WHEN x.flag THEN 1 END) + 1 AS e1 FROM "
+            "(SELECT n.i < unicode(substr(c.email, 1, 1)) AS flag FROM customers c, n "
+            "WHERE c.customer_id = 1) x",
+        },
+    ),
+    "condition on a derived table that merged a series": Channel(
+        cells,
+        {
+            "postgres": "SELECT count(*) + 1 AS e1 FROM (SELECT t.g AS g, ascii(substr(c.email, 1, 1)) "
+            "AS a FROM customers c, generate_series(1, 255) AS t(g) WHERE c.customer_id = 1) x "
+            "WHERE x.g < x.a",
+            "duckdb": "SELECT count(*) + 1 AS e1 FROM (SELECT t.g AS g, ascii(substr(c.email, 1, 1)) "
+            "AS a FROM customers c, generate_series(1, 255) AS t(g) WHERE c.customer_id = 1) x "
+            "WHERE x.g < x.a",
+            "sqlite": f"{_SQLITE_SERIES}SELECT count(*) + 1 AS e1 FROM (SELECT n.i AS g, "
+            "unicode(substr(c.email, 1, 1)) AS a FROM customers c, n WHERE c.customer_id = 1) x "
+            "WHERE x.g < x.a",
+        },
+    ),
+    "rank kept by a condition on a derived table": Channel(
+        cells,
+        dict.fromkeys(
+            ("postgres", "duckdb", "sqlite"),
+            "SELECT x.city FROM (SELECT city, row_number() OVER (ORDER BY email) AS rn "
+            "FROM customers) x WHERE x.rn = 1",
+        ),
+    ),
+    "QUALIFY by rank": Channel(
+        cells,
+        {
+            "duckdb": "SELECT city FROM customers QUALIFY row_number() OVER (ORDER BY email) = 1",
+        },
+    ),
+    "row count of a result without lineage": Channel(
+        row_count,
+        {
+            "postgres": "SELECT g FROM generate_series(1, 300) AS t(g) WHERE g > (SELECT count(*) "
+            f"FROM pg_class WHERE false) LIMIT {_FIRST.format(i=1)}",
+            "duckdb": "SELECT g FROM generate_series(1, 300) AS t(g) WHERE g > (SELECT count(*) "
+            f"FROM duckdb_tables() WHERE false) LIMIT {_FIRST.format(i=1)}",
+            "sqlite": f"{_SQLITE_SERIES}SELECT i FROM n WHERE i > (SELECT count(*) FROM "
+            f"pragma_table_list WHERE 0) LIMIT {_SQLITE_FIRST.format(i=1)}",
+        },
+    ),
+    "storage statistics (min/max prefixes)": Channel(
+        column("stats"),
+        {
+            "duckdb": "SELECT column_name, stats FROM pragma_storage_info('customers')",
+        },
+    ),
+    "SQL run from a string the policy cannot read": Channel(
+        emails_within,
+        {
+            "postgres": "SELECT CAST(xpath('//email/text()', query_to_xml('SELECT em' || 'ail FROM "
+            "cust' || 'omers', true, false, '')) AS text) AS x",
+            "duckdb": "SELECT e FROM query('SELECT em' || 'ail AS e FROM cust' || 'omers')",
+        },
+        approved=True,
+    ),
+}
 
 
 def shows(body: str, value: str) -> bool:

@@ -129,22 +129,40 @@ class FakeClickHouse(LoopbackServer):
 
 def _result(sql: str, counts: int) -> Columns:
     if "EXPLAIN ESTIMATE" in sql:
-        return [("database", "String", ["shop"]), ("table", "String", ["events"]),
-                ("parts", "UInt64", [2]), ("rows", "UInt64", [8192]), ("marks", "UInt64", [1])]  # fmt: skip
+        return [
+            ("database", "String", ["shop"]),
+            ("table", "String", ["events"]),
+            ("parts", "UInt64", [2]),
+            ("rows", "UInt64", [8192]),
+            ("marks", "UInt64", [1]),
+        ]
     if "FROM system.parts" in sql:
-        return [("database", "String", ["shop"]), ("table", "String", ["events"]),
-                ("width", "Float64", [16.0])]  # fmt: skip
+        return [
+            ("database", "String", ["shop"]),
+            ("table", "String", ["events"]),
+            ("width", "Float64", [16.0]),
+        ]
     if "count()" in sql:
         return [("count()", "UInt64", [counts])]
     if "FROM system.tables" in sql:
-        return [("name", "String", ["events"]), ("engine", "String", ["MergeTree"]),
-                ("comment", "String", ["clicks"])]  # fmt: skip
+        return [
+            ("name", "String", ["events"]),
+            ("engine", "String", ["MergeTree"]),
+            ("comment", "String", ["clicks"]),
+        ]
     if "FROM system.columns" in sql:
-        return [("table", "String", ["events", "events"]), ("name", "String", ["ts", "kind"]),
-                ("type", "String", ["DateTime", "Nullable(String)"]),
-                ("comment", "String", ["", ""]), ("is_in_primary_key", "UInt8", [1, 0])]  # fmt: skip
-    return [("ts", "DateTime", [1704067200, 1704067260]), ("n", "UInt64", [1, 2]),
-            ("kind", "Nullable(String)", ["view", "café"])]  # fmt: skip
+        return [
+            ("table", "String", ["events", "events"]),
+            ("name", "String", ["ts", "kind"]),
+            ("type", "String", ["DateTime", "Nullable(String)"]),
+            ("comment", "String", ["", ""]),
+            ("is_in_primary_key", "UInt8", [1, 0]),
+        ]
+    return [
+        ("ts", "DateTime", [1704067200, 1704067260]),
+        ("n", "UInt64", [1, 2]),
+        ("kind", "Nullable(String)", ["view", "café"]),
+    ]
 
 
 def native(columns: Columns) -> bytes:
@@ -161,7 +179,8 @@ def _values(kind: str, values: list[Any]) -> bytes:
         inner = kind[len("Nullable(") : -1]
         empty = "" if inner == "String" else 0
         return bytes(v is None for v in values) + _values(
-            inner, [empty if v is None else v for v in values])  # fmt: skip
+            inner, [empty if v is None else v for v in values]
+        )
     if kind == "String":
         return b"".join(_string(v) for v in values)
     code = {"UInt8": "B", "UInt64": "Q", "Float64": "d", "DateTime": "I"}[kind]

@@ -57,21 +57,32 @@ def spark_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("spark")
     port = _free_port()
     log = root / "server.log"
-    env = dict(os.environ, SPARK_HOME=str(home),
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # fmt: skip
+    env = dict(
+        os.environ,
+        SPARK_HOME=str(home),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
     command = [
         str(home / "bin" / "spark-submit"),
-        "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-        "--master", "local[2]", "--driver-memory", "1g",
-        "--conf", f"spark.connect.grpc.binding.port={port}",
-        "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-        "--conf", "spark.ui.enabled=false",
-        "--conf", "spark.sql.shuffle.partitions=2",
-        "--conf", f"spark.sql.warehouse.dir={root / 'warehouse'}",
-    ]  # fmt: skip
+        "--class",
+        "org.apache.spark.sql.connect.service.SparkConnectServer",
+        "--master",
+        "local[2]",
+        "--driver-memory",
+        "1g",
+        "--conf",
+        f"spark.connect.grpc.binding.port={port}",
+        "--conf",
+        "spark.connect.grpc.binding.address=127.0.0.1",
+        "--conf",
+        "spark.ui.enabled=false",
+        "--conf",
+        "spark.sql.shuffle.partitions=2",
+        "--conf",
+        f"spark.sql.warehouse.dir={root / 'warehouse'}",
+    ]
     with log.open("wb") as out:
-        server = subprocess.Popen(command, cwd=root, env=env, stdout=out,
-                                  stderr=subprocess.STDOUT)  # fmt: skip
+        server = subprocess.Popen(command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + _START_TIMEOUT_S
         while _READY not in log.read_text(errors="replace"):

@@ -44,8 +44,10 @@ def long_insert(engine: str, table: str) -> str:
     if engine == "mysql":
         return f"INSERT INTO {table} (a) SELECT SLEEP(30)"
     cap = "WHERE x < 100000000000" if engine == "duckdb" else ""
-    return (f"INSERT INTO {table} (a) WITH RECURSIVE c(x) AS "
-            f"(SELECT 1 UNION ALL SELECT x + 1 FROM c {cap}) SELECT x FROM c")  # fmt: skip
+    return (
+        f"INSERT INTO {table} (a) WITH RECURSIVE c(x) AS "
+        f"(SELECT 1 UNION ALL SELECT x + 1 FROM c {cap}) SELECT x FROM c"
+    )
 
 
 def in_transaction(engine: sa.Engine, sql: str, whole_row: bool = False) -> Any:
@@ -76,14 +78,22 @@ class Scratch:
         self._sa = create_backend_engine(url)  # same DuckDB config as the backend's engine
         self._process = None
         if engine == "duckdb":
-            self._process = shared_process(sa.make_url(url), connect_timeout_s=10,
-                                           memory_limit_bytes=default_memory_limit(),
-                                           statement_timeout_s=30)  # fmt: skip
+            self._process = shared_process(
+                sa.make_url(url),
+                connect_timeout_s=10,
+                memory_limit_bytes=default_memory_limit(),
+                statement_timeout_s=30,
+            )
 
     def _run(self, sql: str, whole_row: bool = False) -> Any:
         if self._process is not None:
-            return self._process.offload(in_transaction, WorkerEngine(sa.make_url(self.url)),
-                                         sql, whole_row, canceller=Canceller())  # fmt: skip
+            return self._process.offload(
+                in_transaction,
+                WorkerEngine(sa.make_url(self.url)),
+                sql,
+                whole_row,
+                canceller=Canceller(),
+            )
         return in_transaction(self._sa, sql, whole_row)
 
     def row(self, sql: str) -> tuple[Any, ...]:
@@ -135,12 +145,26 @@ class FakeAudit:
     def __init__(self) -> None:
         self.records: list[dict[str, Any]] = []
 
-    def record(self, kind: str, payload: Any = None, *, tool_call_id: str | None = None,
-               tool_name: str | None = None, policy_version: str | None = None,
-               durable: bool = False) -> None:  # fmt: skip
-        self.records.append({"kind": kind, "payload": dict(payload or {}), "durable": durable,
-                             "tool_call_id": tool_call_id, "tool_name": tool_name,
-                             "policy_version": policy_version})  # fmt: skip
+    def record(
+        self,
+        kind: str,
+        payload: Any = None,
+        *,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        policy_version: str | None = None,
+        durable: bool = False,
+    ) -> None:
+        self.records.append(
+            {
+                "kind": kind,
+                "payload": dict(payload or {}),
+                "durable": durable,
+                "tool_call_id": tool_call_id,
+                "tool_name": tool_name,
+                "policy_version": policy_version,
+            }
+        )
 
     def kinds(self) -> list[str]:
         return [r["kind"] for r in self.records]

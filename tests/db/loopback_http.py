@@ -81,11 +81,17 @@ async def read_then_write(
     answers with ``decision``: the two tool results and the one approval request."""
     ui = ScriptedApprovalUI(decision)
     session = create_agent_session(
-        model=ScriptedModel([[tool_call("query_database", {"sql": read}, id="q1")],
-                             [tool_call("query_database", {"sql": write}, id="q2")],
-                             text("done")]),
-        ui=ui, audit=f"sqlite:///{audit}",
-        extensions=[pi_notebook.database.database_extension(url)])  # fmt: skip
+        model=ScriptedModel(
+            [
+                [tool_call("query_database", {"sql": read}, id="q1")],
+                [tool_call("query_database", {"sql": write}, id="q2")],
+                text("done"),
+            ]
+        ),
+        ui=ui,
+        audit=f"sqlite:///{audit}",
+        extensions=[pi_notebook.database.database_extension(url)],
+    )
     try:
         await session.prompt("go")
     finally:

@@ -31,9 +31,13 @@ from pi_notebook.sql.engines import (
     schema_source,
 )
 
-READ_SETTINGS = {"readonly": "1", "max_execution_time": "20", "result_overflow_mode": "break",
-                 "max_memory_usage": str(1 << 30),
-                 "cancel_http_readonly_queries_on_client_close": "1"}  # fmt: skip
+READ_SETTINGS = {
+    "readonly": "1",
+    "max_execution_time": "20",
+    "result_overflow_mode": "break",
+    "max_memory_usage": str(1 << 30),
+    "cancel_http_readonly_queries_on_client_close": "1",
+}
 
 
 @pytest.fixture
@@ -99,8 +103,9 @@ async def test_stop_sends_kill_query_for_the_id_the_tool_set(
     server: FakeClickHouse, backend: ClickHouseServerBackend
 ) -> None:
     controller = AbortController()
-    running = asyncio.create_task(backend.run("r1", "SELECT * FROM slow_table",
-                                              signal=controller.signal))  # fmt: skip
+    running = asyncio.create_task(
+        backend.run("r1", "SELECT * FROM slow_table", signal=controller.signal)
+    )
     assert await asyncio.to_thread(server.held.wait, 20)
     controller.abort()
     with pytest.raises(QueryAborted):
@@ -214,8 +219,11 @@ def test_clickhousedb_urls_dispatch_and_unknown_options_are_refused(monkeypatch:
     with pytest.raises(ValueError, match="unknown option"):
         create_backend("clickhousedb://ana@db.internal:8123/shop?compress=0")
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "clickhouse_connect" else real(name, *a))  # fmt: skip
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "clickhouse_connect" else real(name, *a),
+    )
     with pytest.raises(MissingExtra, match=r'pip install "pi-notebook\[clickhouse\]"'):
         create_backend("clickhousedb://ana@db.internal:8123/shop")
 

@@ -104,8 +104,9 @@ def test_d3_unknown_decision_is_refused() -> None:
 
 
 def _script(*sqls: str, prefix: str = "q") -> ScriptedModel:
-    steps: list[Any] = [[tool_call("query_database", {"sql": s}, id=f"{prefix}{i}")]
-                        for i, s in enumerate(sqls)]  # fmt: skip
+    steps: list[Any] = [
+        [tool_call("query_database", {"sql": s}, id=f"{prefix}{i}")] for i, s in enumerate(sqls)
+    ]
     return ScriptedModel([*steps, text("done")])
 
 
@@ -115,11 +116,22 @@ async def governed(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     sessions: list[AgentSession] = []
     audit = f"sqlite:///{tmp_path / 'audit.sqlite'}"
 
-    async def run(url: str, sqls: list[str], *, ui: Any = None, ext: Any = None,
-                  extra: Any = None, prefix: str = "q") -> tuple[AgentSession, Any]:  # fmt: skip
+    async def run(
+        url: str,
+        sqls: list[str],
+        *,
+        ui: Any = None,
+        ext: Any = None,
+        extra: Any = None,
+        prefix: str = "q",
+    ) -> tuple[AgentSession, Any]:
         ext = ext if ext is not None else pi_notebook.database.database_extension(url)
-        session = create_agent_session(model=_script(*sqls, prefix=prefix), ui=ui, audit=audit,
-                                       extensions=[ext, *([extra] if extra else [])])  # fmt: skip
+        session = create_agent_session(
+            model=_script(*sqls, prefix=prefix),
+            ui=ui,
+            audit=audit,
+            extensions=[ext, *([extra] if extra else [])],
+        )
         sessions.append(session)
         await session.prompt("go")
         return session, ext
@@ -157,7 +169,11 @@ async def test_s24_the_request_carries_the_call_its_reasons_and_a_grant_scope(
     [req] = ui.requests
     dialect = sqlglot_dialect(sa.make_url(db.url))
     assert (req.tool_call_id, req.tool_name, req.title, req.args) == (
-        "q0", "query_database", "Database write", {"sql": sql})  # fmt: skip
+        "q0",
+        "query_database",
+        "Database write",
+        {"sql": sql},
+    )
     assert req.args_hash == query_args_hash(sql, dialect) and req.editable
     assert any("changes data" in r for r in req.reasons) and req.timeout_s == 30
     assert req.grant_scope is not None and req.grant_scope.operations == ("INSERT",)
@@ -214,8 +230,11 @@ async def test_an_edit_that_may_not_run_is_refused(
     db: Scratch, governed: Any, edited: Any, text: str
 ) -> None:
     table = db.table()
-    args = ({k: v.format(t=table) if isinstance(v, str) else v for k, v in edited.items()}
-            if isinstance(edited, dict) else {"sql": edited.format(t=table)})  # fmt: skip
+    args = (
+        {k: v.format(t=table) if isinstance(v, str) else v for k, v in edited.items()}
+        if isinstance(edited, dict)
+        else {"sql": edited.format(t=table)}
+    )
     ui = ScriptedApprovalUI(lambda _r: ApprovalOutcome("approved", edited_args=args))
     session, ext = await governed(db.url, [f"INSERT INTO {table} (a) VALUES (1)"], ui=ui)
     [result] = _results(session)
@@ -229,8 +248,7 @@ def _granting(grant: Grant) -> Callable[[ApprovalRequest], ApprovalOutcome]:
 
     def answer(req: ApprovalRequest) -> ApprovalOutcome:
         asked.append(req.tool_call_id)
-        return ApprovalOutcome("approved", grant=grant if len(asked) == 1 else None,
-                               approver="ana")  # fmt: skip
+        return ApprovalOutcome("approved", grant=grant if len(asked) == 1 else None, approver="ana")
 
     return answer
 
@@ -239,8 +257,12 @@ async def test_a_grant_covers_later_statements_inside_its_scope(db: Scratch, gov
     table, other = _staging(db), db.table()
     grant = Grant(operations=("INSERT",), tables=("staging_*",), ttl_s=600)
     ui = ScriptedApprovalUI(_granting(grant))
-    sqls = [f"INSERT INTO {table} (a) VALUES (1)", f"INSERT INTO {table} (a) VALUES (2)",
-            f"INSERT INTO {other} (a) VALUES (3)", f"DELETE FROM {table}"]  # fmt: skip
+    sqls = [
+        f"INSERT INTO {table} (a) VALUES (1)",
+        f"INSERT INTO {table} (a) VALUES (2)",
+        f"INSERT INTO {other} (a) VALUES (3)",
+        f"DELETE FROM {table}",
+    ]
     session, ext = await governed(db.url, sqls, ui=ui)
     # asked for the first (which granted), then for the miss by table and by operation
     assert [r.tool_call_id for r in ui.requests] == ["q0", "q2", "q3"]
@@ -337,8 +359,9 @@ async def test_grant_use_is_written_only_for_a_grant_still_in_force(
         store.used = used  # type: ignore[method-assign]
 
     ui = ScriptedApprovalUI("rejected")
-    session, _ = await governed(url, [f"INSERT INTO {table} (a) VALUES (1)"], ui=ui, ext=ext,
-                                extra=revoked_meanwhile)  # fmt: skip
+    session, _ = await governed(
+        url, [f"INSERT INTO {table} (a) VALUES (1)"], ui=ui, ext=ext, extra=revoked_meanwhile
+    )
     assert len(ui.requests) == 1 and scratch.count(table) == 0  # asked, and rejected
     assert session.audit.to_dataframe(kind="grant_use").empty
     assert [r.decision for r in ext.approvals.records()] == ["rejected"]
@@ -376,8 +399,12 @@ async def test_an_approval_left_by_a_blocked_call_dies_with_it(db: Scratch, tmp_
     model = ScriptedModel([call, text("blocked"), call, text("done")])
     ui = ScriptedApprovalUI("approved")
     ext = pi_notebook.database.database_extension(db.url)
-    session = create_agent_session(model=model, ui=ui, extensions=[ext, _block_the_first_call],
-                                   audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip
+    session = create_agent_session(
+        model=model,
+        ui=ui,
+        extensions=[ext, _block_the_first_call],
+        audit=f"sqlite:///{tmp_path / 'audit.sqlite'}",
+    )
     try:
         await session.prompt("go")
         assert _text(_results(session)[0]) == "policy says no" and len(ui.requests) == 1
@@ -447,8 +474,9 @@ async def test_rows_added_between_preview_and_execution_make_the_write_refuse(
         db.execute(f"INSERT INTO {table} (a) VALUES (4)")  # someone else writes meanwhile
         return ApprovalOutcome("approved")
 
-    session, _ = await governed(db.url, [f"DELETE FROM {table}"],
-                                ui=ScriptedApprovalUI(add_a_row_then_approve))  # fmt: skip
+    session, _ = await governed(
+        db.url, [f"DELETE FROM {table}"], ui=ScriptedApprovalUI(add_a_row_then_approve)
+    )
     [result] = _results(session)
     assert result.is_error and "nothing was changed" in _text(result)
     assert db.count(table) == 4  # the DELETE was rolled back
@@ -459,8 +487,9 @@ async def test_an_edited_write_is_previewed_again_and_bound_to_its_count(
 ) -> None:
     table = _three_rows(db)
     edited = f"DELETE FROM {table} WHERE a = 3"
-    session, ext = await governed(db.url, [f"DELETE FROM {table}"],
-                                  ui=ScriptedApprovalUI(_edit(edited)))  # fmt: skip
+    session, ext = await governed(
+        db.url, [f"DELETE FROM {table}"], ui=ScriptedApprovalUI(_edit(edited))
+    )
     [result] = _results(session)
     assert not result.is_error and result.details["row_count"] == 1 and db.count(table) == 2
     [record] = ext.approvals.records()
@@ -492,7 +521,10 @@ async def test_an_edit_that_changes_the_count_is_asked_again_with_its_own_previe
     assert db.count(table) == 3 and _results(session)[0].is_error
     [record] = ext.approvals.records()
     assert (record.decision, record.sql, record.original_args_hash) == (
-        "rejected", wide, first.args_hash)  # fmt: skip
+        "rejected",
+        wide,
+        first.args_hash,
+    )
     ui = ScriptedApprovalUI(widen_then("approved"))
     session, ext = await governed(db.url, [narrow], ui=ui, prefix="w")
     assert len(ui.requests) == 2 and db.count(table) == 0
@@ -533,8 +565,12 @@ async def test_an_approval_the_audit_cannot_record_runs_nothing(tmp_path: Path) 
     table = scratch.table()
     ext = pi_notebook.database.database_extension(url)
     model = _script(f"INSERT INTO {table} (a) VALUES (1)")
-    session = create_agent_session(model=model, ui=ScriptedApprovalUI("approved"), extensions=[ext],
-                                   audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip
+    session = create_agent_session(
+        model=model,
+        ui=ScriptedApprovalUI("approved"),
+        extensions=[ext],
+        audit=f"sqlite:///{tmp_path / 'audit.sqlite'}",
+    )
     audit = session.audit
     assert audit is not None
     real = audit.record
@@ -578,14 +614,20 @@ async def test_the_suggested_grant_never_lets_a_table_it_only_reads_be_written(
             return ApprovalOutcome("approved", grant=req.grant_scope)
         return ApprovalOutcome("rejected")
 
-    sqls = [f"INSERT INTO {staging} (a) SELECT a FROM {accounts}",
-            f"INSERT INTO {accounts} (a) VALUES (666)",
-            f"UPDATE {accounts} SET a = 0",
-            f"INSERT INTO {staging} (a) SELECT a FROM {accounts} WHERE a = 1"]  # fmt: skip
+    sqls = [
+        f"INSERT INTO {staging} (a) SELECT a FROM {accounts}",
+        f"INSERT INTO {accounts} (a) VALUES (666)",
+        f"UPDATE {accounts} SET a = 0",
+        f"INSERT INTO {staging} (a) SELECT a FROM {accounts} WHERE a = 1",
+    ]
     session, _ = await governed(db.url, sqls, ui=ScriptedApprovalUI(answer))
     scope = asked[0].grant_scope
     assert scope is not None and (scope.operations, scope.tables, scope.reads, scope.max_rows) == (
-        ("INSERT",), (staging,), (accounts,), 3)  # fmt: skip
+        ("INSERT",),
+        (staging,),
+        (accounts,),
+        3,
+    )
     assert [r.tool_call_id for r in asked] == ["q0", "q1", "q2"]  # q3 ran inside the grant
     assert db.count(accounts) == 3 and int(db.scalar(f"SELECT sum(a) FROM {accounts}")) == 6
     assert db.count(staging) == 4
@@ -623,16 +665,22 @@ def _hidden_effects(db: Scratch, accounts: str) -> dict[str, str]:
         db.execute(
             f"CREATE TRIGGER w{tag} AFTER INSERT ON {trig} BEGIN DELETE FROM {accounts}; END"
         )
-        db.execute(f"CREATE TRIGGER v{tag} INSTEAD OF INSERT ON {view} "
-                   f"BEGIN INSERT INTO {accounts} (a) VALUES (NEW.a); END")  # fmt: skip
+        db.execute(
+            f"CREATE TRIGGER v{tag} INSTEAD OF INSERT ON {view} "
+            f"BEGIN INSERT INTO {accounts} (a) VALUES (NEW.a); END"
+        )
     elif db.engine == "postgres":
-        db.execute(f"CREATE FUNCTION f{tag}() RETURNS trigger LANGUAGE plpgsql AS "
-                   f"$$ BEGIN DELETE FROM {accounts}; RETURN NEW; END $$")  # fmt: skip
-        db.execute(f"CREATE TRIGGER w{tag} AFTER INSERT ON {trig} FOR EACH ROW "
-                   f"EXECUTE FUNCTION f{tag}()")  # fmt: skip
+        db.execute(
+            f"CREATE FUNCTION f{tag}() RETURNS trigger LANGUAGE plpgsql AS "
+            f"$$ BEGIN DELETE FROM {accounts}; RETURN NEW; END $$"
+        )
+        db.execute(
+            f"CREATE TRIGGER w{tag} AFTER INSERT ON {trig} FOR EACH ROW EXECUTE FUNCTION f{tag}()"
+        )
     else:
-        db.execute(f"CREATE TRIGGER w{tag} AFTER INSERT ON {trig} FOR EACH ROW "
-                   f"DELETE FROM {accounts}")  # fmt: skip
+        db.execute(
+            f"CREATE TRIGGER w{tag} AFTER INSERT ON {trig} FOR EACH ROW DELETE FROM {accounts}"
+        )
     db.execute(f"INSERT INTO {parent} (a) VALUES (1)")
     return {"trigger": trig, "view": view, "cascade": parent}
 
@@ -649,20 +697,26 @@ async def test_a_write_with_triggers_views_or_cascades_is_outside_every_grant(
 
     def answer(req: ApprovalRequest) -> ApprovalOutcome:
         asked.append(req)
-        return ApprovalOutcome("approved", grant=grant) if len(asked) == 1 else (
-            ApprovalOutcome("rejected"))  # fmt: skip
+        return (
+            ApprovalOutcome("approved", grant=grant)
+            if len(asked) == 1
+            else (ApprovalOutcome("rejected"))
+        )
 
-    sqls = [f"INSERT INTO {plain} (a) VALUES (1)",  # asked: grants staging_*
-            f"INSERT INTO {hidden['trigger']} (a) VALUES (1)",  # its trigger empties accounts
-            f"INSERT INTO {hidden['view']} (a) VALUES (7)",  # writes accounts through the view
-            f"DELETE FROM {hidden['cascade']}",  # cascades to another table
-            f"INSERT INTO {plain} (a) VALUES (2)"]  # inside the grant  # fmt: skip
+    sqls = [
+        f"INSERT INTO {plain} (a) VALUES (1)",  # asked: grants staging_*
+        f"INSERT INTO {hidden['trigger']} (a) VALUES (1)",  # its trigger empties accounts
+        f"INSERT INTO {hidden['view']} (a) VALUES (7)",  # writes accounts through the view
+        f"DELETE FROM {hidden['cascade']}",  # cascades to another table
+        f"INSERT INTO {plain} (a) VALUES (2)",
+    ]  # inside the grant
     session, _ = await governed(db.url, sqls, ui=ScriptedApprovalUI(answer))
     assert [r.tool_call_id for r in asked] == ["q0", "q1", "q2", "q3"]
     for req, why in zip(asked[1:], ["has a trigger", "view", "cascade"], strict=True):
         assert req.grant_scope is None  # no grant is offered for it either
         assert any("no scoped grant can cover it" in r and why in r for r in req.reasons), (
-            req.reasons)  # fmt: skip
+            req.reasons
+        )
     assert db.count(accounts) == 3 and db.count(plain) == 2
     assert [m.is_error for m in _results(session)] == [False, True, True, True, False]
 
@@ -671,19 +725,27 @@ async def test_two_calls_in_one_turn_are_approved_and_rejected_independently(
     db: Scratch, tmp_path: Path
 ) -> None:
     table = db.table()
-    batch = [tool_call("query_database", {"sql": f"INSERT INTO {table} (a) VALUES ({n})"},
-                       id=f"p{n}") for n in (10, 20, 30)]  # fmt: skip
+    batch = [
+        tool_call("query_database", {"sql": f"INSERT INTO {table} (a) VALUES ({n})"}, id=f"p{n}")
+        for n in (10, 20, 30)
+    ]
     answers = {"p10": "approved", "p20": "rejected", "p30": "approved"}
     ui = ScriptedApprovalUI(lambda req: ApprovalOutcome(answers[req.tool_call_id]))  # type: ignore[arg-type]
     ext = pi_notebook.database.database_extension(db.url)
-    session = create_agent_session(model=ScriptedModel([batch, text("done")]), ui=ui,
-                                   extensions=[ext],
-                                   audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip
+    session = create_agent_session(
+        model=ScriptedModel([batch, text("done")]),
+        ui=ui,
+        extensions=[ext],
+        audit=f"sqlite:///{tmp_path / 'audit.sqlite'}",
+    )
     try:
         await session.prompt("go")
         # each request names its own call and carries that call's statement
         assert {r.tool_call_id: r.args["sql"][-4:] for r in ui.requests} == {
-            "p10": "(10)", "p20": "(20)", "p30": "(30)"}  # fmt: skip
+            "p10": "(10)",
+            "p20": "(20)",
+            "p30": "(30)",
+        }
         errors = {m.tool_call_id: m.is_error for m in _results(session)}
         assert errors == {"p10": False, "p20": True, "p30": False}
         assert int(db.scalar(f"SELECT sum(a) FROM {table}")) == 40 and db.count(table) == 2

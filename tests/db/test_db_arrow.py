@@ -68,8 +68,11 @@ async def test_postgres_arrow_read_runs_read_only_under_the_statement_timeout(pg
     scratch = Scratch("postgres", pg_url)
     table = scratch.table()
     try:
-        out = await backend.run("r", "SELECT current_setting('transaction_read_only') AS ro, "
-                                     "current_setting('statement_timeout') AS t")  # fmt: skip
+        out = await backend.run(
+            "r",
+            "SELECT current_setting('transaction_read_only') AS ro, "
+            "current_setting('statement_timeout') AS t",
+        )
         assert out.dataframe.to_dict("records") == [{"ro": "on", "t": "700ms"}]
         writing = f"WITH w AS (INSERT INTO {table} (a) VALUES (1) RETURNING a) SELECT * FROM w"
         with pytest.raises(QueryError, match="read-only transaction"):  # forced past the classifier
@@ -82,8 +85,11 @@ async def test_postgres_arrow_read_runs_read_only_under_the_statement_timeout(pg
         controller = AbortController()
         asyncio.get_running_loop().call_later(0.2, controller.abort)
         with pytest.raises(QueryAborted):
-            await backend._run_as("read", "SELECT count(*) FROM generate_series(1, 100000000000)",  # pyright: ignore[reportPrivateUsage]
-                                  signal=controller.signal)  # fmt: skip
+            await backend._run_as(
+                "read",
+                "SELECT count(*) FROM generate_series(1, 100000000000)",  # pyright: ignore[reportPrivateUsage]
+                signal=controller.signal,
+            )
         assert (await backend.run("after", "SELECT 1 AS one")).dataframe["one"].tolist() == [1]
     finally:
         backend.dispose()
@@ -93,8 +99,10 @@ async def test_postgres_arrow_read_runs_read_only_under_the_statement_timeout(pg
 @needs_adbc
 @pytest.mark.postgres
 async def test_postgres_values_arrow_would_change_take_the_dbapi_path(pg_url: str) -> None:
-    sql = ("SELECT d, j FROM (VALUES ('infinity'::date, '{\"a\": 1}'::jsonb), "
-           "('2024-01-01', '[1]')) AS v(d, j)")  # fmt: skip
+    sql = (
+        "SELECT d, j FROM (VALUES ('infinity'::date, '{\"a\": 1}'::jsonb), "
+        "('2024-01-01', '[1]')) AS v(d, j)"
+    )
     arrow, dbapi = await _both(pg_url, sql)
     pd.testing.assert_frame_equal(arrow.dataframe, dbapi.dataframe)  # type: ignore[attr-defined]
     assert arrow.dataframe["d"].tolist()[0] == "infinity"  # type: ignore[attr-defined]
@@ -107,9 +115,11 @@ async def test_postgres_values_arrow_would_change_take_the_dbapi_path(pg_url: st
 async def test_duckdb_arrow_read_gives_the_row_frame(tmp_path: object) -> None:
     url = f"duckdb:///{tmp_path}/a.duckdb"
     scratch = Scratch("duckdb", url)
-    scratch.execute(f"CREATE TABLE typed AS SELECT range AS id, 'name ' || range AS name, "
-                    f"(range * 1.25)::DECIMAL(12, 2) AS amount, DATE '2024-01-01' + (range % 300)::INTEGER AS day, "
-                    f"range % 2 = 0 AS even FROM range({ROWS})")  # fmt: skip
+    scratch.execute(
+        f"CREATE TABLE typed AS SELECT range AS id, 'name ' || range AS name, "
+        f"(range * 1.25)::DECIMAL(12, 2) AS amount, DATE '2024-01-01' + (range % 300)::INTEGER AS day, "
+        f"range % 2 = 0 AS even FROM range({ROWS})"
+    )
     scratch.dispose()
     assert arrow_available("duckdb")
     arrow, rows = await _both(url, "SELECT * FROM typed ORDER BY id DESC")
@@ -177,8 +187,9 @@ class _Reader:
 
         for b in range(self._batches):
             ids = pa.array(range(b * self._rows, (b + 1) * self._rows), pa.int64())
-            yield pa.record_batch([ids, pa.array([f"row {i:08d}" * 8 for i in ids.to_pylist()])],
-                                  schema=self.schema)  # fmt: skip
+            yield pa.record_batch(
+                [ids, pa.array([f"row {i:08d}" * 8 for i in ids.to_pylist()])], schema=self.schema
+            )
 
     def close(self) -> None:
         pass
@@ -212,8 +223,14 @@ def test_an_arrow_read_keeps_only_the_capped_rows_even_when_counting(
     from pi_notebook.sql.backend.cancel import Canceller
     from pi_notebook.sql.backend.fetch import RunSettings
 
-    settings = RunSettings(row_cap=250, count_limit=1_000_000, statement_timeout_s=30,
-                           progress_every=10_000, count_rows=count_rows, arrow=True)  # fmt: skip
+    settings = RunSettings(
+        row_cap=250,
+        count_limit=1_000_000,
+        statement_timeout_s=30,
+        progress_every=10_000,
+        count_rows=count_rows,
+        arrow=True,
+    )
     before = pa.total_allocated_bytes()
     held: list[int] = []  # Arrow memory alive when the read's table becomes the DataFrame
     to_frame = arrow_module.to_frame
@@ -224,8 +241,14 @@ def test_an_arrow_read_keeps_only_the_capped_rows_even_when_counting(
 
     monkeypatch.setattr(arrow_module, "to_frame", spy)
     stream = AdbcPostgres._stream  # pyright: ignore[reportPrivateUsage]
-    fetched = stream(None, _Cursor(_Reader(batches=40, rows=100)), "SELECT", settings,  # type: ignore[arg-type]
-                     Canceller(), None)  # fmt: skip
+    fetched = stream(
+        None,
+        _Cursor(_Reader(batches=40, rows=100)),
+        "SELECT",
+        settings,  # type: ignore[arg-type]
+        Canceller(),
+        None,
+    )
     assert fetched is not None and fetched.frame is not None
     assert len(fetched.frame) == 250 and fetched.frame["id"].tolist() == list(range(250))
     assert fetched.row_count == (4_000 if count_rows else 251)
@@ -251,12 +274,16 @@ async def test_d7_arrow_read_writes_decimals_exactly_as_the_dbapi_path(
         if not arrow_available("postgresql"):
             pytest.skip("no pyarrow/ADBC")
         url = str(request.getfixturevalue("pg_url"))
-        sql = ("SELECT 70131.10::numeric(12, 2) AS price, 0.0000001::numeric AS tiny, "
-               "1234567.89::numeric AS amount, 0.125::float8 AS share")  # fmt: skip
+        sql = (
+            "SELECT 70131.10::numeric(12, 2) AS price, 0.0000001::numeric AS tiny, "
+            "1234567.89::numeric AS amount, 0.125::float8 AS share"
+        )
     else:
         url = f"duckdb:///{tmp_path}/d.duckdb"
-        sql = ("SELECT 70131.10::DECIMAL(12, 2) AS price, 0.0000001::DECIMAL(18, 7) AS tiny, "
-               "1234567.89::DECIMAL(18, 2) AS amount, 0.125::DOUBLE AS share")  # fmt: skip
+        sql = (
+            "SELECT 70131.10::DECIMAL(12, 2) AS price, 0.0000001::DECIMAL(18, 7) AS tiny, "
+            "1234567.89::DECIMAL(18, 2) AS amount, 0.125::DOUBLE AS share"
+        )
     arrow, dbapi = await _both(url, sql)
     assert str(arrow.dataframe["price"].dtype) == "float64"  # type: ignore[attr-defined]
     preview, card = _cells(arrow)

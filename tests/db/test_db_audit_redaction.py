@@ -49,8 +49,12 @@ async def test_s29_a_password_literal_of_an_approved_insert_is_not_stored_in_the
     audit_url = f"sqlite:///{tmp_path / 'audit.sqlite'}"
     ui = ScriptedApprovalUI("approved")
     model = ScriptedModel([[tool_call("query_database", {"sql": sql}, id="w1")], text("done")])
-    session = create_agent_session(model=model, ui=ui, audit=audit_url,
-                                   extensions=[pi_notebook.database.database_extension(db.url)])  # fmt: skip
+    session = create_agent_session(
+        model=model,
+        ui=ui,
+        audit=audit_url,
+        extensions=[pi_notebook.database.database_extension(db.url)],
+    )
     try:
         await session.prompt("go")
         audit = session.audit

@@ -48,7 +48,8 @@ async def test_d4_write_without_capability_refused_and_nothing_changes(
     mismatch = _audit(backend).of("capability_mismatch")[0]
     assert mismatch["durable"] and mismatch["payload"]["approved_hash"] is None
     assert mismatch["payload"]["final_hash"] == query_args_hash(
-        f"INSERT INTO {table} (a) VALUES (1)", backend.dialect)  # fmt: skip
+        f"INSERT INTO {table} (a) VALUES (1)", backend.dialect
+    )
 
 
 async def test_d5_approved_write_commits_once_and_cannot_be_replayed(
@@ -160,8 +161,13 @@ def _peak_mb(url: str, sql: str) -> tuple[str, int]:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, url, sql],
-                          capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", _MEMORY_PROBE, url, sql],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     outcome, peak = done.stdout.strip().splitlines()[-2:]
     return outcome, int(peak)
 
@@ -179,8 +185,10 @@ def test_duckdb_copied_aggregate_is_not_run_as_a_read(tmp_path: Path) -> None:
     assert peak < baseline[1] + 200
     # Handed to the result once, from at most a million generated rows: a plain read, and
     # the process stays far below the memory limit.
-    outcome, peak = _peak_mb(url, "SELECT length(string_agg('xxxxxxxxxx', '')) AS n, "
-                                  "list(i) AS l FROM range(999999) t(i)")  # fmt: skip
+    outcome, peak = _peak_mb(
+        url,
+        "SELECT length(string_agg('xxxxxxxxxx', '')) AS n, list(i) AS l FROM range(999999) t(i)",
+    )
     assert outcome == "ran read"
     assert peak < baseline[1] + 500
 

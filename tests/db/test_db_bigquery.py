@@ -58,17 +58,30 @@ def _unavailable(reason: str) -> None:
 @pytest.fixture(scope="module")
 def bqemulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The REST endpoint of a bqemulator on 127.0.0.1 (in memory)."""
-    program = os.environ.get("PI_NOTEBOOK_BQEMULATOR",
-                             str(ROOT / ".venv-bqemulator/bin/bqemulator"))  # fmt: skip
+    program = os.environ.get(
+        "PI_NOTEBOOK_BQEMULATOR", str(ROOT / ".venv-bqemulator/bin/bqemulator")
+    )
     if not os.access(program, os.X_OK):
         _unavailable(f"the bqemulator emulator is not installed at {program} (make builds it)")
     port = _free_port()
     log = tmp_path_factory.mktemp("bqemulator") / "stderr.log"
     with log.open("wb") as errors:
         server = subprocess.Popen(
-            [program, "start", "--rest-port", str(port), "--grpc-port", str(_free_port()),
-             "--log-level", "error", "--log-format", "console"],
-            stdout=subprocess.DEVNULL, stderr=errors)  # fmt: skip
+            [
+                program,
+                "start",
+                "--rest-port",
+                str(port),
+                "--grpc-port",
+                str(_free_port()),
+                "--log-level",
+                "error",
+                "--log-format",
+                "console",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
     try:
         deadline = time.monotonic() + 90
         while True:
@@ -93,8 +106,11 @@ def warehouse(bqemulator: str) -> str:
     from google.cloud import bigquery
 
     project = f"p-{uuid.uuid4().hex[:8]}"
-    client = bigquery.Client(project=project, client_options={"api_endpoint": bqemulator},
-                             credentials=AnonymousCredentials())  # fmt: skip
+    client = bigquery.Client(
+        project=project,
+        client_options={"api_endpoint": bqemulator},
+        credentials=AnonymousCredentials(),
+    )
     client.create_dataset("sales")
     client.close()
     url = f"bigquery://{project}/sales?api_endpoint={bqemulator}"
@@ -121,11 +137,13 @@ async def session_on(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     audit = f"sqlite:///{tmp_path / 'audit.sqlite'}"
 
     async def make(url: str, sqls: list[str], *, ui: Any = None, **options: Any) -> Any:
-        steps: list[Any] = [[tool_call("query_database", {"sql": s}, id=f"q{i}")]
-                            for i, s in enumerate(sqls)]  # fmt: skip
+        steps: list[Any] = [
+            [tool_call("query_database", {"sql": s}, id=f"q{i}")] for i, s in enumerate(sqls)
+        ]
         ext = pi_notebook.database.database_extension(url, **options)
-        session = create_agent_session(model=ScriptedModel([*steps, text("done")]), ui=ui,
-                                       audit=audit, extensions=[ext])  # fmt: skip
+        session = create_agent_session(
+            model=ScriptedModel([*steps, text("done")]), ui=ui, audit=audit, extensions=[ext]
+        )
         sessions.append(session)
         return session, ext
 
@@ -158,8 +176,7 @@ async def test_s1_a_bigquery_read_runs_at_once_with_the_frame_in_details(
     assert "final_args" in list(session.audit.to_dataframe()["kind"])
     schema = await ext.schema.get()
     assert [t.name for t in schema.tables] == ["orders"]
-    assert [c.type for c in schema.tables[0].columns] == ["INT64", "STRING", "FLOAT64",
-                                                          "TIMESTAMP"]  # fmt: skip
+    assert [c.type for c in schema.tables[0].columns] == ["INT64", "STRING", "FLOAT64", "TIMESTAMP"]
 
 
 async def test_a_bigquery_read_stops_at_the_row_cap_and_the_size_bound(warehouse: str) -> None:
@@ -297,8 +314,9 @@ async def test_a_read_budget_on_the_emulator_says_there_is_no_estimate(
 ) -> None:
     """The emulator's dry run says 0 bytes: the read runs within its own limits, and says why."""
     ui = ScriptedApprovalUI("rejected")
-    session, _ = await session_on(warehouse, ["SELECT * FROM orders"], ui=ui,
-                                  read_budget={"bytes": 1})  # fmt: skip
+    session, _ = await session_on(
+        warehouse, ["SELECT * FROM orders"], ui=ui, read_budget={"bytes": 1}
+    )
     await session.prompt("go")
     [result] = _results(session)
     assert not result.is_error and ui.requests == []
@@ -319,12 +337,16 @@ def test_a_dry_run_gives_the_bytes_bigquery_would_process() -> None:
 
 
 def test_each_job_carries_standard_sql_the_dataset_the_byte_cap_and_the_timeout() -> None:
-    backend = create_backend("bigquery://proj/sales?maximum_bytes_billed=5000000",
-                             statement_timeout_s=2.5)  # fmt: skip
+    backend = create_backend(
+        "bigquery://proj/sales?maximum_bytes_billed=5000000", statement_timeout_s=2.5
+    )
     assert isinstance(backend, BigQueryBackend)
     config, dry = backend.job_config(), backend.job_config(dry_run=True)
     assert (config.use_legacy_sql, config.maximum_bytes_billed, int(config.job_timeout_ms)) == (
-        False, 5_000_000, 2500)  # fmt: skip
+        False,
+        5_000_000,
+        2500,
+    )
     assert str(config.default_dataset) == "proj.sales" and not config.dry_run
     assert dry.dry_run and dry.use_query_cache is False
     bare = create_backend("bigquery://proj")
@@ -337,7 +359,10 @@ def test_each_job_carries_standard_sql_the_dataset_the_byte_cap_and_the_timeout(
 def test_the_url_names_project_dataset_and_two_options_only() -> None:
     target = bigquery_target("bigquery://my-proj/sales?api_endpoint=http://127.0.0.1:9050")
     assert (target.project, target.dataset, target.api_endpoint) == (
-        "my-proj", "sales", "http://127.0.0.1:9050")  # fmt: skip
+        "my-proj",
+        "sales",
+        "http://127.0.0.1:9050",
+    )
     with pytest.raises(ValueError, match="unknown option"):
         bigquery_target("bigquery://proj/sales?credentials_path=/tmp/key.json")
     with pytest.raises(ValueError, match="credentials come from the environment"):
@@ -354,8 +379,11 @@ def test_a_bigquery_url_without_the_extra_is_refused_in_one_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name.startswith("google") else real(name, *a))  # fmt: skip
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name.startswith("google") else real(name, *a),
+    )
     with pytest.raises(MissingExtra) as refused:
         create_backend("bigquery://proj/sales")
     assert str(refused.value) == (

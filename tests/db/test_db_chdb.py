@@ -150,8 +150,8 @@ async def test_d6_abort_of_an_approved_long_write_leaves_nothing_written(
     asyncio.get_running_loop().call_later(0.5, controller.abort)
     with pytest.raises(QueryAborted):
         await chdb_backend._run_as(
-            "write", f"INSERT INTO sink SELECT count() FROM ({LONG_READ})",
-            signal=controller.signal)  # fmt: skip
+            "write", f"INSERT INTO sink SELECT count() FROM ({LONG_READ})", signal=controller.signal
+        )
     assert await count(chdb_backend, "SELECT count() FROM sink") == 0
 
 
@@ -160,15 +160,18 @@ async def test_d6_abort_of_a_mutation_kills_it_and_says_what_stays(
 ) -> None:
     """ClickHouse rewrites a mutation's parts in the background: Stop kills the mutation too,
     and the message does not claim that nothing was written."""
-    await chdb_backend._run_as("write", "CREATE TABLE m (id UInt64, v UInt64) ENGINE = MergeTree "
-                               "ORDER BY id")  # fmt: skip
+    await chdb_backend._run_as(
+        "write", "CREATE TABLE m (id UInt64, v UInt64) ENGINE = MergeTree ORDER BY id"
+    )
     await chdb_backend._run_as("write", "INSERT INTO m SELECT number, 0 FROM numbers(5000000)")
     controller = AbortController()
     # A mutation of several seconds (a hundred strings built per row), stopped after one: it is
     # running by then even on a busy machine, and far from done.
     asyncio.get_running_loop().call_later(1.0, controller.abort)
-    slow = ("ALTER TABLE m UPDATE v = cityHash64(arrayStringConcat(arrayMap("
-            "i -> toString(id + i), range(100)))) WHERE 1")  # fmt: skip
+    slow = (
+        "ALTER TABLE m UPDATE v = cityHash64(arrayStringConcat(arrayMap("
+        "i -> toString(id + i), range(100)))) WHERE 1"
+    )
     with pytest.raises(QueryAborted, match="ClickHouse has no transactions") as stopped:
         await chdb_backend._run_as("write", slow, signal=controller.signal)
     assert "nothing was written" not in str(stopped.value)
@@ -239,8 +242,9 @@ async def test_a_chdb_path_is_a_directory_created_on_first_use(tmp_path: Path) -
 
 def test_a_chdb_url_without_its_extra_is_refused_naming_the_extra(monkeypatch: Any) -> None:
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "chdb" else real(name, *a))  # fmt: skip
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "chdb" else real(name, *a)
+    )
     with pytest.raises(MissingExtra) as refused:
         create_backend("chdb:///data/ch")
     assert str(refused.value) == (
@@ -263,6 +267,8 @@ async def test_d5_a_subquery_settings_clause_cannot_lift_the_session_limits(
     chdb_backend: ChdbBackend,
 ) -> None:
     outcome = await chdb_backend._run_as(
-        "read", "SELECT * FROM (SELECT getSetting('readonly') AS ro, getSetting('max_memory_usage') "
-        "AS mem SETTINGS readonly = 0, max_memory_usage = 0)")  # fmt: skip
+        "read",
+        "SELECT * FROM (SELECT getSetting('readonly') AS ro, getSetting('max_memory_usage') "
+        "AS mem SETTINGS readonly = 0, max_memory_usage = 0)",
+    )
     assert outcome.dataframe.to_dict("records") == [{"ro": 1, "mem": chdb_backend.memory_limit}]

@@ -24,8 +24,9 @@ LONG_READ = "SELECT count() FROM numbers(10000000) AS a, numbers(10000000) AS b"
 
 
 def _script(*sqls: str) -> ScriptedModel:
-    steps: list[Any] = [[tool_call("query_database", {"sql": s}, id=f"q{i}")]
-                        for i, s in enumerate(sqls)]  # fmt: skip
+    steps: list[Any] = [
+        [tool_call("query_database", {"sql": s}, id=f"q{i}")] for i, s in enumerate(sqls)
+    ]
     return ScriptedModel([*steps, text("done")])
 
 
@@ -68,8 +69,7 @@ async def session_on(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
 
     async def make(url: str, sqls: list[str], *, ui: Any = None, **options: Any) -> Any:
         ext = pi_notebook.database.database_extension(url, **options)
-        session = create_agent_session(model=_script(*sqls), ui=ui, audit=audit,
-                                       extensions=[ext])  # fmt: skip
+        session = create_agent_session(model=_script(*sqls), ui=ui, audit=audit, extensions=[ext])
         sessions.append(session)
         return session, ext
 

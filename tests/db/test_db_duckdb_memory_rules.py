@@ -23,8 +23,10 @@ from pi_notebook.testing import ScriptedApprovalUI, ScriptedModel, text, tool_ca
 
 pytest.importorskip("duckdb_engine")
 
-LISTS = ("SELECT customer_id, totals FROM (SELECT customer_id, list(total) AS totals "
-         "FROM orders GROUP BY customer_id) ORDER BY customer_id")  # fmt: skip
+LISTS = (
+    "SELECT customer_id, totals FROM (SELECT customer_id, list(total) AS totals "
+    "FROM orders GROUP BY customer_id) ORDER BY customer_id"
+)
 FILE = "SELECT count(*) AS n FROM read_csv('/etc/passwd')"
 
 
@@ -33,8 +35,9 @@ def _database(tmp_path: Path) -> str:
 
     path = tmp_path / "shop.duckdb"
     conn = duckdb.connect(str(path))
-    conn.execute("CREATE TABLE orders AS SELECT i % 3 AS customer_id, i * 1.5 AS total "
-                 "FROM range(9) t(i)")  # fmt: skip
+    conn.execute(
+        "CREATE TABLE orders AS SELECT i % 3 AS customer_id, i * 1.5 AS total FROM range(9) t(i)"
+    )
     conn.close()
     return f"duckdb:///{path}"
 
@@ -77,8 +80,11 @@ def _script(*sqls: str) -> ScriptedModel:
 async def _asked(tmp_path: Path, url: str, sql: str) -> int:
     ui = ScriptedApprovalUI("rejected")
     session = create_agent_session(
-        model=_script(sql), ui=ui, audit=f"sqlite:///{tmp_path / 'audit.sqlite'}",
-        extensions=[pi_notebook.database.database_extension(url)])  # fmt: skip
+        model=_script(sql),
+        ui=ui,
+        audit=f"sqlite:///{tmp_path / 'audit.sqlite'}",
+        extensions=[pi_notebook.database.database_extension(url)],
+    )
     try:
         await session.prompt("go")
     finally:
@@ -92,7 +98,8 @@ async def test_the_gate_asks_only_where_the_engine_is_not_capped(
     url = _database(tmp_path)
     assert await _asked(tmp_path, url, LISTS) == 0  # DuckDB runs in its capped worker
     assert await _asked(tmp_path, url, FILE) == 1
-    uncapped = tuple(replace(info, memory_capped=False) if info is ENGINE else info
-                     for info in engines.ENGINES)  # fmt: skip
+    uncapped = tuple(
+        replace(info, memory_capped=False) if info is ENGINE else info for info in engines.ENGINES
+    )
     monkeypatch.setattr(engines, "ENGINES", uncapped)
     assert await _asked(tmp_path, url, LISTS) == 1

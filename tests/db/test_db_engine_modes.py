@@ -7,8 +7,15 @@ import pytest
 from pi_notebook.sql.backend import DatabaseBackend, QueryError
 
 
-@pytest.mark.parametrize("sql", ["PRAGMA query_only = 0", "ATTACH DATABASE ':memory:' AS other",
-                                 "CREATE TEMP TABLE tmp_x (a INTEGER)", "PRAGMA journal_mode = WAL"])  # fmt: skip
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "PRAGMA query_only = 0",
+        "ATTACH DATABASE ':memory:' AS other",
+        "CREATE TEMP TABLE tmp_x (a INTEGER)",
+        "PRAGMA journal_mode = WAL",
+    ],
+)
 async def test_d5_sqlite_authorizer_denies_escapes_in_read_mode(sql: str, tmp_path: object) -> None:
     backend = DatabaseBackend("sqlite://")
     try:

@@ -12,10 +12,18 @@ from pi_notebook.sql import engines as seam
 from pi_notebook.sql.engines import ENGINES, DialectOnly, EngineInfo, create_backend, engine_for_url
 from pi_notebook.testing import ScriptedModel, text
 
-FUTURE = EngineInfo(engine="oracle", dialect="oracle", url_scheme="oracle://USER@HOST/DB",
-                    schemes=("oracle",), read_only_backstop="a read-only standby, not yet set",
-                    bounds="none yet", cancel=None, write_preview="none yet", connects=False,
-                    tested_against="dialect only")  # fmt: skip
+FUTURE = EngineInfo(
+    engine="oracle",
+    dialect="oracle",
+    url_scheme="oracle://USER@HOST/DB",
+    schemes=("oracle",),
+    read_only_backstop="a read-only standby, not yet set",
+    bounds="none yet",
+    cancel=None,
+    write_preview="none yet",
+    connects=False,
+    tested_against="dialect only",
+)
 """A ``dialect only`` engine: its SQL classified, its URL refused (none of the shipped engines is
 one any more; the next engine to land starts as one)."""
 SERVER_URLS = {
@@ -28,11 +36,28 @@ only: listed as ``dialect only``, and the row says so in words."""
 
 def test_engines_lists_each_engine_with_its_walls() -> None:
     frame = pi_notebook.database.engines()
-    assert list(frame.columns) == ["engine", "dialect", "url_scheme", "read_only_backstop",
-                                   "cancel", "arrow", "estimate", "tested_against"]  # fmt: skip
-    assert list(frame["engine"]) == ["sqlite", "postgresql", "mysql", "duckdb", "clickhouse",
-                                     "clickhouse server", "trino", "spark", "snowflake",
-                                     "bigquery"]  # fmt: skip
+    assert list(frame.columns) == [
+        "engine",
+        "dialect",
+        "url_scheme",
+        "read_only_backstop",
+        "cancel",
+        "arrow",
+        "estimate",
+        "tested_against",
+    ]
+    assert list(frame["engine"]) == [
+        "sqlite",
+        "postgresql",
+        "mysql",
+        "duckdb",
+        "clickhouse",
+        "clickhouse server",
+        "trino",
+        "spark",
+        "snowflake",
+        "bigquery",
+    ]
     assert set(frame["tested_against"]) <= {"live", "emulator", "dialect only"}
     assert frame["arrow"].dtype == bool and frame["read_only_backstop"].str.len().min() > 20
     clickhouse = frame.set_index("engine").loc["clickhouse"]
@@ -131,11 +156,17 @@ def test_an_unknown_url_is_still_refused_naming_only_the_urls_the_tool_runs() ->
 
 
 def test_every_listed_engine_is_classified_and_dispatched() -> None:
-    examples = {"sqlite": "sqlite:///x.db", "postgresql": "postgresql+psycopg://u@h/db",
-                "mysql": "mysql+pymysql://u@h/db", "duckdb": "duckdb:///x.duckdb",
-                "clickhouse": "chdb:///data/ch", "snowflake": "snowflake://u@acct/db/sales",
-                "spark": "sc://localhost:15002", "bigquery": "bigquery://my-project/sales",
-                **SERVER_URLS}  # fmt: skip
+    examples = {
+        "sqlite": "sqlite:///x.db",
+        "postgresql": "postgresql+psycopg://u@h/db",
+        "mysql": "mysql+pymysql://u@h/db",
+        "duckdb": "duckdb:///x.duckdb",
+        "clickhouse": "chdb:///data/ch",
+        "snowflake": "snowflake://u@acct/db/sales",
+        "spark": "sc://localhost:15002",
+        "bigquery": "bigquery://my-project/sales",
+        **SERVER_URLS,
+    }
     for info in ENGINES:
         assert classify("SELECT 1", info.dialect).kind == "read"
         assert classify("DELETE FROM t", info.dialect).kind == "write"

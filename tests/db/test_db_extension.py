@@ -29,8 +29,9 @@ class ScriptedUI:
         self.answer = answer
         self.asked: list[tuple[str, str, float | None]] = []
 
-    async def confirm(self, title: str, message: str, *, signal: Any = None,
-                      timeout: float | None = None) -> bool:  # fmt: skip
+    async def confirm(
+        self, title: str, message: str, *, signal: Any = None, timeout: float | None = None
+    ) -> bool:
         self.asked.append((title, message, timeout))
         if self.answer == "wait":
             await asyncio.sleep((timeout or 0) + 0.05)  # the UI's own timeout passes: no
@@ -75,8 +76,12 @@ async def make_run(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     ) -> Run:
         ext = ext_module.database_extension(url, **options)
         extensions: list[Any] = [ext] + ([extra] if extra else [])
-        session = create_agent_session(model=script(*sqls), extensions=extensions, ui=ui,
-                                       audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip
+        session = create_agent_session(
+            model=script(*sqls),
+            extensions=extensions,
+            ui=ui,
+            audit=f"sqlite:///{tmp_path / 'audit.sqlite'}",
+        )
         sessions.append(session)
         if events is not None:
             session.subscribe(events.append)
@@ -171,8 +176,12 @@ async def test_s9_d4_sql_changed_after_approval_is_refused_by_backend(
 ) -> None:
     table = db.table()
     db.execute(f"INSERT INTO {table} (a) VALUES (1)")
-    run = await make_run(db.url, [f"INSERT INTO {table} (a) VALUES (2)"], ui=ScriptedUI(True),
-                         extra=_mutating_handler(table))  # fmt: skip
+    run = await make_run(
+        db.url,
+        [f"INSERT INTO {table} (a) VALUES (2)"],
+        ui=ScriptedUI(True),
+        extra=_mutating_handler(table),
+    )
     [result] = run.results()
     assert result.is_error and "changed after it was approved" in run.texts()[0]
     assert db.count(table) == 1  # neither the approved INSERT nor the swapped DELETE ran
@@ -185,8 +194,12 @@ async def test_s9_d4_sql_changed_after_approval_is_refused_by_backend(
 async def test_s13_on_update_reports_query_phase_and_rows(make_run: Any, tmp_path: Path) -> None:
     events: list[Any] = []
     sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 25000) SELECT x FROM c"
-    run = await make_run(f"sqlite:///{tmp_path / 'p.sqlite'}", [{"sql": sql, "count_rows": True}],
-                         events=events, row_cap=1_000)  # fmt: skip
+    run = await make_run(
+        f"sqlite:///{tmp_path / 'p.sqlite'}",
+        [{"sql": sql, "count_rows": True}],
+        events=events,
+        row_cap=1_000,
+    )
     [result] = run.results()
     assert result.details["row_count"] == 25_000 and result.details["truncated"] is True
     updates = [e.partial_result for e in events if e.type == "tool_execution_update"]

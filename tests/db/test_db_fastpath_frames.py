@@ -11,9 +11,27 @@ import pytest
 from pi_notebook.sql.backend import frames
 from pi_notebook.sql.backend.frames import FrameBuilder, _numeric_frame, column_labels
 
-_VALUES: list[Any] = [0, 1, -1, 2**53, 2**53 + 1, -(2**53) - 1, 2**63 - 1, -(2**63), 2**63,
-                      2**64, 1.5, float("nan"), float("inf"), -0.0, None, True, False, "a",
-                      b"x"]  # fmt: skip
+_VALUES: list[Any] = [
+    0,
+    1,
+    -1,
+    2**53,
+    2**53 + 1,
+    -(2**53) - 1,
+    2**63 - 1,
+    -(2**63),
+    2**63,
+    2**64,
+    1.5,
+    float("nan"),
+    float("inf"),
+    -0.0,
+    None,
+    True,
+    False,
+    "a",
+    b"x",
+]
 
 
 def _reference(rows: list[tuple[Any, ...]], labels: pd.Index) -> pd.DataFrame:

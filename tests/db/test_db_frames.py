@@ -38,8 +38,24 @@ def _row(i: int) -> tuple[Any, ...]:
     )
 
 
-COLUMNS = ["id", "maybe", "quarter", "name", "even", "ts", "tstz", "day", "money", "blob",
-           "doc", "mixed", "big", "nothing", "late", "widening"]  # fmt: skip
+COLUMNS = [
+    "id",
+    "maybe",
+    "quarter",
+    "name",
+    "even",
+    "ts",
+    "tstz",
+    "day",
+    "money",
+    "blob",
+    "doc",
+    "mixed",
+    "big",
+    "nothing",
+    "late",
+    "widening",
+]
 
 
 def _build(rows: list[tuple[Any, ...]], *, arrow: bool, chunk: int = 1_000) -> pd.DataFrame:

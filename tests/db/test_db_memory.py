@@ -52,8 +52,10 @@ async def test_capped_postgres_read_streams(pg_url: str) -> None:
 
     engine = sa.create_engine(pg_url)
     with engine.begin() as conn:
-        conn.exec_driver_sql(f"CREATE TABLE wide_rows AS SELECT g AS id, repeat('x', 500) AS pad "
-                             f"FROM generate_series(1, {ROWS}) g")  # fmt: skip
+        conn.exec_driver_sql(
+            f"CREATE TABLE wide_rows AS SELECT g AS id, repeat('x', 500) AS pad "
+            f"FROM generate_series(1, {ROWS}) g"
+        )
     engine.dispose()
     assert await _peak_mb_of_capped_read(pg_url, "wide_rows") < TABLE_MB / 3
 

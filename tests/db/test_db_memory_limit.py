@@ -28,10 +28,15 @@ MiB = 1 << 20
 LIMIT = 512 * MiB
 # Per-row values that double eight times: 1.2 KB of text becomes 300 KB per row, 600 MB per
 # DuckDB vector of 2,048 rows, all of it allocated outside DuckDB's own memory_limit.
-HEX8 = ("SELECT sum(length(hex(hex(hex(hex(hex(hex(hex(hex(repeat(CAST(range AS VARCHAR), "
-        "300))))))))))) AS n FROM range(1000000)")  # fmt: skip
-CONCAT128 = ("SELECT sum(length(concat(" + ", ".join(["repeat(CAST(range AS VARCHAR), 2000)"] * 128)
-             + "))) AS n FROM range(10000000)")  # fmt: skip
+HEX8 = (
+    "SELECT sum(length(hex(hex(hex(hex(hex(hex(hex(hex(repeat(CAST(range AS VARCHAR), "
+    "300))))))))))) AS n FROM range(1000000)"
+)
+CONCAT128 = (
+    "SELECT sum(length(concat("
+    + ", ".join(["repeat(CAST(range AS VARCHAR), 2000)"] * 128)
+    + "))) AS n FROM range(10000000)"
+)
 
 _KERNEL = textwrap.dedent("""
     import asyncio, json, resource, sys
@@ -76,9 +81,13 @@ def test_amplifying_reads_stop_at_the_limit_and_the_kernel_stays_small(tmp_path:
     # Measured in a process of its own: the test runner's memory is not the kernel's.
     url = f"duckdb:///{tmp_path / 'm.duckdb'}"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    done = subprocess.run([sys.executable, "-c", _KERNEL, url, str(LIMIT),
-                           json.dumps([HEX8, CONCAT128])],
-                          capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", _KERNEL, url, str(LIMIT), json.dumps([HEX8, CONCAT128])],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["first"] == 42
@@ -92,8 +101,9 @@ def test_amplifying_reads_stop_at_the_limit_and_the_kernel_stays_small(tmp_path:
 
 async def test_the_worker_is_replaced_and_the_audit_has_the_failure(tmp_path: Path) -> None:
     audit = FakeAudit()
-    backend = DatabaseBackend(f"duckdb:///{tmp_path / 'm.duckdb'}", memory_limit_bytes=LIMIT,
-                              audit=audit)  # fmt: skip
+    backend = DatabaseBackend(
+        f"duckdb:///{tmp_path / 'm.duckdb'}", memory_limit_bytes=LIMIT, audit=audit
+    )
     try:
         await backend._run_as("read", "SELECT 1 AS one", audit=audit)  # pyright: ignore[reportPrivateUsage]
         first = backend.worker_pid
@@ -130,8 +140,10 @@ async def test_an_approved_write_past_the_limit_is_rolled_back(tmp_path: Path) -
     backend = DatabaseBackend(f"duckdb:///{tmp_path / 'm.duckdb'}", memory_limit_bytes=LIMIT)
     try:
         await backend._run_as("write", "CREATE TABLE t AS SELECT 'x' AS s FROM range(5)")  # pyright: ignore[reportPrivateUsage]
-        grow = ("INSERT INTO t SELECT hex(hex(hex(hex(hex(hex(hex(hex(repeat(CAST(range AS "
-                "VARCHAR), 300))))))))) FROM range(1000000)")  # fmt: skip
+        grow = (
+            "INSERT INTO t SELECT hex(hex(hex(hex(hex(hex(hex(hex(repeat(CAST(range AS "
+            "VARCHAR), 300))))))))) FROM range(1000000)"
+        )
         with pytest.raises(MemoryLimitExceeded):
             await backend._run_as("write", grow)  # pyright: ignore[reportPrivateUsage]
         assert await _rows(backend, "t") == 5
@@ -148,8 +160,10 @@ async def test_a_write_whose_worker_is_killed_leaves_no_row(tmp_path: Path) -> N
         await backend._run_as("write", "INSERT INTO t VALUES (1), (2), (3)")  # pyright: ignore[reportPrivateUsage]
         pid = backend.worker_pid
         assert pid is not None
-        slow = ("INSERT INTO t SELECT count(*) FROM range(100000000000) AS a(x), "
-                "range(10) AS b(y) WHERE x % 7 = y")  # fmt: skip
+        slow = (
+            "INSERT INTO t SELECT count(*) FROM range(100000000000) AS a(x), "
+            "range(10) AS b(y) WHERE x % 7 = y"
+        )
         write = asyncio.ensure_future(backend._run_as("write", slow))  # pyright: ignore[reportPrivateUsage]
         await asyncio.sleep(1.0)
         assert not write.done()
@@ -213,8 +227,13 @@ def test_sqlite_allocations_past_the_limit_fail_cleanly(tmp_path: Path, limit: i
     # SQLite's heap limit is its process's, and only ever lowered: a process of its own.
     url = f"sqlite:///{tmp_path / 'm.sqlite'}"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    done = subprocess.run([sys.executable, "-c", _SQLITE, url, str(limit)], capture_output=True,
-                          text=True, timeout=120, env=env)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", _SQLITE, url, str(limit)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     if limit < 50 * MiB:  # a 50 MB value cannot be built under 32 MiB
@@ -231,16 +250,25 @@ async def test_through_a_session_the_model_gets_the_limit_and_the_audit_the_fail
     # A read the classifier lets through: 128 copies of a 1 MB value per row.
     url = f"duckdb:///{tmp_path / 'm.duckdb'}"
     attack = "SELECT max(length(concat(" + ", ".join(["s"] * 128) + "))) AS n FROM big"
-    model = ScriptedModel([tool_call("query_database", {"sql": attack}, id="q1"), text("ok"),
-                           tool_call("query_database", {"sql": "SELECT count(*) AS n FROM big"},
-                                     id="q2"), text("ok")])  # fmt: skip
+    model = ScriptedModel(
+        [
+            tool_call("query_database", {"sql": attack}, id="q1"),
+            text("ok"),
+            tool_call("query_database", {"sql": "SELECT count(*) AS n FROM big"}, id="q2"),
+            text("ok"),
+        ]
+    )
     ext = database_extension(url, memory_limit_bytes=LIMIT)
-    session = create_agent_session(model=model, extensions=[ext],
-                                   audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip
+    session = create_agent_session(
+        model=model, extensions=[ext], audit=f"sqlite:///{tmp_path / 'audit.sqlite'}"
+    )
     try:
         assert ext.backend is not None
-        await ext.backend._run_as("write", "CREATE TABLE big AS SELECT repeat('x', 1000000) "  # pyright: ignore[reportPrivateUsage]
-                                  "|| range AS s FROM range(64)")  # fmt: skip
+        await ext.backend._run_as(
+            "write",
+            "CREATE TABLE big AS SELECT repeat('x', 1000000) "  # pyright: ignore[reportPrivateUsage]
+            "|| range AS s FROM range(64)",
+        )
         await session.prompt("go")
         first = next(m for m in session.messages if m.role == "toolResult")
         said = " ".join(getattr(p, "text", "") for p in first.content)

@@ -160,8 +160,9 @@ async def test_role_for_maps_users_and_mcp_requests_act_for_their_subject(
 ) -> None:
     monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
     monkeypatch.setenv("PI_NOTEBOOK_USER", "someone")
-    backend = DatabaseBackend(cluster.login_url, role_per_user=True,
-                              role_for={"ana@example.org": cluster.ana})  # fmt: skip
+    backend = DatabaseBackend(
+        cluster.login_url, role_per_user=True, role_for={"ana@example.org": cluster.ana}
+    )
     try:
         with acting_for("ana@example.org"):
             out = await backend.run("r1", "SELECT current_user AS u")
@@ -170,8 +171,11 @@ async def test_role_for_maps_users_and_mcp_requests_act_for_their_subject(
             await backend.run("r2", "SELECT 1")
     finally:
         backend.dispose()
-    quoted = DatabaseBackend(cluster.login_url, role_per_user=True,
-                             role_for=lambda _user: f'{cluster.ana}"; RESET ROLE; --')  # fmt: skip
+    quoted = DatabaseBackend(
+        cluster.login_url,
+        role_per_user=True,
+        role_for=lambda _user: f'{cluster.ana}"; RESET ROLE; --',
+    )
     try:
         with pytest.raises(QueryRefused, match="does not exist"):
             await quoted.run("r3", "SELECT 1")
@@ -240,8 +244,9 @@ def test_role_per_user_is_refused_on_other_engines() -> None:
 
 
 class _Yes:
-    async def confirm(self, title: str, message: str, *, signal: object = None,
-                      timeout: float | None = None) -> bool:  # fmt: skip
+    async def confirm(
+        self, title: str, message: str, *, signal: object = None, timeout: float | None = None
+    ) -> bool:
         return True
 
 
@@ -252,10 +257,10 @@ async def test_the_extension_runs_an_approved_write_under_the_persons_role(
     monkeypatch.setenv("PI_NOTEBOOK_USER", "bo")
     update = "UPDATE open_t SET v = 5 WHERE id = 2"
     model = ScriptedModel([[tool_call("query_database", {"sql": update}, id="c1")], text("ok")])
-    ext = database_extension(cluster.login_url, role_per_user=True,
-                             role_for={"bo": cluster.bo})  # fmt: skip
-    session = create_agent_session(model=model, extensions=[ext], ui=_Yes(),
-                                   audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip
+    ext = database_extension(cluster.login_url, role_per_user=True, role_for={"bo": cluster.bo})
+    session = create_agent_session(
+        model=model, extensions=[ext], ui=_Yes(), audit=f"sqlite:///{tmp_path / 'audit.sqlite'}"
+    )
     try:
         await session.prompt("go")
         assert _values(cluster.admin) == [10, 5]
@@ -268,9 +273,11 @@ async def test_the_extension_runs_an_approved_write_under_the_persons_role(
 
 
 def test_the_extension_refuses_role_per_user_on_other_engines_at_start() -> None:
-    session = create_agent_session(model=ScriptedModel([text("x")]), audit=None,
-                                   extensions=[database_extension("sqlite://",
-                                                                  role_per_user=True)])  # fmt: skip
+    session = create_agent_session(
+        model=ScriptedModel([text("x")]),
+        audit=None,
+        extensions=[database_extension("sqlite://", role_per_user=True)],
+    )
     [diagnostic] = session.diagnostics
     assert diagnostic.message.endswith(
         "role_per_user needs PostgreSQL; sqlite statements would run with the login's own "

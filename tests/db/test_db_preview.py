@@ -48,8 +48,10 @@ def _checksum(db: Scratch, table: str) -> tuple[int, int, int]:
 def _long_pure_insert(engine: str, table: str) -> str:
     """An INSERT that runs for a long time and calls nothing impure (so a preview runs it)."""
     if engine == "postgres":
-        return (f"INSERT INTO {table} (a) WITH RECURSIVE c(x) AS "
-                "(SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c")  # fmt: skip
+        return (
+            f"INSERT INTO {table} (a) WITH RECURSIVE c(x) AS "
+            "(SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+        )
     if engine == "mysql":
         return (
             f"INSERT INTO {table} (a) SELECT count(*) FROM seq_1_to_1000000 a, seq_1_to_1000000 b"
@@ -85,8 +87,9 @@ async def test_preview_counts_what_the_write_changes_and_changes_nothing(
     assert preview.plan and len(preview.plan) <= 4_000
     assert preview.sample is not None and 0 < len(preview.sample) <= 5
     # The same count comes out of the real write, approved with that count.
-    backend.capabilities.grant("w1", query_args_hash(sql, backend.dialect), 60,
-                               expected_rows=preview.affected_rows)  # fmt: skip
+    backend.capabilities.grant(
+        "w1", query_args_hash(sql, backend.dialect), 60, expected_rows=preview.affected_rows
+    )
     out = await backend.run("w1", sql)
     assert out.row_count == expected and _checksum(db, table) != before
     kinds = _audit(backend).kinds()
@@ -160,8 +163,9 @@ async def test_rows_added_after_the_preview_make_the_write_refuse(
     assert preview.affected_rows == 3
     db.execute(f"INSERT INTO {table} (a) VALUES (6), (7)")  # someone else writes meanwhile
     before = _checksum(db, table)
-    backend.capabilities.grant("w1", query_args_hash(sql, backend.dialect), 60,
-                               expected_rows=preview.affected_rows)  # fmt: skip
+    backend.capabilities.grant(
+        "w1", query_args_hash(sql, backend.dialect), 60, expected_rows=preview.affected_rows
+    )
     with pytest.raises(QueryRefused) as info:
         await backend.run("w1", sql)
     assert str(info.value) == (
@@ -255,10 +259,14 @@ async def test_preview_never_fires_a_trigger(pg_url: str) -> None:
     backend = DatabaseBackend(pg_url)
     try:
         scratch.execute(f"CREATE TABLE {table}_log (n INTEGER)")
-        scratch.execute(f"CREATE FUNCTION {table}_f() RETURNS trigger LANGUAGE plpgsql AS "
-                        f"$$ BEGIN INSERT INTO {table}_log VALUES (1); RETURN NULL; END $$")  # fmt: skip
-        scratch.execute(f"CREATE TRIGGER {table}_t AFTER DELETE ON {table} "
-                        f"FOR EACH ROW EXECUTE FUNCTION {table}_f()")  # fmt: skip
+        scratch.execute(
+            f"CREATE FUNCTION {table}_f() RETURNS trigger LANGUAGE plpgsql AS "
+            f"$$ BEGIN INSERT INTO {table}_log VALUES (1); RETURN NULL; END $$"
+        )
+        scratch.execute(
+            f"CREATE TRIGGER {table}_t AFTER DELETE ON {table} "
+            f"FOR EACH ROW EXECUTE FUNCTION {table}_f()"
+        )
         preview = await backend.preview("p1", f"DELETE FROM {table} WHERE a > 1")
         assert preview.affected_rows == 3 and preview.method == SELECTED
         assert preview.note and "triggers" in preview.note

@@ -20,8 +20,9 @@ SMALL = "SELECT * FROM big WHERE id < 100"
 
 
 def _script(*sqls: str) -> ScriptedModel:
-    steps: list[Any] = [[tool_call("query_database", {"sql": s}, id=f"q{i}")]
-                        for i, s in enumerate(sqls)]  # fmt: skip
+    steps: list[Any] = [
+        [tool_call("query_database", {"sql": s}, id=f"q{i}")] for i, s in enumerate(sqls)
+    ]
     return ScriptedModel([*steps, text("done")])
 
 
@@ -54,9 +55,12 @@ async def run(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
 
     async def go(url: str, sqls: list[str], ui: Any, budget: Any) -> AgentSession:
         ext = pi_notebook.database.database_extension(url, read_budget=budget)
-        session = create_agent_session(model=_script(*sqls), ui=ui,
-                                       audit=f"sqlite:///{tmp_path / 'audit.sqlite'}",
-                                       extensions=[ext])  # fmt: skip
+        session = create_agent_session(
+            model=_script(*sqls),
+            ui=ui,
+            audit=f"sqlite:///{tmp_path / 'audit.sqlite'}",
+            extensions=[ext],
+        )
         sessions.append(session)
         await session.prompt("go")
         return session
@@ -73,8 +77,10 @@ async def test_a_scan_over_the_row_budget_asks_and_a_pruned_one_does_not(
     session = await run(warehouse, [BIG, SMALL], ui, {"rows": 100_000})
     [request] = ui.requests
     assert request.title == "Large database read" and request.args == {"sql": BIG}
-    assert request.reasons == ("the engine estimates this read scans about 200,000 rows, "
-                               "over the read budget of 100,000 rows",)  # fmt: skip
+    assert request.reasons == (
+        "the engine estimates this read scans about 200,000 rows, "
+        "over the read budget of 100,000 rows",
+    )
     big, small = _results(session)
     assert big.is_error and "Rejected" in " ".join(getattr(p, "text", "") for p in big.content)
     assert not small.is_error and len(small.details["dataframe"]) == 100
@@ -172,8 +178,13 @@ def duck_big(tmp_path: Path) -> str:
     url = f"duckdb:///{tmp_path / 'data.duckdb'}"
     backend = create_backend(url)
     try:
-        asyncio.run(backend._run_as("write", "CREATE TABLE big AS SELECT range AS id, "
-                                    "repeat('x', 20) AS note FROM range(200000)"))  # fmt: skip
+        asyncio.run(
+            backend._run_as(
+                "write",
+                "CREATE TABLE big AS SELECT range AS id, "
+                "repeat('x', 20) AS note FROM range(200000)",
+            )
+        )
     finally:
         backend.dispose()
     return url
@@ -243,8 +254,10 @@ async def test_a_duckdb_scan_over_the_row_budget_asks_and_a_filtered_one_does_no
     session = await run(duck_big, [BIG, SMALL, commented], ui, {"rows": 100_000})
     request, again = ui.requests  # a comment in front does not take a read out of the budget
     assert request.args == {"sql": BIG} and again.reasons == request.reasons
-    assert request.reasons == ("the engine estimates this read scans about 200,000 rows, "
-                               "over the read budget of 100,000 rows",)  # fmt: skip
+    assert request.reasons == (
+        "the engine estimates this read scans about 200,000 rows, "
+        "over the read budget of 100,000 rows",
+    )
     big, small, _commented = _results(session)
     assert big.is_error and not small.is_error and len(small.details["dataframe"]) == 100
     estimate = small.details["estimate"]

@@ -43,9 +43,12 @@ async def governed(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     async def run(url: str, sql: str) -> tuple[AgentSession, ScriptedApprovalUI]:
         ui = ScriptedApprovalUI("approved")
         model = ScriptedModel([[tool_call("query_database", {"sql": sql}, id="w1")], text("ok")])
-        session = create_agent_session(model=model, ui=ui,
-                                       audit=f"sqlite:///{tmp_path / 'audit.sqlite'}",
-                                       extensions=[pi_notebook.database.database_extension(url)])  # fmt: skip
+        session = create_agent_session(
+            model=model,
+            ui=ui,
+            audit=f"sqlite:///{tmp_path / 'audit.sqlite'}",
+            extensions=[pi_notebook.database.database_extension(url)],
+        )
         sessions.append(session)
         await session.prompt("go")
         return session, ui
@@ -77,8 +80,10 @@ async def test_deleting_referenced_orders_is_previewed_as_failing_and_fails_chan
     create_sample_database(url)
     scratch = Scratch("sqlite", url)
     try:
-        items = scratch.scalar("SELECT count(*) FROM order_items WHERE order_id IN "
-                               "(SELECT order_id FROM orders WHERE status = 'cancelled')")  # fmt: skip
+        items = scratch.scalar(
+            "SELECT count(*) FROM order_items WHERE order_id IN "
+            "(SELECT order_id FROM orders WHERE status = 'cancelled')"
+        )
         assert items > 0
         before = (scratch.count("orders"), scratch.count("order_items"))
         session, ui = await governed(url, "DELETE FROM orders WHERE status = 'cancelled'")
@@ -102,12 +107,14 @@ async def test_an_update_of_a_column_no_key_references_names_no_other_table(
     create_sample_database(url)
     backend = DatabaseBackend(url)
     try:
-        preview = await backend.preview("p1", "UPDATE orders SET status = 'void' "
-                                        "WHERE status = 'cancelled'")  # fmt: skip
+        preview = await backend.preview(
+            "p1", "UPDATE orders SET status = 'void' WHERE status = 'cancelled'"
+        )
         assert preview.affected_rows is not None and preview.affected_rows > 0
         assert preview.note is None or "order_items" not in preview.note
-        keyed = await backend.preview("p2", "UPDATE orders SET order_id = order_id + 100000 "
-                                      "WHERE status = 'cancelled'")  # fmt: skip
+        keyed = await backend.preview(
+            "p2", "UPDATE orders SET order_id = order_id + 100000 WHERE status = 'cancelled'"
+        )
         assert "would fail if it changes their key" in _note(keyed)
         assert "order_items rows reference these orders" in _note(keyed)
     finally:
@@ -123,32 +130,50 @@ def _tables(scratch: Scratch, *, locks: bool) -> str:
     parent, ON DELETE SET NULL) and, with ``locks``, one lock on parent 3 (RESTRICT)."""
     p = f"p_{uuid.uuid4().hex[:8]}"
     scratch.execute(f"CREATE TABLE {p} (id INTEGER PRIMARY KEY, grp INTEGER NOT NULL)")
-    scratch.execute(f"CREATE TABLE {p}_items (id INTEGER PRIMARY KEY, p_id INTEGER NOT NULL, "
-                    f"FOREIGN KEY (p_id) REFERENCES {p} (id) ON DELETE CASCADE "
-                    "ON UPDATE CASCADE)")  # fmt: skip
-    scratch.execute(f"CREATE TABLE {p}_notes (id INTEGER PRIMARY KEY, item_id INTEGER NOT NULL, "
-                    f"FOREIGN KEY (item_id) REFERENCES {p}_items (id) ON DELETE CASCADE)")  # fmt: skip
-    scratch.execute(f"CREATE TABLE {p}_tags (id INTEGER PRIMARY KEY, p_id INTEGER, "
-                    f"FOREIGN KEY (p_id) REFERENCES {p} (id) ON DELETE SET NULL)")  # fmt: skip
+    scratch.execute(
+        f"CREATE TABLE {p}_items (id INTEGER PRIMARY KEY, p_id INTEGER NOT NULL, "
+        f"FOREIGN KEY (p_id) REFERENCES {p} (id) ON DELETE CASCADE "
+        "ON UPDATE CASCADE)"
+    )
+    scratch.execute(
+        f"CREATE TABLE {p}_notes (id INTEGER PRIMARY KEY, item_id INTEGER NOT NULL, "
+        f"FOREIGN KEY (item_id) REFERENCES {p}_items (id) ON DELETE CASCADE)"
+    )
+    scratch.execute(
+        f"CREATE TABLE {p}_tags (id INTEGER PRIMARY KEY, p_id INTEGER, "
+        f"FOREIGN KEY (p_id) REFERENCES {p} (id) ON DELETE SET NULL)"
+    )
     parents = range(1, 7)
-    scratch.execute(f"INSERT INTO {p} (id, grp) VALUES "
-                    + ", ".join(f"({i}, {i % 2})" for i in parents))  # fmt: skip
-    scratch.execute(f"INSERT INTO {p}_items (id, p_id) VALUES "
-                    + ", ".join(f"({i * 10 + k}, {i})" for i in parents for k in (1, 2)))  # fmt: skip
-    scratch.execute(f"INSERT INTO {p}_notes (id, item_id) VALUES "
-                    + ", ".join(f"({i * 10 + k}, {i * 10 + k})" for i in parents for k in (1, 2)))  # fmt: skip
-    scratch.execute(f"INSERT INTO {p}_tags (id, p_id) VALUES "
-                    + ", ".join(f"({i}, {i})" for i in parents))  # fmt: skip
+    scratch.execute(
+        f"INSERT INTO {p} (id, grp) VALUES " + ", ".join(f"({i}, {i % 2})" for i in parents)
+    )
+    scratch.execute(
+        f"INSERT INTO {p}_items (id, p_id) VALUES "
+        + ", ".join(f"({i * 10 + k}, {i})" for i in parents for k in (1, 2))
+    )
+    scratch.execute(
+        f"INSERT INTO {p}_notes (id, item_id) VALUES "
+        + ", ".join(f"({i * 10 + k}, {i * 10 + k})" for i in parents for k in (1, 2))
+    )
+    scratch.execute(
+        f"INSERT INTO {p}_tags (id, p_id) VALUES " + ", ".join(f"({i}, {i})" for i in parents)
+    )
     if locks:
-        scratch.execute(f"CREATE TABLE {p}_locks (id INTEGER PRIMARY KEY, p_id INTEGER NOT NULL, "
-                        f"FOREIGN KEY (p_id) REFERENCES {p} (id) ON DELETE RESTRICT)")  # fmt: skip
+        scratch.execute(
+            f"CREATE TABLE {p}_locks (id INTEGER PRIMARY KEY, p_id INTEGER NOT NULL, "
+            f"FOREIGN KEY (p_id) REFERENCES {p} (id) ON DELETE RESTRICT)"
+        )
         scratch.execute(f"INSERT INTO {p}_locks (id, p_id) VALUES (1, 3), (2, 4)")
     return p
 
 
 def _state(scratch: Scratch, p: str) -> tuple[int, int, int, int]:
-    return (scratch.count(p), scratch.count(f"{p}_items"), scratch.count(f"{p}_notes"),
-            int(scratch.scalar(f"SELECT count(*) FROM {p}_tags WHERE p_id IS NULL")))  # fmt: skip
+    return (
+        scratch.count(p),
+        scratch.count(f"{p}_items"),
+        scratch.count(f"{p}_notes"),
+        int(scratch.scalar(f"SELECT count(*) FROM {p}_tags WHERE p_id IS NULL")),
+    )
 
 
 @pytest.mark.parametrize("engine", ACTION_ENGINES)
@@ -256,8 +281,10 @@ def test_sqlite_triggers_on_the_written_table_are_named(tmp_path: Path) -> None:
     try:
         p = _tables(scratch, locks=False)
         scratch.execute(f"CREATE TABLE {p}_log (n INTEGER)")
-        scratch.execute(f"CREATE TRIGGER {p}_audit AFTER DELETE ON {p} "
-                        f"BEGIN INSERT INTO {p}_log VALUES (old.id); END")  # fmt: skip
+        scratch.execute(
+            f"CREATE TRIGGER {p}_audit AFTER DELETE ON {p} "
+            f"BEGIN INSERT INTO {p}_log VALUES (old.id); END"
+        )
         preview = asyncio.run(backend.preview("t1", f"DELETE FROM {p} WHERE grp = 1"))
         assert f"{p} has trigger {p}_audit: they run with the write" in _note(preview)
         assert scratch.count(f"{p}_log") == 0 and _state(scratch, p) == (6, 12, 12, 0)

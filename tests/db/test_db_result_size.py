@@ -367,9 +367,11 @@ async def test_duckdb_streamed_read_names_an_infinite_date_met_in_a_later_chunk(
     """An infinite date in the third chunk: the chunks already read are dropped and the read
     runs again, once, with the flags, so every row comes from the same run."""
     pytest.importorskip("duckdb_engine")
-    sql = ("SELECT i, CASE WHEN i = 1500 THEN 'infinity'::date ELSE DATE '2024-01-01' END AS d, "
-           "CASE WHEN i = 1 THEN ['-infinity'::date] ELSE [] END AS l "
-           "FROM range(3000) AS t(i) ORDER BY i")  # fmt: skip
+    sql = (
+        "SELECT i, CASE WHEN i = 1500 THEN 'infinity'::date ELSE DATE '2024-01-01' END AS d, "
+        "CASE WHEN i = 1 THEN ['-infinity'::date] ELSE [] END AS l "
+        "FROM range(3000) AS t(i) ORDER BY i"
+    )
     out = await _read(f"duckdb:///{tmp_path / 'db.duckdb'}", sql, arrow=False)
     frame = out.dataframe
     assert len(frame) == 3_000 and not out.truncated and not out.size_capped

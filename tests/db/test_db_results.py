@@ -32,8 +32,9 @@ async def test_d7_count_rows_counts_every_row_with_progress() -> None:
     backend = DatabaseBackend("sqlite://", row_cap=1_000, progress_every=5_000)
     seen: list[int] = []
     try:
-        out = await backend.run("r", SERIES.format(n=12_000), on_progress=seen.append,
-                                count_rows=True)  # fmt: skip
+        out = await backend.run(
+            "r", SERIES.format(n=12_000), on_progress=seen.append, count_rows=True
+        )
     finally:
         backend.dispose()
     details = out.details()
@@ -47,8 +48,9 @@ async def test_d7_count_rows_counts_every_row_with_progress() -> None:
 async def test_d7_preview_respects_row_and_character_budgets() -> None:
     backend = DatabaseBackend("sqlite://")
     try:
-        out = await backend.run("r", "SELECT x, printf('%.500c', 'y') AS wide FROM ("
-                                + SERIES.format(n=300) + ")")  # fmt: skip
+        out = await backend.run(
+            "r", "SELECT x, printf('%.500c', 'y') AS wide FROM (" + SERIES.format(n=300) + ")"
+        )
     finally:
         backend.dispose()
     assert len(out.preview) <= 4_000
@@ -57,8 +59,14 @@ async def test_d7_preview_respects_row_and_character_budgets() -> None:
 
 
 def test_d7_preview_of_small_result_is_complete() -> None:
-    text = render_preview(["a", "b"], [(1, None), (2, "x|y")], row_count=2, row_count_exact=True,
-                          truncated=False, has_rows=True)  # fmt: skip
+    text = render_preview(
+        ["a", "b"],
+        [(1, None), (2, "x|y")],
+        row_count=2,
+        row_count_exact=True,
+        truncated=False,
+        has_rows=True,
+    )
     assert text.splitlines() == ["2 row(s), 2 column(s).", "a | b", "1 | NULL", "2 | x\\|y"]
 
 
@@ -93,8 +101,15 @@ def test_d7_preview_budget_holds_for_any_shape() -> None:
         cols = [f"column_with_a_long_name_{i}" for i in range(n_cols)]
         rows = [tuple("x" * width for _ in cols) for _ in range(n_rows)]
         for budget in (4_000, 500):
-            text = render_preview(cols, rows, row_count=n_rows, row_count_exact=True,
-                                  truncated=False, has_rows=True, max_chars=budget)  # fmt: skip
+            text = render_preview(
+                cols,
+                rows,
+                row_count=n_rows,
+                row_count_exact=True,
+                truncated=False,
+                has_rows=True,
+                max_chars=budget,
+            )
             assert len(text) <= budget, (n_cols, width, budget)
             assert text.startswith(f"{n_rows} row(s), {n_cols} column(s).")
 
@@ -142,16 +157,23 @@ def test_d7_numbers_are_formatted_for_people(value: object, column: str, shown: 
 
 
 def test_d7_preview_formats_numbers_in_cells() -> None:
-    text = render_preview(["n", "amount"], [(12345678, 1234567.891)], row_count=1,
-                          row_count_exact=True, truncated=False, has_rows=True)  # fmt: skip
+    text = render_preview(
+        ["n", "amount"],
+        [(12345678, 1234567.891)],
+        row_count=1,
+        row_count_exact=True,
+        truncated=False,
+        has_rows=True,
+    )
     assert text.splitlines()[2] == "12,345,678 | 1,234,567.891"
 
 
 def test_d7_a_wide_preview_cuts_text_but_never_a_number() -> None:
     columns = [f"c{i}" for i in range(40)]
     row = (Decimal("123456789012345678901234.5"), 1234567.891, "x" * 60, *range(37))
-    text = render_preview(columns, [row], row_count=1, row_count_exact=True, truncated=False,
-                          has_rows=True)  # fmt: skip
+    text = render_preview(
+        columns, [row], row_count=1, row_count_exact=True, truncated=False, has_rows=True
+    )
     cells = text.splitlines()[2].split(" | ")
     assert cells[:2] == ["123,456,789,012,345,678,901,234.5", "1,234,567.891"]
     assert cells[2].endswith("…") and len(cells[2]) < 60
@@ -160,9 +182,15 @@ def test_d7_a_wide_preview_cuts_text_but_never_a_number() -> None:
 @pytest.mark.postgres
 @pytest.mark.parametrize(
     "sql",
-    ["SELECT 1 AS one;", "SELECT 1 AS one -- a comment", "  (SELECT 1 AS one)", "VALUES (1)",
-     "WITH w AS (SELECT 1 AS one) SELECT * FROM w", "SHOW server_version"],
-)  # fmt: skip
+    [
+        "SELECT 1 AS one;",
+        "SELECT 1 AS one -- a comment",
+        "  (SELECT 1 AS one)",
+        "VALUES (1)",
+        "WITH w AS (SELECT 1 AS one) SELECT * FROM w",
+        "SHOW server_version",
+    ],
+)
 async def test_postgres_read_shapes_through_the_server_cursor(pg_url: str, sql: str) -> None:
     backend = DatabaseBackend(pg_url)
     try:

@@ -16,13 +16,19 @@ from pi_notebook.testing import ScriptedModel, text, tool_call
 
 TURNS = 60
 ROWS = 5_000  # two numeric columns: ~80 KB of numpy data per result
-SQL = (f"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < {ROWS}) "
-       "SELECT x, x * 0.5 AS half FROM c")  # fmt: skip
+SQL = (
+    f"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < {ROWS}) "
+    "SELECT x, x * 0.5 AS half FROM c"
+)
 
 
 def _frames(messages: list[Any]) -> list[pd.DataFrame]:
-    return [m.details["dataframe"] for m in messages if getattr(m, "role", None) == "toolResult"
-            and isinstance(m.details.get("dataframe"), pd.DataFrame)]  # fmt: skip
+    return [
+        m.details["dataframe"]
+        for m in messages
+        if getattr(m, "role", None) == "toolResult"
+        and isinstance(m.details.get("dataframe"), pd.DataFrame)
+    ]
 
 
 async def test_sixty_large_results_keep_memory_bounded(tmp_path: Path) -> None:
@@ -30,8 +36,9 @@ async def test_sixty_large_results_keep_memory_bounded(tmp_path: Path) -> None:
         [tool_call("query_database", {"sql": SQL}, id=f"q{i}")] for i in range(TURNS)
     ]
     ext = database_extension(f"sqlite:///{tmp_path / 'r.sqlite'}", row_cap=ROWS)
-    session = create_agent_session(model=ScriptedModel([*steps, text("done")]), extensions=[ext],
-                                   audit=False)  # fmt: skip
+    session = create_agent_session(
+        model=ScriptedModel([*steps, text("done")]), extensions=[ext], audit=False
+    )
     try:
         await session.prompt("go")
         gc.collect()
@@ -42,8 +49,9 @@ async def test_sixty_large_results_keep_memory_bounded(tmp_path: Path) -> None:
         assert len(results) == TURNS and not any(m.is_error for m in results)
         kept = _frames(session.messages)
         assert len(kept) == DEFAULT_KEEP and all(len(f) == ROWS for f in kept)
-        assert [m.tool_call_id for m in results if isinstance(m.details["dataframe"], pd.DataFrame)] == [
-            f"q{i}" for i in range(TURNS - DEFAULT_KEEP, TURNS)]  # fmt: skip
+        assert [
+            m.tool_call_id for m in results if isinstance(m.details["dataframe"], pd.DataFrame)
+        ] == [f"q{i}" for i in range(TURNS - DEFAULT_KEEP, TURNS)]
         old = results[0].details
         assert old["dataframe"] == DROPPED_NOTE and old["dataframe_dropped"] is True
         assert old["row_count"] == ROWS and "re-run the call" in DROPPED_NOTE
@@ -72,7 +80,12 @@ def test_keep_is_configurable_and_applies_at_once(monkeypatch: pytest.MonkeyPatc
     for m in messages:
         retention.on_event(End(m))
     assert [isinstance(m.details["dataframe"], pd.DataFrame) for m in messages] == [
-        False, False, True, True, True]  # fmt: skip
+        False,
+        False,
+        True,
+        True,
+        True,
+    ]
     retention.keep = 1
     assert retention.holding == 1 and isinstance(messages[-1].details["dataframe"], pd.DataFrame)
     assert messages[2].details["dataframe"] == DROPPED_NOTE
@@ -94,8 +107,9 @@ async def test_subscribers_see_the_dataframe_before_retention_drops_it(tmp_path:
     ext = database_extension(f"sqlite:///{tmp_path / 'k.sqlite'}")
     session = create_agent_session(
         model=ScriptedModel([tool_call("query_database", {"sql": "SELECT 1 AS one"}), text("ok")]),
-        extensions=[ext], audit=False,
-    )  # fmt: skip
+        extensions=[ext],
+        audit=False,
+    )
     session.result_retention.keep = 0
     seen: list[Any] = []
 

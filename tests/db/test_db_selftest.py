@@ -16,9 +16,12 @@ async def _session(
     tmp_path: Path, url: str, steps: list[Any], *, ui: Any = None, extra: Any = None
 ) -> Any:
     ext = ext_module.database_extension(url, row_cap=100)
-    return create_agent_session(model=ScriptedModel([*steps, text("done")]),
-                                extensions=[ext] + ([extra] if extra else []), ui=ui,
-                                audit=f"sqlite:///{tmp_path / 'audit.sqlite'}")  # fmt: skip
+    return create_agent_session(
+        model=ScriptedModel([*steps, text("done")]),
+        extensions=[ext] + ([extra] if extra else []),
+        ui=ui,
+        audit=f"sqlite:///{tmp_path / 'audit.sqlite'}",
+    )
 
 
 def _count(url: str, table: str = "t") -> int:
@@ -83,8 +86,13 @@ async def test_selftest_q8_approval_is_bound_to_canonical_argument_hash(tmp_path
         ("insert   into t (a)\n values (1)", True),
         ("INSERT INTO t (a) VALUES (2)", False),
     ]:
-        session = await _session(tmp_path, url, [[tool_call("query_database", {"sql": approved})]],
-                                 ui=ScriptedUI(True), extra=rewriting(new_sql))  # fmt: skip
+        session = await _session(
+            tmp_path,
+            url,
+            [[tool_call("query_database", {"sql": approved})]],
+            ui=ScriptedUI(True),
+            extra=rewriting(new_sql),
+        )
         try:
             await session.prompt("write")
         finally:
@@ -104,8 +112,10 @@ async def test_selftest_q10_sequential_does_not_roll_back_earlier_side_effects(
     with engine.begin() as conn:
         conn.exec_driver_sql("CREATE TABLE t (a INTEGER NOT NULL)")
     engine.dispose()
-    batch = [tool_call("query_database", {"sql": "INSERT INTO t (a) VALUES (1)"}, id="first"),
-             tool_call("query_database", {"sql": "INSERT INTO t (a) VALUES (NULL)"}, id="second")]  # fmt: skip
+    batch = [
+        tool_call("query_database", {"sql": "INSERT INTO t (a) VALUES (1)"}, id="first"),
+        tool_call("query_database", {"sql": "INSERT INTO t (a) VALUES (NULL)"}, id="second"),
+    ]
     session = await _session(tmp_path, url, [batch], ui=ScriptedUI(True))
     try:
         await session.prompt("two writes")

@@ -39,10 +39,12 @@ def maria(mysql_url: str) -> Iterator[sa.Engine]:
 
 def _pg_advisory_locks(engine: sa.Engine) -> int:
     with engine.connect() as conn:
-        return int(conn.exec_driver_sql(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = "
-            "(SELECT oid FROM pg_database WHERE datname = current_database())"
-        ).scalar_one())  # fmt: skip
+        return int(
+            conn.exec_driver_sql(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = "
+                "(SELECT oid FROM pg_database WHERE datname = current_database())"
+            ).scalar_one()
+        )
 
 
 @pytest.mark.postgres

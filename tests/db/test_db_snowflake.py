@@ -61,8 +61,11 @@ def fakesnow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         _unavailable(f"the fakesnow emulator is not installed at {program} (make builds it)")
     port = _free_port()
     data = tmp_path_factory.mktemp("fakesnow")
-    server = subprocess.Popen([program, "-s", "-p", str(port), "-d", str(data)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    server = subprocess.Popen(
+        [program, "-s", "-p", str(port), "-d", str(data)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -83,8 +86,10 @@ def fakesnow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 def warehouse(fakesnow: int) -> str:
     """A fresh database on the emulator holding ``SALES.ORDERS`` (100 rows: 25 'buy')."""
     database = f"DB_{uuid.uuid4().hex[:8].upper()}"
-    url = (f"snowflake://analyst:s3cret-pw@fakesnow/{database}/SALES?warehouse=WH&role=READER"
-           f"&host=127.0.0.1&port={fakesnow}&protocol=http")  # fmt: skip
+    url = (
+        f"snowflake://analyst:s3cret-pw@fakesnow/{database}/SALES?warehouse=WH&role=READER"
+        f"&host=127.0.0.1&port={fakesnow}&protocol=http"
+    )
     backend = create_backend(url)
     try:
         for sql in SCHEMA:
@@ -109,11 +114,13 @@ async def session_on(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     audit = f"sqlite:///{tmp_path / 'audit.sqlite'}"
 
     async def make(url: str, sqls: list[str], *, ui: Any = None, **options: Any) -> Any:
-        steps: list[Any] = [[tool_call("query_database", {"sql": s}, id=f"q{i}")]
-                            for i, s in enumerate(sqls)]  # fmt: skip
+        steps: list[Any] = [
+            [tool_call("query_database", {"sql": s}, id=f"q{i}")] for i, s in enumerate(sqls)
+        ]
         ext = pi_notebook.database.database_extension(url, **options)
-        session = create_agent_session(model=ScriptedModel([*steps, text("done")]), ui=ui,
-                                       audit=audit, extensions=[ext])  # fmt: skip
+        session = create_agent_session(
+            model=ScriptedModel([*steps, text("done")]), ui=ui, audit=audit, extensions=[ext]
+        )
         sessions.append(session)
         return session, ext
 
@@ -146,8 +153,12 @@ async def test_s1_a_snowflake_read_runs_at_once_with_the_frame_in_details(
     assert "final_args" in list(session.audit.to_dataframe()["kind"])
     schema = await ext.schema.get()
     assert [t.name for t in schema.tables] == ["ORDERS"]
-    assert [c.type for c in schema.tables[0].columns] == ["NUMBER", "TEXT", "FLOAT",
-                                                          "TIMESTAMP_NTZ"]  # fmt: skip
+    assert [c.type for c in schema.tables[0].columns] == [
+        "NUMBER",
+        "TEXT",
+        "FLOAT",
+        "TIMESTAMP_NTZ",
+    ]
     assert "s3cret-pw" not in session.audit.to_dataframe().astype(str).to_csv()
 
 
@@ -269,8 +280,9 @@ async def test_a_read_budget_on_the_emulator_says_there_is_no_estimate(
 ) -> None:
     """fakesnow has no EXPLAIN: the read runs within its own limits, and says why."""
     ui = ScriptedApprovalUI("rejected")
-    session, _ = await session_on(warehouse, ["SELECT * FROM ORDERS"], ui=ui,
-                                  read_budget={"bytes": 1})  # fmt: skip
+    session, _ = await session_on(
+        warehouse, ["SELECT * FROM ORDERS"], ui=ui, read_budget={"bytes": 1}
+    )
     await session.prompt("go")
     [result] = _results(session)
     assert not result.is_error and ui.requests == []
@@ -281,8 +293,10 @@ async def test_a_read_budget_on_the_emulator_says_there_is_no_estimate(
 
 
 def test_an_explain_plan_gives_the_bytes_snowflake_assigns() -> None:
-    plan = ('{"GlobalStats": {"partitionsTotal": 40, "partitionsAssigned": 3, '
-            '"bytesAssigned": 1048576}, "Operations": [[]]}')  # fmt: skip
+    plan = (
+        '{"GlobalStats": {"partitionsTotal": 40, "partitionsAssigned": 3, '
+        '"bytesAssigned": 1048576}, "Operations": [[]]}'
+    )
     estimate = explain_estimate(plan)
     assert (estimate.rows, estimate.bytes) == (None, 1048576)
     assert "3 of 40 partitions" in estimate.source
@@ -293,9 +307,15 @@ def test_the_url_is_parsed_as_snowflake_sqlalchemy_writes_it() -> None:
     args = snowflake_connect_args(
         "snowflake://ana:p%40ss@xy12345.eu-west-1/ANALYTICS/SALES?warehouse=WH&role=READER"
     )
-    assert args == {"account": "xy12345.eu-west-1", "user": "ana", "password": "p@ss",
-                    "database": "ANALYTICS", "schema": "SALES", "warehouse": "WH",
-                    "role": "READER"}  # fmt: skip
+    assert args == {
+        "account": "xy12345.eu-west-1",
+        "user": "ana",
+        "password": "p@ss",
+        "database": "ANALYTICS",
+        "schema": "SALES",
+        "warehouse": "WH",
+        "role": "READER",
+    }
     with pytest.raises(ValueError, match="unknown option"):
         snowflake_connect_args("snowflake://ana@acct/DB?authenticator=externalbrowser")
     with pytest.raises(ValueError, match="account is missing"):
@@ -307,8 +327,11 @@ def test_a_snowflake_url_without_the_extra_is_refused_in_one_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name.startswith("snowflake") else real(name, *a))  # fmt: skip
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name.startswith("snowflake") else real(name, *a),
+    )
     with pytest.raises(MissingExtra) as refused:
         create_backend("snowflake://ana@acct/DB/SALES")
     assert str(refused.value) == (

@@ -85,10 +85,15 @@ async def test_side_effect_statements_change_nothing_when_run_as_the_tool_runs_t
     backend = _backend(spark_url)
     out = tmp_path / "out"
     statements = [s.replace("'/tmp/out'", f"'{out}'") for s in _corpus("side_effects.sql")]
-    statements += ["CREATE TABLE pwn AS SELECT * FROM events", "SET spark.sql.ansi.enabled = false",
-                   "CACHE TABLE events", "CREATE TEMPORARY VIEW tv AS SELECT 1 AS x",
-                   "INSERT INTO events SELECT * FROM events", "DROP TABLE events",
-                   f"INSERT OVERWRITE DIRECTORY '{out}' USING parquet SELECT * FROM events"]  # fmt: skip
+    statements += [
+        "CREATE TABLE pwn AS SELECT * FROM events",
+        "SET spark.sql.ansi.enabled = false",
+        "CACHE TABLE events",
+        "CREATE TEMPORARY VIEW tv AS SELECT 1 AS x",
+        "INSERT INTO events SELECT * FROM events",
+        "DROP TABLE events",
+        f"INSERT OVERWRITE DIRECTORY '{out}' USING parquet SELECT * FROM events",
+    ]
     try:
         for index, sql in enumerate(statements):
             with pytest.raises(QueryRefused):
@@ -147,9 +152,14 @@ async def test_stop_interrupts_an_approved_write_and_says_what_stays(spark_url: 
     running = asyncio.Event()
     try:
         await backend._run_as("write", "CREATE TABLE stopped_w (id BIGINT) USING parquet")
-        write = asyncio.create_task(backend._run_as(
-            "write", "INSERT INTO stopped_w SELECT id FROM range(0, 100000000000, 1, 100000)",
-            signal=controller.signal, on_progress=lambda _n: running.set()))  # fmt: skip
+        write = asyncio.create_task(
+            backend._run_as(
+                "write",
+                "INSERT INTO stopped_w SELECT id FROM range(0, 100000000000, 1, 100000)",
+                signal=controller.signal,
+                on_progress=lambda _n: running.set(),
+            )
+        )
         await asyncio.wait_for(running.wait(), 120)
         controller.abort()
         with pytest.raises(QueryAborted) as stopped:
@@ -174,8 +184,9 @@ async def test_the_preview_counts_with_a_derived_read_and_bounds_hold(spark_url:
     backend = _backend(spark_url)
     sql = "INSERT INTO bounded SELECT * FROM events WHERE kind = 'buy'"
     try:
-        await backend._run_as("write", "CREATE TABLE bounded USING parquet AS SELECT * FROM "
-                              "events WHERE 1 = 0")  # fmt: skip
+        await backend._run_as(
+            "write", "CREATE TABLE bounded USING parquet AS SELECT * FROM events WHERE 1 = 0"
+        )
         preview = await backend.preview("p1", sql)
         assert preview.affected_rows == 25 and preview.method is not None
         with pytest.raises(QueryRefused, match="needs no preview"):
@@ -234,8 +245,10 @@ async def test_a_server_that_does_not_answer_is_a_timeout_and_nothing_runs() -> 
         try:
             with pytest.raises(QueryTimeout) as failed:
                 await asyncio.wait_for(backend.run("w1", "SELECT 1"), 60)
-            assert str(failed.value) == (f"Could not connect to sc://127.0.0.1:{port}: no answer "
-                                         "within the statement timeout (2 s).")  # fmt: skip
+            assert str(failed.value) == (
+                f"Could not connect to sc://127.0.0.1:{port}: no answer "
+                "within the statement timeout (2 s)."
+            )
         finally:
             backend.dispose()
 

@@ -26,8 +26,9 @@ at the cancel), so the server is free again at once."""
 
 
 def _script(*sqls: str) -> ScriptedModel:
-    steps: list[Any] = [[tool_call("query_database", {"sql": s}, id=f"q{i}")]
-                        for i, s in enumerate(sqls)]  # fmt: skip
+    steps: list[Any] = [
+        [tool_call("query_database", {"sql": s}, id=f"q{i}")] for i, s in enumerate(sqls)
+    ]
     return ScriptedModel([*steps, text("done")])
 
 
@@ -46,11 +47,16 @@ async def session_on(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     sessions: list[AgentSession] = []
     audit = f"sqlite:///{tmp_path / 'audit.sqlite'}"
 
-    async def make(url: str, sqls: list[str], *, ui: Any = None, events: list[Any] | None = None,
-                   **options: Any) -> Any:  # fmt: skip
+    async def make(
+        url: str,
+        sqls: list[str],
+        *,
+        ui: Any = None,
+        events: list[Any] | None = None,
+        **options: Any,
+    ) -> Any:
         ext = pi_notebook.database.database_extension(url, **options)
-        session = create_agent_session(model=_script(*sqls), ui=ui, audit=audit,
-                                       extensions=[ext])  # fmt: skip
+        session = create_agent_session(model=_script(*sqls), ui=ui, audit=audit, extensions=[ext])
         if events is not None:
             session.subscribe(events.append)
         sessions.append(session)
@@ -183,8 +189,11 @@ async def test_stop_interrupts_a_long_spark_job_after_its_progress_shows(
     run = asyncio.create_task(session.prompt("go"))
 
     def job_updates() -> list[Any]:
-        return [e.partial_result for e in events if e.type == "tool_execution_update"
-                and e.partial_result.details.get("phase") == "job"]  # fmt: skip
+        return [
+            e.partial_result
+            for e in events
+            if e.type == "tool_execution_update" and e.partial_result.details.get("phase") == "job"
+        ]
 
     for _ in range(600):  # the job's first progress report, within a minute
         if job_updates():
@@ -201,8 +210,7 @@ async def test_stop_interrupts_a_long_spark_job_after_its_progress_shows(
 async def test_the_read_budget_asks_for_a_big_scan_only(spark_url: str, session_on: Any) -> None:
     ui = ScriptedApprovalUI("rejected")
     big, small = "SELECT count(*) AS n FROM range(100000000)", "SELECT * FROM events"
-    session, _ = await session_on(spark_url, [big, small], ui=ui,
-                                  read_budget={"bytes": 10_000_000})  # fmt: skip
+    session, _ = await session_on(spark_url, [big, small], ui=ui, read_budget={"bytes": 10_000_000})
     await session.prompt("go")
     [request] = ui.requests
     assert request.title == "Large database read" and request.args == {"sql": big}

@@ -32,13 +32,24 @@ ENDLESS = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELEC
 def _fill(path: Path, rows: int = ROWS, journal: str = "delete") -> str:
     conn = sqlite3.connect(path)
     conn.execute(f"PRAGMA journal_mode = {journal}")
-    conn.execute("CREATE TABLE typed (id INTEGER PRIMARY KEY, name TEXT, amount REAL, "
-                 "maybe INTEGER, blob BLOB, day TEXT)")  # fmt: skip
+    conn.execute(
+        "CREATE TABLE typed (id INTEGER PRIMARY KEY, name TEXT, amount REAL, "
+        "maybe INTEGER, blob BLOB, day TEXT)"
+    )
     conn.executemany(
         "INSERT INTO typed VALUES (?, ?, ?, ?, ?, ?)",
-        [(i, f"näme {i}" if i % 5 else "", i * 1.25, None if i % 7 == 0 else i,
-          bytes([i % 256]) * 3, f"2024-01-{i % 28 + 1:02d}") for i in range(1, rows + 1)],
-    )  # fmt: skip
+        [
+            (
+                i,
+                f"näme {i}" if i % 5 else "",
+                i * 1.25,
+                None if i % 7 == 0 else i,
+                bytes([i % 256]) * 3,
+                f"2024-01-{i % 28 + 1:02d}",
+            )
+            for i in range(1, rows + 1)
+        ],
+    )
     conn.commit()
     conn.close()
     return f"sqlite:///{path}"
@@ -120,8 +131,9 @@ async def test_sqlite_arrow_read_sees_a_number_in_a_text_column_past_the_first_b
     conn = sqlite3.connect(path)
     conn.execute(f"PRAGMA journal_mode = {journal}")
     conn.execute("CREATE TABLE untyped (id INTEGER PRIMARY KEY, v)")
-    conn.executemany("INSERT INTO untyped (v) VALUES (?)",
-                     [(f"text {i}",) for i in range(40_000)] + [(5,)])  # fmt: skip
+    conn.executemany(
+        "INSERT INTO untyped (v) VALUES (?)", [(f"text {i}",) for i in range(40_000)] + [(5,)]
+    )
     conn.commit()
     conn.close()
     spy = _Spy(monkeypatch)
@@ -193,7 +205,9 @@ def test_sqlite_arrow_child_opens_the_file_read_only(tmp_path: Path) -> None:
         reader.close()
     conn = sqlite3.connect(tmp_path / "db.sqlite")
     assert conn.execute("SELECT count(*) FROM typed WHERE id = -1").fetchone() == (0,)
-    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'made_by_child'").fetchone() == (0,)  # fmt: skip
+    assert conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE name = 'made_by_child'"
+    ).fetchone() == (0,)
     conn.close()
 
 
@@ -241,8 +255,9 @@ async def test_sqlite_arrow_read_is_stopped_by_abort_and_timeout(tmp_path: Path)
     backend = DatabaseBackend(url, row_cap=10_000_000, arrow=True, statement_timeout_s=60)
     controller = AbortController()
     try:
-        task = asyncio.create_task(backend.run("r", f"SELECT count(*) FROM ({ENDLESS})",
-                                               signal=controller.signal))  # fmt: skip
+        task = asyncio.create_task(
+            backend.run("r", f"SELECT count(*) FROM ({ENDLESS})", signal=controller.signal)
+        )
         await asyncio.sleep(0.5)
         started = time.perf_counter()
         controller.abort()

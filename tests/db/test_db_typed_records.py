@@ -41,8 +41,9 @@ async def test_every_backend_record_is_typed() -> None:
         await backend.run("w0", ddl)
         write = "INSERT INTO t VALUES (1)"
         preview = await backend.preview("w1", write)
-        backend.capabilities.grant("w1", query_args_hash(write, backend.dialect),
-                                   expected_rows=preview.affected_rows)  # fmt: skip
+        backend.capabilities.grant(
+            "w1", query_args_hash(write, backend.dialect), expected_rows=preview.affected_rows
+        )
         await backend.run("w1", write)
         drift = "DELETE FROM t"
         backend.capabilities.grant("w2", query_args_hash(drift, backend.dialect), expected_rows=5)
@@ -52,8 +53,15 @@ async def test_every_backend_record_is_typed() -> None:
         backend.dispose()
     typed = _typed_kinds()
     written = {r["kind"] for r in audit.records}
-    assert {"capability_mismatch", "query_refused", "final_args", "query_result", "query_error",
-            "write_preview", "preview_drift"} <= written  # fmt: skip
+    assert {
+        "capability_mismatch",
+        "query_refused",
+        "final_args",
+        "query_result",
+        "query_error",
+        "write_preview",
+        "preview_drift",
+    } <= written
     for record in audit.records:
         kind = record["kind"]
         assert kind in typed, f"{kind} has no typed record class"

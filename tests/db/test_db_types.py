@@ -14,12 +14,15 @@ from pi_notebook.sql.backend import DatabaseBackend
 async def test_postgres_infinite_bc_and_far_future_dates_come_through(pg_url: str) -> None:
     backend = DatabaseBackend(pg_url)
     try:
-        out = await backend.run("r", (
-            "SELECT d, ts, tz FROM (VALUES "
-            "('infinity'::date, '-infinity'::timestamp, 'infinity'::timestamptz), "
-            "('0044-03-15 BC', '0044-03-15 12:00 BC', '10000-01-01 00:00+00'), "
-            "('2024-02-29', '2024-02-29 10:30', '2024-02-29 10:30+00')) AS v(d, ts, tz)"
-        ))  # fmt: skip
+        out = await backend.run(
+            "r",
+            (
+                "SELECT d, ts, tz FROM (VALUES "
+                "('infinity'::date, '-infinity'::timestamp, 'infinity'::timestamptz), "
+                "('0044-03-15 BC', '0044-03-15 12:00 BC', '10000-01-01 00:00+00'), "
+                "('2024-02-29', '2024-02-29 10:30', '2024-02-29 10:30+00')) AS v(d, ts, tz)"
+            ),
+        )
     finally:
         backend.dispose()
     frame = out.dataframe
@@ -38,8 +41,10 @@ async def test_mariadb_zero_dates_come_through_as_text(mysql_url: str) -> None:
     with engine.begin() as conn:
         conn.exec_driver_sql("SET SESSION sql_mode = ''")  # allow zero dates for the setup
         conn.exec_driver_sql("CREATE TABLE zero_dates (d DATE, ts DATETIME)")
-        conn.exec_driver_sql("INSERT INTO zero_dates VALUES ('0000-00-00', '0000-00-00 00:00:00'),"
-                             " ('2020-00-15', '2020-01-01 00:00:00')")  # fmt: skip
+        conn.exec_driver_sql(
+            "INSERT INTO zero_dates VALUES ('0000-00-00', '0000-00-00 00:00:00'),"
+            " ('2020-00-15', '2020-01-01 00:00:00')"
+        )
     backend = DatabaseBackend(mysql_url)
     try:
         out = await backend.run("r", "SELECT d, ts FROM zero_dates")
@@ -56,10 +61,13 @@ async def test_mariadb_zero_dates_come_through_as_text(mysql_url: str) -> None:
 async def test_postgres_24h_time_and_timetz_come_through(pg_url: str) -> None:
     backend = DatabaseBackend(pg_url)
     try:
-        out = await backend.run("r", (
-            "SELECT t, tz FROM (VALUES ('24:00:00'::time, '24:00:00+02'::timetz), "
-            "('12:30', '12:30+01')) AS v(t, tz)"
-        ))  # fmt: skip
+        out = await backend.run(
+            "r",
+            (
+                "SELECT t, tz FROM (VALUES ('24:00:00'::time, '24:00:00+02'::timetz), "
+                "('12:30', '12:30+01')) AS v(t, tz)"
+            ),
+        )
         arrays = await backend.run("r2", "SELECT ARRAY['24:00'::time, '01:00'] AS a")
     finally:
         backend.dispose()

@@ -47,10 +47,19 @@ def test_run_statement_leaves_only_a_small_result_unbuilt(tmp_path: Path) -> Non
             "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300) "
             "SELECT x FROM c",
         ]:
-            built = run_statement(engine, "sqlite", "read", sql, settings, canceller=Canceller(),
-                                  slot=slot)  # fmt: skip
-            sent = run_statement(engine, "sqlite", "read", sql, settings, canceller=Canceller(),
-                                 slot=slot, build_small=False)  # fmt: skip
+            built = run_statement(
+                engine, "sqlite", "read", sql, settings, canceller=Canceller(), slot=slot
+            )
+            sent = run_statement(
+                engine,
+                "sqlite",
+                "read",
+                sql,
+                settings,
+                canceller=Canceller(),
+                slot=slot,
+                build_small=False,
+            )
             assert built.frame is not None
             small = built.row_count <= SEND_ROWS_AT_MOST
             assert (sent.frame is None) == small

@@ -67,8 +67,11 @@ async def test_a_read_carries_the_time_limit_and_the_urls_catalog_and_schema(
         sent.sql == "SELECT n, kind FROM events"
     )  # no trailing ";" or comment: Trino refuses them
     assert sent.headers["X-Trino-Session"] == "query_max_execution_time=20s"
-    assert (sent.headers["X-Trino-User"], sent.headers["X-Trino-Catalog"],
-            sent.headers["X-Trino-Schema"]) == ("analyst", "hive", "sales")  # fmt: skip
+    assert (
+        sent.headers["X-Trino-User"],
+        sent.headers["X-Trino-Catalog"],
+        sent.headers["X-Trino-Schema"],
+    ) == ("analyst", "hive", "sales")
 
 
 async def test_a_read_stops_paging_at_the_row_cap_and_cancels_the_rest(
@@ -83,8 +86,9 @@ async def test_a_read_stops_paging_at_the_row_cap_and_cancels_the_rest(
 
 async def test_stop_deletes_the_querys_next_uri(server: FakeTrino, backend: TrinoBackend) -> None:
     controller = AbortController()
-    running = asyncio.create_task(backend.run("r1", "SELECT * FROM slow_table",
-                                              signal=controller.signal))  # fmt: skip
+    running = asyncio.create_task(
+        backend.run("r1", "SELECT * FROM slow_table", signal=controller.signal)
+    )
     assert await asyncio.to_thread(server.held.wait, 20)
     controller.abort()
     with pytest.raises(QueryAborted):
@@ -176,8 +180,10 @@ async def test_the_schema_is_read_from_the_catalogs_information_schema(
 ) -> None:
     schema = await asyncio.to_thread(inspect_schema, schema_source(backend), "trino")
     assert [(t.name, t.kind) for t in schema.tables] == [("events", "table"), ("recent", "view")]
-    assert [(c.name, c.nullable) for c in schema.tables[0].columns] == [("ts", False),
-                                                                       ("kind", True)]  # fmt: skip
+    assert [(c.name, c.nullable) for c in schema.tables[0].columns] == [
+        ("ts", False),
+        ("kind", True),
+    ]
 
 
 def test_trino_urls_connect_and_say_where_the_wall_is(monkeypatch: Any) -> None:
@@ -192,8 +198,9 @@ def test_trino_urls_connect_and_say_where_the_wall_is(monkeypatch: Any) -> None:
         create_backend("trino://analyst:s3cret@db.internal:8080/hive/sales")
     assert "s3cret" not in str(plain.value)
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "trino" else real(name, *a))  # fmt: skip
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "trino" else real(name, *a)
+    )
     with pytest.raises(MissingExtra, match=r'pip install "pi-notebook\[trino\]"'):
         create_backend("trino://analyst@db.internal:8080/hive/sales")
 

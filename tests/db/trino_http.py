@@ -20,8 +20,11 @@ from loopback_http import LoopbackServer
 __all__ = ["FakeTrino", "Statement"]
 
 _BIGINT = {"name": "", "type": "bigint", "typeSignature": {"rawType": "bigint", "arguments": []}}
-_VARCHAR = {"name": "", "type": "varchar",
-            "typeSignature": {"rawType": "varchar", "arguments": [{"kind": "LONG", "value": 2147483647}]}}  # fmt: skip
+_VARCHAR = {
+    "name": "",
+    "type": "varchar",
+    "typeSignature": {"rawType": "varchar", "arguments": [{"kind": "LONG", "value": 2147483647}]},
+}
 PAGES = 1000
 """Pages of 1000 rows ``numbers_stream`` has (a million rows)."""
 
@@ -47,11 +50,20 @@ class FakeTrino(LoopbackServer):
 
     statements: dict[str, Statement] = field(default_factory=dict)
     counts: int = 3
-    plan: dict[str, Any] = field(default_factory=lambda: {
-        "inputTableColumnInfos": [
-            {"table": {"catalog": "hive", "schemaTable": {"schema": "sales", "table": "events"}},
-             "estimate": {"outputRowCount": 8192.0, "outputSizeInBytes": 131072.0}}],
-        "estimate": {"outputRowCount": 1.0, "outputSizeInBytes": 9.0}})  # fmt: skip
+    plan: dict[str, Any] = field(
+        default_factory=lambda: {
+            "inputTableColumnInfos": [
+                {
+                    "table": {
+                        "catalog": "hive",
+                        "schemaTable": {"schema": "sales", "table": "events"},
+                    },
+                    "estimate": {"outputRowCount": 8192.0, "outputSizeInBytes": 131072.0},
+                }
+            ],
+            "estimate": {"outputRowCount": 1.0, "outputSizeInBytes": 9.0},
+        }
+    )
     held: threading.Event = field(default_factory=threading.Event)
     _ids: Any = field(default_factory=itertools.count)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -72,37 +84,74 @@ class FakeTrino(LoopbackServer):
         query_id = f"q{next(self._ids)}"
         with self._lock:
             self.statements[query_id] = Statement(body, dict(handler.headers))
-        _json(handler, {**self._base(query_id), "nextUri": self._next(query_id, 1),
-                        "stats": {"state": "QUEUED"}})  # fmt: skip
+        _json(
+            handler,
+            {
+                **self._base(query_id),
+                "nextUri": self._next(query_id, 1),
+                "stats": {"state": "QUEUED"},
+            },
+        )
 
     def get(self, handler: Any) -> None:
         query_id, page = handler.path.rstrip("/").split("/")[-2:]
         statement = self.statements[query_id]
         base = self._base(query_id)
         if statement.deleted:
-            return _json(handler, {**base, "stats": {"state": "FAILED"}, "error": {
-                "message": "Query was canceled", "errorCode": 3, "errorName": "USER_CANCELED",
-                "errorType": "USER_ERROR"}})  # fmt: skip
+            return _json(
+                handler,
+                {
+                    **base,
+                    "stats": {"state": "FAILED"},
+                    "error": {
+                        "message": "Query was canceled",
+                        "errorCode": 3,
+                        "errorName": "USER_CANCELED",
+                        "errorType": "USER_ERROR",
+                    },
+                },
+            )
         sql, number = statement.sql, int(page)
         if "slow_table" in sql:  # running, no rows, until a DELETE
             self.held.set()
             time.sleep(0.02)
-            return _json(handler, {**base, "nextUri": self._next(query_id, number + 1),
-                                   "stats": {"state": "RUNNING"}})  # fmt: skip
+            return _json(
+                handler,
+                {
+                    **base,
+                    "nextUri": self._next(query_id, number + 1),
+                    "stats": {"state": "RUNNING"},
+                },
+            )
         if "numbers_stream" in sql:
             statement.pages += 1
             rows = [[i] for i in range((number - 1) * 1000, number * 1000)]
             more = {"nextUri": self._next(query_id, number + 1)} if number < PAGES else {}
-            return _json(handler, {**base, **more, "columns": [_column(_BIGINT, "number")],
-                                   "data": rows, "stats": {"state": "RUNNING"}})  # fmt: skip
+            return _json(
+                handler,
+                {
+                    **base,
+                    **more,
+                    "columns": [_column(_BIGINT, "number")],
+                    "data": rows,
+                    "stats": {"state": "RUNNING"},
+                },
+            )
         if sql.startswith(("INSERT", "DELETE", "UPDATE")):
             kind = sql.split()[0]
-            return _json(handler, {**base, "columns": [_column(_BIGINT, "rows")],
-                                   "data": [[self.counts]], "updateType": kind,
-                                   "updateCount": self.counts, "stats": {"state": "FINISHED"}})  # fmt: skip
+            return _json(
+                handler,
+                {
+                    **base,
+                    "columns": [_column(_BIGINT, "rows")],
+                    "data": [[self.counts]],
+                    "updateType": kind,
+                    "updateCount": self.counts,
+                    "stats": {"state": "FINISHED"},
+                },
+            )
         columns, data = _result(sql, self.counts, self.plan)
-        _json(handler, {**base, "columns": columns, "data": data,
-                        "stats": {"state": "FINISHED"}})  # fmt: skip
+        _json(handler, {**base, "columns": columns, "data": data, "stats": {"state": "FINISHED"}})
 
     def delete(self, handler: Any) -> None:
         query_id = handler.path.rstrip("/").split("/")[-2]
@@ -119,12 +168,16 @@ def _result(sql: str, counts: int, plan: dict[str, Any]) -> tuple[list[Any], lis
     if "count(*)" in sql.lower():
         return [_column(_BIGINT, "_col0")], [[counts]]
     if "information_schema.tables" in sql:
-        return ([_column(_VARCHAR, "table_name"), _column(_VARCHAR, "table_type")],
-                [["events", "BASE TABLE"], ["recent", "VIEW"]])  # fmt: skip
+        return (
+            [_column(_VARCHAR, "table_name"), _column(_VARCHAR, "table_type")],
+            [["events", "BASE TABLE"], ["recent", "VIEW"]],
+        )
     if "information_schema.columns" in sql:
         names = ("table_name", "column_name", "data_type", "is_nullable")
-        return ([_column(_VARCHAR, n) for n in names],
-                [["events", "ts", "timestamp(3)", "NO"], ["events", "kind", "varchar", "YES"]])  # fmt: skip
+        return (
+            [_column(_VARCHAR, n) for n in names],
+            [["events", "ts", "timestamp(3)", "NO"], ["events", "kind", "varchar", "YES"]],
+        )
     return ([_column(_BIGINT, "n"), _column(_VARCHAR, "kind")], [[1, "view"], [2, "café"]])
 
 

@@ -121,8 +121,13 @@ async def test_c31_ctx_is_fresh_per_call_and_carries_the_session(
 class PerCallUI(DialogUI):
     """A host UI that binds its dialogs to a call: ``for_call`` records which call asked."""
 
-    def __init__(self, *, call_id: str | None = None, by_call: dict[str, list[str]] | None = None,
-                 answer: bool = True) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        call_id: str | None = None,
+        by_call: dict[str, list[str]] | None = None,
+        answer: bool = True,
+    ) -> None:
         super().__init__(answer=answer)
         self.call_id = call_id
         self.by_call: dict[str, list[str]] = by_call if by_call is not None else {}
@@ -130,8 +135,14 @@ class PerCallUI(DialogUI):
     def for_call(self, tool_call_id: str) -> PerCallUI:
         return PerCallUI(call_id=tool_call_id, by_call=self.by_call, answer=self.answer)
 
-    async def confirm(self, title: str, message: str, *, signal: AbortSignal | None = None,
-                      timeout: float | None = None) -> bool:  # fmt: skip
+    async def confirm(
+        self,
+        title: str,
+        message: str,
+        *,
+        signal: AbortSignal | None = None,
+        timeout: float | None = None,
+    ) -> bool:
         self.by_call.setdefault(self.call_id or "-", []).append(message)
         return await super().confirm(title, message, signal=signal, timeout=timeout)
 
@@ -161,8 +172,9 @@ async def test_c31_ctx_knows_its_call_and_its_ui_is_bound_to_that_call(
 
     ui = PerCallUI()
     calls = [tool_call("echo", {"text": "a"}, id="a1"), tool_call("echo", {"text": "b"}, id="b2")]
-    session = create_agent_session(model=ScriptedModel([calls, text("done")]), extensions=[ext],
-                                   ui=ui, audit=False)  # fmt: skip
+    session = create_agent_session(
+        model=ScriptedModel([calls, text("done")]), extensions=[ext], ui=ui, audit=False
+    )
     await session.prompt("go")
     assert ("agent_start", None) in seen  # a handler of an event that belongs to no call
     for kind in ("tool_call", "execute", "tool_result", "end"):

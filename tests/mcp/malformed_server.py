@@ -13,13 +13,21 @@ from typing import Any
 
 _SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 TOOLS: list[Any] = [
-    {"name": "good", "description": "Echo text.", "inputSchema": _SCHEMA,
-     "annotations": {"readOnlyHint": True}},
+    {
+        "name": "good",
+        "description": "Echo text.",
+        "inputSchema": _SCHEMA,
+        "annotations": {"readOnlyHint": True},
+    },
     {"name": "broken_schema", "description": "Its schema is a string.", "inputSchema": "nope"},
     {"description": "No name at all.", "inputSchema": _SCHEMA},
-    {"name": "also_good", "description": "Echo text too.", "inputSchema": _SCHEMA,
-     "annotations": {"readOnlyHint": True}},
-]  # fmt: skip
+    {
+        "name": "also_good",
+        "description": "Echo text too.",
+        "inputSchema": _SCHEMA,
+        "annotations": {"readOnlyHint": True},
+    },
+]
 
 
 def _answer(request: dict[str, Any]) -> dict[str, Any] | None:
@@ -40,8 +48,11 @@ def _answer(request: dict[str, Any]) -> dict[str, Any] | None:
     elif method == "ping":
         result = {}
     else:
-        return {"jsonrpc": "2.0", "id": request["id"],
-                "error": {"code": -32601, "message": f"no method {method}"}}  # fmt: skip
+        return {
+            "jsonrpc": "2.0",
+            "id": request["id"],
+            "error": {"code": -32601, "message": f"no method {method}"},
+        }
     return {"jsonrpc": "2.0", "id": request["id"], "result": result}
 
 

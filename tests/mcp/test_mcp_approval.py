@@ -32,15 +32,28 @@ from pi_notebook.mcp.approval import (
 )
 from tests.mcp.mcp_support import Relay, toy_stdio
 
-PREVIEW = WritePreview(affected_rows=3, method="counted in a rolled-back transaction",
-                       sample=pd.DataFrame({"id": [1, 2, 3]}))  # fmt: skip
+PREVIEW = WritePreview(
+    affected_rows=3,
+    method="counted in a rolled-back transaction",
+    sample=pd.DataFrame({"id": [1, 2, 3]}),
+)
 
 
-def request(sql: str = "DELETE FROM t WHERE a < 4", *, digest: str = "h" * 64,
-            preview: WritePreview | None = PREVIEW) -> ApprovalRequest:  # fmt: skip
-    return ApprovalRequest(tool_call_id="c1", tool_name="query_database", title="Database write",
-                           args={"sql": sql}, args_hash=digest, reasons=("DELETE changes data",),
-                           preview=preview)  # fmt: skip
+def request(
+    sql: str = "DELETE FROM t WHERE a < 4",
+    *,
+    digest: str = "h" * 64,
+    preview: WritePreview | None = PREVIEW,
+) -> ApprovalRequest:
+    return ApprovalRequest(
+        tool_call_id="c1",
+        tool_name="query_database",
+        title="Database write",
+        args={"sql": sql},
+        args_hash=digest,
+        reasons=("DELETE changes data",),
+        preview=preview,
+    )
 
 
 def ui() -> McpApprovalUI:
@@ -48,9 +61,17 @@ def ui() -> McpApprovalUI:
 
 
 def test_the_message_shows_statement_reasons_preview_and_binding() -> None:
-    text = approval_message(Question(title="Database write", tool_name="query_database",
-                                     statement="DELETE FROM t WHERE a < 4", args_hash="ab" * 32,
-                                     reasons=("DELETE changes data",), preview=PREVIEW), "Claude")  # fmt: skip
+    text = approval_message(
+        Question(
+            title="Database write",
+            tool_name="query_database",
+            statement="DELETE FROM t WHERE a < 4",
+            args_hash="ab" * 32,
+            reasons=("DELETE changes data",),
+            preview=PREVIEW,
+        ),
+        "Claude",
+    )
     assert text.startswith("Database write: Claude asks to run this query_database call.")
     assert "    DELETE FROM t WHERE a < 4" in text
     assert "Why it needs approval: DELETE changes data." in text
@@ -168,8 +189,9 @@ def test_an_unanswered_question_is_handed_on_as_expired_once() -> None:
     asking call's approval as expired (at the next look, or when the server stops)."""
     now = [0.0]
     expired: list[tuple[str | None, str]] = []
-    pending = PendingApprovals(10, clock=lambda: now[0],
-                               on_expired=lambda call, q: expired.append((call, q.args_hash)))  # fmt: skip
+    pending = PendingApprovals(
+        10, clock=lambda: now[0], on_expired=lambda call, q: expired.append((call, q.args_hash))
+    )
     question = Question(title="t", tool_name="q", statement="s", args_hash="h", preview=PREVIEW)
     pending.add(question, "k", asked_in="call-late")
     kept = pending.add(question, "k", asked_in="call-kept")
@@ -206,8 +228,9 @@ async def test_an_edited_mcp_call_runs_as_edited(tmp_path: Path) -> None:
     original, edited = tmp_path / "orig.txt", tmp_path / "edited.txt"
     ui = _EditingUI({"path": str(edited), "text": "edited"})
     ext = mcp_extension({"toy": toy_stdio()}, log_dir=tmp_path)
-    session = create_agent_session(model=Relay(), extensions=[ext], ui=ui, audit="sqlite://",
-                                   builtin_tools=False)  # fmt: skip
+    session = create_agent_session(
+        model=Relay(), extensions=[ext], ui=ui, audit="sqlite://", builtin_tools=False
+    )
     await session.start()
     try:
         result = await session.call_tool("mcp__toy__write_marker", {"path": str(original)})
@@ -230,13 +253,24 @@ async def test_a_question_left_unanswered_when_the_server_stops_ends_expired_in_
     from pi_notebook.mcp.serve import ServeOptions, served_session
 
     options = ServeOptions(
-        command="serve", database_url=f"sqlite:///{tmp_path}/data.sqlite",
-        audit_url=f"sqlite:///{tmp_path}/audit.sqlite", data_policy=None, approval_timeout=60,
-        http=None, issuer=None, audience=None, resource_url=None,
-    )  # fmt: skip
-    question = Question(title="Database write", tool_name="query_database",
-                        statement="DELETE FROM t", args_hash="h" * 64, reasons=("DELETE",),
-                        args={"sql": "DELETE FROM t"})  # fmt: skip
+        command="serve",
+        database_url=f"sqlite:///{tmp_path}/data.sqlite",
+        audit_url=f"sqlite:///{tmp_path}/audit.sqlite",
+        data_policy=None,
+        approval_timeout=60,
+        http=None,
+        issuer=None,
+        audience=None,
+        resource_url=None,
+    )
+    question = Question(
+        title="Database write",
+        tool_name="query_database",
+        statement="DELETE FROM t",
+        args_hash="h" * 64,
+        reasons=("DELETE",),
+        args={"sql": "DELETE FROM t"},
+    )
     async with served_session(options) as (_session, server):
         server.pending.add(question, "approve", asked_in="mcp_asked")
     # Read later, without the session: the reader says how the database tool's calls read.

@@ -23,8 +23,15 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 class Toy:
-    def __init__(self, session: AgentSession, ext: McpExtension, ui: ScriptedUI, relay: Relay,
-                 proc: subprocess.Popen[str], url: str) -> None:  # fmt: skip
+    def __init__(
+        self,
+        session: AgentSession,
+        ext: McpExtension,
+        ui: ScriptedUI,
+        relay: Relay,
+        proc: subprocess.Popen[str],
+        url: str,
+    ) -> None:
         self.session, self.ext, self.ui, self.relay = session, ext, ui, relay
         self.proc, self.url = proc, url
 
@@ -37,9 +44,13 @@ async def toy() -> AsyncIterator[Toy]:
     ext = mcp_extension({"web": {"url": url, "headers": {"X-Pi-Test": "${PI_TEST_SECRET_HEADER}"}}})
     ui, relay = ScriptedUI(), Relay()
     session = create_agent_session(
-        model=relay, extensions=[ext], ui=ui, audit="sqlite://", builtin_tools=False,
+        model=relay,
+        extensions=[ext],
+        ui=ui,
+        audit="sqlite://",
+        builtin_tools=False,
         excluded_tool_names=["mcp__web__picture"],
-    )  # fmt: skip
+    )
     state = Toy(session, ext, ui, relay, proc, url)
     try:
         await session.start()

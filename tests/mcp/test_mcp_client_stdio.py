@@ -83,8 +83,13 @@ async def test_tools_listed_and_registered_with_server_schema_and_source(toy: To
         assert info.description == remote[name].description
     assert toy.session.active_tool_names == list(registry)  # active like any extension tool
     approval = {t.remote_name: t.requires_approval for t in toy.ext.tools.values()}
-    assert approval == {"lookup": False, "write_marker": True, "nap": False, "header": False,
-                        "picture": False}  # fmt: skip
+    assert approval == {
+        "lookup": False,
+        "write_marker": True,
+        "nap": False,
+        "header": False,
+        "picture": False,
+    }
     definition = registry["mcp__toy__write_marker"].definition
     assert callable(definition.requires_approval)
     assert "destructive" in definition.requires_approval(None)

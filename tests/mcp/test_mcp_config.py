@@ -159,8 +159,11 @@ def test_the_server_refuses_unusable_settings(
     tmp_path: Path, extra: list[str], message: str
 ) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "pi_notebook.mcp", "serve", *extra], capture_output=True, text=True,
-        env=child_env(PI_NOTEBOOK_DATA_DIR=str(tmp_path)), timeout=60,
-    )  # fmt: skip
+        [sys.executable, "-m", "pi_notebook.mcp", "serve", *extra],
+        capture_output=True,
+        text=True,
+        env=child_env(PI_NOTEBOOK_DATA_DIR=str(tmp_path)),
+        timeout=60,
+    )
     assert done.returncode == 2 and message in done.stderr
     assert done.stdout == ""  # stdout is the protocol channel: nothing else is written there

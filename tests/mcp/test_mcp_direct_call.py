@@ -44,8 +44,15 @@ def tooling(log: list[str], waiting: asyncio.Event) -> Any:
         return ToolResult(content=[TextContent(text=params.text * params.times)], details={"n": 1})
 
     def register(pi: ExtensionAPI) -> None:
-        pi.register_tool(ToolDefinition(name="echo", label="Echo", description="Echo text.",
-                                        parameters=EchoParams, execute=echo))  # fmt: skip
+        pi.register_tool(
+            ToolDefinition(
+                name="echo",
+                label="Echo",
+                description="Echo text.",
+                parameters=EchoParams,
+                execute=echo,
+            )
+        )
 
         def gate(event: Any, ctx: Any) -> dict[str, Any] | None:
             log.append(f"tool_call {event.input.text}")
@@ -68,8 +75,9 @@ def tooling(log: list[str], waiting: asyncio.Event) -> Any:
 async def session() -> Any:
     log: list[str] = []
     waiting = asyncio.Event()
-    s = create_agent_session(model=Relay(), extensions=[tooling(log, waiting)], audit="sqlite://",
-                             builtin_tools=False)  # fmt: skip
+    s = create_agent_session(
+        model=Relay(), extensions=[tooling(log, waiting)], audit="sqlite://", builtin_tools=False
+    )
     s.log = log  # type: ignore[attr-defined]
     s.waiting = waiting  # type: ignore[attr-defined]
     yield s
@@ -86,8 +94,13 @@ async def test_direct_call_runs_the_whole_pipeline_and_returns_the_final_result(
     assert [p.text for p in result.content] == ["hihi", "patched"]
     assert result.details == {"n": 1}
     assert session.log == ["tool_call hi", "execute hi x2 signal=True", "tool_result"]  # type: ignore[attr-defined]
-    assert events == ["tool_execution_start", "tool_execution_update", "tool_execution_end",
-                      "message_start", "message_end"]  # fmt: skip
+    assert events == [
+        "tool_execution_start",
+        "tool_execution_update",
+        "tool_execution_end",
+        "message_start",
+        "message_end",
+    ]
     assert session.messages == []  # the model's conversation is untouched
     frame = session.audit.to_dataframe()  # type: ignore[union-attr]
     kinds = list(frame[frame["tool_call_id"] == "d1"]["kind"])

@@ -22,8 +22,13 @@ def test_add_parses_a_stdio_server_with_options() -> None:
         "files --trusted --timeout 5 --env TOKEN=${FILES_TOKEN} -- npx -y srv /data"
     )
     assert name == "files"
-    assert spec == {"command": "npx", "args": ["-y", "srv", "/data"], "env": {"TOKEN": "${FILES_TOKEN}"},
-                    "trusted": True, "timeout": 5.0}  # fmt: skip
+    assert spec == {
+        "command": "npx",
+        "args": ["-y", "srv", "/data"],
+        "env": {"TOKEN": "${FILES_TOKEN}"},
+        "trusted": True,
+        "timeout": 5.0,
+    }
 
 
 def test_add_parses_an_http_server() -> None:
@@ -93,8 +98,10 @@ def test_add_and_remove_change_the_setting() -> None:
 
 
 async def test_list_shows_each_server_with_its_status_and_tools(tmp_path: Path) -> None:
-    servers = {"toy": {"command": sys.executable, "args": [TOY_SERVER]},
-               "broken": {"command": str(tmp_path / "missing")}}  # fmt: skip
+    servers = {
+        "toy": {"command": sys.executable, "args": [TOY_SERVER]},
+        "broken": {"command": str(tmp_path / "missing")},
+    }
     ext = mcp_extension(servers, log_dir=tmp_path)
     session = create_agent_session(
         model=Relay(), extensions=[ext], audit=False, builtin_tools=False

@@ -20,10 +20,10 @@ async def test_a_malformed_tool_is_skipped_and_the_others_register(
 ) -> None:
     config = {"command": sys.executable, "args": [MALFORMED_SERVER], "timeout": 5}
     ext = mcp_extension({"odd": config}, log_dir=tmp_path)
-    model = ScriptedModel([[tool_call("mcp__odd__also_good", {"text": "hi"}, id="c1")],
-                           text("done")])  # fmt: skip
-    session = create_agent_session(model=model, extensions=[ext], audit=False,
-                                   builtin_tools=False)  # fmt: skip
+    model = ScriptedModel(
+        [[tool_call("mcp__odd__also_good", {"text": "hi"}, id="c1")], text("done")]
+    )
+    session = create_agent_session(model=model, extensions=[ext], audit=False, builtin_tools=False)
     try:
         with caplog.at_level("WARNING", logger="pi_notebook.mcp"):
             await session.start()

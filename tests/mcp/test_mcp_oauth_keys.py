@@ -38,8 +38,9 @@ def test_the_module_examples_hold() -> None:
     assert doctest.testmod(oauth).failed == 0
 
 
-@pytest.mark.parametrize(("path", "kind"), [("", "oauth"), ("/tenant", "oauth"),
-                                            ("", "openid"), ("/tenant", "openid")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("path", "kind"), [("", "oauth"), ("/tenant", "oauth"), ("", "openid"), ("/tenant", "openid")]
+)
 async def test_discovery_finds_the_jwks_uri_through_either_metadata(path: str, kind: str) -> None:
     with TestIssuer(path=path, metadata=kind) as issuer:
         found = await discover(issuer.url)
@@ -101,8 +102,9 @@ async def test_a_rotated_key_is_fetched_once_and_made_up_kids_are_rate_limited()
 
 async def test_concurrent_first_tokens_fetch_the_key_set_once() -> None:
     with TestIssuer() as issuer:
-        verifier = JwtVerifier(issuer=issuer.url, audience="pi-notebook",
-                               keys=JwksCache(issuer.jwks_uri))  # fmt: skip
+        verifier = JwtVerifier(
+            issuer=issuer.url, audience="pi-notebook", keys=JwksCache(issuer.jwks_uri)
+        )
         found = await asyncio.gather(*(verifier.verify_token(issuer.token()) for _ in range(8)))
         assert all(f is not None for f in found)
         assert issuer.hits["/jwks"] == 1
@@ -111,25 +113,33 @@ async def test_concurrent_first_tokens_fetch_the_key_set_once() -> None:
 async def test_the_key_set_unreachable_refuses_every_token() -> None:
     with TestIssuer() as issuer:
         token, jwks_uri = issuer.token(), issuer.jwks_uri
-    verifier = JwtVerifier(issuer=issuer.url, audience="pi-notebook",
-                           keys=JwksCache(jwks_uri, timeout=2))  # fmt: skip
+    verifier = JwtVerifier(
+        issuer=issuer.url, audience="pi-notebook", keys=JwksCache(jwks_uri, timeout=2)
+    )
     assert await verifier.verify_token(token) is None
 
 
 async def test_an_audience_list_containing_ours_is_accepted() -> None:
     with TestIssuer() as issuer:
-        verifier = JwtVerifier(issuer=issuer.url, audience="pi-notebook",
-                               keys=JwksCache(issuer.jwks_uri))  # fmt: skip
+        verifier = JwtVerifier(
+            issuer=issuer.url, audience="pi-notebook", keys=JwksCache(issuer.jwks_uri)
+        )
         assert await verifier.verify_token(issuer.token(aud=["other", "pi-notebook"])) is not None
         assert await verifier.verify_token(issuer.token(aud=["other", "third"])) is None
 
 
 async def test_only_asymmetric_signing_keys_of_the_tokens_algorithm_verify() -> None:
     with TestIssuer() as issuer:
-        verifier = JwtVerifier(issuer=issuer.url, audience="pi-notebook",
-                               keys=JwksCache(issuer.jwks_uri))  # fmt: skip
-        claims = {"iss": issuer.url, "aud": "pi-notebook", "sub": "ana", "scope": "db:read",
-                  "exp": int(time.time()) + 300}  # fmt: skip
+        verifier = JwtVerifier(
+            issuer=issuer.url, audience="pi-notebook", keys=JwksCache(issuer.jwks_uri)
+        )
+        claims = {
+            "iss": issuer.url,
+            "aud": "pi-notebook",
+            "sub": "ana",
+            "scope": "db:read",
+            "exp": int(time.time()) + 300,
+        }
         ec = ec_key(SECP256R1())
         ec_jwk = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(ec.public_key()))
         issuer.extra_jwks += [
@@ -162,27 +172,64 @@ async def test_only_asymmetric_signing_keys_of_the_tokens_algorithm_verify() -> 
 
 @pytest.mark.parametrize(
     ("claims", "scopes"),
-    [({"scope": "db:read db:write"}, ["db:read", "db:write"]),
-     ({"scp": ["db:read"]}, ["db:read"]),
-     ({"scope": "db:read", "scp": ["db:write"]}, ["db:read"]),  # scope wins
-     ({"scope": 7}, []), ({"scp": "db:write"}, []), ({"scp": ["db:read", 3]}, []), ({}, [])],
-)  # fmt: skip
-def test_scopes_come_from_scope_text_or_an_scp_list(claims: dict[str, object], scopes: list[str]) -> None:  # fmt: skip
+    [
+        ({"scope": "db:read db:write"}, ["db:read", "db:write"]),
+        ({"scp": ["db:read"]}, ["db:read"]),
+        ({"scope": "db:read", "scp": ["db:write"]}, ["db:read"]),  # scope wins
+        ({"scope": 7}, []),
+        ({"scp": "db:write"}, []),
+        ({"scp": ["db:read", 3]}, []),
+        ({}, []),
+    ],
+)
+def test_scopes_come_from_scope_text_or_an_scp_list(
+    claims: dict[str, object], scopes: list[str]
+) -> None:
     assert token_scopes(claims) == scopes
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [(["--http", "0", "--issuer", "http://127.0.0.1:9/"], "give --issuer and --audience together"),
-     (["--issuer", "http://127.0.0.1:9/", "--audience", "a"], "apply to --http only"),
-     (["--http", "0", "--issuer", "http://id.example.com", "--audience", "a"], "must be an https"),
-     (["--http", "0", "--issuer", "http://127.0.0.1:9", "--audience", " "], "must not be empty"),
-     (["--http", "0", "--resource-url", "https://mcp.example.com/mcp"], "with --issuer only"),
-     (["--http", "0", "--issuer", "http://127.0.0.1:9", "--audience", "a",
-       "--resource-url", "http://mcp.example.com/mcp"], "must be an https"),
-     (["--http", "0", "--issuer", "http://127.0.0.1:9", "--audience", "a",
-       "--resource-url", "https://mcp.example.com/db"], "must end in /mcp")],
-)  # fmt: skip
+    [
+        (
+            ["--http", "0", "--issuer", "http://127.0.0.1:9/"],
+            "give --issuer and --audience together",
+        ),
+        (["--issuer", "http://127.0.0.1:9/", "--audience", "a"], "apply to --http only"),
+        (
+            ["--http", "0", "--issuer", "http://id.example.com", "--audience", "a"],
+            "must be an https",
+        ),
+        (["--http", "0", "--issuer", "http://127.0.0.1:9", "--audience", " "], "must not be empty"),
+        (["--http", "0", "--resource-url", "https://mcp.example.com/mcp"], "with --issuer only"),
+        (
+            [
+                "--http",
+                "0",
+                "--issuer",
+                "http://127.0.0.1:9",
+                "--audience",
+                "a",
+                "--resource-url",
+                "http://mcp.example.com/mcp",
+            ],
+            "must be an https",
+        ),
+        (
+            [
+                "--http",
+                "0",
+                "--issuer",
+                "http://127.0.0.1:9",
+                "--audience",
+                "a",
+                "--resource-url",
+                "https://mcp.example.com/db",
+            ],
+            "must end in /mcp",
+        ),
+    ],
+)
 def test_the_server_does_not_start_with_a_bad_issuer_setting(
     args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -196,12 +243,25 @@ def test_an_issuer_that_does_not_answer_stops_the_start_with_the_reason(tmp_path
     with TestIssuer() as issuer:
         url = issuer.url  # closed again: nothing answers there now
     done = subprocess.run(
-        [sys.executable, "-m", "pi_notebook.mcp", "serve", "--database-url",
-         f"sqlite:///{tmp_path / 'x.sqlite'}", "--http", "0", "--issuer", url,
-         "--audience", "pi-notebook"],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "pi_notebook.mcp",
+            "serve",
+            "--database-url",
+            f"sqlite:///{tmp_path / 'x.sqlite'}",
+            "--http",
+            "0",
+            "--issuer",
+            url,
+            "--audience",
+            "pi-notebook",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env=child_env(PI_NOTEBOOK_DATA_DIR=str(tmp_path)),
-    )  # fmt: skip
+    )
     assert done.returncode == 2, done.stderr
     assert f"could not read the metadata of the issuer '{url}'" in done.stderr
     assert "listening" not in done.stdout

@@ -72,9 +72,12 @@ class Server:
     def client(self, token: str, *, elicit: Any = None, mode: str = "auto") -> OwnedClient:
         def make() -> Any:
             http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
-            client = Client(streamable_http_client(self.url, http_client=http), mode=mode,
-                            client_info=Implementation(name="oauth-test", version="1"),
-                            elicitation_callback=elicit)  # fmt: skip
+            client = Client(
+                streamable_http_client(self.url, http_client=http),
+                mode=mode,
+                client_info=Implementation(name="oauth-test", version="1"),
+                elicitation_callback=elicit,
+            )
             return _Joined(http, client)
 
         return OwnedClient(make)
@@ -104,12 +107,27 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     stderr = data / "server.log"
     with TestIssuer() as issuer, stderr.open("w") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pi_notebook.mcp", "serve", "--database-url", f"sqlite:///{db}",
-             "--audit-url", audit_url, "--http", "0", "--issuer", issuer.url,
-             "--audience", AUDIENCE],
-            stdout=subprocess.PIPE, stderr=err, text=True,
+            [
+                sys.executable,
+                "-m",
+                "pi_notebook.mcp",
+                "serve",
+                "--database-url",
+                f"sqlite:///{db}",
+                "--audit-url",
+                audit_url,
+                "--http",
+                "0",
+                "--issuer",
+                issuer.url,
+                "--audience",
+                AUDIENCE,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
             env=child_env(PI_NOTEBOOK_DATA_DIR=str(data)),
-        )  # fmt: skip
+        )
         assert proc.stdout is not None
         listening, accepting = proc.stdout.readline(), proc.stdout.readline()
         try:
@@ -154,7 +172,9 @@ def _unsigned(header: dict[str, Any], claims: dict[str, Any], secret: bytes | No
         return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
     signing_input = f"{b64(json.dumps(header).encode())}.{b64(json.dumps(claims).encode())}"
-    signature = b"" if secret is None else hmac.new(secret, signing_input.encode(), hashlib.sha256).digest()  # fmt: skip
+    signature = (
+        b"" if secret is None else hmac.new(secret, signing_input.encode(), hashlib.sha256).digest()
+    )
     return f"{signing_input}.{b64(signature)}"
 
 
@@ -174,8 +194,13 @@ def _forged(server: Server, case: str) -> str:
         return server.token(key=rsa_key(), kid="k-unknown")
     if case == "no subject":
         return server.token(sub=None)
-    claims = {"iss": issuer.url, "aud": AUDIENCE, "sub": "mallory", "scope": "db:read db:write",
-              "exp": int(time.time()) + 300}  # fmt: skip
+    claims = {
+        "iss": issuer.url,
+        "aud": AUDIENCE,
+        "sub": "mallory",
+        "scope": "db:read db:write",
+        "exp": int(time.time()) + 300,
+    }
     if case == "alg none":
         return _unsigned({"alg": "none", "kid": "k1"}, claims, None)
     if case == "HS256 keyed with the public key":
@@ -189,9 +214,18 @@ def _forged(server: Server, case: str) -> str:
 
 @pytest.mark.parametrize(
     "case",
-    ["wrong audience", "expired", "not yet valid", "bad signature", "wrong issuer",
-     "unknown key", "no subject", "alg none", "HS256 keyed with the public key"],
-)  # fmt: skip
+    [
+        "wrong audience",
+        "expired",
+        "not yet valid",
+        "bad signature",
+        "wrong issuer",
+        "unknown key",
+        "no subject",
+        "alg none",
+        "HS256 keyed with the public key",
+    ],
+)
 async def test_a_token_that_does_not_verify_gets_401(server: Server, case: str) -> None:
     good = await server.post(server.token())
     assert good.status_code == 200, good.text  # the same request with a valid token passes
@@ -210,8 +244,9 @@ async def test_read_scope_reads_and_describes_but_a_write_is_refused_unasked(
     server: Server,
 ) -> None:
     elicit = Elicitations([True])
-    owned = server.client(server.token(sub="reader-rita", scp=["db:read"], scope=None),
-                          elicit=elicit)  # fmt: skip
+    owned = server.client(
+        server.token(sub="reader-rita", scp=["db:read"], scope=None), elicit=elicit
+    )
     client = await owned.__aenter__()
     try:
         described = await client.call_tool("describe_database", {})
@@ -278,8 +313,10 @@ async def _records(audit_url: str, call_id: str) -> Any:
 
 async def test_the_audit_names_each_token_subject_and_never_holds_a_token(server: Server) -> None:
     seen: dict[str, str] = {}
-    for sub, scope, sql in [("ana", "db:read", "INSERT INTO t VALUES (5)"),
-                            ("bo", "db:read", "SELECT a FROM t")]:  # fmt: skip
+    for sub, scope, sql in [
+        ("ana", "db:read", "INSERT INTO t VALUES (5)"),
+        ("bo", "db:read", "SELECT a FROM t"),
+    ]:
         owned = server.client(server.token(sub=sub, scope=scope), elicit=Elicitations([]))
         client = await owned.__aenter__()
         try:
@@ -320,8 +357,9 @@ async def test_concurrent_callers_each_act_with_their_own_scopes_and_name(
         return ElicitResult(action="accept", content={"approve": True})
 
     ana_elicit = Elicitations([True])
-    wes = server.client(server.token(sub="wes", scope="db:read db:write"), elicit=wes_answers,
-                        mode="legacy")  # fmt: skip
+    wes = server.client(
+        server.token(sub="wes", scope="db:read db:write"), elicit=wes_answers, mode="legacy"
+    )
     ana = server.client(server.token(sub="ana", scope="db:read"), elicit=ana_elicit, mode="legacy")
     wes_client, ana_client = await wes.__aenter__(), await ana.__aenter__()
     try:
@@ -329,7 +367,9 @@ async def test_concurrent_callers_each_act_with_their_own_scopes_and_name(
             wes_client.call_tool("query_database", {"sql": "INSERT INTO t VALUES (12)"})
         )
         await asyncio.wait_for(wes_asked.wait(), 20)
-        ana_result = await ana_client.call_tool("query_database", {"sql": "INSERT INTO t VALUES (11)"})  # fmt: skip
+        ana_result = await ana_client.call_tool(
+            "query_database", {"sql": "INSERT INTO t VALUES (11)"}
+        )
         ana_done.set()
         wes_result = await wes_call
         assert ana_result.is_error and "db:write" in ana_result.content[0].text
@@ -340,7 +380,9 @@ async def test_concurrent_callers_each_act_with_their_own_scopes_and_name(
         assert values == {12}
         for result, sub in [(ana_result, "ana"), (wes_result, "wes")]:
             assert result.meta is not None
-            records = await _records(server.audit_url, result.meta["pi-notebook/call"]["tool_call_id"])  # fmt: skip
+            records = await _records(
+                server.audit_url, result.meta["pi-notebook/call"]["tool_call_id"]
+            )
             assert records.iloc[0]["payload"]["requester"] == sub
         approval = records[records["kind"] == "approval"].iloc[-1]["payload"]
         assert approval["approver"] == "wes via oauth-test"
@@ -355,12 +397,27 @@ async def test_behind_a_proxy_the_metadata_names_the_public_resource_url(tmp_pat
     with TestIssuer() as issuer:
         proc = await asyncio.to_thread(
             subprocess.Popen,
-            [sys.executable, "-m", "pi_notebook.mcp", "serve", "--database-url",
-             f"sqlite:///{tmp_path / 'x.sqlite'}", "--http", "0", "--issuer", issuer.url,
-             "--audience", AUDIENCE, "--resource-url", public],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            [
+                sys.executable,
+                "-m",
+                "pi_notebook.mcp",
+                "serve",
+                "--database-url",
+                f"sqlite:///{tmp_path / 'x.sqlite'}",
+                "--http",
+                "0",
+                "--issuer",
+                issuer.url,
+                "--audience",
+                AUDIENCE,
+                "--resource-url",
+                public,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
             env=child_env(PI_NOTEBOOK_DATA_DIR=str(tmp_path)),
-        )  # fmt: skip
+        )
         assert proc.stdout is not None
         try:
             lines = [await asyncio.to_thread(proc.stdout.readline) for _ in range(3)]

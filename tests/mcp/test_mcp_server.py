@@ -45,8 +45,10 @@ class Served:
     async def elicit(self, context: Any, params: Any) -> ElicitResult:
         self.asked.append(params.message)
         approve = self.answers.pop(0) if self.answers else False
-        return ElicitResult(action="accept" if approve else "decline",
-                            content={"approve": True} if approve else None)  # fmt: skip
+        return ElicitResult(
+            action="accept" if approve else "decline",
+            content={"approve": True} if approve else None,
+        )
 
     def count(self) -> int:
         with self.engine.connect() as conn:
@@ -191,19 +193,34 @@ async def test_replaying_an_approved_retry_asks_again(served: Served) -> None:
     assert args["sql"] in request.params.message  # the statement is shown
     assert served.count() == before  # asking ran nothing
     answer = {key: ElicitResult(action="accept", content={"approve": True})}
-    done = await session.call_tool("query_database", args, input_responses=answer,
-                                   request_state=asked.request_state, allow_input_required=True)  # fmt: skip
+    done = await session.call_tool(
+        "query_database",
+        args,
+        input_responses=answer,
+        request_state=asked.request_state,
+        allow_input_required=True,
+    )
     assert isinstance(done, CallToolResult) and not done.is_error
     assert served.count() == before + 1
-    replay = await session.call_tool("query_database", args, input_responses=answer,
-                                     request_state=asked.request_state, allow_input_required=True)  # fmt: skip
+    replay = await session.call_tool(
+        "query_database",
+        args,
+        input_responses=answer,
+        request_state=asked.request_state,
+        allow_input_required=True,
+    )
     assert isinstance(replay, InputRequiredResult)  # asked again, not run again
     assert served.count() == before + 1
     other = {"sql": f"INSERT INTO {served.table} VALUES (31, 'other')"}
     with pytest.raises(Exception, match="Invalid or expired requestState"):
         # an approval cannot be moved to another statement: the state is bound to the request
-        await session.call_tool("query_database", other, input_responses=answer,
-                                request_state=replay.request_state, allow_input_required=True)  # fmt: skip
+        await session.call_tool(
+            "query_database",
+            other,
+            input_responses=answer,
+            request_state=replay.request_state,
+            allow_input_required=True,
+        )
     assert served.count() == before + 1
 
 
@@ -239,11 +256,17 @@ async def test_every_call_is_in_the_verified_audit_with_the_client_name(served: 
             kinds = list(asking["kind"])
             assert kinds[0] == "mcp_request" and "approval" in kinds
             # The asking leg decided nothing: it is recorded deferred, never rejected.
-            legs = [p["decision"] for k, p in zip(asking["kind"], asking["payload"], strict=True)
-                    if k == "approval"]  # fmt: skip
+            legs = [
+                p["decision"]
+                for k, p in zip(asking["kind"], asking["payload"], strict=True)
+                if k == "approval"
+            ]
             assert legs == ["deferred"]
-            answered = [p["decision"] for k, p in zip(records["kind"], records["payload"],
-                        strict=True) if k == "approval"]  # fmt: skip
+            answered = [
+                p["decision"]
+                for k, p in zip(records["kind"], records["payload"], strict=True)
+                if k == "approval"
+            ]
             assert answered == ["approved"]
         else:
             assert request["answers_question_of"] is None

@@ -37,9 +37,15 @@ class Http:
     ) -> OwnedClient:
         def make() -> Any:
             http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {self.token}"})
-            return _Joined(http, Client(streamable_http_client(self.url, http_client=http), mode=mode,
-                                        client_info=Implementation(name=name, version="1"),
-                                        elicitation_callback=elicit))  # fmt: skip
+            return _Joined(
+                http,
+                Client(
+                    streamable_http_client(self.url, http_client=http),
+                    mode=mode,
+                    client_info=Implementation(name=name, version="1"),
+                    elicitation_callback=elicit,
+                ),
+            )
 
         return OwnedClient(make)
 
@@ -69,11 +75,23 @@ def http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Http]:
     policy = data / "policy.json"
     policy.write_text(json.dumps({"t.email": "mask"}))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pi_notebook.mcp", "serve", "--database-url", f"sqlite:///{db}",
-         "--data-policy", str(policy), "--http", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pi_notebook.mcp",
+            "serve",
+            "--database-url",
+            f"sqlite:///{db}",
+            "--data-policy",
+            str(policy),
+            "--http",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
         env=child_env(PI_NOTEBOOK_DATA_DIR=str(data)),
-    )  # fmt: skip
+    )
     assert proc.stdout is not None
     listening, token_line = proc.stdout.readline(), proc.stdout.readline()
     try:
@@ -98,8 +116,11 @@ async def test_requests_without_the_token_are_refused(http: Http) -> None:
             http.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
         )
         assert response.status_code == 401
-        wrong = await plain.post(http.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                                 headers={"Authorization": "Bearer nope"})  # fmt: skip
+        wrong = await plain.post(
+            http.url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Authorization": "Bearer nope"},
+        )
         assert wrong.status_code == 401
 
 
@@ -161,11 +182,21 @@ async def test_an_empty_token_setting_is_refused_with_a_message(tmp_path: Path) 
     """An empty PI_NOTEBOOK_MCP_TOKEN would start a server that refuses every request, silently."""
     done = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "pi_notebook.mcp", "serve", "--database-url",
-         f"sqlite:///{tmp_path / 'x.sqlite'}", "--http", "0"],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "pi_notebook.mcp",
+            "serve",
+            "--database-url",
+            f"sqlite:///{tmp_path / 'x.sqlite'}",
+            "--http",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env=child_env(PI_NOTEBOOK_DATA_DIR=str(tmp_path), PI_NOTEBOOK_MCP_TOKEN=" "),
-    )  # fmt: skip
+    )
     assert done.returncode != 0
     assert "PI_NOTEBOOK_MCP_TOKEN is set but empty" in done.stderr
     assert "listening" not in done.stdout

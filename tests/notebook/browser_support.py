@@ -22,15 +22,25 @@ from pathlib import Path
 from typing import Any
 
 CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 # JupyterLab user settings written before the server starts: no news toast over the cells,
 # no update check.
 _SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
-        "fetchNews": "false", "checkForUpdates": False},
-}  # fmt: skip
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
+}
 
 
 def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
@@ -80,17 +90,35 @@ def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
 def count_green(png: bytes) -> int:
     """Pixels that are clearly green (JupyterLab's "success" button colour)."""
     width, channels, rows = png_pixels(png)
-    return sum(1 for row in rows for x in range(0, width * channels, channels)
-               if row[x + 1] > 120 and row[x + 1] > row[x] + 40 and row[x + 1] > row[x + 2] + 40)  # fmt: skip
+    return sum(
+        1
+        for row in rows
+        for x in range(0, width * channels, channels)
+        if row[x + 1] > 120 and row[x + 1] > row[x] + 40 and row[x + 1] > row[x + 2] + 40
+    )
 
 
 def notebook_json(cells: list[str]) -> str:
     """A minimal nbformat 4 notebook with one code cell per source string."""
-    return json.dumps({
-        "cells": [{"cell_type": "code", "source": s, "metadata": {}, "outputs": [], "execution_count": None}
-                  for s in cells],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5})  # fmt: skip
+    return json.dumps(
+        {
+            "cells": [
+                {
+                    "cell_type": "code",
+                    "source": s,
+                    "metadata": {},
+                    "outputs": [],
+                    "execution_count": None,
+                }
+                for s in cells
+            ],
+            "metadata": {
+                "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+            },
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
 
 
 def _free_port() -> int:
@@ -115,8 +143,11 @@ class LabServer:
 
     def api(self, method: str, path: str, body: Any = None) -> Any:
         request = urllib.request.Request(
-            f"{self.base}{path}", method=method, data=None if body is None else json.dumps(body).encode(),
-            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"})  # fmt: skip
+            f"{self.base}{path}",
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=30) as response:
             text = response.read()
         return json.loads(text) if text else None
@@ -152,17 +183,37 @@ def start_lab(tmp: Path, timeout: float = 90) -> LabServer:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(value))
     port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "PI_NOTEBOOK_DATA_DIR": str(data), "JUPYTER_CONFIG_DIR": str(config),
-           "IPYTHONDIR": str(ipython)}  # fmt: skip
+    env = {
+        **os.environ,
+        "PI_NOTEBOOK_DATA_DIR": str(data),
+        "JUPYTER_CONFIG_DIR": str(config),
+        "IPYTHONDIR": str(ipython),
+    }
     log = tmp / "jupyterlab.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", f"--port={port}", "--no-browser",
-             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
-             f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={config / 'lab' / 'workspaces'}",
-             "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-             "--LabApp.extension_manager=readonly", "--LabApp.expose_app_in_browser=True", *(["--allow-root"] if os.geteuid() == 0 else [])],
-            env=env, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                "--ip=127.0.0.1",
+                f"--port={port}",
+                "--no-browser",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={root}",
+                "--ServerApp.port_retries=0",
+                f"--LabApp.user_settings_dir={settings}",
+                f"--LabApp.workspaces_dir={config / 'lab' / 'workspaces'}",
+                "--LabApp.news_url=",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--LabApp.extension_manager=readonly",
+                "--LabApp.expose_app_in_browser=True",
+                *(["--allow-root"] if os.geteuid() == 0 else []),
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     server = LabServer(process, f"http://127.0.0.1:{port}", token, root, data, log)
     deadline = time.monotonic() + timeout
     while True:

@@ -55,8 +55,11 @@ class Hub:
         hub refuses a body-less POST as a form post)."""
         data = json.dumps({} if body is None and method != "GET" else body).encode()
         request = urllib.request.Request(
-            f"{self.base}/hub/api{path}", method=method, data=None if method == "GET" else data,
-            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"})  # fmt: skip
+            f"{self.base}/hub/api{path}",
+            method=method,
+            data=None if method == "GET" else data,
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=30) as response:
             text = response.read()
         return json.loads(text) if text else None
@@ -90,38 +93,45 @@ class Hub:
             self.process.wait(timeout=10)
 
 
-def _config(tmp: Path, *, proxy: str, ports: tuple[int, int, int], token: str,
-            users: tuple[str, ...]) -> str:  # fmt: skip
+def _config(
+    tmp: Path, *, proxy: str, ports: tuple[int, int, int], token: str, users: tuple[str, ...]
+) -> str:
     public, hub_api, proxy_api = ports
     single_user = Path(sys.executable).parent / "jupyterhub-singleuser"
-    args = ["--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--LabApp.extension_manager=readonly", *(["--allow-root"] if os.geteuid() == 0 else [])]  # fmt: skip
-    return "\n".join([
-        "c = get_config()  # noqa",
-        "c.JupyterHub.ip = '127.0.0.1'",
-        f"c.JupyterHub.port = {public}",
-        "c.JupyterHub.hub_ip = '127.0.0.1'",
-        f"c.JupyterHub.hub_port = {hub_api}",
-        f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{proxy_api}'",
-        f"c.ConfigurableHTTPProxy.command = [{proxy!r}]",
-        f"c.ConfigurableHTTPProxy.pid_file = {str(tmp / 'proxy.pid')!r}",
-        f"c.JupyterHub.db_url = 'sqlite:///{tmp / 'hub.sqlite'}'",
-        f"c.JupyterHub.cookie_secret_file = {str(tmp / 'cookie_secret')!r}",
-        "c.JupyterHub.authenticator_class = 'dummy'",
-        f"c.DummyAuthenticator.password = {PASSWORD!r}",
-        f"c.Authenticator.allowed_users = {set(users)!r}",
-        "c.JupyterHub.spawner_class = 'simple'",
-        f"c.SimpleLocalProcessSpawner.home_dir_template = {str(tmp / 'home' / '{username}')!r}",
-        f"c.Spawner.cmd = [{str(single_user)!r}]",
-        f"c.Spawner.args = {args!r}",
-        "c.Spawner.default_url = '/lab'",
-        f"c.Spawner.environment = {{'PYTHONPATH': {str(ROOT)!r}}}",
-        "c.Spawner.http_timeout = 120",
-        "c.Spawner.start_timeout = 120",
-        f"c.JupyterHub.services = {[{'name': 'pi-test', 'api_token': token}]!r}",
-        "c.JupyterHub.load_roles = [{'name': 'pi-test', 'services': ['pi-test'], "
-        "'scopes': ['admin:users', 'admin:servers']}]",
-    ])  # fmt: skip
+    args = [
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+        *(["--allow-root"] if os.geteuid() == 0 else []),
+    ]
+    return "\n".join(
+        [
+            "c = get_config()  # noqa",
+            "c.JupyterHub.ip = '127.0.0.1'",
+            f"c.JupyterHub.port = {public}",
+            "c.JupyterHub.hub_ip = '127.0.0.1'",
+            f"c.JupyterHub.hub_port = {hub_api}",
+            f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{proxy_api}'",
+            f"c.ConfigurableHTTPProxy.command = [{proxy!r}]",
+            f"c.ConfigurableHTTPProxy.pid_file = {str(tmp / 'proxy.pid')!r}",
+            f"c.JupyterHub.db_url = 'sqlite:///{tmp / 'hub.sqlite'}'",
+            f"c.JupyterHub.cookie_secret_file = {str(tmp / 'cookie_secret')!r}",
+            "c.JupyterHub.authenticator_class = 'dummy'",
+            f"c.DummyAuthenticator.password = {PASSWORD!r}",
+            f"c.Authenticator.allowed_users = {set(users)!r}",
+            "c.JupyterHub.spawner_class = 'simple'",
+            f"c.SimpleLocalProcessSpawner.home_dir_template = {str(tmp / 'home' / '{username}')!r}",
+            f"c.Spawner.cmd = [{str(single_user)!r}]",
+            f"c.Spawner.args = {args!r}",
+            "c.Spawner.default_url = '/lab'",
+            f"c.Spawner.environment = {{'PYTHONPATH': {str(ROOT)!r}}}",
+            "c.Spawner.http_timeout = 120",
+            "c.Spawner.start_timeout = 120",
+            f"c.JupyterHub.services = {[{'name': 'pi-test', 'api_token': token}]!r}",
+            "c.JupyterHub.load_roles = [{'name': 'pi-test', 'services': ['pi-test'], "
+            "'scopes': ['admin:users', 'admin:servers']}]",
+        ]
+    )
 
 
 def start_hub(tmp: Path, users: tuple[str, ...], *, proxy: str, timeout: float = 90) -> Hub:
@@ -144,8 +154,12 @@ def start_hub(tmp: Path, users: tuple[str, ...], *, proxy: str, timeout: float =
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTERHUB_")}
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "jupyterhub", "-f", str(config)], cwd=tmp, env=env,
-            stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+            [sys.executable, "-m", "jupyterhub", "-f", str(config)],
+            cwd=tmp,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     hub = Hub(process, f"http://127.0.0.1:{ports[0]}", token, homes, log)
     deadline = time.monotonic() + timeout
     while True:

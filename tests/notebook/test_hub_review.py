@@ -71,12 +71,14 @@ def hub(proxy: str, tmp_path: Path) -> Iterator[Hub]:
 
 def _setup_cell(data: str, store: str) -> str:
     review = {"url": store, "reviewers": ["bo"], "timeout_s": 300, "poll_s": 0.25}
-    return "\n".join([  # the settings first: the session is built once, with them
-        f"%config PiNotebook.database_url = {data!r}",
-        f"%config PiNotebook.audit_url = {store!r}",
-        f"%config PiNotebook.review = {review!r}",
-        "%load_ext pi_notebook",
-    ])  # fmt: skip
+    return "\n".join(
+        [  # the settings first: the session is built once, with them
+            f"%config PiNotebook.database_url = {data!r}",
+            f"%config PiNotebook.audit_url = {store!r}",
+            f"%config PiNotebook.review = {review!r}",
+            "%load_ext pi_notebook",
+        ]
+    )
 
 
 def _shot(locator: Any, tmp: Path, name: str, *, doc: bool = False) -> None:
@@ -158,8 +160,9 @@ def test_hub_ana_asks_bo_approves_with_pi_review(hub: Hub, tmp_path: Path) -> No
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS, headless=True)
         try:
-            ana_ctx, bo_ctx = (browser.new_context(viewport={"width": 1200, "height": 900})
-                               for _ in range(2))  # fmt: skip
+            ana_ctx, bo_ctx = (
+                browser.new_context(viewport={"width": 1200, "height": 900}) for _ in range(2)
+            )
             for ctx in (ana_ctx, bo_ctx):
                 ctx.set_default_timeout(SLOW)
             ana, bo = ana_ctx.new_page(), bo_ctx.new_page()
@@ -231,7 +234,11 @@ def test_hub_ana_asks_bo_approves_with_pi_review(hub: Hub, tmp_path: Path) -> No
     try:
         row = approvals_dataframe(log).iloc[-1]
         assert (row.decision, row.requester, row.approver, row.user) == (
-            "approved", "ana", "bo", "ana")  # fmt: skip
+            "approved",
+            "ana",
+            "bo",
+            "ana",
+        )
         reviews: Any = log.to_dataframe(kind="review")
         steps = [(p["event"], u) for p, u in zip(reviews.payload, reviews.user, strict=True)]
         assert ("posted", "ana") in steps and ("decision", "bo") in steps

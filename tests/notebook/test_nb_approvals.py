@@ -30,8 +30,12 @@ class _Sql(BaseModel):
     sql: str
 
 
-def _gated_session(ui: NotebookUI, outcomes: dict[str, Any], calls: list[tuple[str, str]],
-                   timeout: float | None = None) -> Any:  # fmt: skip
+def _gated_session(
+    ui: NotebookUI,
+    outcomes: dict[str, Any],
+    calls: list[tuple[str, str]],
+    timeout: float | None = None,
+) -> Any:
     """Two ``write`` calls in one batch; a gate asks ``request_approval`` for each."""
 
     async def write(
@@ -41,21 +45,40 @@ def _gated_session(ui: NotebookUI, outcomes: dict[str, Any], calls: list[tuple[s
 
     def extension(pi: Any) -> None:
         # It shows its calls as SQL (its statement is the editable code), as the database does.
-        pi.register_tool(define_tool(ToolDefinition(name="write", label="Write", description="Write.",
-                                                    parameters=_Sql, execute=write,
-                                                    describe_call=query_call_view)))  # fmt: skip
+        pi.register_tool(
+            define_tool(
+                ToolDefinition(
+                    name="write",
+                    label="Write",
+                    description="Write.",
+                    parameters=_Sql,
+                    execute=write,
+                    describe_call=query_call_view,
+                )
+            )
+        )
 
         async def gate(event: Any, ctx: Any) -> dict[str, Any] | None:
             sample = pd.DataFrame({"customer_id": [7, 8], "city": ["Bergen", "Oslo"]})
             request = _Request(
-                tool_call_id=event.tool_call_id, tool_name="write", title="Database write",
-                args={"sql": event.input.sql}, args_hash="h-" + event.tool_call_id,
-                reasons=("UPDATE changes data",), editable=True, timeout_s=timeout,
-                preview=WritePreview(affected_rows=1234, plan="SCAN customers", sample=sample,
-                                     method="counted in a transaction that was rolled back"),
-                grant_scope=Grant(operations=("UPDATE",), tables=("customers",), max_rows=1234,
-                                  ttl_s=1800),
-            )  # fmt: skip
+                tool_call_id=event.tool_call_id,
+                tool_name="write",
+                title="Database write",
+                args={"sql": event.input.sql},
+                args_hash="h-" + event.tool_call_id,
+                reasons=("UPDATE changes data",),
+                editable=True,
+                timeout_s=timeout,
+                preview=WritePreview(
+                    affected_rows=1234,
+                    plan="SCAN customers",
+                    sample=sample,
+                    method="counted in a transaction that was rolled back",
+                ),
+                grant_scope=Grant(
+                    operations=("UPDATE",), tables=("customers",), max_rows=1234, ttl_s=1800
+                ),
+            )
             try:
                 outcome = await asyncio.wait_for(ctx.ui.request_approval(request), timeout)
             except TimeoutError:
@@ -70,12 +93,17 @@ def _gated_session(ui: NotebookUI, outcomes: dict[str, Any], calls: list[tuple[s
         pi.on("tool_call", gate)
 
     steps = [[tool_call("write", {"sql": sql}, id=call_id) for call_id, sql in calls], text("ok")]
-    return create_agent_session(model=ScriptedModel(steps), extensions=[extension], ui=ui,
-                                audit=False, builtin_tools=False)  # fmt: skip
+    return create_agent_session(
+        model=ScriptedModel(steps), extensions=[extension], ui=ui, audit=False, builtin_tools=False
+    )
 
 
-def _run(ui: NotebookUI, outcomes: dict[str, Any], calls: list[tuple[str, str]],
-         timeout: float | None = None) -> Run:  # fmt: skip
+def _run(
+    ui: NotebookUI,
+    outcomes: dict[str, Any],
+    calls: list[tuple[str, str]],
+    timeout: float | None = None,
+) -> Run:
     holder: dict[str, Run] = {}
     ui._get_run = lambda: holder.get("run")  # pyright: ignore[reportPrivateUsage]
     run = Run(_gated_session(ui, outcomes, calls, timeout), "go")
@@ -86,8 +114,11 @@ def _run(ui: NotebookUI, outcomes: dict[str, Any], calls: list[tuple[str, str]],
 
 async def test_each_request_lands_on_its_own_card_with_its_preview() -> None:
     ui, outcomes = NotebookUI(lambda: None), {}
-    run = _run(ui, outcomes, [("c1", "UPDATE customers SET city = 'A'"),
-                              ("c2", "UPDATE customers SET city = 'B'")])  # fmt: skip
+    run = _run(
+        ui,
+        outcomes,
+        [("c1", "UPDATE customers SET city = 'A'"), ("c2", "UPDATE customers SET city = 'B'")],
+    )
     first = await run.next_prompt(timeout=10)
     assert isinstance(first, ApprovalPrompt) and first.tool_call_id == "c1"
     assert run.view.card("c1").prompt is first  # the card the request names
@@ -129,7 +160,11 @@ async def test_granting_a_scope_returns_the_grant_as_edited() -> None:
     assert isinstance(prompt, ApprovalPrompt) and prompt.grant_form is not None
     form = prompt.grant_form
     assert (form.operations.value, form.tables.value, form.max_rows.value, form.minutes.value) == (
-        "UPDATE", "customers", 1234, 30)  # fmt: skip
+        "UPDATE",
+        "customers",
+        1234,
+        30,
+    )
     form.tables.value = "customers, staging_*"
     form.max_rows.value = 500
     form.minutes.value = 10
@@ -137,8 +172,9 @@ async def test_granting_a_scope_returns_the_grant_as_edited() -> None:
     state = await run.wait(timeout=10)
     grant = outcomes["g1"].grant
     assert outcomes["g1"].decision == "approved"
-    assert grant == Grant(operations=("UPDATE",), tables=("customers", "staging_*"), max_rows=500,
-                          ttl_s=600.0)  # fmt: skip
+    assert grant == Grant(
+        operations=("UPDATE",), tables=("customers", "staging_*"), max_rows=500, ttl_s=600.0
+    )
     assert state.cards["g1"].word == "approved"  # asked, and answered with a grant
     assert form.grant_button.disabled and prompt.approve_button.disabled
 
@@ -162,17 +198,24 @@ async def test_an_edit_goes_with_the_grant_click() -> None:
 
 def test_the_grant_form_keeps_tables_only_read_apart() -> None:
     request = ApprovalRequest(
-        tool_call_id="r", tool_name="query_database", title="Database write",
-        args={"sql": "INSERT INTO staging_x SELECT a FROM accounts"}, args_hash="h",
-        editable=True, grant_scope=Grant(operations=("INSERT",), tables=("staging_x",),
-                                         reads=("accounts",), max_rows=3))  # fmt: skip
+        tool_call_id="r",
+        tool_name="query_database",
+        title="Database write",
+        args={"sql": "INSERT INTO staging_x SELECT a FROM accounts"},
+        args_hash="h",
+        editable=True,
+        grant_scope=Grant(
+            operations=("INSERT",), tables=("staging_x",), reads=("accounts",), max_rows=3
+        ),
+    )
     prompt = ApprovalPrompt.for_request(request, timeout=None)
     form = prompt.grant_form
     assert form is not None and (form.tables.value, form.reads.value) == ("staging_x", "accounts")
     form.reads.value = "accounts, orders"
     form.grant_button.click()
-    assert prompt.outcome().grant == Grant(operations=("INSERT",), tables=("staging_x",),
-                                           reads=("accounts", "orders"), max_rows=3)  # fmt: skip
+    assert prompt.outcome().grant == Grant(
+        operations=("INSERT",), tables=("staging_x",), reads=("accounts", "orders"), max_rows=3
+    )
     assert prompt.outcome().edited_args is None  # nothing edited
 
 
@@ -291,17 +334,18 @@ from tests.notebook.test_nb_kernel import Kernel, kernel  # noqa: E402, F401
 
 def _widgets(k: Kernel, model: str, description: str | None = None) -> list[str]:
     k._pump()  # pyright: ignore[reportPrivateUsage]
-    return [m["content"]["comm_id"] for m in k.log
-            if m["msg_type"] == "comm_open"
-            and m["content"]["data"].get("state", {}).get("_model_name") == model
-            and (description is None
-                 or m["content"]["data"]["state"].get("description") == description)]  # fmt: skip
+    return [
+        m["content"]["comm_id"]
+        for m in k.log
+        if m["msg_type"] == "comm_open"
+        and m["content"]["data"].get("state", {}).get("_model_name") == model
+        and (description is None or m["content"]["data"]["state"].get("description") == description)
+    ]
 
 
 def _set(k: Kernel, comm_id: str, **state: Any) -> None:
     """What the browser sends when the person changes a widget's value."""
-    content = {"comm_id": comm_id,
-               "data": {"method": "update", "state": state, "buffer_paths": []}}  # fmt: skip
+    content = {"comm_id": comm_id, "data": {"method": "update", "state": state, "buffer_paths": []}}
     k.kc.shell_channel.send(k.kc.session.msg("comm_msg", content))
 
 
@@ -359,13 +403,18 @@ def test_kernel_grant_a_scope_then_a_later_write_runs_without_asking(
     record = k.record(msg_id)
     # Asked, and answered with a grant: the person approved it; the record names the scope.
     assert record["metadata"]["pi_notebook"]["calls"][0]["decision"] == "approved"
-    granted_scope = re.search(r"approved by \S+ · granted scope (g-\w+|\w+) "
-                              r"\(UPDATE customers, ≤ 3 rows, 30 min\)", record["data"]["text/plain"])  # fmt: skip
+    granted_scope = re.search(
+        r"approved by \S+ · granted scope (g-\w+|\w+) "
+        r"\(UPDATE customers, ≤ 3 rows, 30 min\)",
+        record["data"]["text/plain"],
+    )
     assert granted_scope, record["data"]["text/plain"]
     # The person's wait and the statement's own time are told apart.
     assert re.search(r"waited [\d.]+ m?s · ran [\d.]+ m?s", record["data"]["text/plain"])
-    out = k.execute("g = %pi_grants\nprint(len(g), list(g.operations.iloc[0]), "
-                    "list(g.tables.iloc[0]), g.max_rows.iloc[0])")  # fmt: skip
+    out = k.execute(
+        "g = %pi_grants\nprint(len(g), list(g.operations.iloc[0]), "
+        "list(g.tables.iloc[0]), g.max_rows.iloc[0])"
+    )
     assert out.split("\n")[0] == "1 ['UPDATE'] ['customers'] 3"
     approvals = len(k.buttons("Approve"))
     msg_id = k.kc.execute("%%pi\nUPDATE customers SET city = 'K-G2' WHERE customer_id = 64")
@@ -375,6 +424,8 @@ def test_kernel_grant_a_scope_then_a_later_write_runs_without_asking(
     assert record["metadata"]["pi_notebook"]["calls"][0]["decision"] == "granted"
     assert f"granted ({granted_scope.group(1)})" in record["data"]["text/plain"]
     assert (_kernel_city(data, 63), _kernel_city(data, 64)) == ("K-G1", "K-G2")
-    out = k.execute("g = %pi_grants\n%pi_grants --revoke {g.grant_id.iloc[0]}\n"
-                    "df = %pi_audit --kind grant_revoke\nprint(len(df))")  # fmt: skip
+    out = k.execute(
+        "g = %pi_grants\n%pi_grants --revoke {g.grant_id.iloc[0]}\n"
+        "df = %pi_audit --kind grant_revoke\nprint(len(df))"
+    )
     assert "Revoked" in out and out.strip().endswith("1")

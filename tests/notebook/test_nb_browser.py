@@ -60,8 +60,12 @@ def browser(lab: LabServer, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("profile")), executable_path=str(CHROMIUM), args=FLAGS,
-            headless=True, viewport={"width": 1280, "height": 1000})  # fmt: skip
+            str(tmp_path_factory.mktemp("profile")),
+            executable_path=str(CHROMIUM),
+            args=FLAGS,
+            headless=True,
+            viewport={"width": 1280, "height": 1000},
+        )
         context.set_default_timeout(SLOW)
         try:
             yield context
@@ -99,8 +103,9 @@ def _run_cell(page: Any, index: int) -> None:
     page.keyboard.press("Control+Enter")
 
 
-def _open(page: Any, lab: LabServer, name: str, prompt: str, more: tuple[str, ...] = (),
-          setup: str = "") -> Any:  # fmt: skip
+def _open(
+    page: Any, lab: LabServer, name: str, prompt: str, more: tuple[str, ...] = (), setup: str = ""
+) -> Any:
     """Open a notebook with ``%load_ext pi_notebook`` (and the lines ``setup``), a ``%%pi``
     cell and the cells ``more``; run the first two; the run view."""
     from playwright.sync_api import expect
@@ -346,7 +351,8 @@ def test_browser_quickstart_walked_by_a_person_then_reopened(page: Any, lab: Lab
     _doc_shot(code.nth(4), "approval-prompt.png")
     approve.click()
     expect(code.nth(4).locator(".pi-record .pi-card .pi-status")).to_contain_text(
-        APPROVED_ONE_ROW, timeout=SLOW)  # fmt: skip
+        APPROVED_ONE_ROW, timeout=SLOW
+    )
     _run_cell(page, 5)  # the cell written for unattended runs still works after the click
     output = code.nth(5).locator(".jp-OutputArea-output")
     expect(output).to_contain_text("done approved", timeout=SLOW)
@@ -358,8 +364,12 @@ def test_browser_quickstart_walked_by_a_person_then_reopened(page: Any, lab: Lab
     page.keyboard.press("Control+s")
     expect(page.locator(".jp-mod-dirty")).to_have_count(0, timeout=SLOW)
     saved = json.loads((lab.root / "quickstart.ipynb").read_text())
-    stamped = [o for c in saved["cells"] for o in c.get("outputs", [])
-               if "pi_notebook" in o.get("metadata", {})]  # fmt: skip
+    stamped = [
+        o
+        for c in saved["cells"]
+        for o in c.get("outputs", [])
+        if "pi_notebook" in o.get("metadata", {})
+    ]
     assert len(stamped) == 2 and all("text/html" in o["data"] for o in stamped)
     lab.shutdown_sessions()
     page.goto(lab.url("/lab/workspaces/quickstart-reopened/tree/quickstart.ipynb"))
@@ -404,8 +414,12 @@ def _saved_records(lab: LabServer, name: str) -> list[str]:
     import json
 
     saved = json.loads((lab.root / name).read_text())
-    return ["".join(o["data"]["text/plain"]) for c in saved["cells"] for o in c.get("outputs", [])
-            if "pi_notebook" in o.get("metadata", {})]  # fmt: skip
+    return [
+        "".join(o["data"]["text/plain"])
+        for c in saved["cells"]
+        for o in c.get("outputs", [])
+        if "pi_notebook" in o.get("metadata", {})
+    ]
 
 
 def _verified(lab: LabServer, name: str, *, calls: int) -> None:
@@ -418,14 +432,18 @@ def _verified(lab: LabServer, name: str, *, calls: int) -> None:
 
 
 NUMBERS = {
-    "sqlite": ("SELECT 70131.16 AS revenue, 1234567.89 AS amount, 0.125 AS share, 1e-7 AS tiny, "
-               "12345678901234 AS big, 10001 AS customer_id",
-               ["70,131.16", "1,234,567.89", "0.125", "1e-07", "12,345,678,901,234", "10001"]),
-    "postgres": ("SELECT 70131.16::float8 AS revenue, 1234567.89::numeric AS amount, "
-                 "0.125::float8 AS share, 1e-7::float8 AS tiny, 12345678901234::bigint AS big, "
-                 "70131.10::numeric(12,2) AS price",
-                 ["70,131.16", "1,234,567.89", "0.125", "1e-07", "12,345,678,901,234", "70,131.10"]),
-}  # fmt: skip
+    "sqlite": (
+        "SELECT 70131.16 AS revenue, 1234567.89 AS amount, 0.125 AS share, 1e-7 AS tiny, "
+        "12345678901234 AS big, 10001 AS customer_id",
+        ["70,131.16", "1,234,567.89", "0.125", "1e-07", "12,345,678,901,234", "10001"],
+    ),
+    "postgres": (
+        "SELECT 70131.16::float8 AS revenue, 1234567.89::numeric AS amount, "
+        "0.125::float8 AS share, 1e-7::float8 AS tiny, 12345678901234::bigint AS big, "
+        "70131.10::numeric(12,2) AS price",
+        ["70,131.16", "1,234,567.89", "0.125", "1e-07", "12,345,678,901,234", "70,131.10"],
+    ),
+}
 """Per engine: a read, and the exact strings its row shows (the numeric keeps its scale)."""
 
 

@@ -36,8 +36,13 @@ class FetchParams(BaseModel):
 
 def fetch_view(args: Mapping[str, Any]) -> CallView:
     """The toy tool's own view: the URL is the code, the method a field."""
-    return CallView(title="Fetch a page", code=str(args.get("url")), code_language="url",
-                    code_argument="url", fields={"method": args.get("method", "GET")})  # fmt: skip
+    return CallView(
+        title="Fetch a page",
+        code=str(args.get("url")),
+        code_language="url",
+        code_argument="url",
+        fields={"method": args.get("method", "GET")},
+    )
 
 
 def fetch_tool(ran: list[str], *, describe: bool = True) -> ToolDefinition[FetchParams]:
@@ -45,18 +50,28 @@ def fetch_tool(ran: list[str], *, describe: bool = True) -> ToolDefinition[Fetch
         ran.append(params.url)
         return ToolResult(content=[TextContent(text=f"fetched {params.url}")])
 
-    return define_tool(ToolDefinition(
-        name="fetch", label="Fetch", description="Fetch a web page.", parameters=FetchParams,
-        execute=execute, requires_approval=True,
-        describe_call=fetch_view if describe else None,
-    ))  # fmt: skip
+    return define_tool(
+        ToolDefinition(
+            name="fetch",
+            label="Fetch",
+            description="Fetch a web page.",
+            parameters=FetchParams,
+            execute=execute,
+            requires_approval=True,
+            describe_call=fetch_view if describe else None,
+        )
+    )
 
 
 def _session(tmp_path: Path, ran: list[str], *, ui: Any, describe: bool = True) -> Any:
     model = ScriptedModel([[tool_call("fetch", {"url": ASKED}, id="f1")], text("done")])
-    return create_agent_session(model=model, ui=ui, custom_tools=[fetch_tool(ran, describe=describe)],
-                                audit=f"sqlite:///{tmp_path / 'audit.sqlite'}",
-                                builtin_tools=False)  # fmt: skip
+    return create_agent_session(
+        model=model,
+        ui=ui,
+        custom_tools=[fetch_tool(ran, describe=describe)],
+        audit=f"sqlite:///{tmp_path / 'audit.sqlite'}",
+        builtin_tools=False,
+    )
 
 
 async def test_a_tool_s_request_summary_and_records_show_its_own_code(tmp_path: Path) -> None:
@@ -119,5 +134,11 @@ def test_a_failing_describer_falls_back_to_the_arguments() -> None:
 
     view = call_view("Fetch", {"url": ASKED}, broken)
     assert (view.title, view.code, dict(view.fields)) == ("Fetch", None, {"url": ASKED})
-    assert ApprovalRequest(tool_call_id="x", tool_name="fetch", title="Fetch",
-                           args={"url": ASKED}, args_hash="h").call_view().code is None  # fmt: skip
+    assert (
+        ApprovalRequest(
+            tool_call_id="x", tool_name="fetch", title="Fetch", args={"url": ASKED}, args_hash="h"
+        )
+        .call_view()
+        .code
+        is None
+    )

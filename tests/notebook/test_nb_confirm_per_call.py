@@ -38,12 +38,22 @@ def _run(*, ask_in: str, answers: dict[str, bool], ran: list[str]) -> tuple[Note
         return ToolResult(content=[TextContent(text=f"ran {params.sql}")])
 
     def extension(pi: Any) -> None:
-        pi.register_tool(define_tool(ToolDefinition(name="write", label="Write", description="Write.",
-                                                    parameters=_Sql, execute=write)))  # fmt: skip
+        pi.register_tool(
+            define_tool(
+                ToolDefinition(
+                    name="write",
+                    label="Write",
+                    description="Write.",
+                    parameters=_Sql,
+                    execute=write,
+                )
+            )
+        )
 
         async def gate(event: Any, ctx: Any) -> dict[str, Any] | None:
-            answers[event.tool_call_id] = await ctx.ui.confirm("Run this?", event.input.sql,
-                                                               timeout=10)  # fmt: skip
+            answers[event.tool_call_id] = await ctx.ui.confirm(
+                "Run this?", event.input.sql, timeout=10
+            )
             return None if answers[event.tool_call_id] else {"block": True, "reason": "No."}
 
         if ask_in == "tool_call":
@@ -52,8 +62,9 @@ def _run(*, ask_in: str, answers: dict[str, bool], ran: list[str]) -> tuple[Note
     steps = [[tool_call("write", {"sql": sql}, id=call_id) for call_id, sql in CALLS], text("ok")]
     holder: dict[str, Run] = {}
     ui = NotebookUI(lambda: holder.get("run"))
-    session = create_agent_session(model=ScriptedModel(steps), extensions=[extension], ui=ui,
-                                   audit=False, builtin_tools=False)  # fmt: skip
+    session = create_agent_session(
+        model=ScriptedModel(steps), extensions=[extension], ui=ui, audit=False, builtin_tools=False
+    )
     run = Run(session, "go")
     holder["run"] = run
     run.start()

@@ -48,8 +48,10 @@ class Kernel:
 
     def idle(self, msg_id: str) -> bool:
         self._pump()
-        return any(m["msg_type"] == "status" and m["content"]["execution_state"] == "idle"
-                   for m in self.messages(msg_id))  # fmt: skip
+        return any(
+            m["msg_type"] == "status" and m["content"]["execution_state"] == "idle"
+            for m in self.messages(msg_id)
+        )
 
     def finish(self, msg_id: str, timeout: float = 90) -> str:
         deadline = time.monotonic() + timeout
@@ -64,18 +66,24 @@ class Kernel:
 
     def record(self, msg_id: str) -> dict[str, Any]:
         """The record that replaced the run's live view in the cell ``msg_id``."""
-        updates = [m["content"] for m in self.messages(msg_id)
-                   if m["msg_type"] == "update_display_data"
-                   and "record_hash" in m["content"]["metadata"].get("pi_notebook", {})]  # fmt: skip
+        updates = [
+            m["content"]
+            for m in self.messages(msg_id)
+            if m["msg_type"] == "update_display_data"
+            and "record_hash" in m["content"]["metadata"].get("pi_notebook", {})
+        ]
         assert updates, "the live view was never replaced by a record"
         return updates[-1]
 
     def buttons(self, description: str) -> list[str]:
         self._pump()
-        return [m["content"]["comm_id"] for m in self.log
-                if m["msg_type"] == "comm_open"
-                and m["content"]["data"].get("state", {}).get("_model_name") == "ButtonModel"
-                and m["content"]["data"]["state"].get("description") == description]  # fmt: skip
+        return [
+            m["content"]["comm_id"]
+            for m in self.log
+            if m["msg_type"] == "comm_open"
+            and m["content"]["data"].get("state", {}).get("_model_name") == "ButtonModel"
+            and m["content"]["data"]["state"].get("description") == description
+        ]
 
     def wait_for_button(self, description: str, after: int, timeout: float = 30) -> str:
         deadline = time.monotonic() + timeout
@@ -201,8 +209,10 @@ def test_kernel_interrupt_stops_a_slow_query(kernel: tuple[Kernel, Path]) -> Non
     """The kernel's interrupt stops the run as Stop does: the query is cancelled within
     seconds, the call ends aborted and the record says the run was stopped."""
     k, _ = kernel
-    sql = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) "
-           "SELECT COUNT(*) FROM c")  # fmt: skip
+    sql = (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) "
+        "SELECT COUNT(*) FROM c"
+    )
     since = len(k.log)
     msg_id = k.kc.execute(f"%%pi\n{sql}")
     k.wait_for_text("running", since)
@@ -227,8 +237,14 @@ def test_kernel_interrupt_stops_a_slow_query(kernel: tuple[Kernel, Path]) -> Non
 def test_kernel_bad_input_keeps_kernel_working(kernel: tuple[Kernel, Path]) -> None:
     k, _ = kernel
     # IPython reports a UsageError as one line on stderr, without a traceback.
-    for line in ("%pi_connect notaurl", "%pi_model no-such-model", "%pi_tools --bogus",
-                 "%%pi --fast\nSELECT 1", "%%pi\n   ", "%%pi -o 1bad\nSELECT 1"):  # fmt: skip
+    for line in (
+        "%pi_connect notaurl",
+        "%pi_model no-such-model",
+        "%pi_tools --bogus",
+        "%%pi --fast\nSELECT 1",
+        "%%pi\n   ",
+        "%%pi -o 1bad\nSELECT 1",
+    ):
         out = k.execute(line)
         assert out.startswith("UsageError: ") and out.strip().count("\n") == 0, out
     k.execute("%%pi\nSELECT COUNT(*) AS n FROM customers")
@@ -241,10 +257,12 @@ def test_kernel_background_cell_returns_at_once(kernel: tuple[Kernel, Path]) -> 
     before = len(k.buttons("Approve"))
     k.execute("%%pi --background\nUPDATE customers SET city = 'Later' WHERE customer_id = 24")
     k.wait_for_button("Approve", before)  # the cell is done; the run waits for a person
-    out = k.execute("from pi_notebook.notebook import current\n"
-                    "run = current().last_run\n"
-                    "(await run.next_prompt()).approve()\n"
-                    "st = await run.wait(60)\nprint(st.status, st.card_list()[0].word)")  # fmt: skip
+    out = k.execute(
+        "from pi_notebook.notebook import current\n"
+        "run = current().last_run\n"
+        "(await run.next_prompt()).approve()\n"
+        "st = await run.wait(60)\nprint(st.status, st.card_list()[0].word)"
+    )
     assert out.split() == ["done", "approved"]
 
 
@@ -266,10 +284,12 @@ def test_kernel_offline_model_given_english_replies_with_help(kernel: tuple[Kern
     it parses as SQL, no approval prompt appears, no call is made, and the record is the help
     reply."""
     k, data = kernel
-    for sentence in ("Show me the 5 most expensive products.",
-                     "delete from orders where it is cancelled",
-                     "Update products set price = cheaper",
-                     "select 5 products from the shop"):  # fmt: skip
+    for sentence in (
+        "Show me the 5 most expensive products.",
+        "delete from orders where it is cancelled",
+        "Update products set price = cheaper",
+        "select 5 products from the shop",
+    ):
         before = len(k.buttons("Approve"))
         msg_id = k.kc.execute(f"%%pi\n{sentence}")
         k.finish(msg_id)
@@ -293,8 +313,10 @@ def test_kernel_pi_cell_o_binds_the_result_in_the_same_cell(kernel: tuple[Kernel
     out = k.execute("print(type(counted).__name__, list(counted.columns), len(counted))")
     assert out.split() == ["DataFrame", "['n']", "1"]
     k.execute("%%pi --background -o later\nSELECT customer_id FROM customers ORDER BY 1 LIMIT 2")
-    out = k.execute("from pi_notebook.notebook import current\n"
-                    "await current().last_run.wait(60)\nprint(list(later.customer_id))")  # fmt: skip
+    out = k.execute(
+        "from pi_notebook.notebook import current\n"
+        "await current().last_run.wait(60)\nprint(list(later.customer_id))"
+    )
     assert out.strip() == "[1, 2]"
     out = k.execute("%%pi -o nothing\nShow me the 5 most expensive products.")
     assert out.strip() == "No result DataFrame from this run (done): nothing was not set."
@@ -306,8 +328,10 @@ def test_kernel_interrupt_stops_a_background_run(kernel: tuple[Kernel, Path]) ->
     cancelled, the record says so; afterwards the idle kernel ignores interrupts again, and
     an interrupt of another cell stays that cell's."""
     k, _ = kernel
-    sql = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) "
-           "SELECT COUNT(*) FROM c")  # fmt: skip
+    sql = (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) "
+        "SELECT COUNT(*) FROM c"
+    )
     since = len(k.log)
     k.execute(f"%%pi --background\n{sql}")  # the cell is done at once
     k.wait_for_text("running", since)
@@ -324,12 +348,17 @@ def test_kernel_interrupt_stops_a_background_run(kernel: tuple[Kernel, Path]) ->
         assert time.monotonic() - started < 15, "the interrupt did not stop the background run"
         time.sleep(0.2)
     assert status == "stopped"
-    out = k.execute("run = current().last_run\nawait run.wait(30)\n"
-                    "print(run.metadata['calls'][0]['outcome'])\n"
-                    "import signal\nprint(get_ipython().kernel.saved_sigint_handler is signal.SIG_IGN)")  # fmt: skip
+    out = k.execute(
+        "run = current().last_run\nawait run.wait(30)\n"
+        "print(run.metadata['calls'][0]['outcome'])\n"
+        "import signal\nprint(get_ipython().kernel.saved_sigint_handler is signal.SIG_IGN)"
+    )
     assert out.split() == ["aborted", "True"]
-    updates = [m["content"]["data"]["text/plain"] for m in k.log[since:]
-               if m["msg_type"] == "update_display_data"]  # fmt: skip
+    updates = [
+        m["content"]["data"]["text/plain"]
+        for m in k.log[since:]
+        if m["msg_type"] == "update_display_data"
+    ]
     assert any("■ stopped (interrupted)" in u for u in updates)
     k.km.interrupt_kernel()  # idle, no run: ignored as before
     time.sleep(0.5)

@@ -256,8 +256,9 @@ async def test_current_handle_and_results(loaded: InteractiveShell) -> None:
     assert isinstance(frame, pd.DataFrame) and frame.shape == (4, 2)
 
 
-async def test_unload_closes_the_session_then_the_audit_log(shell: InteractiveShell, shared_data_dir,
-                                                             monkeypatch) -> None:  # fmt: skip
+async def test_unload_closes_the_session_then_the_audit_log(
+    shell: InteractiveShell, shared_data_dir, monkeypatch
+) -> None:
     monkeypatch.setenv("PI_NOTEBOOK_DATA_DIR", str(shared_data_dir))
     shell.run_line_magic("load_ext", "pi_notebook")
     state = current()
@@ -271,8 +272,9 @@ async def test_unload_closes_the_session_then_the_audit_log(shell: InteractiveSh
     assert audit.verify().ok  # the store is still readable, only this writer is closed
 
 
-def test_unload_removes_every_magic_it_added(shell: InteractiveShell, shared_data_dir,
-                                             monkeypatch) -> None:  # fmt: skip
+def test_unload_removes_every_magic_it_added(
+    shell: InteractiveShell, shared_data_dir, monkeypatch
+) -> None:
     monkeypatch.setenv("PI_NOTEBOOK_DATA_DIR", str(shared_data_dir))
     magics = shell.magics_manager.magics
     before = {kind: set(names) for kind, names in magics.items()}

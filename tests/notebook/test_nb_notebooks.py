@@ -19,8 +19,12 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 def _execute(name: str) -> nbformat.NotebookNode:
     notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
-    nbclient.NotebookClient(notebook, kernel_name="python3", timeout=180,
-                            resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()  # fmt: skip
+    nbclient.NotebookClient(
+        notebook,
+        kernel_name="python3",
+        timeout=180,
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    ).execute()
     return notebook
 
 
@@ -70,8 +74,11 @@ def test_the_lesson_asks_before_it_answers() -> None:
     learner opens it, and the checking cell comes after it."""
     notebook = nbformat.read(NOTEBOOKS / "tool_system_lesson.ipynb", as_version=4)
     cells = notebook.cells
-    questions = [i for i, c in enumerate(cells)
-                 if c.cell_type == "markdown" and re.match(r"### Q\d+\. ", c.source)]  # fmt: skip
+    questions = [
+        i
+        for i, c in enumerate(cells)
+        if c.cell_type == "markdown" and re.match(r"### Q\d+\. ", c.source)
+    ]
     assert len(questions) == 10
     for index in questions:
         head, _, rest = cells[index].source.partition("\n")
@@ -104,8 +111,12 @@ def test_lesson_works_whichever_way_the_person_answers(how: str) -> None:
     still runs, and the self-test still passes."""
     notebook = nbformat.read(NOTEBOOKS / "tool_system_lesson.ipynb", as_version=4)
     _answered_by_a_person(notebook, how)
-    nbclient.NotebookClient(notebook, kernel_name="python3", timeout=180,
-                            resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()  # fmt: skip
+    nbclient.NotebookClient(
+        notebook,
+        kernel_name="python3",
+        timeout=180,
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    ).execute()
     text = _texts(notebook)
     for number in range(1, 11):
         assert f"'Q{number} ok'" in text
@@ -124,15 +135,24 @@ def test_the_lesson_names_and_links_the_chapter_it_follows() -> None:
 
 def test_lab_headless_prints_outputs() -> None:
     script = Path(__file__).resolve().parents[2] / "scripts" / "lab.py"
-    done = subprocess.run([sys.executable, str(script), "--headless"], capture_output=True, text=True,
-                          timeout=240, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(script), "--headless"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=True,
+    )
     assert "pi_notebook: model offline" in done.stdout
     assert "delivered" in done.stdout
 
 
 def _stamped(notebook: nbformat.NotebookNode) -> list[dict]:
-    return [o for c in notebook.cells for o in c.get("outputs", [])
-            if "pi_notebook" in o.get("metadata", {})]  # fmt: skip
+    return [
+        o
+        for c in notebook.cells
+        for o in c.get("outputs", [])
+        if "pi_notebook" in o.get("metadata", {})
+    ]
 
 
 def _check_against_audit(path: Path, audit_url: str) -> list[str]:
@@ -174,7 +194,9 @@ def test_executed_quickstart_saved_and_converted_keeps_the_record(tmp_path: Path
         )
         assert all(c["audit_hash"] and c["args_hash"] for c in meta["calls"])
     assert [c["decision"] for o in stamped for c in o["metadata"]["pi_notebook"]["calls"]] == [
-        "allowed", "approved"]  # fmt: skip
+        "allowed",
+        "approved",
+    ]
     path = tmp_path / "quickstart.ipynb"
     notebook.metadata.pop("widgets", None)  # no widget state: the record must stand alone
     nbformat.write(notebook, path)
@@ -207,7 +229,9 @@ def test_executed_quickstart_saved_and_converted_keeps_the_record(tmp_path: Path
     problems = verify_notebook(path, audit_url).problems
     read_cell, write_cell = (edited.cells.index(c) for c in cells[:2])
     assert [p.split(" (")[0] for p in problems] == [
-        f"cell {write_cell} output 0: altered", f"cell {read_cell} output 0: unstamped"]  # fmt: skip
+        f"cell {write_cell} output 0: altered",
+        f"cell {read_cell} output 0: unstamped",
+    ]
     assert "prompt is not the prompt that ran" in problems[0]
 
 
@@ -235,6 +259,5 @@ def test_pi_audit_verify_notebook_names_the_altered_output(tmp_path: Path) -> No
     nbclient.NotebookClient(runner, kernel_name="python3", timeout=120).execute()
     text = runner.cells[1].outputs[0]["text"]
     problem = "cell 3 output 0: altered (its content does not match its audit record)"
-    assert text.splitlines() == [
-        "NOT OK: 1 problem(s) in 2 stamped output(s):", f"- {problem}"]  # fmt: skip
+    assert text.splitlines() == ["NOT OK: 1 problem(s) in 2 stamped output(s):", f"- {problem}"]
     assert text.count(problem) == 1  # named once, not twice

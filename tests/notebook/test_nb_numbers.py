@@ -18,17 +18,34 @@ from pi_notebook.notebook.record import card_html
 from pi_notebook.testing import ScriptedModel, text
 
 # column -> the exact string every surface shows for it
-SQLITE_SQL = ("SELECT 70131.16 AS revenue, 1234567.89 AS amount, 0.125 AS share, 1e-7 AS tiny, "
-              "12345678901234 AS big, 10001 AS customer_id")  # fmt: skip
-SQLITE_SHOWN = {"revenue": "70,131.16", "amount": "1,234,567.89", "share": "0.125",
-                "tiny": "1e-07", "big": "12,345,678,901,234", "customer_id": "10001"}  # fmt: skip
-PG_SQL = ("SELECT 70131.16::float8 AS revenue, 1234567.89::numeric AS amount, "
-          "0.125::float8 AS share, 1e-7::float8 AS tiny, 12345678901234::bigint AS big, "
-          "70131.10::numeric(12,2) AS price, 0.0000001::numeric AS tiny_numeric, "
-          "123456789012345678901234.5::numeric AS huge")  # fmt: skip
-PG_SHOWN = {"revenue": "70,131.16", "amount": "1,234,567.89", "share": "0.125",
-            "tiny": "1e-07", "big": "12,345,678,901,234", "price": "70,131.10",
-            "tiny_numeric": "0.0000001", "huge": "123,456,789,012,345,678,901,234.5"}  # fmt: skip
+SQLITE_SQL = (
+    "SELECT 70131.16 AS revenue, 1234567.89 AS amount, 0.125 AS share, 1e-7 AS tiny, "
+    "12345678901234 AS big, 10001 AS customer_id"
+)
+SQLITE_SHOWN = {
+    "revenue": "70,131.16",
+    "amount": "1,234,567.89",
+    "share": "0.125",
+    "tiny": "1e-07",
+    "big": "12,345,678,901,234",
+    "customer_id": "10001",
+}
+PG_SQL = (
+    "SELECT 70131.16::float8 AS revenue, 1234567.89::numeric AS amount, "
+    "0.125::float8 AS share, 1e-7::float8 AS tiny, 12345678901234::bigint AS big, "
+    "70131.10::numeric(12,2) AS price, 0.0000001::numeric AS tiny_numeric, "
+    "123456789012345678901234.5::numeric AS huge"
+)
+PG_SHOWN = {
+    "revenue": "70,131.16",
+    "amount": "1,234,567.89",
+    "share": "0.125",
+    "tiny": "1e-07",
+    "big": "12,345,678,901,234",
+    "price": "70,131.10",
+    "tiny_numeric": "0.0000001",
+    "huge": "123,456,789,012,345,678,901,234.5",
+}
 ROUNDED = ("70,131.2", "1,234,568", "1.235e+13", "70,131.1<", "1.235e+23")
 
 
@@ -66,8 +83,12 @@ def _check(run: object, record: dict[str, str], shown: dict[str, str]) -> None:
     record_rows = [line.split() for line in record["text/plain"].splitlines()]
     assert expected in record_rows
     for rounded in ROUNDED:
-        for surface in (content, output["data"]["text/html"], record["text/html"],
-                        record["text/plain"]):  # fmt: skip
+        for surface in (
+            content,
+            output["data"]["text/html"],
+            record["text/html"],
+            record["text/plain"],
+        ):
             assert rounded not in surface
 
 
@@ -102,8 +123,9 @@ async def test_d7_a_direct_session_call_and_its_record_write_the_same_exact_stri
         url, sql, shown = f"sqlite:///{db}", SQLITE_SQL, SQLITE_SHOWN
     else:
         url, sql, shown = str(request.getfixturevalue("pg_url")), PG_SQL, PG_SHOWN
-    session = create_agent_session(model=ScriptedModel([text("unused")]),
-                                   extensions=[database_extension(url)], audit=False)  # fmt: skip
+    session = create_agent_session(
+        model=ScriptedModel([text("unused")]), extensions=[database_extension(url)], audit=False
+    )
     events: list[object] = []
     session.subscribe(events.append)
     try:

@@ -63,15 +63,19 @@ def _saved(k: Kernel, cells: list[tuple[str, str]]) -> Any:
         for m in k.messages(msg_id):
             kind, content = m["msg_type"], m["content"]
             if kind == "display_data":
-                out = {"output_type": kind, "data": content["data"],
-                       "metadata": content.get("metadata", {})}  # fmt: skip
+                out = {
+                    "output_type": kind,
+                    "data": content["data"],
+                    "metadata": content.get("metadata", {}),
+                }
                 outputs.append(out)
                 display_id = content.get("transient", {}).get("display_id")
                 if display_id:
                     by_id.setdefault(display_id, []).append(out)
             elif kind == "stream":
-                outputs.append({"output_type": "stream", "name": content["name"],
-                                "text": content["text"]})  # fmt: skip
+                outputs.append(
+                    {"output_type": "stream", "name": content["name"], "text": content["text"]}
+                )
         sources.append((source, outputs))
     for m in k.log:  # in the order they came, from whichever cell sent them
         if m["msg_type"] == "update_display_data":
@@ -134,8 +138,11 @@ def test_a_restart_during_a_prompt_leaves_the_prompt_the_sql_and_what_did_not_ru
     page = _html_of(cell)
     assert html.escape(SQL) in page  # the SQL, in the prompt line and on its card
     assert "awaiting approval" in page and INTERRUPTED in page
-    (plain,) = [o["data"]["text/plain"] for o in cell.outputs
-                if "pi-provisional" in str(o["data"].get("text/html", ""))]  # fmt: skip
+    (plain,) = [
+        o["data"]["text/plain"]
+        for o in cell.outputs
+        if "pi-provisional" in str(o["data"].get("text/html", ""))
+    ]
     assert plain.startswith("◌ interrupted · 1 call · model ")
     assert "Prompt:" in plain and SQL in plain and plain.endswith(INTERRUPTED)
     assert "awaiting approval" in plain
@@ -151,8 +158,9 @@ def test_a_tampered_provisional_record_is_named(
 ) -> None:
     k, _data = kernel
     notebook = _restarted_during_prompt(k)
-    (index,) = [i for i, o in enumerate(notebook.cells[1].outputs)
-                if "pi_notebook" in o.get("metadata", {})]  # fmt: skip
+    (index,) = [
+        i for i, o in enumerate(notebook.cells[1].outputs) if "pi_notebook" in o.get("metadata", {})
+    ]
     provisional = notebook.cells[1].outputs[index]
 
     edited = notebook

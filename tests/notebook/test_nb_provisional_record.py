@@ -39,44 +39,60 @@ def _fold(events: list[Any]) -> RunState:
 
 
 def _start(call_id: str, sql: str = "SELECT 1") -> ToolExecutionStartEvent:
-    return ToolExecutionStartEvent(tool_call_id=call_id, tool_name="query_database",
-                                   args={"sql": sql})  # fmt: skip
+    return ToolExecutionStartEvent(
+        tool_call_id=call_id, tool_name="query_database", args={"sql": sql}
+    )
 
 
 def _end(call_id: str) -> ToolExecutionEndEvent:
     return ToolExecutionEndEvent(
-        tool_call_id=call_id, tool_name="query_database", is_error=False,
+        tool_call_id=call_id,
+        tool_name="query_database",
+        is_error=False,
         result=ToolResult(content=[TextContent(text="1 row")], details={"row_count": 1}),
-    )  # fmt: skip
+    )
 
 
 INFO = RunInfo(run_id="r1", model="offline", view_of=call_views)
 
 
 def test_a_started_call_reads_outcome_unknown_and_a_waiting_one_awaiting_approval() -> None:
-    state = _fold([AgentStartEvent(), _start("c1", "SELECT 1"), _end("c1"),
-                   _start("c2", "SELECT 2"), _start("c3", "UPDATE t SET a = 1"),
-                   ApprovalRequested(tool_call_id="c3")])  # fmt: skip
+    state = _fold(
+        [
+            AgentStartEvent(),
+            _start("c1", "SELECT 1"),
+            _end("c1"),
+            _start("c2", "SELECT 2"),
+            _start("c3", "UPDATE t SET a = 1"),
+            ApprovalRequested(tool_call_id="c3"),
+        ]
+    )
     data = provisional_bundle(state, INFO, "count things")
     plain = data["text/plain"]
     assert plain.startswith("◌ interrupted · 3 calls · model offline")
     assert "[query_database · query_database] allowed" in plain  # ended: its word stands
     assert f"] {OUTCOME_UNKNOWN}\n    SELECT 2" in plain
     assert "] awaiting approval\n    UPDATE t SET a = 1" in plain
-    assert plain.endswith(f"{INTERRUPTED} (a call marked 'outcome unknown' may have run: check "
-                          "the audit)")  # fmt: skip
+    assert plain.endswith(
+        f"{INTERRUPTED} (a call marked 'outcome unknown' may have run: check the audit)"
+    )
     assert "pi-provisional" in data["text/html"] and "data-run='r1'" in data["text/html"]
     assert "outcome is unknown" in stale_note(state)
     calls = provisional_calls(state, {"c3": "h3"}.get)
     assert [(c["tool_call_id"], c["state"], c["rows"], c["args_hash"]) for c in calls] == [
-        ("c1", "done", 1, None), ("c2", "queued", None, None),
+        ("c1", "done", 1, None),
+        ("c2", "queued", None, None),
         ("c3", "awaiting approval", None, "h3"),
-    ]  # fmt: skip
+    ]
 
 
 def test_only_the_latest_calls_are_shown_in_full() -> None:
-    state = _fold([AgentStartEvent(), *(e for i in range(MAX_CARDS + 5)
-                                        for e in (_start(f"c{i}"), _end(f"c{i}")))])  # fmt: skip
+    state = _fold(
+        [
+            AgentStartEvent(),
+            *(e for i in range(MAX_CARDS + 5) for e in (_start(f"c{i}"), _end(f"c{i}"))),
+        ]
+    )
     data = provisional_bundle(state, INFO, "many")
     assert "5 earlier call(s) not shown here" in data["text/plain"]
     assert "data-call='c4'" not in data["text/html"] and "data-call='c5'" in data["text/html"]

@@ -30,10 +30,16 @@ def _said(text: str) -> list[object]:
 
 def _call(call_id: str, sql: str, details: object, content: str = "ok") -> list[object]:
     return [
-        ToolExecutionStartEvent(tool_call_id=call_id, tool_name="query_database", args={"sql": sql}),
-        ToolExecutionEndEvent(tool_call_id=call_id, tool_name="query_database", is_error=False,
-                              result=ToolResult(content=[TextContent(text=content)], details=details)),
-    ]  # fmt: skip
+        ToolExecutionStartEvent(
+            tool_call_id=call_id, tool_name="query_database", args={"sql": sql}
+        ),
+        ToolExecutionEndEvent(
+            tool_call_id=call_id,
+            tool_name="query_database",
+            is_error=False,
+            result=ToolResult(content=[TextContent(text=content)], details=details),
+        ),
+    ]
 
 
 def _state(*events: object) -> RunState:
@@ -44,14 +50,17 @@ def _state(*events: object) -> RunState:
 
 
 # The calls are the database tool's: they read as it describes them (the SQL as code).
-INFO = RunInfo(run_id="r1", model="openai:gpt-test", label_of=lambda n: "Query database",
-               view_of=call_views)  # fmt: skip
+INFO = RunInfo(
+    run_id="r1", model="openai:gpt-test", label_of=lambda n: "Query database", view_of=call_views
+)
 
 
 def test_everything_from_the_model_and_the_database_is_escaped() -> None:
     evil = pd.DataFrame({"<b>col</b>": ["<script>alert(1)</script>", "<img src=x onerror=1>"]})
-    state = _state(*_said("**Bold** <script>steal()</script> [x](javascript:alert(1))"),
-                   *_call("c1", "SELECT '<svg onload=1>'", {"dataframe": evil, "row_count": 2}))  # fmt: skip
+    state = _state(
+        *_said("**Bold** <script>steal()</script> [x](javascript:alert(1))"),
+        *_call("c1", "SELECT '<svg onload=1>'", {"dataframe": evil, "row_count": 2}),
+    )
     html = record_bundle(state, INFO)["text/html"]
     assert "<strong>Bold</strong>" in html  # Markdown rendered by markdown-it
     for raw in ("<script>", "<img src=x", "<svg onload", "<b>col</b>", 'href="javascript'):
@@ -61,8 +70,11 @@ def test_everything_from_the_model_and_the_database_is_escaped() -> None:
 
 def test_text_and_cards_keep_their_order_in_every_form() -> None:
     frame = pd.DataFrame({"n": [3]})
-    state = _state(*_said("First I count."), *_call("c1", "SELECT 1", {"dataframe": frame, "row_count": 1}),
-                   *_said("See the table above."))  # fmt: skip
+    state = _state(
+        *_said("First I count."),
+        *_call("c1", "SELECT 1", {"dataframe": frame, "row_count": 1}),
+        *_said("See the table above."),
+    )
     bundle = record_bundle(state, INFO)
     for mime in ("text/html", "text/plain"):
         text = bundle[mime]
@@ -94,10 +106,16 @@ def test_numbers_for_people() -> None:
     # and a number is never cut to the text form's width.
     exact = pd.DataFrame({"revenue": [70131.16, 0.125, 1e-7, 12345678901234.0, 1 / 3]})
     assert [c for _, c in _cells(frame_html(exact))] == [
-        "70,131.16", "0.125", "1e-07", "12,345,678,901,234", "0.3333333333333333"]  # fmt: skip
+        "70,131.16",
+        "0.125",
+        "1e-07",
+        "12,345,678,901,234",
+        "0.3333333333333333",
+    ]
     long = pd.DataFrame({"n": [Decimal("1" * 45 + ".5")], "t": ["x" * 45]})
-    plain = record_bundle(_state(*_call("c", "SELECT 1", {"dataframe": long, "row_count": 1})),
-                          INFO)["text/plain"]  # fmt: skip
+    plain = record_bundle(
+        _state(*_call("c", "SELECT 1", {"dataframe": long, "row_count": 1})), INFO
+    )["text/plain"]
     assert f"{int('1' * 45):,}.5" in plain and "x" * 45 not in plain
 
 
@@ -114,20 +132,38 @@ def test_card_numbers_follow_the_model_preview_rules() -> None:
 
     from pi_notebook.sql.backend.results import format_value as preview_value
 
-    frame = pd.DataFrame({
-        "customer_id": [10001, 10002], "year": [2024, 1999], "orders": [1033, 25000],
-        "total": [Decimal("1234.50"), Decimal("98765.4321")],
-        "stock": pd.array([12000, None], dtype="Int64"), "name": ["a", "b"],
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "customer_id": [10001, 10002],
+            "year": [2024, 1999],
+            "orders": [1033, 25000],
+            "total": [Decimal("1234.50"), Decimal("98765.4321")],
+            "stock": pd.array([12000, None], dtype="Int64"),
+            "name": ["a", "b"],
+        }
+    )
     cells = _cells(frame_html(frame))
-    assert cells[:6] == [("pi-num", "10001"), ("pi-num", "2024"), ("pi-num", "1033"),
-                         ("pi-num", "1,234.50"), ("pi-num", "12,000"), ("", "a")]  # fmt: skip
-    assert cells[6:] == [("pi-num", "10002"), ("pi-num", "1999"), ("pi-num", "25,000"),
-                         ("pi-num", "98,765.4321"), ("pi-num", "NULL"), ("", "b")]  # fmt: skip
+    assert cells[:6] == [
+        ("pi-num", "10001"),
+        ("pi-num", "2024"),
+        ("pi-num", "1033"),
+        ("pi-num", "1,234.50"),
+        ("pi-num", "12,000"),
+        ("", "a"),
+    ]
+    assert cells[6:] == [
+        ("pi-num", "10002"),
+        ("pi-num", "1999"),
+        ("pi-num", "25,000"),
+        ("pi-num", "98,765.4321"),
+        ("pi-num", "NULL"),
+        ("", "b"),
+    ]
     # The same values, as the model's preview writes them from the database's rows.
     for column in frame.columns:
-        for value, (_, shown) in zip(frame[column], cells[list(frame.columns).index(column)::6],
-                                     strict=True):  # fmt: skip
+        for value, (_, shown) in zip(
+            frame[column], cells[list(frame.columns).index(column) :: 6], strict=True
+        ):
             if value is pd.NA:
                 continue
             native = value.item() if hasattr(value, "item") else value
@@ -157,8 +193,10 @@ def test_one_formatter_for_the_card_and_the_preview() -> None:
 
 def test_a_write_says_how_many_rows_it_changed_and_a_text_result_is_shown() -> None:
     write = {"dataframe": pd.DataFrame(), "row_count": 1234, "statement_kind": "write"}
-    state = _state(*_call("w", "UPDATE t SET x = 1", write),
-                   *_call("t", "SELECT 2", {"n": 1}, content="42 widgets in stock"))  # fmt: skip
+    state = _state(
+        *_call("w", "UPDATE t SET x = 1", write),
+        *_call("t", "SELECT 2", {"n": 1}, content="42 widgets in stock"),
+    )
     html = record_bundle(state, INFO)["text/html"]
     assert "1,234 rows changed" in html
     assert re.search(r"<pre class='pi-content'[^>]*>42 widgets in stock</pre>", html)
@@ -206,11 +244,16 @@ def test_a_done_run_whose_call_errored_is_not_shown_as_a_plain_success() -> None
     from pi_notebook.notebook.view import RunView
 
     failed = [
-        ToolExecutionStartEvent(tool_call_id="e", tool_name="query_database",
-                                args={"sql": "SELECT nope FROM nowhere"}),
-        ToolExecutionEndEvent(tool_call_id="e", tool_name="query_database", is_error=True,
-                              result=ToolResult(content=[TextContent(text="no such table")])),
-    ]  # fmt: skip
+        ToolExecutionStartEvent(
+            tool_call_id="e", tool_name="query_database", args={"sql": "SELECT nope FROM nowhere"}
+        ),
+        ToolExecutionEndEvent(
+            tool_call_id="e",
+            tool_name="query_database",
+            is_error=True,
+            result=ToolResult(content=[TextContent(text="no such table")]),
+        ),
+    ]
     state = _state(*failed, *_said("The query failed: there is no table `nowhere`."))
     assert state.status == "done"
     bundle = record_bundle(state, INFO)
@@ -245,11 +288,27 @@ def replace_id(event: object, call_id: str) -> object:
 # only if its property is listed and its value is plain CSS, so colours must be literal and
 # var(--jp-...) is dropped.
 _SANITIZER_PROPERTIES = {
-    "line-height", "margin", "margin-left", "margin-right", "padding", "font-weight",
-    "font-family", "font-size", "opacity", "white-space", "word-break", "overflow-wrap",
-    "overflow", "overflow-x", "max-width", "max-height", "text-align", "border-left-width",
-    "border-left-style", "border-radius",
-}  # fmt: skip
+    "line-height",
+    "margin",
+    "margin-left",
+    "margin-right",
+    "padding",
+    "font-weight",
+    "font-family",
+    "font-size",
+    "opacity",
+    "white-space",
+    "word-break",
+    "overflow-wrap",
+    "overflow",
+    "overflow-x",
+    "max-width",
+    "max-height",
+    "text-align",
+    "border-left-width",
+    "border-left-style",
+    "border-radius",
+}
 _PLAIN_VALUE = re.compile(
     r"^((\d+(\.\d+)?(px|em|%)?|auto|bold|monospace|smaller|pre-wrap|normal|left|right|solid)"
     r"\s*)+$"
@@ -262,8 +321,10 @@ def test_the_record_reads_without_its_style_block() -> None:
     from pi_notebook.notebook.record import INLINE
 
     frame = pd.DataFrame({"id": [1, 2], "name": ["a", "b"]})
-    state = _state(*_said("Looking."), *_call("c", "SELECT id, name FROM t", {"dataframe": frame,
-                                                                              "row_count": 2}))  # fmt: skip
+    state = _state(
+        *_said("Looking."),
+        *_call("c", "SELECT id, name FROM t", {"dataframe": frame, "row_count": 2}),
+    )
     page = record_bundle(state, INFO)["text/html"]
     stripped = re.sub(r"<style>.*?</style>", "", page, flags=re.S)
     assert "<style" not in stripped and "pi-record" in stripped  # the marker is a class
@@ -292,14 +353,18 @@ def test_a_card_says_when_a_read_stopped_at_the_size_limit() -> None:
     """A read that reached ``max_result_bytes`` says how many rows it kept of how many, and
     why, not "more than N rows" (which reads as the row cap)."""
     frame = pd.DataFrame({"i": range(9), "pad": ["x" * 10] * 9})
-    capped = {"dataframe": frame, "row_count": 200, "row_count_exact": False,
-              "truncated": True, "size_capped": True}  # fmt: skip
+    capped = {
+        "dataframe": frame,
+        "row_count": 200,
+        "row_count_exact": False,
+        "truncated": True,
+        "size_capped": True,
+    }
     plain = record_bundle(_state(*_call("c", "SELECT 1", capped)), INFO)["text/plain"]
     assert "9 of at least 200 rows kept (size limit)" in plain
     counted = {**capped, "row_count_exact": True}
     plain = record_bundle(_state(*_call("c", "SELECT 1", counted)), INFO)["text/plain"]
     assert "9 of 200 rows kept (size limit)" in plain
-    capped_rows = {"dataframe": frame, "row_count": 10, "row_count_exact": False,
-                   "truncated": True}  # fmt: skip
+    capped_rows = {"dataframe": frame, "row_count": 10, "row_count_exact": False, "truncated": True}
     plain = record_bundle(_state(*_call("c", "SELECT 1", capped_rows)), INFO)["text/plain"]
     assert "more than 10 rows" in plain and "size limit" not in plain

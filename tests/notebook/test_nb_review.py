@@ -24,9 +24,14 @@ SQL = "UPDATE customers SET city = 'Oslo' WHERE customer_id = 1"
 
 
 def _post(store: str, call_id: str) -> ReviewRequest:
-    request = ApprovalRequest(tool_call_id=call_id, tool_name="query_database",
-                              title="Database write", args={"sql": SQL}, args_hash="a" * 64,
-                              reasons=("it writes",))  # fmt: skip
+    request = ApprovalRequest(
+        tool_call_id=call_id,
+        tool_name="query_database",
+        title="Database write",
+        args={"sql": SQL},
+        args_hash="a" * 64,
+        reasons=("it writes",),
+    )
     with ReviewQueue(store) as queue:  # ana's side of the store
         return queue.post(request, "ana", ["bo"], datetime.now(UTC) + timedelta(minutes=5))
 
@@ -57,7 +62,10 @@ async def test_pi_review_lists_and_approves_by_prefix(
     with ReviewQueue(store) as queue:
         decided = queue.get(posted.request_id)
     assert decided is not None and (decided.state, decided.reviewer, decided.note) == (
-        "approved", "bo", "fine")  # fmt: skip
+        "approved",
+        "bo",
+        "fine",
+    )
     after: Any = shell.run_line_magic("pi_review", "--list")
     assert after.empty
 
@@ -127,11 +135,14 @@ async def test_a_pi_cell_write_waits_for_a_reviewer_and_says_so(
     [card] = run.view.cards  # the call's own card says it waits, and for whom
     assert run.state.cards[card.tool_call_id].status == "awaiting approval"
     assert "Waiting for a review by bo" in card.prompt.value
-    decide = ("from pi_notebook.approvals.review import ReviewQueue; import sys; "
-              "ReviewQueue(sys.argv[1]).decide(sys.argv[2], 'approved', 'bo')")  # fmt: skip
+    decide = (
+        "from pi_notebook.approvals.review import ReviewQueue; import sys; "
+        "ReviewQueue(sys.argv[1]).decide(sys.argv[2], 'approved', 'bo')"
+    )
     env = {**os.environ, "PI_NOTEBOOK_USER": "bo", "PYTHONPATH": str(ROOT)}  # bo's kernel
-    done = await asyncio.create_subprocess_exec(sys.executable, "-c", decide, store,
-                                                request.request_id, env=env)  # fmt: skip
+    done = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", decide, store, request.request_id, env=env
+    )
     assert await done.wait() == 0
     state = await run.wait(timeout=30)
     assert any("approved by bo" in n for n in state.notices), state.notices
@@ -182,8 +193,17 @@ async def test_pi_review_cards_approve_a_write_another_process_waits_for(
     env = {**os.environ, "PI_NOTEBOOK_USER": "ana", "PYTHONPATH": str(ROOT)}
     env.pop("JUPYTERHUB_USER", None)
     ana = await asyncio.create_subprocess_exec(
-        sys.executable, str(ACTOR), f"sqlite:///{data}", store, update, "60", "bo",
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)  # fmt: skip
+        sys.executable,
+        str(ACTOR),
+        f"sqlite:///{data}",
+        store,
+        update,
+        "60",
+        "bo",
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     with ReviewQueue(store) as queue:
         for _ in range(1500):
             if queue.pending() or ana.returncode is not None:
@@ -248,7 +268,10 @@ async def test_pi_review_cards_refuse_the_requester_and_outsiders_and_keep_the_r
     with ReviewQueue(store) as queue:
         decided = queue.get(posted.request_id)
     assert decided is not None and (decided.state, decided.reviewer, decided.note) == (
-        "rejected", "bo", "wrong customer")  # fmt: skip
+        "rejected",
+        "bo",
+        "wrong customer",
+    )
 
 
 async def test_pi_review_card_of_a_request_decided_elsewhere_says_so(

@@ -184,40 +184,66 @@ def _assistant(text_: str, *, stop_reason: str = "stop", error: str | None = Non
     from pi_notebook.agent.events import MessageEndEvent, MessageStartEvent
     from pi_notebook.ai.messages import AssistantMessage, TextContent
 
-    message = AssistantMessage(content=[TextContent(text=text_)], stop_reason=stop_reason,
-                               error_message=error)  # fmt: skip
+    message = AssistantMessage(
+        content=[TextContent(text=text_)], stop_reason=stop_reason, error_message=error
+    )
     return [MessageStartEvent(message=message), MessageEndEvent(message=message)]
 
 
 def test_timeline_keeps_text_and_cards_in_the_order_they_happened() -> None:
-    state = _fold([AgentStartEvent(), *_assistant("Let me look."), _start("a"), _end("a"),
-                   *_assistant("Now the second."), _start("b"), _end("b"),
-                   *_assistant("Both done."), AgentEndEvent()])  # fmt: skip
-    assert state.timeline == (("text", 0), ("card", "a"), ("text", 1), ("card", "b"),
-                              ("text", 2))  # fmt: skip
+    state = _fold(
+        [
+            AgentStartEvent(),
+            *_assistant("Let me look."),
+            _start("a"),
+            _end("a"),
+            *_assistant("Now the second."),
+            _start("b"),
+            _end("b"),
+            *_assistant("Both done."),
+            AgentEndEvent(),
+        ]
+    )
+    assert state.timeline == (("text", 0), ("card", "a"), ("text", 1), ("card", "b"), ("text", 2))
     assert state.assistant == ("Let me look.", "Now the second.", "Both done.")
 
 
 def test_truthful_run_words() -> None:
     call = ToolCallEvent(tool_call_id="a", tool_name="query_database", input=None)
-    rejected = [_start("a"), call, ApprovalRequested(tool_call_id="a"),
-                ApprovalResolved(tool_call_id="a", decision="rejected"),
-                _end("a", "Rejected by user.", is_error=True)]  # fmt: skip
+    rejected = [
+        _start("a"),
+        call,
+        ApprovalRequested(tool_call_id="a"),
+        ApprovalResolved(tool_call_id="a", decision="rejected"),
+        _end("a", "Rejected by user.", is_error=True),
+    ]
     assert _fold([AgentStartEvent(), *rejected, AgentEndEvent()]).status == "blocked"
-    provider = _fold([AgentStartEvent(), *_assistant("", stop_reason="error", error="HTTP 500"),
-                      AgentEndEvent()])  # fmt: skip
+    provider = _fold(
+        [AgentStartEvent(), *_assistant("", stop_reason="error", error="HTTP 500"), AgentEndEvent()]
+    )
     assert provider.status == "failed" and provider.error == "HTTP 500"
     # A stop is a stop, not a failure, even though the model's message ends with an error.
-    stopped = _fold([AgentStartEvent(), StopRequested(reason="interrupted"),
-                     *_assistant("", stop_reason="error", error="Operation aborted"),
-                     AgentEndEvent()])  # fmt: skip
+    stopped = _fold(
+        [
+            AgentStartEvent(),
+            StopRequested(reason="interrupted"),
+            *_assistant("", stop_reason="error", error="Operation aborted"),
+            AgentEndEvent(),
+        ]
+    )
     assert (stopped.status, stopped.stop_reason, stopped.error) == ("stopped", "interrupted", None)
 
 
 def test_truthful_call_words() -> None:
     call = ToolCallEvent(tool_call_id="x", tool_name="query_database", input=None)
-    ran = ToolResultEvent(tool_call_id="x", tool_name="query_database", input=None, content=[],
-                          details=None, is_error=False)  # fmt: skip
+    ran = ToolResultEvent(
+        tool_call_id="x",
+        tool_name="query_database",
+        input=None,
+        content=[],
+        details=None,
+        is_error=False,
+    )
 
     def word(*events: object, stop: bool = False) -> str:
         prefix: list[object] = [StopRequested()] if stop else []

@@ -20,13 +20,19 @@ class _Empty(BaseModel):
 
 def _session(tool: ToolDefinition[Any], ui: Any = None, calls: int = 1) -> Any:
     steps: list[Any] = [[tool_call(tool.name, {}, id=f"c{i}")] for i in range(calls)]
-    return create_agent_session(model=ScriptedModel([*steps, text("done")]), custom_tools=[tool],
-                                ui=ui, audit=False, builtin_tools=False)  # fmt: skip
+    return create_agent_session(
+        model=ScriptedModel([*steps, text("done")]),
+        custom_tools=[tool],
+        ui=ui,
+        audit=False,
+        builtin_tools=False,
+    )
 
 
 async def test_prompt_decides_once_and_disables_buttons() -> None:
-    prompt = ApprovalPrompt(title="Database write", sql="DELETE FROM t", reason="DELETE changes data",
-                            timeout=None)  # fmt: skip
+    prompt = ApprovalPrompt(
+        title="Database write", sql="DELETE FROM t", reason="DELETE changes data", timeout=None
+    )
     waiter = asyncio.ensure_future(prompt.wait())
     await asyncio.sleep(0)
     prompt.reject_button.click()
@@ -68,8 +74,9 @@ async def test_select_input_notify_render_in_run_view() -> None:
         ctx.ui.notify("all set")
         return ToolResult(content=[TextContent(text="ok")])
 
-    tool = define_tool(ToolDefinition(name="ask", label="Ask", description="Ask.", parameters=_Empty,
-                                      execute=ask))  # fmt: skip
+    tool = define_tool(
+        ToolDefinition(name="ask", label="Ask", description="Ask.", parameters=_Empty, execute=ask)
+    )
     holder: dict[str, Run] = {}
     ui = NotebookUI(lambda: holder.get("run"))
     run = Run(_session(tool, ui), "go")
@@ -105,17 +112,24 @@ async def test_rendering_is_throttled_and_touches_only_changed_cards() -> None:
 
     view.render = render  # type: ignore[method-assign]
     for i in range(200):
-        holder["state"] = reduce(holder["state"], ToolExecutionStartEvent(
-            tool_call_id=f"c{i}", tool_name="t", args={}))  # fmt: skip
+        holder["state"] = reduce(
+            holder["state"], ToolExecutionStartEvent(tool_call_id=f"c{i}", tool_name="t", args={})
+        )
         view.touch(f"c{i}")
     view.render()
     assert len(view.cards) == 200 and view.card_renders == 200
     rendered.clear()
     before, renders = view.card_renders, view.render_count
     for i in range(1000):  # a tool reporting a thousand times before the loop turns
-        holder["state"] = reduce(holder["state"], ToolExecutionUpdateEvent(
-            tool_call_id="c7", tool_name="t", args={},
-            partial_result=ToolResult(content=[TextContent(text=f"tick {i}")])))  # fmt: skip
+        holder["state"] = reduce(
+            holder["state"],
+            ToolExecutionUpdateEvent(
+                tool_call_id="c7",
+                tool_name="t",
+                args={},
+                partial_result=ToolResult(content=[TextContent(text=f"tick {i}")]),
+            ),
+        )
         view.touch("c7")
         view.request_render()
     assert view.render_count == renders  # nothing rendered during the burst: one is scheduled
@@ -161,12 +175,18 @@ async def test_database_write_prompt_shows_the_statement_being_approved(tmp_path
 
         pi.on("tool_call", handler)
 
-    model = ScriptedModel([[tool_call("query_database", {"sql": "DELETE FROM orders"}, id="d1")],
-                           text("ok")])  # fmt: skip
+    model = ScriptedModel(
+        [[tool_call("query_database", {"sql": "DELETE FROM orders"}, id="d1")], text("ok")]
+    )
     holder: dict[str, Run] = {}
     ui = NotebookUI(lambda: holder.get("run"))
-    session = create_agent_session(model=model, ui=ui, audit=False, builtin_tools=False,
-                                   extensions=[narrow, database_extension(f"sqlite:///{path}")])  # fmt: skip
+    session = create_agent_session(
+        model=model,
+        ui=ui,
+        audit=False,
+        builtin_tools=False,
+        extensions=[narrow, database_extension(f"sqlite:///{path}")],
+    )
     run = Run(session, "go")
     holder["run"] = run
     run.start()
@@ -191,11 +211,23 @@ def test_a_running_query_shows_its_elapsed_time() -> None:
 
     now = {"t": 100.0}
     state = reduce(RunState(), AgentStartEvent())
-    state = reduce(state, ToolExecutionStartEvent(tool_call_id="q", tool_name="query_database",
-                                                  args={"sql": "SELECT 1"}), now=100.0)  # fmt: skip
-    state = reduce(state, ToolExecutionUpdateEvent(
-        tool_call_id="q", tool_name="query_database", args={},
-        partial_result=ToolResult(content=[TextContent(text="Querying…")])), now=100.5)  # fmt: skip
+    state = reduce(
+        state,
+        ToolExecutionStartEvent(
+            tool_call_id="q", tool_name="query_database", args={"sql": "SELECT 1"}
+        ),
+        now=100.0,
+    )
+    state = reduce(
+        state,
+        ToolExecutionUpdateEvent(
+            tool_call_id="q",
+            tool_name="query_database",
+            args={},
+            partial_result=ToolResult(content=[TextContent(text="Querying…")]),
+        ),
+        now=100.5,
+    )
     view = RunView(lambda: state, lambda: None, lambda n: "Query database", clock=lambda: now["t"])
     now["t"] = 112.5
     view.tick()

@@ -103,6 +103,14 @@ def test_sql_names_and_the_public_all() -> None:
     assert classify("DELETE FROM t", "postgres").kind == "write"
     assert classify("SELECT 1; DROP TABLE t", "mysql").kind == "reject"
     assert canonicalize("select  1 -- c", "duckdb") == canonicalize("SELECT 1", "duckdb")
-    for name in ("define_tool", "ToolDefinition", "ToolResult", "TextContent", "ExtensionAPI",
-                 "create_agent_session", "AgentSession", "load_ipython_extension"):  # fmt: skip
+    for name in (
+        "define_tool",
+        "ToolDefinition",
+        "ToolResult",
+        "TextContent",
+        "ExtensionAPI",
+        "create_agent_session",
+        "AgentSession",
+        "load_ipython_extension",
+    ):
         assert name in pi_notebook.__all__

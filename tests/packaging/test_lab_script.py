@@ -47,8 +47,9 @@ def test_working_copies_are_made_once_and_never_replaced(tmp_path: Path) -> None
 
 
 def test_my_notebooks_is_ignored_by_git() -> None:
-    done = subprocess.run(["git", "check-ignore", "-q", "my-notebooks/quickstart.ipynb"],
-                          cwd=REPO, check=False)  # fmt: skip
+    done = subprocess.run(
+        ["git", "check-ignore", "-q", "my-notebooks/quickstart.ipynb"], cwd=REPO, check=False
+    )
     if done.returncode == 128:
         pytest.skip("not a git checkout")
     assert done.returncode == 0
@@ -65,11 +66,20 @@ def test_lab_serves_the_copies_with_working_links_and_no_news(tmp_path: Path) ->
     for name in ("notebooks", "docs"):
         (root / name).symlink_to(REPO / name)
     config, data = tmp_path / "config", tmp_path / "data"
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_DATA_DIR": str(data),
-           "PI_NOTEBOOK_DATA_DIR": str(data)}  # fmt: skip
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_DATA_DIR": str(data),
+        "PI_NOTEBOOK_DATA_DIR": str(data),
+    }
     env.pop("JUPYTER_CONFIG_PATH", None)
-    server = subprocess.Popen([sys.executable, str(SCRIPT), "--root", str(root)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+    server = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--root", str(root)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert server.stdout is not None
         url = ""
@@ -91,8 +101,9 @@ def test_lab_serves_the_copies_with_working_links_and_no_news(tmp_path: Path) ->
         spec = json.loads(_get(f"{base}/api/contents/docs/spec.md?token={token}&content=0"))
         assert spec["type"] == "file"
         page = _get(f"{base}/lab?token={token}").decode()
-        found = re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>',
-                          page, re.S)  # fmt: skip
+        found = re.search(
+            r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', page, re.S
+        )
         assert found is not None
         page_config = json.loads(found.group(1))
         assert "@jupyterlab/apputils-extension:announcements" in page_config["disabledExtensions"]

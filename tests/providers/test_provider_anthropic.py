@@ -34,11 +34,24 @@ def sse(type_: str, **data: Any) -> bytes:
     return f"event: {type_}\ndata: {json.dumps({'type': type_, **data})}\n\n".encode()
 
 
-MESSAGE_START = sse("message_start", message={
-    "id": "msg_01XFDUDYJgAACzvnptvVoYEL", "type": "message", "role": "assistant",
-    "model": "claude-sonnet-4-5-20250929", "content": [], "stop_reason": None, "stop_sequence": None,
-    "usage": {"input_tokens": 25, "cache_creation_input_tokens": 10, "cache_read_input_tokens": 5, "output_tokens": 1},
-})  # fmt: skip
+MESSAGE_START = sse(
+    "message_start",
+    message={
+        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5-20250929",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": 25,
+            "cache_creation_input_tokens": 10,
+            "cache_read_input_tokens": 5,
+            "output_tokens": 1,
+        },
+    },
+)
 PING = sse("ping")
 MESSAGE_STOP = sse("message_stop")
 
@@ -69,18 +82,29 @@ def block_stop(index: int) -> bytes:
 
 
 def message_delta(stop_reason: str, output_tokens: int = 15) -> bytes:
-    return sse("message_delta", delta={"stop_reason": stop_reason, "stop_sequence": None},
-               usage={"output_tokens": output_tokens})  # fmt: skip
+    return sse(
+        "message_delta",
+        delta={"stop_reason": stop_reason, "stop_sequence": None},
+        usage={"output_tokens": output_tokens},
+    )
 
 
 def error_body(type_: str, message: str) -> bytes:
     return json.dumps({"type": "error", "error": {"type": type_, "message": message}}).encode()
 
 
-TEXT_REPLY = {"events": [
-    MESSAGE_START, text_block(0), PING, text_delta(0, "Hello"), text_delta(0, " world"), block_stop(0),
-    message_delta("end_turn"), MESSAGE_STOP,
-]}  # fmt: skip
+TEXT_REPLY = {
+    "events": [
+        MESSAGE_START,
+        text_block(0),
+        PING,
+        text_delta(0, "Hello"),
+        text_delta(0, " world"),
+        block_stop(0),
+        message_delta("end_turn"),
+        MESSAGE_STOP,
+    ]
+}
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -143,11 +167,23 @@ async def test_plain_text_with_cache_usage(loopback):
 
 
 async def test_one_tool_call_after_text(loopback):
-    server = await loopback({"events": [
-        MESSAGE_START, text_block(0), text_delta(0, "Let me look."), block_stop(0),
-        tool_block(1, "toolu_01A", "query_database"), json_delta(1, ""), json_delta(1, '{"sql": "SEL'),
-        json_delta(1, 'ECT 1"}'), block_stop(1), message_delta("tool_use"), MESSAGE_STOP,
-    ]})  # fmt: skip
+    server = await loopback(
+        {
+            "events": [
+                MESSAGE_START,
+                text_block(0),
+                text_delta(0, "Let me look."),
+                block_stop(0),
+                tool_block(1, "toolu_01A", "query_database"),
+                json_delta(1, ""),
+                json_delta(1, '{"sql": "SEL'),
+                json_delta(1, 'ECT 1"}'),
+                block_stop(1),
+                message_delta("tool_use"),
+                MESSAGE_STOP,
+            ]
+        }
+    )
     message = final(await collect(model_for(server.url)))
     assert message.stop_reason == "toolUse" and message.text == "Let me look."
     assert message.tool_calls == [
@@ -156,13 +192,23 @@ async def test_one_tool_call_after_text(loopback):
 
 
 async def test_parallel_tool_calls_interleaved(loopback):
-    server = await loopback({"events": [
-        MESSAGE_START,
-        tool_block(0, "toolu_A", "get_weather"), tool_block(1, "toolu_B", "get_time"),
-        json_delta(0, '{"city": '), json_delta(1, '{"tz": '), json_delta(0, '"Paris"}'),
-        block_stop(0), json_delta(1, '"UTC"}'), block_stop(1),
-        message_delta("tool_use"), MESSAGE_STOP,
-    ]})  # fmt: skip
+    server = await loopback(
+        {
+            "events": [
+                MESSAGE_START,
+                tool_block(0, "toolu_A", "get_weather"),
+                tool_block(1, "toolu_B", "get_time"),
+                json_delta(0, '{"city": '),
+                json_delta(1, '{"tz": '),
+                json_delta(0, '"Paris"}'),
+                block_stop(0),
+                json_delta(1, '"UTC"}'),
+                block_stop(1),
+                message_delta("tool_use"),
+                MESSAGE_STOP,
+            ]
+        }
+    )
     message = final(await collect(model_for(server.url)))
     assert message.tool_calls == [
         ToolCall(id="toolu_A", name="get_weather", arguments={"city": "Paris"}),
@@ -171,19 +217,36 @@ async def test_parallel_tool_calls_interleaved(loopback):
 
 
 async def test_malformed_tool_arguments_become_parse_error(loopback):
-    server = await loopback({"events": [
-        MESSAGE_START, tool_block(0, "toolu_bad", "query_database"), json_delta(0, '{"sql": '),
-        block_stop(0), message_delta("tool_use"), MESSAGE_STOP,
-    ]})  # fmt: skip
+    server = await loopback(
+        {
+            "events": [
+                MESSAGE_START,
+                tool_block(0, "toolu_bad", "query_database"),
+                json_delta(0, '{"sql": '),
+                block_stop(0),
+                message_delta("tool_use"),
+                MESSAGE_STOP,
+            ]
+        }
+    )
     events = await collect(model_for(server.url))
     (call,) = final(events).tool_calls
     assert events[-1].type == "done" and call.arguments == {} and call.parse_error
 
 
 async def test_max_tokens_is_length(loopback):
-    server = await loopback({"events": [
-        MESSAGE_START, text_block(0), text_delta(0, "Cut"), block_stop(0), message_delta("max_tokens"), MESSAGE_STOP,
-    ]})  # fmt: skip
+    server = await loopback(
+        {
+            "events": [
+                MESSAGE_START,
+                text_block(0),
+                text_delta(0, "Cut"),
+                block_stop(0),
+                message_delta("max_tokens"),
+                MESSAGE_STOP,
+            ]
+        }
+    )
     assert final(await collect(model_for(server.url))).stop_reason == "length"
 
 
@@ -226,17 +289,43 @@ async def test_request_converts_messages_and_merges_tool_results(loopback):
     ]
     assert body["messages"] == [
         {"role": "user", "content": "Users and orders?"},
-        {"role": "assistant", "content": [
-            {"type": "text", "text": "Checking."},
-            {"type": "tool_use", "id": "toolu_1", "name": "query_database", "input": {"sql": "SELECT 1"}},
-            {"type": "tool_use", "id": "toolu_2", "name": "query_database", "input": {"sql": "SELECT 2"}},
-        ]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "1", "is_error": False},
-            {"type": "tool_result", "tool_use_id": "toolu_2", "content": "boom", "is_error": True},
-        ]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Checking."},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "query_database",
+                    "input": {"sql": "SELECT 1"},
+                },
+                {
+                    "type": "tool_use",
+                    "id": "toolu_2",
+                    "name": "query_database",
+                    "input": {"sql": "SELECT 2"},
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": "1",
+                    "is_error": False,
+                },
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_2",
+                    "content": "boom",
+                    "is_error": True,
+                },
+            ],
+        },
         {"role": "user", "content": "Thanks"},
-    ]  # fmt: skip
+    ]
 
 
 async def test_tool_result_images_go_inside_the_tool_result_block(loopback):
@@ -262,16 +351,35 @@ async def test_tool_result_images_go_inside_the_tool_result_block(loopback):
         ],
     )
     await collect(model_for(server.url), context)
-    assert server.requests[0].body["messages"][2] == {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": False, "content": [
-            {"type": "text", "text": "a chart"},
-            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAA="}},
-        ]},
-        {"type": "tool_result", "tool_use_id": "toolu_2", "is_error": False, "content": [
-            {"type": "text", "text": "(see attached image)"},
-            {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "BBB="}},
-        ]},
-    ]}  # fmt: skip
+    assert server.requests[0].body["messages"][2] == {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "is_error": False,
+                "content": [
+                    {"type": "text", "text": "a chart"},
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": "AAA="},
+                    },
+                ],
+            },
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_2",
+                "is_error": False,
+                "content": [
+                    {"type": "text", "text": "(see attached image)"},
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/jpeg", "data": "BBB="},
+                    },
+                ],
+            },
+        ],
+    }
 
 
 async def test_a_text_only_model_gets_a_note_in_place_of_each_tool_image(loopback):
@@ -290,10 +398,17 @@ async def test_a_text_only_model_gets_a_note_in_place_of_each_tool_image(loopbac
         ],
     )
     await collect(model_for(server.url, images=False), context)
-    assert server.requests[0].body["messages"][2] == {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": False,
-         "content": "(tool image omitted: model does not support images)"},
-    ]}  # fmt: skip
+    assert server.requests[0].body["messages"][2] == {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "is_error": False,
+                "content": "(tool image omitted: model does not support images)",
+            },
+        ],
+    }
 
 
 # -- retries ---------------------------------------------------------------------------------
@@ -322,11 +437,17 @@ async def test_429_then_overloaded_then_success(loopback):
 
 async def test_500_mid_stream_is_not_retried(loopback):
     server = await loopback(
-        {"events": [MESSAGE_START, text_block(0), text_delta(0, "Partial"),
-                    sse("error", error={"type": "api_error", "message": "Internal server error"})]},
+        {
+            "events": [
+                MESSAGE_START,
+                text_block(0),
+                text_delta(0, "Partial"),
+                sse("error", error={"type": "api_error", "message": "Internal server error"}),
+            ]
+        },
         {"events": [MESSAGE_START, text_block(0), text_delta(0, "Cut")], "drop": True},
         TEXT_REPLY,
-    )  # fmt: skip
+    )
     first = final(await collect(model_for(server.url)))
     assert (
         first.stop_reason == "error"

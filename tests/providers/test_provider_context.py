@@ -38,52 +38,97 @@ def make_shop(tmp_path: Path) -> str:
 
 # -- replies in each wire format ----------------------------------------------------------------
 def openai_sse(delta: dict[str, Any], finish: str | None = None) -> bytes:
-    body = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+    body = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-test",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     return b"data: " + json.dumps(body).encode() + b"\n\n"
 
 
 def openai_call() -> dict[str, Any]:
-    call = {"index": 0, "id": "call_q", "type": "function",
-            "function": {"name": "query_database", "arguments": json.dumps({"sql": SQL})}}  # fmt: skip
-    return {"events": [openai_sse({"role": "assistant", "tool_calls": [call]}),
-                       openai_sse({}, "tool_calls"), b"data: [DONE]\n\n"]}  # fmt: skip
+    call = {
+        "index": 0,
+        "id": "call_q",
+        "type": "function",
+        "function": {"name": "query_database", "arguments": json.dumps({"sql": SQL})},
+    }
+    return {
+        "events": [
+            openai_sse({"role": "assistant", "tool_calls": [call]}),
+            openai_sse({}, "tool_calls"),
+            b"data: [DONE]\n\n",
+        ]
+    }
 
 
 def openai_text(words: str) -> dict[str, Any]:
-    return {"events": [openai_sse({"role": "assistant", "content": words}), openai_sse({}, "stop"),
-                       b"data: [DONE]\n\n"]}  # fmt: skip
+    return {
+        "events": [
+            openai_sse({"role": "assistant", "content": words}),
+            openai_sse({}, "stop"),
+            b"data: [DONE]\n\n",
+        ]
+    }
 
 
 def anthropic_sse(type_: str, **data: Any) -> bytes:
     return f"event: {type_}\ndata: {json.dumps({'type': type_, **data})}\n\n".encode()
 
 
-_START = anthropic_sse("message_start", message={
-    "id": "m", "type": "message", "role": "assistant", "model": "claude-test", "content": [],
-    "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 1}})  # fmt: skip
+_START = anthropic_sse(
+    "message_start",
+    message={
+        "id": "m",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": 10, "output_tokens": 1},
+    },
+)
 
 
 def anthropic_call() -> dict[str, Any]:
     block = {"type": "tool_use", "id": "toolu_q", "name": "query_database", "input": {}}
-    return {"events": [
-        _START, anthropic_sse("content_block_start", index=0, content_block=block),
-        anthropic_sse("content_block_delta", index=0,
-                      delta={"type": "input_json_delta", "partial_json": json.dumps({"sql": SQL})}),
-        anthropic_sse("content_block_stop", index=0),
-        anthropic_sse("message_delta", delta={"stop_reason": "tool_use"}, usage={"output_tokens": 5}),
-        anthropic_sse("message_stop"),
-    ]}  # fmt: skip
+    return {
+        "events": [
+            _START,
+            anthropic_sse("content_block_start", index=0, content_block=block),
+            anthropic_sse(
+                "content_block_delta",
+                index=0,
+                delta={"type": "input_json_delta", "partial_json": json.dumps({"sql": SQL})},
+            ),
+            anthropic_sse("content_block_stop", index=0),
+            anthropic_sse(
+                "message_delta", delta={"stop_reason": "tool_use"}, usage={"output_tokens": 5}
+            ),
+            anthropic_sse("message_stop"),
+        ]
+    }
 
 
 def anthropic_text(words: str) -> dict[str, Any]:
-    return {"events": [
-        _START, anthropic_sse("content_block_start", index=0, content_block={"type": "text", "text": ""}),
-        anthropic_sse("content_block_delta", index=0, delta={"type": "text_delta", "text": words}),
-        anthropic_sse("content_block_stop", index=0),
-        anthropic_sse("message_delta", delta={"stop_reason": "end_turn"}, usage={"output_tokens": 3}),
-        anthropic_sse("message_stop"),
-    ]}  # fmt: skip
+    return {
+        "events": [
+            _START,
+            anthropic_sse(
+                "content_block_start", index=0, content_block={"type": "text", "text": ""}
+            ),
+            anthropic_sse(
+                "content_block_delta", index=0, delta={"type": "text_delta", "text": words}
+            ),
+            anthropic_sse("content_block_stop", index=0),
+            anthropic_sse(
+                "message_delta", delta={"stop_reason": "end_turn"}, usage={"output_tokens": 3}
+            ),
+            anthropic_sse("message_stop"),
+        ]
+    }
 
 
 WIRE = {

@@ -148,14 +148,20 @@ async def test_plain_text(loopback):
 
 
 async def test_one_tool_call_after_text(loopback):
-    server = await loopback({"events": [
-        ROLE,
-        chunk({"content": "Let me look."}),
-        chunk({"tool_calls": [call_start(0, "call_q1", "query_database")]}),
-        chunk({"tool_calls": [call_args(0, '{"sql"')]}),
-        chunk({"tool_calls": [call_args(0, ': "SELECT 1"}')]}),
-        chunk({}, "tool_calls"), USAGE, DONE,
-    ]})  # fmt: skip
+    server = await loopback(
+        {
+            "events": [
+                ROLE,
+                chunk({"content": "Let me look."}),
+                chunk({"tool_calls": [call_start(0, "call_q1", "query_database")]}),
+                chunk({"tool_calls": [call_args(0, '{"sql"')]}),
+                chunk({"tool_calls": [call_args(0, ': "SELECT 1"}')]}),
+                chunk({}, "tool_calls"),
+                USAGE,
+                DONE,
+            ]
+        }
+    )
     events = await collect(model_for(server.url))
     types = [e.type for e in events]
     assert types.index("text_end") < types.index("toolcall_start")
@@ -168,15 +174,21 @@ async def test_one_tool_call_after_text(loopback):
 
 
 async def test_parallel_tool_calls_interleaved(loopback):
-    server = await loopback({"events": [
-        ROLE,
-        chunk({"tool_calls": [call_start(0, "call_a", "get_weather")]}),
-        chunk({"tool_calls": [call_start(1, "call_b", "get_time")]}),
-        chunk({"tool_calls": [call_args(0, '{"city": ')]}),
-        chunk({"tool_calls": [call_args(1, '{"tz": ')]}),
-        chunk({"tool_calls": [call_args(0, '"Paris"}'), call_args(1, '"UTC"}')]}),
-        chunk({}, "tool_calls"), USAGE, DONE,
-    ]})  # fmt: skip
+    server = await loopback(
+        {
+            "events": [
+                ROLE,
+                chunk({"tool_calls": [call_start(0, "call_a", "get_weather")]}),
+                chunk({"tool_calls": [call_start(1, "call_b", "get_time")]}),
+                chunk({"tool_calls": [call_args(0, '{"city": ')]}),
+                chunk({"tool_calls": [call_args(1, '{"tz": ')]}),
+                chunk({"tool_calls": [call_args(0, '"Paris"}'), call_args(1, '"UTC"}')]}),
+                chunk({}, "tool_calls"),
+                USAGE,
+                DONE,
+            ]
+        }
+    )
     message = final(await collect(model_for(server.url)))
     assert message.stop_reason == "toolUse"
     assert message.tool_calls == [
@@ -186,12 +198,17 @@ async def test_parallel_tool_calls_interleaved(loopback):
 
 
 async def test_malformed_tool_arguments_become_parse_error(loopback):
-    server = await loopback({"events": [
-        ROLE,
-        chunk({"tool_calls": [call_start(0, "call_bad", "query_database")]}),
-        chunk({"tool_calls": [call_args(0, '{"sql": "SELECT')]}),
-        chunk({}, "tool_calls"), DONE,
-    ]})  # fmt: skip
+    server = await loopback(
+        {
+            "events": [
+                ROLE,
+                chunk({"tool_calls": [call_start(0, "call_bad", "query_database")]}),
+                chunk({"tool_calls": [call_args(0, '{"sql": "SELECT')]}),
+                chunk({}, "tool_calls"),
+                DONE,
+            ]
+        }
+    )
     events = await collect(model_for(server.url))
     message = final(events)
     assert events[-1].type == "done" and message.stop_reason == "toolUse"
@@ -258,8 +275,16 @@ async def test_request_converts_messages_and_tools(loopback):
         {"role": "tool", "tool_call_id": "call_1", "content": "42"},
         {"role": "user", "content": "Thanks"},
     ]
-    assert body["tools"] == [{"type": "function", "function": {
-        "name": "query_database", "description": "Run SQL.", "parameters": QUERY_TOOL.parameters}}]  # fmt: skip
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "query_database",
+                "description": "Run SQL.",
+                "parameters": QUERY_TOOL.parameters,
+            },
+        }
+    ]
 
 
 async def test_tool_result_images_follow_the_tool_messages_in_a_user_message(loopback):
@@ -290,13 +315,16 @@ async def test_tool_result_images_follow_the_tool_messages_in_a_user_message(loo
     assert messages[2:] == [
         {"role": "tool", "tool_call_id": "call_1", "content": "a chart"},
         {"role": "tool", "tool_call_id": "call_2", "content": "(see attached image)"},
-        {"role": "user", "content": [
-            {"type": "text", "text": "Attached image(s) from tool result:"},
-            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAA="}},
-            {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,BBB="}},
-        ]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Attached image(s) from tool result:"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAA="}},
+                {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,BBB="}},
+            ],
+        },
         {"role": "user", "content": "Thanks"},
-    ]  # fmt: skip
+    ]
 
 
 async def test_a_text_only_model_gets_a_note_in_place_of_each_tool_image(loopback):
@@ -322,9 +350,12 @@ async def test_a_text_only_model_gets_a_note_in_place_of_each_tool_image(loopbac
     await collect(model, context)
     body = server.requests[0].body
     assert body["messages"][2:] == [
-        {"role": "tool", "tool_call_id": "call_1",
-         "content": "a chart\n(tool image omitted: model does not support images)"},
-    ]  # fmt: skip
+        {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": "a chart\n(tool image omitted: model does not support images)",
+        },
+    ]
     assert "image_url" not in json.dumps(body)
     assert isinstance(result.content[1], ImageContent)  # the history is not changed
 

@@ -29,8 +29,13 @@ CONTEXT = Context(
 
 def openai_reply() -> dict[str, Any]:
     def sse(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        body = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+        body = {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "gpt-test",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
         return b"data: " + json.dumps(body).encode() + b"\n\n"
 
     return {
@@ -46,16 +51,25 @@ def anthropic_reply() -> dict[str, Any]:
     def sse(type_: str, **data: Any) -> bytes:
         return f"event: {type_}\ndata: {json.dumps({'type': type_, **data})}\n\n".encode()
 
-    message = {"id": "m1", "type": "message", "role": "assistant", "model": "claude-test",
-               "content": [], "stop_reason": None, "usage": {"input_tokens": 5, "output_tokens": 1}}  # fmt: skip
-    return {"events": [
-        sse("message_start", message=message),
-        sse("content_block_start", index=0, content_block={"type": "text", "text": ""}),
-        sse("content_block_delta", index=0, delta={"type": "text_delta", "text": "42"}),
-        sse("content_block_stop", index=0),
-        sse("message_delta", delta={"stop_reason": "end_turn"}, usage={"output_tokens": 2}),
-        sse("message_stop"),
-    ]}  # fmt: skip
+    message = {
+        "id": "m1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": 5, "output_tokens": 1},
+    }
+    return {
+        "events": [
+            sse("message_start", message=message),
+            sse("content_block_start", index=0, content_block={"type": "text", "text": ""}),
+            sse("content_block_delta", index=0, delta={"type": "text_delta", "text": "42"}),
+            sse("content_block_stop", index=0),
+            sse("message_delta", delta={"stop_reason": "end_turn"}, usage={"output_tokens": 2}),
+            sse("message_stop"),
+        ]
+    }
 
 
 def make_model(kind: str, url: str) -> Any:

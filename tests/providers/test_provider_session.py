@@ -79,23 +79,48 @@ def openai_sse(delta: dict[str, Any], finish: str | None = None) -> bytes:
 def openai_tool_call(request: Any) -> dict[str, Any]:
     assert "query_database" in [t["function"]["name"] for t in request.body.get("tools", [])]
     call = {"index": 0, "id": "call_db1", "type": "function"}
-    return {"events": [
-        openai_sse({"role": "assistant", "content": None,
-                    "tool_calls": [{**call, "function": {"name": "query_database", "arguments": ""}}]}),
-        openai_sse({"tool_calls": [{"index": 0, "function": {"arguments": json.dumps({"sql": SQL})[:12]}}]}),
-        openai_sse({"tool_calls": [{"index": 0, "function": {"arguments": json.dumps({"sql": SQL})[12:]}}]}),
-        openai_sse({}, "tool_calls"), b"data: [DONE]\n\n",
-    ]}  # fmt: skip
+    return {
+        "events": [
+            openai_sse(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {**call, "function": {"name": "query_database", "arguments": ""}}
+                    ],
+                }
+            ),
+            openai_sse(
+                {
+                    "tool_calls": [
+                        {"index": 0, "function": {"arguments": json.dumps({"sql": SQL})[:12]}}
+                    ]
+                }
+            ),
+            openai_sse(
+                {
+                    "tool_calls": [
+                        {"index": 0, "function": {"arguments": json.dumps({"sql": SQL})[12:]}}
+                    ]
+                }
+            ),
+            openai_sse({}, "tool_calls"),
+            b"data: [DONE]\n\n",
+        ]
+    }
 
 
 def openai_answer(request: Any) -> dict[str, Any]:
     # Answer from the tool result the request carries, so a lost result shows in the answer.
     result = tool_result_text(request.body["messages"], "call_db1") or "NO TOOL RESULT"
-    return {"events": [
-        openai_sse({"role": "assistant", "content": ""}),
-        openai_sse({"content": f"The zoo has: {result}"}),
-        openai_sse({}, "stop"), b"data: [DONE]\n\n",
-    ]}  # fmt: skip
+    return {
+        "events": [
+            openai_sse({"role": "assistant", "content": ""}),
+            openai_sse({"content": f"The zoo has: {result}"}),
+            openai_sse({}, "stop"),
+            b"data: [DONE]\n\n",
+        ]
+    }
 
 
 async def test_openai_full_session_with_database(loopback, monkeypatch, tmp_path):
@@ -115,35 +140,68 @@ def anthropic_sse(type_: str, **data: Any) -> bytes:
     return f"event: {type_}\ndata: {json.dumps({'type': type_, **data})}\n\n".encode()
 
 
-START = anthropic_sse("message_start", message={
-    "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "content": [],
-    "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 50, "output_tokens": 1},
-})  # fmt: skip
+START = anthropic_sse(
+    "message_start",
+    message={
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 50, "output_tokens": 1},
+    },
+)
 
 
 def anthropic_tool_call(request: Any) -> dict[str, Any]:
     assert "query_database" in [t["name"] for t in request.body.get("tools", [])]
     block = {"type": "tool_use", "id": "toolu_db1", "name": "query_database", "input": {}}
     args = json.dumps({"sql": SQL})
-    return {"events": [
-        START, anthropic_sse("content_block_start", index=0, content_block=block),
-        anthropic_sse("content_block_delta", index=0, delta={"type": "input_json_delta", "partial_json": args[:10]}),
-        anthropic_sse("content_block_delta", index=0, delta={"type": "input_json_delta", "partial_json": args[10:]}),
-        anthropic_sse("content_block_stop", index=0),
-        anthropic_sse("message_delta", delta={"stop_reason": "tool_use"}, usage={"output_tokens": 20}),
-        anthropic_sse("message_stop"),
-    ]}  # fmt: skip
+    return {
+        "events": [
+            START,
+            anthropic_sse("content_block_start", index=0, content_block=block),
+            anthropic_sse(
+                "content_block_delta",
+                index=0,
+                delta={"type": "input_json_delta", "partial_json": args[:10]},
+            ),
+            anthropic_sse(
+                "content_block_delta",
+                index=0,
+                delta={"type": "input_json_delta", "partial_json": args[10:]},
+            ),
+            anthropic_sse("content_block_stop", index=0),
+            anthropic_sse(
+                "message_delta", delta={"stop_reason": "tool_use"}, usage={"output_tokens": 20}
+            ),
+            anthropic_sse("message_stop"),
+        ]
+    }
 
 
 def anthropic_answer(request: Any) -> dict[str, Any]:
     result = tool_result_text(request.body["messages"], "toolu_db1") or "NO TOOL RESULT"
-    return {"events": [
-        START, anthropic_sse("content_block_start", index=0, content_block={"type": "text", "text": ""}),
-        anthropic_sse("content_block_delta", index=0, delta={"type": "text_delta", "text": f"The zoo has: {result}"}),
-        anthropic_sse("content_block_stop", index=0),
-        anthropic_sse("message_delta", delta={"stop_reason": "end_turn"}, usage={"output_tokens": 9}),
-        anthropic_sse("message_stop"),
-    ]}  # fmt: skip
+    return {
+        "events": [
+            START,
+            anthropic_sse(
+                "content_block_start", index=0, content_block={"type": "text", "text": ""}
+            ),
+            anthropic_sse(
+                "content_block_delta",
+                index=0,
+                delta={"type": "text_delta", "text": f"The zoo has: {result}"},
+            ),
+            anthropic_sse("content_block_stop", index=0),
+            anthropic_sse(
+                "message_delta", delta={"stop_reason": "end_turn"}, usage={"output_tokens": 9}
+            ),
+            anthropic_sse("message_stop"),
+        ]
+    }
 
 
 async def test_anthropic_full_session_with_database(loopback, monkeypatch, tmp_path):
@@ -156,5 +214,8 @@ async def test_anthropic_full_session_with_database(loopback, monkeypatch, tmp_p
     second = server.requests[1].body["messages"]
     assert [m["role"] for m in second][-3:] == ["user", "assistant", "user"]
     assert second[-2]["content"][-1] == {
-        "type": "tool_use", "id": "toolu_db1", "name": "query_database", "input": {"sql": SQL},
-    }  # fmt: skip
+        "type": "tool_use",
+        "id": "toolu_db1",
+        "name": "query_database",
+        "input": {"sql": SQL},
+    }

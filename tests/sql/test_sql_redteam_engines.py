@@ -28,9 +28,14 @@ NBSP = "\u00a0"
 def pg(pg_url: str) -> Iterator[Any]:
     psycopg = pytest.importorskip("psycopg")
     url = make_url(pg_url)
-    conn = psycopg.connect(host=url.host or "127.0.0.1", port=url.port or 5432,
-                           user=url.username or "postgres", password=url.password or "",
-                           dbname=url.database or "", autocommit=True)  # fmt: skip
+    conn = psycopg.connect(
+        host=url.host or "127.0.0.1",
+        port=url.port or 5432,
+        user=url.username or "postgres",
+        password=url.password or "",
+        dbname=url.database or "",
+        autocommit=True,
+    )
     try:
         yield conn
     finally:
@@ -41,9 +46,14 @@ def pg(pg_url: str) -> Iterator[Any]:
 def maria(mysql_url: str) -> Iterator[Any]:
     pymysql = pytest.importorskip("pymysql")
     url = make_url(mysql_url)
-    conn = pymysql.connect(host=url.host or "127.0.0.1", port=url.port or 3306,
-                           user=url.username or "root", password=url.password or "",
-                           database=url.database, autocommit=True)  # fmt: skip
+    conn = pymysql.connect(
+        host=url.host or "127.0.0.1",
+        port=url.port or 3306,
+        user=url.username or "root",
+        password=url.password or "",
+        database=url.database,
+        autocommit=True,
+    )
     try:
         yield conn
     finally:
@@ -66,8 +76,10 @@ def _name() -> str:
 @pytest.mark.postgres
 def test_d1_postgres_runs_explain_with_a_quoted_analyze(pg: Any) -> None:
     table = _name()
-    for sql in (f'EXPLAIN ("analyze") SELECT 1 AS a INTO {table}',
-                f'EXPLAIN (U&"\\0061nalyze") SELECT 1 AS a INTO {table}'):  # fmt: skip
+    for sql in (
+        f'EXPLAIN ("analyze") SELECT 1 AS a INTO {table}',
+        f'EXPLAIN (U&"\\0061nalyze") SELECT 1 AS a INTO {table}',
+    ):
         assert classify(sql, "postgres").kind == "write", sql
         with pg.transaction(force_rollback=True):
             pg.execute(sql)
@@ -117,8 +129,10 @@ def test_d1_duckdb_memory_limit_caps_aggregates_but_not_built_values() -> None:
 @pytest.mark.postgres
 def test_d1_pg_subscription_holds_the_connection_password(pg: Any) -> None:
     name = _name()
-    pg.execute(f"CREATE SUBSCRIPTION {name} CONNECTION 'host=127.0.0.1 dbname=nowhere "
-               f"user=rep password=hunter2' PUBLICATION p WITH (connect = false)")  # fmt: skip
+    pg.execute(
+        f"CREATE SUBSCRIPTION {name} CONNECTION 'host=127.0.0.1 dbname=nowhere "
+        f"user=rep password=hunter2' PUBLICATION p WITH (connect = false)"
+    )
     try:
         sql = f"SELECT subconninfo FROM pg_subscription WHERE subname = '{name}'"
         assert "hunter2" in pg.execute(sql).fetchone()[0]
@@ -131,8 +145,11 @@ def test_d1_pg_subscription_holds_the_connection_password(pg: Any) -> None:
 @pytest.mark.mysql
 def test_d1_mariadb_servers_and_grants_hold_passwords_and_uuid_short_counts(maria: Any) -> None:
     server, user = _name(), _name()
-    _maria(maria, f"CREATE SERVER {server} FOREIGN DATA WRAPPER mysql OPTIONS "
-                  "(USER 'u', PASSWORD 'hunter2', HOST '127.0.0.1')")  # fmt: skip
+    _maria(
+        maria,
+        f"CREATE SERVER {server} FOREIGN DATA WRAPPER mysql OPTIONS "
+        "(USER 'u', PASSWORD 'hunter2', HOST '127.0.0.1')",
+    )
     _maria(maria, f"CREATE USER '{user}'@'%' IDENTIFIED BY 'pw-{user}'")
     try:
         sql = f"SELECT Password FROM mysql.servers WHERE Server_name = '{server}'"
@@ -318,10 +335,15 @@ def test_mariadb_runs_three_statements_around_begin_end_names(mysql_url: str) ->
     from pymysql.constants import CLIENT
 
     url = make_url(mysql_url)
-    conn = pymysql.connect(host=url.host or "127.0.0.1", port=url.port or 3306,
-                           user=url.username or "root", password=url.password or "",
-                           database=url.database, autocommit=True,
-                           client_flag=CLIENT.MULTI_STATEMENTS)  # fmt: skip
+    conn = pymysql.connect(
+        host=url.host or "127.0.0.1",
+        port=url.port or 3306,
+        user=url.username or "root",
+        password=url.password or "",
+        database=url.database,
+        autocommit=True,
+        client_flag=CLIENT.MULTI_STATEMENTS,
+    )
     x, y, data = _name(), _name(), _name()
     sql = (
         f"CREATE TABLE {x} (a int, begin SET('a','b')); DELETE FROM {data}; "

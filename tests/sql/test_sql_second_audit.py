@@ -16,30 +16,53 @@ from pi_notebook.sql.statements import STACKED
 
 STACKED_LOOKALIKES = [
     # BEGIN ATOMIC / END as aliases around a DELETE (the audit's PostgreSQL example).
-    ("postgres", "CREATE VIEW v1 AS SELECT begin atomic FROM (SELECT 1 AS begin) s; "
-                 "DELETE FROM victim; CREATE VIEW v2 AS SELECT 1 AS end"),
-    ("postgres", "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; END; "
-                 "CREATE FUNCTION g() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; END"),
-    ("postgres", "CREATE FUNCTION f() RETURNS int LANGUAGE sql RETURN 1; DELETE FROM victim; "
-                 "CREATE FUNCTION g() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; END"),
-    ("postgres", "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC CREATE FUNCTION g() "
-                 "RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; END; END"),
+    (
+        "postgres",
+        "CREATE VIEW v1 AS SELECT begin atomic FROM (SELECT 1 AS begin) s; "
+        "DELETE FROM victim; CREATE VIEW v2 AS SELECT 1 AS end",
+    ),
+    (
+        "postgres",
+        "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; END; "
+        "CREATE FUNCTION g() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; END",
+    ),
+    (
+        "postgres",
+        "CREATE FUNCTION f() RETURNS int LANGUAGE sql RETURN 1; DELETE FROM victim; "
+        "CREATE FUNCTION g() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; END",
+    ),
+    (
+        "postgres",
+        "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC CREATE FUNCTION g() "
+        "RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; END; END",
+    ),
     ("postgres", "CREATE TABLE rule (a int); DELETE FROM victim"),
     # MySQL: BEGIN/END are not reserved, a column type or an alias can be named so.
-    ("mysql", "CREATE TABLE x (a int, begin SET('a','b')); DELETE FROM victim; "
-              "CREATE TABLE y (end int)"),
-    ("mysql", "CREATE PROCEDURE p() BEGIN SELECT a FROM t GROUP BY begin WITH ROLLUP; END; "
-              "DELETE FROM victim; SELECT 1 end"),
-    ("mysql", "CREATE PROCEDURE p() BEGIN DECLARE CONTINUE HANDLER FOR SQLEXCEPTION "
-              "SELECT 'x' begin; SELECT 1; END; DELETE FROM victim; SELECT 1 end"),
-    ("mysql", "CREATE TRIGGER begin BEFORE INSERT ON t FOR EACH ROW BEGIN SET @a = 1; END; "
-              "DELETE FROM victim; SELECT 1 end"),
+    (
+        "mysql",
+        "CREATE TABLE x (a int, begin SET('a','b')); DELETE FROM victim; CREATE TABLE y (end int)",
+    ),
+    (
+        "mysql",
+        "CREATE PROCEDURE p() BEGIN SELECT a FROM t GROUP BY begin WITH ROLLUP; END; "
+        "DELETE FROM victim; SELECT 1 end",
+    ),
+    (
+        "mysql",
+        "CREATE PROCEDURE p() BEGIN DECLARE CONTINUE HANDLER FOR SQLEXCEPTION "
+        "SELECT 'x' begin; SELECT 1; END; DELETE FROM victim; SELECT 1 end",
+    ),
+    (
+        "mysql",
+        "CREATE TRIGGER begin BEFORE INSERT ON t FOR EACH ROW BEGIN SET @a = 1; END; "
+        "DELETE FROM victim; SELECT 1 end",
+    ),
     ("mysql", "CREATE PROCEDURE p() BEGIN SELECT 1 AS end; END"),
     ("mysql", "CREATE PROCEDURE p() BEGIN SELECT 1; END; DELETE FROM victim"),
     # SQLite: a type name may be any words.
     ("sqlite", "CREATE TABLE t(a begin insert); DELETE FROM victim; CREATE TABLE u(end)"),
     ("sqlite", "CREATE TRIGGER trg AFTER INSERT ON t BEGIN DELETE FROM log; END; DELETE FROM t"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("dialect", "sql"), STACKED_LOOKALIKES)
@@ -61,29 +84,45 @@ def test_a_backslash_quote_with_a_semicolon_is_rejected(dialect: str) -> None:
 
 
 REAL_BODIES = [
-    ("postgres", "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; "
-                 "SELECT CASE WHEN true THEN 2 END; END"),
-    ("postgres", "CREATE OR REPLACE PROCEDURE p() LANGUAGE sql BEGIN ATOMIC "
-                 "INSERT INTO t VALUES (1); SELECT 1 AS end; END"),
-    ("postgres", "CREATE RULE r AS ON INSERT TO t DO ALSO (INSERT INTO a VALUES (1); "
-                 "INSERT INTO b VALUES (2))"),
-    ("mysql", "CREATE PROCEDURE p() BEGIN DECLARE x INT; SET x = 1; IF x > 0 THEN SELECT x; "
-              "END IF; END"),
+    (
+        "postgres",
+        "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; "
+        "SELECT CASE WHEN true THEN 2 END; END",
+    ),
+    (
+        "postgres",
+        "CREATE OR REPLACE PROCEDURE p() LANGUAGE sql BEGIN ATOMIC "
+        "INSERT INTO t VALUES (1); SELECT 1 AS end; END",
+    ),
+    (
+        "postgres",
+        "CREATE RULE r AS ON INSERT TO t DO ALSO (INSERT INTO a VALUES (1); "
+        "INSERT INTO b VALUES (2))",
+    ),
+    (
+        "mysql",
+        "CREATE PROCEDURE p() BEGIN DECLARE x INT; SET x = 1; IF x > 0 THEN SELECT x; END IF; END",
+    ),
     ("mysql", "CREATE TRIGGER trg BEFORE INSERT ON t FOR EACH ROW BEGIN SET NEW.s = 'n'; END"),
     ("mysql", "CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO BEGIN DELETE FROM log; END"),
-    ("mysql", "CREATE FUNCTION f(x INT) RETURNS varchar(10) DETERMINISTIC BEGIN "
-              "RETURN 'a'; END;"),
-    ("mysql", "CREATE DEFINER=root@localhost PROCEDURE p(IN a INT) lbl: BEGIN "
-              "DECLARE done INT DEFAULT 0; DECLARE CONTINUE HANDLER FOR NOT FOUND SET done = 1; "
-              "DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; END; "
-              "w: WHILE done = 0 DO SET a = a + 1; IF a > 3 THEN LEAVE w; "
-              "ELSEIF a > 2 THEN SET a = CASE WHEN a > 1 THEN 2 ELSE 3 END; ELSE ITERATE w; "
-              "END IF; END WHILE w; REPEAT SET a = a - 1; UNTIL a < 0 END REPEAT; "
-              "CASE a WHEN 1 THEN SELECT 1; ELSE BEGIN SELECT 2; END; END CASE; "
-              "LOOP LEAVE lbl; END LOOP; END lbl"),
-    ("sqlite", "CREATE TEMP TRIGGER trg AFTER INSERT ON t WHEN new.a > 1 BEGIN "
-               "DELETE FROM log; SELECT 1 AS end; END"),
-]  # fmt: skip
+    ("mysql", "CREATE FUNCTION f(x INT) RETURNS varchar(10) DETERMINISTIC BEGIN RETURN 'a'; END;"),
+    (
+        "mysql",
+        "CREATE DEFINER=root@localhost PROCEDURE p(IN a INT) lbl: BEGIN "
+        "DECLARE done INT DEFAULT 0; DECLARE CONTINUE HANDLER FOR NOT FOUND SET done = 1; "
+        "DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; END; "
+        "w: WHILE done = 0 DO SET a = a + 1; IF a > 3 THEN LEAVE w; "
+        "ELSEIF a > 2 THEN SET a = CASE WHEN a > 1 THEN 2 ELSE 3 END; ELSE ITERATE w; "
+        "END IF; END WHILE w; REPEAT SET a = a - 1; UNTIL a < 0 END REPEAT; "
+        "CASE a WHEN 1 THEN SELECT 1; ELSE BEGIN SELECT 2; END; END CASE; "
+        "LOOP LEAVE lbl; END LOOP; END lbl",
+    ),
+    (
+        "sqlite",
+        "CREATE TEMP TRIGGER trg AFTER INSERT ON t WHEN new.a > 1 BEGIN "
+        "DELETE FROM log; SELECT 1 AS end; END",
+    ),
+]
 
 
 @pytest.mark.parametrize(("dialect", "sql"), REAL_BODIES)

@@ -51,8 +51,9 @@ def test_d1_every_warehouse_corpus_read_is_classified_read(dialect: str) -> None
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_d1_no_warehouse_side_effect_is_classified_read(dialect: str) -> None:
-    false_reads = [sql for sql in load(dialect, "side_effects.sql")
-                   if classify(sql, dialect).kind == "read"]  # fmt: skip
+    false_reads = [
+        sql for sql in load(dialect, "side_effects.sql") if classify(sql, dialect).kind == "read"
+    ]
     assert false_reads == []
 
 
@@ -100,15 +101,17 @@ def test_d1_spark_verdicts(sql: str, kind: str) -> None:
         ("EXECUTE q", "write"),
         ("EXPLAIN ANALYZE DELETE FROM t", "write"),
         ("SELECT unknown_function(1)", "write"),
-        ("SELECT * FROM TABLE(exclude_columns(input => TABLE(t), columns => DESCRIPTOR(a)))",
-         "read"),
+        (
+            "SELECT * FROM TABLE(exclude_columns(input => TABLE(t), columns => DESCRIPTOR(a)))",
+            "read",
+        ),
         ("SELECT * FROM system.jdbc.tables", "read"),
         ("SELECT * FROM t FOR VERSION AS OF 3", "read"),
         ("EXPLAIN (TYPE DISTRIBUTED) SELECT 1", "read"),
         ("DESCRIBE hive.db.t", "read"),
         ("SELECT 1 FROM", "reject"),
     ],
-)  # fmt: skip
+)
 def test_d1_trino_verdicts(sql: str, kind: str) -> None:
     assert classify(sql, "trino").kind == kind
 

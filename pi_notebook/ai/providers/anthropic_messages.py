@@ -169,9 +169,14 @@ class AnthropicModel:
     # -- errors -------------------------------------------------------------
     def _describe(self, exc: BaseException) -> Failure:
         return describe_sdk_error(
-            exc, anthropic, service=_SERVICE, host=self._host, key_env=KEY_ENV,
-            model_id=self._id, timeout_s=self._timeout_s,
-        )  # fmt: skip
+            exc,
+            anthropic,
+            service=_SERVICE,
+            host=self._host,
+            key_env=KEY_ENV,
+            model_id=self._id,
+            timeout_s=self._timeout_s,
+        )
 
 
 def _convert(messages: list[Message]) -> list[dict[str, Any]]:
@@ -223,9 +228,13 @@ def _result_content(message: ToolResultMessage) -> str | list[dict[str, Any]]:
 
 
 _STOP: dict[str, StopReason] = {
-    "end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "tool_use": "toolUse",
-    "max_tokens": "length", "model_context_window_exceeded": "length",
-}  # fmt: skip
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "tool_use": "toolUse",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+}
 
 
 class _EventTranslator:

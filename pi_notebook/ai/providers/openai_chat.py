@@ -181,9 +181,14 @@ class OpenAIChatModel:
     # -- errors -------------------------------------------------------------
     def _describe(self, exc: BaseException) -> Failure:
         return describe_sdk_error(
-            exc, openai, service=self._service, host=self._host, key_env="OPENAI_API_KEY",
-            model_id=self._id, timeout_s=self._timeout_s,
-        )  # fmt: skip
+            exc,
+            openai,
+            service=self._service,
+            host=self._host,
+            key_env="OPENAI_API_KEY",
+            model_id=self._id,
+            timeout_s=self._timeout_s,
+        )
 
 
 def _tool(tool: ToolSchema) -> dict[str, Any]:

@@ -144,9 +144,15 @@ def _convert(column: Any, pa: Any, pc: Any) -> Any:
         day = 86_400 * (1_000_000 if t.unit == "us" else 1_000_000_000)
         _, high = _bounds(column.cast(pa.int64()), pc)
         return column if high is None or high < day else None
-    safe = (types.is_integer(t) or types.is_floating(t) or types.is_boolean(t)
-            or types.is_string(t) or types.is_large_string(t) or types.is_binary(t)
-            or types.is_null(t))  # fmt: skip
+    safe = (
+        types.is_integer(t)
+        or types.is_floating(t)
+        or types.is_boolean(t)
+        or types.is_string(t)
+        or types.is_large_string(t)
+        or types.is_binary(t)
+        or types.is_null(t)
+    )
     return column if safe else None
 
 
@@ -160,9 +166,15 @@ def fetched_from_table(
 ) -> Fetched:
     """The :class:`Fetched` of an Arrow read: ``frame`` (from :func:`to_frame`) holds the
     kept rows of ``table``; ``seen`` rows were read, all of them when ``exact``."""
-    return Fetched(columns=[str(n) for n in table.column_names], row_count=seen,
-                   row_count_exact=exact, truncated=seen > len(frame), size_capped=size_capped,
-                   head=_head(table, frame), frame=frame)  # fmt: skip
+    return Fetched(
+        columns=[str(n) for n in table.column_names],
+        row_count=seen,
+        row_count_exact=exact,
+        truncated=seen > len(frame),
+        size_capped=size_capped,
+        head=_head(table, frame),
+        frame=frame,
+    )
 
 
 _HEAD_ROWS = 50
@@ -362,8 +374,14 @@ class AdbcPostgres:
         finally:
             self._checkin(conn, healthy)
 
-    def _stream(self, cur: Any, sql: str, settings: RunSettings, canceller: Canceller,
-                progress: Callable[[int], None] | None) -> Fetched | None:  # fmt: skip
+    def _stream(
+        self,
+        cur: Any,
+        sql: str,
+        settings: RunSettings,
+        canceller: Canceller,
+        progress: Callable[[int], None] | None,
+    ) -> Fetched | None:
         import pyarrow as pa
 
         canceller.started(cur.adbc_cancel)

@@ -173,9 +173,14 @@ class SqliteArrow:
         if limit is None or not os.path.isfile(self.path) or self._deaths >= _MAX_DEATHS:
             return None  # an exact count (sqlite3 counts), no file, or no working process
         try:
-            table, sized_at = self._table(sql, limit=limit, canceller=canceller, progress=progress,
-                                       progress_every=settings.progress_every,
-                                       max_bytes=settings.max_result_bytes)  # fmt: skip
+            table, sized_at = self._table(
+                sql,
+                limit=limit,
+                canceller=canceller,
+                progress=progress,
+                progress_every=settings.progress_every,
+                max_bytes=settings.max_result_bytes,
+            )
         except ChildFailed:
             if canceller.reason is not None:
                 raise
@@ -273,8 +278,13 @@ class SqliteArrow:
             return proc
         args = [sys.executable, "-I", str(_CHILD), str(self._max_value), str(_MEMORY_BYTES)]
         try:
-            proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL, close_fds=True)  # fmt: skip
+            proc = subprocess.Popen(
+                args,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+            )
         except OSError as exc:
             raise ChildFailed(f"the reader process could not start ({exc})") from exc
         _widen(proc)

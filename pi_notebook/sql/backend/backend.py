@@ -172,7 +172,8 @@ class DatabaseBackend:
         self.audit = audit
         self.tool_name = tool_name
         use_arrow = (arrow if arrow is not None else row_cap >= ARROW_MIN_CAP) and arrow_available(
-            self.backend)  # fmt: skip
+            self.backend
+        )
         self.settings = RunSettings(
             row_cap=row_cap,
             count_limit=max(count_limit, row_cap + 1),  # a capped read stops at the cap + 1
@@ -188,20 +189,27 @@ class DatabaseBackend:
         # holds a stand-in for its engine.
         if self.backend == "duckdb":
             self._process = shared_process(
-                self.url, memory_limit_bytes=self.memory_limit_bytes,
-                connect_timeout_s=connect_timeout_s, statement_timeout_s=statement_timeout_s)  # fmt: skip
+                self.url,
+                memory_limit_bytes=self.memory_limit_bytes,
+                connect_timeout_s=connect_timeout_s,
+                statement_timeout_s=statement_timeout_s,
+            )
             self.engine = cast(sa.Engine, WorkerEngine(self.url))
             if self._process.pid is None:
                 self._process.prestart()
         else:
             self.engine = create_backend_engine(
-                self.url, connect_timeout_s=connect_timeout_s,
+                self.url,
+                connect_timeout_s=connect_timeout_s,
                 statement_timeout_s=statement_timeout_s,
-                memory_limit_bytes=self.memory_limit_bytes)  # fmt: skip
+                memory_limit_bytes=self.memory_limit_bytes,
+            )
         self._adbc = _arrow_reader(self.url, self.backend, connect_timeout_s) if use_arrow else None
         self._execution = Execution(
-            self.url, statement_timeout_s,
-            memory_limit_bytes=self.memory_limit_bytes if self.backend == "sqlite" else 0)  # fmt: skip
+            self.url,
+            statement_timeout_s,
+            memory_limit_bytes=self.memory_limit_bytes if self.backend == "sqlite" else 0,
+        )
         self._slot = ConnectionSlot()
         # Short reads of a SQLite file run on the caller's thread (see :mod:`.inline`).
         self._inline = (
@@ -262,8 +270,11 @@ class DatabaseBackend:
         return await self._execution.call(job, signal=signal)
 
     def _ids(self, tool_call_id: str) -> dict[str, Any]:
-        return {"tool_call_id": tool_call_id, "tool_name": self.tool_name,
-                "policy_version": POLICY_VERSION}  # fmt: skip
+        return {
+            "tool_call_id": tool_call_id,
+            "tool_name": self.tool_name,
+            "policy_version": POLICY_VERSION,
+        }
 
     def classify(self, sql: str) -> Verdict:
         """The classifier's verdict on ``sql`` for this engine: ``classify(sql, dialect)``,
@@ -293,8 +304,11 @@ class DatabaseBackend:
             raise QueryAborted("Preview not started: the run was aborted.")
         verdict, reasons, final_hash = self._verdict(sql)
         if verdict is None or verdict.kind != "write":
-            why = "a read needs no preview" if verdict is not None and verdict.is_read else (
-                "; ".join(reasons) or "the statement is not allowed")  # fmt: skip
+            why = (
+                "a read needs no preview"
+                if verdict is not None and verdict.is_read
+                else ("; ".join(reasons) or "the statement is not allowed")
+            )
             raise QueryRefused(f"Refused: not previewed: {why}.")
         return final_hash
 
@@ -353,16 +367,29 @@ class DatabaseBackend:
         if kind == "write":
             check = self.capabilities.consume(tool_call_id, final_hash)
             if not check.ok:
-                await self._durable(audit, CapabilityMismatch(
-                    sql=sql, approved_hash=check.approved_hash, final_hash=check.final_hash,
-                    reason=check.reason, **ids))  # fmt: skip
+                await self._durable(
+                    audit,
+                    CapabilityMismatch(
+                        sql=sql,
+                        approved_hash=check.approved_hash,
+                        final_hash=check.final_hash,
+                        reason=check.reason,
+                        **ids,
+                    ),
+                )
                 raise QueryRefused(f"Refused: {check.reason}. Nothing was run.")
             bounds = Bounds(expected_rows=check.expected_rows, max_rows=check.max_rows)
         audited = None
         if audit is not None:  # without an audit log there is nothing to record first
-            final = FinalArgs(sql=sql, args_hash=final_hash, verdict=verdict.kind,
-                              reasons=list(reasons), dialect=self.dialect, db_role=role,
-                              **ids)  # fmt: skip
+            final = FinalArgs(
+                sql=sql,
+                args_hash=final_hash,
+                verdict=verdict.kind,
+                reasons=list(reasons),
+                dialect=self.dialect,
+                db_role=role,
+                **ids,
+            )
             if kind == "write":
                 # Committed before the statement is even handed to the worker.
                 await self._durable(audit, final)
@@ -381,11 +408,21 @@ class DatabaseBackend:
                 except Exception:  # AuditUnavailableError, or any failure to queue: fail closed
                     raise QueryRefused(AUDIT_UNAVAILABLE) from None
         try:
-            return await self._run_as(kind, sql, tool_call_id=tool_call_id, final_hash=final_hash,
-                                      signal=signal, on_progress=on_progress, audit=audit,
-                                      bounds=bounds, count_rows=count_rows, audited=audited,
-                                      on_slow=on_slow, record_result=record_result,
-                                      **({"role": role} if role is not None else {}))  # fmt: skip
+            return await self._run_as(
+                kind,
+                sql,
+                tool_call_id=tool_call_id,
+                final_hash=final_hash,
+                signal=signal,
+                on_progress=on_progress,
+                audit=audit,
+                bounds=bounds,
+                count_rows=count_rows,
+                audited=audited,
+                on_slow=on_slow,
+                record_result=record_result,
+                **({"role": role} if role is not None else {}),
+            )
         except DriftError as drift:
             raise self._drift(drift, bounds or Bounds(), sql, final_hash, audit, ids) from None
         except AuditBlocked:
@@ -413,18 +450,33 @@ class DatabaseBackend:
         audit: AuditSink | None,
         ids: dict[str, Any],
     ) -> QueryRefused:
-        record_after(audit, PreviewDrift(
-            sql=sql, args_hash=final_hash, expected_rows=bounds.expected_rows,
-            max_rows=bounds.max_rows, actual_rows=drift.actual, reason=drift.why, **ids))  # fmt: skip
+        record_after(
+            audit,
+            PreviewDrift(
+                sql=sql,
+                args_hash=final_hash,
+                expected_rows=bounds.expected_rows,
+                max_rows=bounds.max_rows,
+                actual_rows=drift.actual,
+                reason=drift.why,
+                **ids,
+            ),
+        )
         if drift.actual is None:
-            message = (f"Refused: the approval is bounded by a row count, but this statement's "
-                       f"rows cannot be counted ({drift.why or 'unknown'}); nothing was changed.")  # fmt: skip
+            message = (
+                f"Refused: the approval is bounded by a row count, but this statement's "
+                f"rows cannot be counted ({drift.why or 'unknown'}); nothing was changed."
+            )
         elif bounds.expected_rows is not None and drift.actual != bounds.expected_rows:
-            message = (f"Refused: the statement would change {drift.actual:,} rows, the approval "
-                       f"was for {bounds.expected_rows:,}; nothing was changed.")  # fmt: skip
+            message = (
+                f"Refused: the statement would change {drift.actual:,} rows, the approval "
+                f"was for {bounds.expected_rows:,}; nothing was changed."
+            )
         else:
-            message = (f"Refused: the statement would change {drift.actual:,} rows, the approval "
-                       f"allows at most {bounds.max_rows:,}; nothing was changed.")  # fmt: skip
+            message = (
+                f"Refused: the statement would change {drift.actual:,} rows, the approval "
+                f"allows at most {bounds.max_rows:,}; nothing was changed."
+            )
         return QueryRefused(message)
 
     async def preview(
@@ -459,29 +511,62 @@ class DatabaseBackend:
         final_hash = self._previewable(sql, signal)
         plan = plan_write(sql, self.dialect)
         role = self._role()
-        base = WritePreviewRecord(sql=sql, args_hash=final_hash, operation=plan.operation,
-                                  phase="start", db_role=role, **ids)  # fmt: skip
+        base = WritePreviewRecord(
+            sql=sql,
+            args_hash=final_hash,
+            operation=plan.operation,
+            phase="start",
+            db_role=role,
+            **ids,
+        )
         await self._durable(audit, base)
         try:
             measured = await (
-                self._execution.call(self._process.preview_statement, sql, plan, replace(self.settings, role=role),
-                                     signal=signal, what="Preview")
-                if self._process is not None else self._execution.call(
-                    preview_statement, self.engine, self.backend, sql, plan, replace(self.settings, role=role),
-                    describe=lambda exc: describe_error(exc, self.url), signal=signal,
-                    what="Preview", slot=self._slot)
-            )  # fmt: skip
+                self._execution.call(
+                    self._process.preview_statement,
+                    sql,
+                    plan,
+                    replace(self.settings, role=role),
+                    signal=signal,
+                    what="Preview",
+                )
+                if self._process is not None
+                else self._execution.call(
+                    preview_statement,
+                    self.engine,
+                    self.backend,
+                    sql,
+                    plan,
+                    replace(self.settings, role=role),
+                    describe=lambda exc: describe_error(exc, self.url),
+                    signal=signal,
+                    what="Preview",
+                    slot=self._slot,
+                )
+            )
         except QueryError as error:
             record_after(audit, replace(base, phase="error", error=str(error)))
             if not isinstance(error, QueryTimeout):
                 raise
             return WritePreview(affected_rows=None, note=str(error))
         method = METHOD_TEXT[measured.method] if measured.method is not None else None
-        preview = WritePreview(affected_rows=measured.affected_rows, plan=measured.plan,
-                               sample=measured.sample, method=method,
-                               note="; ".join(measured.notes) or None)  # fmt: skip
-        record_after(audit, replace(base, phase="result", affected_rows=preview.affected_rows,
-                                    method=measured.method, note=preview.note))  # fmt: skip
+        preview = WritePreview(
+            affected_rows=measured.affected_rows,
+            plan=measured.plan,
+            sample=measured.sample,
+            method=method,
+            note="; ".join(measured.notes) or None,
+        )
+        record_after(
+            audit,
+            replace(
+                base,
+                phase="result",
+                affected_rows=preview.affected_rows,
+                method=measured.method,
+                note=preview.note,
+            ),
+        )
         return preview
 
     async def estimate_with(
@@ -497,12 +582,19 @@ class DatabaseBackend:
         """
         settings = replace(self.settings, role=self._role())
         if self._process is not None:
-            return await self._execution.call(self._process.estimate_statement, hook, sql,
-                                              settings, signal=signal)  # fmt: skip
+            return await self._execution.call(
+                self._process.estimate_statement, hook, sql, settings, signal=signal
+            )
         return await self._execution.call(
-            estimate_statement, self.engine, self.backend, hook, sql, settings,
-            signal=signal, slot=self._slot,
-        )  # fmt: skip
+            estimate_statement,
+            self.engine,
+            self.backend,
+            hook,
+            sql,
+            settings,
+            signal=signal,
+            slot=self._slot,
+        )
 
     def _role(self) -> str | None:
         """The role this call runs under (``role_per_user``), named on the caller's side.
@@ -543,8 +635,9 @@ class DatabaseBackend:
         started = time.perf_counter()
         try:
             aborted = signal is not None and signal.aborted  # the worker's path reports it
-            fetched = None if aborted else self._inline_read(kind, sql, settings, on_progress,
-                                                             audited)  # fmt: skip
+            fetched = (
+                None if aborted else self._inline_read(kind, sql, settings, on_progress, audited)
+            )
             if fetched is None:
                 if on_slow is not None:
                     try:
@@ -553,37 +646,78 @@ class DatabaseBackend:
                         pass
                 fetched = await (
                     self._execution.call(
-                        self._process.run_statement, kind, sql, settings, bounds=bounds,
-                        plan=plan, signal=signal, on_progress=on_progress, audited=audited)
-                    if self._process is not None else self._execution.call(
-                        run_statement, self.engine, self.backend, kind, sql, settings,
-                        bounds=bounds, plan=plan, adbc=self._adbc, slot=self._slot,
-                        signal=signal, on_progress=on_progress, audited=audited)
-                )  # fmt: skip
+                        self._process.run_statement,
+                        kind,
+                        sql,
+                        settings,
+                        bounds=bounds,
+                        plan=plan,
+                        signal=signal,
+                        on_progress=on_progress,
+                        audited=audited,
+                    )
+                    if self._process is not None
+                    else self._execution.call(
+                        run_statement,
+                        self.engine,
+                        self.backend,
+                        kind,
+                        sql,
+                        settings,
+                        bounds=bounds,
+                        plan=plan,
+                        adbc=self._adbc,
+                        slot=self._slot,
+                        signal=signal,
+                        on_progress=on_progress,
+                        audited=audited,
+                    )
+                )
         except QueryError as error:
             self._record_failure(audit, error, final_hash, ids)
             raise
-        return self._finish(fetched, kind, started, final_hash, ids,
-                            audit if record_result else None)  # fmt: skip
+        return self._finish(
+            fetched, kind, started, final_hash, ids, audit if record_result else None
+        )
 
     @staticmethod
-    def _record_failure(audit: AuditSink | None, error: QueryError, final_hash: str,
-                        ids: dict[str, Any]) -> None:  # fmt: skip
+    def _record_failure(
+        audit: AuditSink | None, error: QueryError, final_hash: str, ids: dict[str, Any]
+    ) -> None:
         """The audit record of a statement that failed or was stopped (best effort)."""
         failure = QueryAbort if isinstance(error, QueryAborted) else QueryFailure
         record_after(audit, failure(error=str(error), args_hash=final_hash, **ids))
 
-    def _finish(self, fetched: Any, kind: RunKind, started: float, final_hash: str,
-                ids: dict[str, Any], audit: AuditSink | None) -> QueryOutcome:  # fmt: skip
+    def _finish(
+        self,
+        fetched: Any,
+        kind: RunKind,
+        started: float,
+        final_hash: str,
+        ids: dict[str, Any],
+        audit: AuditSink | None,
+    ) -> QueryOutcome:
         """The outcome of a statement that ran, and its ``query_result`` record when
         ``audit`` is given (best effort)."""
-        outcome = shape(fetched, kind=kind, dialect=self.dialect, args_hash=final_hash,
-                        seconds=time.perf_counter() - started)  # fmt: skip
+        outcome = shape(
+            fetched,
+            kind=kind,
+            dialect=self.dialect,
+            args_hash=final_hash,
+            seconds=time.perf_counter() - started,
+        )
         if audit is not None:
-            record_after(audit, QueryResult(
-                row_count=outcome.row_count, truncated=outcome.truncated,
-                duration_ms=outcome.duration_ms, statement_kind=kind, args_hash=final_hash,
-                **ids))  # fmt: skip
+            record_after(
+                audit,
+                QueryResult(
+                    row_count=outcome.row_count,
+                    truncated=outcome.truncated,
+                    duration_ms=outcome.duration_ms,
+                    statement_kind=kind,
+                    args_hash=final_hash,
+                    **ids,
+                ),
+            )
         return outcome
 
     def _may_inline(self, kind: RunKind, sql: str) -> bool:

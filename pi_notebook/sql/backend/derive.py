@@ -101,13 +101,18 @@ def _plan_cached(sql: str, dialect: str) -> WritePlan:
     try:
         roots = [r for r in sqlglot.parse(sql, read=dialect) if r is not None]
     except Exception as exc:
-        return WritePlan(operation="OTHER", note=f"the statement could not be parsed ({type(exc).__name__})")  # fmt: skip
+        return WritePlan(
+            operation="OTHER", note=f"the statement could not be parsed ({type(exc).__name__})"
+        )
     if len(roots) != 1:
         return WritePlan(operation="OTHER", note="not exactly one statement")
     try:
         plan = _derive(roots[0], dialect)
     except Exception as exc:  # an unexpected tree shape: no derivation rather than a wrong one
-        return WritePlan(operation="OTHER", note=f"the statement's rows could not be derived ({type(exc).__name__})")  # fmt: skip
+        return WritePlan(
+            operation="OTHER",
+            note=f"the statement's rows could not be derived ({type(exc).__name__})",
+        )
     return _checked(plan, dialect)
 
 
@@ -126,10 +131,21 @@ def _checked(plan: WritePlan, dialect: str) -> WritePlan:
         note = note or "it evaluates something that is not a pure read"
     elif plan.count_sql is not None and count_sql is None:
         note = note or "counting its rows would itself not be a pure read"
-    return WritePlan(operation=plan.operation, dml=plan.dml, pure=pure, target=plan.target,
-                     count_sql=count_sql, static_rows=plan.static_rows, sample_sql=sample_sql,
-                     sample=plan.sample, note=note, probes=plan.probes, rows_sql=rows_sql,
-                     set_columns=plan.set_columns, cascade=plan.cascade)  # fmt: skip
+    return WritePlan(
+        operation=plan.operation,
+        dml=plan.dml,
+        pure=pure,
+        target=plan.target,
+        count_sql=count_sql,
+        static_rows=plan.static_rows,
+        sample_sql=sample_sql,
+        sample=plan.sample,
+        note=note,
+        probes=plan.probes,
+        rows_sql=rows_sql,
+        set_columns=plan.set_columns,
+        cascade=plan.cascade,
+    )
 
 
 def _derive(root: exp.Expr, dialect: str) -> WritePlan:
@@ -140,7 +156,9 @@ def _derive(root: exp.Expr, dialect: str) -> WritePlan:
     if isinstance(root, exp.Insert):
         return _insert(root, dialect)
     if isinstance(root, exp.Merge):
-        return WritePlan(operation="MERGE", dml=True, note="a MERGE's rows are not derived in advance")  # fmt: skip
+        return WritePlan(
+            operation="MERGE", dml=True, note="a MERGE's rows are not derived in advance"
+        )
     if isinstance(root, exp.TruncateTable):
         tables = [t for t in root.expressions if isinstance(t, exp.Table)]
         cascade = str(root.args.get("option") or "").upper() == "CASCADE"
@@ -148,11 +166,17 @@ def _derive(root: exp.Expr, dialect: str) -> WritePlan:
     if isinstance(root, exp.Drop):
         kind = str(root.args.get("kind") or "").upper()
         if kind == "TABLE":
-            return _whole_table("DROP TABLE", list(root.args.get("tables") or []), dialect,
-                                cascade=bool(root.args.get("cascade")))  # fmt: skip
+            return _whole_table(
+                "DROP TABLE",
+                list(root.args.get("tables") or []),
+                dialect,
+                cascade=bool(root.args.get("cascade")),
+            )
         if kind in ("INDEX", "VIEW"):
             return WritePlan(operation="DDL", static_rows=0)
-        return WritePlan(operation="DDL", note=f"DROP {kind or 'of this kind'}: rows are not counted")  # fmt: skip
+        return WritePlan(
+            operation="DDL", note=f"DROP {kind or 'of this kind'}: rows are not counted"
+        )
     if isinstance(root, exp.Create):
         return _create(root, dialect)
     if isinstance(root, exp.Alter):
@@ -229,16 +253,29 @@ def _update(root: exp.Update, dialect: str) -> WritePlan:
         probe.where(where_expr.copy(), copy=False)
     probes = (_sql(probe, dialect),)
     if table is None or from_ is not None or len(values) != len(root.expressions):
-        return WritePlan(operation="UPDATE", dml=True, pure=True, probes=probes,
-                         target=_ref(table, dialect) if table is not None else None,
-                         note="an UPDATE over several tables: its rows are not derived in advance")  # fmt: skip
+        return WritePlan(
+            operation="UPDATE",
+            dml=True,
+            pure=True,
+            probes=probes,
+            target=_ref(table, dialect) if table is not None else None,
+            note="an UPDATE over several tables: its rows are not derived in advance",
+        )
     count_sql, sample_sql, rows_sql = _count_and_sample(root, table, where_expr, dialect)
     assigned = tuple(
         a.this.name.lower() for a in root.expressions if isinstance(a.this, exp.Column)
     )
-    return WritePlan(operation="UPDATE", dml=True, pure=True, target=_ref(table, dialect),
-                     count_sql=count_sql, sample_sql=sample_sql, probes=probes,
-                     rows_sql=rows_sql, set_columns=assigned)  # fmt: skip
+    return WritePlan(
+        operation="UPDATE",
+        dml=True,
+        pure=True,
+        target=_ref(table, dialect),
+        count_sql=count_sql,
+        sample_sql=sample_sql,
+        probes=probes,
+        rows_sql=rows_sql,
+        set_columns=assigned,
+    )
 
 
 def _delete(root: exp.Delete, dialect: str) -> WritePlan:
@@ -252,13 +289,27 @@ def _delete(root: exp.Delete, dialect: str) -> WritePlan:
         probe.where(where_expr.copy(), copy=False)
     probes = (_sql(probe, dialect),)
     if table is None or root.args.get("using") or root.args.get("tables"):
-        return WritePlan(operation="DELETE", dml=True, pure=True, probes=probes,
-                         target=_ref(table, dialect) if table is not None and not root.args.get("tables") else None,
-                         note="a DELETE over several tables: its rows are not derived in advance")  # fmt: skip
+        return WritePlan(
+            operation="DELETE",
+            dml=True,
+            pure=True,
+            probes=probes,
+            target=_ref(table, dialect)
+            if table is not None and not root.args.get("tables")
+            else None,
+            note="a DELETE over several tables: its rows are not derived in advance",
+        )
     count_sql, sample_sql, rows_sql = _count_and_sample(root, table, where_expr, dialect)
-    return WritePlan(operation="DELETE", dml=True, pure=True, target=_ref(table, dialect),
-                     count_sql=count_sql, sample_sql=sample_sql, probes=probes,
-                     rows_sql=rows_sql)  # fmt: skip
+    return WritePlan(
+        operation="DELETE",
+        dml=True,
+        pure=True,
+        target=_ref(table, dialect),
+        count_sql=count_sql,
+        sample_sql=sample_sql,
+        probes=probes,
+        rows_sql=rows_sql,
+    )
 
 
 def _insert(root: exp.Insert, dialect: str) -> WritePlan:
@@ -277,8 +328,15 @@ def _insert(root: exp.Insert, dialect: str) -> WritePlan:
     source = root.expression
     note = None if exact else "a conflict clause decides which rows change"
     if root.args.get("default") and source is None:
-        return WritePlan(operation="INSERT", dml=True, pure=True, target=target,
-                         static_rows=1 if exact else None, probes=tuple(probes), note=note)  # fmt: skip
+        return WritePlan(
+            operation="INSERT",
+            dml=True,
+            pure=True,
+            target=target,
+            static_rows=1 if exact else None,
+            probes=tuple(probes),
+            note=note,
+        )
     if isinstance(source, exp.Values):
         rows = [t.expressions if isinstance(t, exp.Tuple) else [t] for t in source.expressions]
         values = source.copy()
@@ -286,8 +344,16 @@ def _insert(root: exp.Insert, dialect: str) -> WritePlan:
         wrapped = _select([exp.Star()], values, root)
         probes.append(_sql(wrapped, dialect))
         sample = _literal_sample(columns, rows, dialect)
-        return WritePlan(operation="INSERT", dml=True, pure=True, target=target, probes=tuple(probes),
-                         static_rows=len(rows) if exact else None, sample=sample, note=note)  # fmt: skip
+        return WritePlan(
+            operation="INSERT",
+            dml=True,
+            pure=True,
+            target=target,
+            probes=tuple(probes),
+            static_rows=len(rows) if exact else None,
+            sample=sample,
+            note=note,
+        )
     if isinstance(source, exp.Query):
         with_ = _with(root)
         inner = source.copy()
@@ -296,10 +362,22 @@ def _insert(root: exp.Insert, dialect: str) -> WritePlan:
         probes.append(_sql(inner, dialect))
         count = exp.select(exp.Count(this=exp.Star())).from_(inner.subquery(_ALIAS))
         sample = exp.select("*").from_(inner.subquery(_ALIAS)).limit(SAMPLE_ROWS)
-        return WritePlan(operation="INSERT", dml=True, pure=True, target=target,
-                         count_sql=_sql(count, dialect) if exact else None,
-                         sample_sql=_sql(sample, dialect), probes=tuple(probes), note=note)  # fmt: skip
-    return WritePlan(operation="INSERT", dml=True, target=target, note="this INSERT's rows are not derived in advance")  # fmt: skip
+        return WritePlan(
+            operation="INSERT",
+            dml=True,
+            pure=True,
+            target=target,
+            count_sql=_sql(count, dialect) if exact else None,
+            sample_sql=_sql(sample, dialect),
+            probes=tuple(probes),
+            note=note,
+        )
+    return WritePlan(
+        operation="INSERT",
+        dml=True,
+        target=target,
+        note="this INSERT's rows are not derived in advance",
+    )
 
 
 def _literal_sample(
@@ -334,9 +412,14 @@ def _whole_table(operation: str, tables: list[Any], dialect: str, *, cascade: bo
     plain = exp.Table(this=table.this.copy(), db=table.args.get("db"))
     count = exp.select(exp.Count(this=exp.Star())).from_(plain.copy())
     sample = exp.select("*").from_(plain.copy()).limit(SAMPLE_ROWS)
-    return WritePlan(operation=operation, target=_ref(table, dialect), count_sql=_sql(count, dialect),
-                     sample_sql=_sql(sample, dialect), cascade=cascade,
-                     rows_sql=_sql(exp.select("*").from_(plain.copy()), dialect))  # fmt: skip
+    return WritePlan(
+        operation=operation,
+        target=_ref(table, dialect),
+        count_sql=_sql(count, dialect),
+        sample_sql=_sql(sample, dialect),
+        cascade=cascade,
+        rows_sql=_sql(exp.select("*").from_(plain.copy()), dialect),
+    )
 
 
 def _create(root: exp.Create, dialect: str) -> WritePlan:
@@ -345,8 +428,11 @@ def _create(root: exp.Create, dialect: str) -> WritePlan:
     if kind == "TABLE" and isinstance(source, exp.Query):
         count = exp.select(exp.Count(this=exp.Star())).from_(source.copy().subquery(_ALIAS))
         sample = exp.select("*").from_(source.copy().subquery(_ALIAS)).limit(SAMPLE_ROWS)
-        return WritePlan(operation="CREATE TABLE AS", count_sql=_sql(count, dialect),
-                         sample_sql=_sql(sample, dialect))  # fmt: skip
+        return WritePlan(
+            operation="CREATE TABLE AS",
+            count_sql=_sql(count, dialect),
+            sample_sql=_sql(sample, dialect),
+        )
     if (kind in ("TABLE", "INDEX", "VIEW") and source is None) or kind == "VIEW":
         return WritePlan(operation="DDL", static_rows=0)
-    return WritePlan(operation="DDL", note=f"CREATE {kind or 'of this kind'}: rows are not counted")  # fmt: skip
+    return WritePlan(operation="DDL", note=f"CREATE {kind or 'of this kind'}: rows are not counted")

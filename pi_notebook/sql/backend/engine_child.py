@@ -85,9 +85,10 @@ class _Host:
         from pi_notebook.sql.backend import engine_child
 
         _ENGINE = self.engine = create_backend_engine(
-            self.url, connect_timeout_s=setup["connect_timeout_s"],
+            self.url,
+            connect_timeout_s=setup["connect_timeout_s"],
             statement_timeout_s=setup["statement_timeout_s"],
-        )  # fmt: skip
+        )
         # Run as ``-m``, this module is ``__main__``; a pickle names it by its own name.
         engine_child._ENGINE = self.engine
         self.slot = ConnectionSlot()
@@ -151,8 +152,11 @@ class _Host:
                 os._exit(0)
             except Exception as exc:  # a value that cannot be sent (MemoryError included)
                 reply = self.failure(exc)
-                self.send(reply if reply[0] == "memory" else ("error", f"the result could "
-                                                             f"not be sent back: {exc}"))  # fmt: skip
+                self.send(
+                    reply
+                    if reply[0] == "memory"
+                    else ("error", f"the result could not be sent back: {exc}")
+                )
             if reply[0] == "memory":
                 os._exit(MEMORY_EXIT)  # a process that ran out of memory is not trusted further
 
@@ -172,18 +176,37 @@ class _Host:
             kind, sql, settings, bounds, plan = args
             # A small result crosses as its rows, which the kernel builds into its DataFrame:
             # a pickled DataFrame costs several times more to send and to load.
-            value: Any = run_statement(engine, backend, kind, sql, settings, canceller=canceller,
-                                       progress=progress, bounds=bounds, plan=plan, slot=slot,
-                                       build_small=False)  # fmt: skip
+            value: Any = run_statement(
+                engine,
+                backend,
+                kind,
+                sql,
+                settings,
+                canceller=canceller,
+                progress=progress,
+                bounds=bounds,
+                plan=plan,
+                slot=slot,
+                build_small=False,
+            )
         elif op == "preview":
             sql, plan, settings = args
-            value = preview_statement(engine, backend, sql, plan, settings, canceller=canceller,
-                                      describe=lambda exc: describe_error(exc, self.url),
-                                      progress=progress, slot=slot)  # fmt: skip
+            value = preview_statement(
+                engine,
+                backend,
+                sql,
+                plan,
+                settings,
+                canceller=canceller,
+                describe=lambda exc: describe_error(exc, self.url),
+                progress=progress,
+                slot=slot,
+            )
         elif op == "estimate":
             hook, sql, settings = args
-            value = estimate_statement(engine, backend, hook, sql, settings,
-                                       canceller=canceller, slot=slot)  # fmt: skip
+            value = estimate_statement(
+                engine, backend, hook, sql, settings, canceller=canceller, slot=slot
+            )
         elif op == "offload":
             fn, fn_args = args
             value = fn(*fn_args)
@@ -240,8 +263,9 @@ def main() -> None:
     except BaseException as exc:
         conn.send_bytes(pickle.dumps(("fatal", f"{type(exc).__name__}: {exc}")))
         raise SystemExit(2) from None
-    threading.Thread(target=host.watch, args=(control,), name="pi-engine-cancels",
-                     daemon=True).start()  # fmt: skip
+    threading.Thread(
+        target=host.watch, args=(control,), name="pi-engine-cancels", daemon=True
+    ).start()
     host.send(("ready",))
     host.serve()
 

@@ -75,8 +75,9 @@ MEMORY_LIMIT_OPTION = "memory_limit_bytes"
 _GIB = 1 << 30
 # How a worker ends when memory ran out: its own exit after an allocation failure, the OS's
 # SIGKILL, or an engine that aborted or crashed on a failed allocation.
-_MEMORY_DEATHS = frozenset({MEMORY_EXIT, -signal.SIGKILL, -signal.SIGABRT, -signal.SIGSEGV,
-                            -signal.SIGBUS})  # fmt: skip
+_MEMORY_DEATHS = frozenset(
+    {MEMORY_EXIT, -signal.SIGKILL, -signal.SIGABRT, -signal.SIGSEGV, -signal.SIGBUS}
+)
 _START_S = 60.0  # most seconds a fresh worker may take to import its engine and say ready
 _DUCKDB_SHARE = 0.6  # DuckDB's own memory_limit, as a share of the process cap
 
@@ -101,8 +102,14 @@ class EngineProcess:
         statement_timeout_s: the engine's statement timeout.
     """
 
-    def __init__(self, url: URL, *, memory_limit_bytes: int, connect_timeout_s: float,
-                 statement_timeout_s: float) -> None:  # fmt: skip
+    def __init__(
+        self,
+        url: URL,
+        *,
+        memory_limit_bytes: int,
+        connect_timeout_s: float,
+        statement_timeout_s: float,
+    ) -> None:
         self.url = url
         self.memory_limit_bytes = memory_limit_bytes
         self._setup = {
@@ -123,18 +130,27 @@ class EngineProcess:
         weakref.finalize(self, _stop, self._running)  # no worker outlives its owner
 
     # -- the calls a backend makes (each the shape Execution.call runs) ------------------
-    def run_statement(self, kind: str, sql: str, settings: RunSettings, *,
-                      canceller: Canceller, progress: Callable[[int], None] | None = None,
-                      bounds: Bounds | None = None, plan: WritePlan | None = None,
-                      audited: Callable[[], object] | None = None) -> Fetched:  # fmt: skip
+    def run_statement(
+        self,
+        kind: str,
+        sql: str,
+        settings: RunSettings,
+        *,
+        canceller: Canceller,
+        progress: Callable[[int], None] | None = None,
+        bounds: Bounds | None = None,
+        plan: WritePlan | None = None,
+        audited: Callable[[], object] | None = None,
+    ) -> Fetched:
         """:func:`.worker.run_statement` in the worker; ``audited`` is waited for here, as
         there: a write waits before it is sent, a read's result (or error) after."""
         if audited is not None and kind == "write":
             wait_audited(audited)
             audited = None
         try:
-            fetched = self.call("run", (kind, sql, settings, bounds, plan), canceller=canceller,
-                                progress=progress)  # fmt: skip
+            fetched = self.call(
+                "run", (kind, sql, settings, bounds, plan), canceller=canceller, progress=progress
+            )
         except BaseException:
             if audited is not None:
                 wait_audited(audited)
@@ -144,18 +160,31 @@ class EngineProcess:
         fetched.build()  # a small result comes as its rows (see engine_child): built here
         return fetched
 
-    def preview_statement(self, sql: str, plan: WritePlan, settings: RunSettings, *,
-                          canceller: Canceller,
-                          progress: Callable[[int], None] | None = None) -> Any:  # fmt: skip
+    def preview_statement(
+        self,
+        sql: str,
+        plan: WritePlan,
+        settings: RunSettings,
+        *,
+        canceller: Canceller,
+        progress: Callable[[int], None] | None = None,
+    ) -> Any:
         return self.call("preview", (sql, plan, settings), canceller=canceller, progress=progress)
 
-    def estimate_statement(self, hook: Callable[[Any, str], Any], sql: str,
-                           settings: RunSettings, *,
-                           canceller: Canceller, progress: Any = None) -> Any:  # fmt: skip
+    def estimate_statement(
+        self,
+        hook: Callable[[Any, str], Any],
+        sql: str,
+        settings: RunSettings,
+        *,
+        canceller: Canceller,
+        progress: Any = None,
+    ) -> Any:
         return self.call("estimate", (hook, sql, settings), canceller=canceller)
 
-    def offload(self, fn: Callable[..., Any], *args: Any, canceller: Canceller,
-                progress: Any = None) -> Any:  # fmt: skip
+    def offload(
+        self, fn: Callable[..., Any], *args: Any, canceller: Canceller, progress: Any = None
+    ) -> Any:
         return self.call("offload", (fn, args), canceller=canceller)
 
     def prestart(self) -> None:
@@ -173,8 +202,14 @@ class EngineProcess:
         threading.Thread(target=start, name="pi-engine-start", daemon=True).start()
 
     # -- the channel ----------------------------------------------------------------------
-    def call(self, op: str, args: tuple[Any, ...], *, canceller: Canceller,
-             progress: Callable[[int], None] | None = None) -> Any:  # fmt: skip
+    def call(
+        self,
+        op: str,
+        args: tuple[Any, ...],
+        *,
+        canceller: Canceller,
+        progress: Callable[[int], None] | None = None,
+    ) -> Any:
         """Run ``op`` in the worker (starting it if needed) and return its value.
 
         Raises:
@@ -202,8 +237,9 @@ class EngineProcess:
                 if not sent and control is not None:
                     sent.append(time.monotonic())
                     try:
-                        control.send_bytes(pickle.dumps(("cancel", call,
-                                                         canceller.reason or "abort")))  # fmt: skip
+                        control.send_bytes(
+                            pickle.dumps(("cancel", call, canceller.reason or "abort"))
+                        )
                     except OSError:
                         pass
 
@@ -213,8 +249,13 @@ class EngineProcess:
             finally:
                 canceller.stopped()
 
-    def _answer(self, conn: Connection, canceller: Canceller,
-                progress: Callable[[int], None] | None, sent: list[float]) -> Any:  # fmt: skip
+    def _answer(
+        self,
+        conn: Connection,
+        canceller: Canceller,
+        progress: Callable[[int], None] | None,
+        sent: list[float],
+    ) -> Any:
         while True:
             try:
                 ready = conn.poll(0.25)
@@ -254,15 +295,18 @@ class EngineProcess:
         if killed or canceller.reason is not None:
             raise Cancelled
         if status is not None and status not in _MEMORY_DEATHS:
-            raise QueryError(f"The {self.url.get_backend_name()} worker process ended "
-                             f"unexpectedly (exit status {status}); nothing was written. It "
-                             f"is restarted on the next call.")  # fmt: skip
+            raise QueryError(
+                f"The {self.url.get_backend_name()} worker process ended "
+                f"unexpectedly (exit status {status}); nothing was written. It "
+                f"is restarted on the next call."
+            )
         raise self._limit_error()
 
     def _limit_error(self) -> MemoryLimitExceeded:
         lost = " The in-memory database was lost with it." if _in_memory(self.url) else ""
-        return MemoryLimitExceeded.of(self.memory_limit_bytes,
-                                      f" Its worker process was restarted.{lost}")  # fmt: skip
+        return MemoryLimitExceeded.of(
+            self.memory_limit_bytes, f" Its worker process was restarted.{lost}"
+        )
 
     # -- the process ------------------------------------------------------------------------
     def _ensure(self) -> Connection:
@@ -281,12 +325,21 @@ class EngineProcess:
             env[DUCKDB_MEMORY_ENV] = f"{max(share, 64)}MB"
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "pi_notebook.sql.backend.engine_child",
-                 str(theirs.fileno()), str(theirs_control.fileno())],
-                pass_fds=(theirs.fileno(), theirs_control.fileno()), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                start_new_session=True, cwd=self._cwd,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "pi_notebook.sql.backend.engine_child",
+                    str(theirs.fileno()),
+                    str(theirs_control.fileno()),
+                ],
+                pass_fds=(theirs.fileno(), theirs_control.fileno()),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+                cwd=self._cwd,
+            )
         except BaseException:
             ours.close()
             ours_control.close()
@@ -306,8 +359,9 @@ class EngineProcess:
             conn.close()
             control.close()
             detail = describe_error(_WorkerError(hello[1] or "no answer"), self.url)
-            raise QueryError(f"The {self.url.get_backend_name()} worker process could not "
-                             f"start. {detail}")  # fmt: skip
+            raise QueryError(
+                f"The {self.url.get_backend_name()} worker process could not start. {detail}"
+            )
         self._proc, self._conn, self._control, self._running[0] = proc, conn, control, proc
         return conn
 

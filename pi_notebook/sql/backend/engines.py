@@ -108,8 +108,11 @@ def create_backend_engine(
         kwargs["isolation_level"] = "AUTOCOMMIT"
     elif backend == "mysql":
         socket_s = statement_timeout_s + 30.0
-        connect_args = {"connect_timeout": connect_timeout_s, "read_timeout": socket_s,
-                        "write_timeout": socket_s}  # fmt: skip
+        connect_args = {
+            "connect_timeout": connect_timeout_s,
+            "read_timeout": socket_s,
+            "write_timeout": socket_s,
+        }
     kwargs["connect_args"] = {k: v for k, v in connect_args.items() if k not in u.query}
     engine = sa.create_engine(u, **kwargs)
     if backend == "mysql" and "read_timeout" not in u.query:

@@ -29,14 +29,22 @@ __all__ = [
 ]
 
 _MAX_CHARS = 300
-_SQLITE_FOREIGN_KEY = (" (rows of another table still reference a row it deletes or whose key "
-                       "it changes, or a key it writes references no row)")  # fmt: skip
+_SQLITE_FOREIGN_KEY = (
+    " (rows of another table still reference a row it deletes or whose key "
+    "it changes, or a key it writes references no row)"
+)
 
 
 _ECHOED_VALUES = [
     # PostgreSQL: "DETAIL: Key (email)=(a@b.c) already exists." and the like.
-    (re.compile(r"(Key \((?:[^()]|\([^()]*\))*\)=\().*?(\)(?: already exists| is not present"
-                r"| is still referenced| conflicts with)|\)\.?$)", re.M), r"\1…\2"),
+    (
+        re.compile(
+            r"(Key \((?:[^()]|\([^()]*\))*\)=\().*?(\)(?: already exists| is not present"
+            r"| is still referenced| conflicts with)|\)\.?$)",
+            re.M,
+        ),
+        r"\1…\2",
+    ),
     (re.compile(r"(Failing row contains \().*(\))", re.M), r"\1…\2"),  # PostgreSQL CHECK, NOT NULL
     (re.compile(r'(invalid input (?:syntax|value) for[^:"]*: )".*"', re.M), r'\1"…"'),  # PostgreSQL
     (re.compile(r"(Duplicate entry )'.*'( for key)", re.S), r"\1'…'\2"),  # MySQL/MariaDB
@@ -44,7 +52,7 @@ _ECHOED_VALUES = [
     (re.compile(r"(Could not convert string )'.*?'( to )", re.S), r"\1'…'\2"),  # DuckDB
     # The statement quoted back ("LINE 1: SELECT ..."): the audit holds it already, redacted.
     (re.compile(r"\s*\bLINE \d+: .*", re.S), ""),
-]  # fmt: skip
+]
 """Driver messages that echo values, and how each is cut (the value becomes ``…``)."""
 
 

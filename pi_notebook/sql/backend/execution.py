@@ -59,12 +59,28 @@ What = Literal["Query", "Preview"]
 
 
 class _Job:
-    __slots__ = ("args", "canceller", "deadline", "finished", "fn", "future", "kwargs", "loop",
-                 "started_at", "waiter")  # fmt: skip
+    __slots__ = (
+        "args",
+        "canceller",
+        "deadline",
+        "finished",
+        "fn",
+        "future",
+        "kwargs",
+        "loop",
+        "started_at",
+        "waiter",
+    )
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                 loop: asyncio.AbstractEventLoop, canceller: Canceller,
-                 deadline: float) -> None:  # fmt: skip
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        loop: asyncio.AbstractEventLoop,
+        canceller: Canceller,
+        deadline: float,
+    ) -> None:
         self.fn, self.args, self.kwargs, self.loop = fn, args, kwargs, loop
         self.canceller = canceller
         self.deadline = deadline  # loop time; math.inf once the timeout was handled
@@ -103,8 +119,9 @@ class Execution:
             an engine's ``MemoryError`` is reported against.
     """
 
-    def __init__(self, url: URL, timeout_s: float, *, name: str = "pi-db-worker",
-                 memory_limit_bytes: int = 0) -> None:  # fmt: skip
+    def __init__(
+        self, url: URL, timeout_s: float, *, name: str = "pi-db-worker", memory_limit_bytes: int = 0
+    ) -> None:
         self.url = url
         self.timeout_s = timeout_s
         self.memory_limit_bytes = memory_limit_bytes
@@ -230,10 +247,11 @@ class Execution:
             return QueryAborted(f"{what} cancelled {where}: the run was aborted; nothing was run.")
         return QueryTimeout(
             f"Could not connect to {safe_url(self.url)}: no answer within the statement "
-            f"timeout ({self.timeout_s:g} s)." if exc.connecting else
-            f"{what} cancelled: it waited longer than the statement timeout "
+            f"timeout ({self.timeout_s:g} s)."
+            if exc.connecting
+            else f"{what} cancelled: it waited longer than the statement timeout "
             f"({self.timeout_s:g} s); nothing was run. {RAISE_TIMEOUT}"
-        )  # fmt: skip
+        )
 
     def _error(self, exc: Exception, canceller: Canceller, what: What) -> QueryError:
         if canceller.reason == "abort":
@@ -257,8 +275,9 @@ class Execution:
                 self._start_locked()
 
     def _start_locked(self) -> None:
-        thread = threading.Thread(target=self._serve, args=(self._queue,), name=self._name,
-                                  daemon=True)  # fmt: skip
+        thread = threading.Thread(
+            target=self._serve, args=(self._queue,), name=self._name, daemon=True
+        )
         self._thread = thread
         thread.start()
 

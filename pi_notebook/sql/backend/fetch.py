@@ -106,23 +106,31 @@ def execute_and_fetch(
     if backend == "duckdb":
         return _duckdb(raw.driver_connection, kind, sql, settings, progress, limit)
     if backend == "postgresql" and kind == "read":
-        return _postgres_read(raw.driver_connection, sql, settings, progress, limit,
-                              begin=take_pending_begin(raw))  # fmt: skip
+        return _postgres_read(
+            raw.driver_connection, sql, settings, progress, limit, begin=take_pending_begin(raw)
+        )
     if backend == "mysql" and kind == "read":
         import pymysql.cursors
 
         cur = raw.cursor(pymysql.cursors.SSCursor)
         try:
             cur.execute(sql)
-            return _collect(cur, _chunks(cur), settings, progress, limit,
-                            on_early_stop=lambda: _stop_unbuffered(cur, interrupt))  # fmt: skip
+            return _collect(
+                cur,
+                _chunks(cur),
+                settings,
+                progress,
+                limit,
+                on_early_stop=lambda: _stop_unbuffered(cur, interrupt),
+            )
         finally:
             cur.close()
     cur = raw.cursor()
     try:
         cur.execute(sql)
-        return _collect(cur, _chunks(cur, short_ends=backend == "sqlite"), settings, progress,
-                        limit)  # fmt: skip
+        return _collect(
+            cur, _chunks(cur, short_ends=backend == "sqlite"), settings, progress, limit
+        )
     finally:
         cur.close()
 
@@ -176,9 +184,16 @@ def _collect(
             if on_early_stop is not None:
                 on_early_stop()
             break
-    return Fetched(columns=columns, row_count=seen, row_count_exact=exact,
-                   truncated=seen > builder.count, size_capped=sized, head=builder.head,
-                   kept=builder.count, builder=builder)  # fmt: skip
+    return Fetched(
+        columns=columns,
+        row_count=seen,
+        row_count_exact=exact,
+        truncated=seen > builder.count,
+        size_capped=sized,
+        head=builder.head,
+        kept=builder.count,
+        builder=builder,
+    )
 
 
 def _postgres_read(
@@ -201,8 +216,13 @@ def _postgres_read(
             chunks = iter(lambda: list(itertools.islice(rows, CHUNK)), [])
             first = next(chunks, [])
             # The description is known once the first rows (or the end) arrived.
-            return _collect(cur, itertools.chain([first], chunks) if first else iter(()),
-                            settings, progress, limit)  # fmt: skip
+            return _collect(
+                cur,
+                itertools.chain([first], chunks) if first else iter(()),
+                settings,
+                progress,
+                limit,
+            )
         finally:
             rows.close()  # stops the stream: psycopg cancels what is left and drains
             cur.close()

@@ -131,8 +131,11 @@ NUMERIC_FAST_ROWS = 256
 _NONE = type(None)
 _FLOAT_TYPES = frozenset({int, float, _NONE})
 _EXACT_INT = 2**53  # an integer a float column holds exactly
-_DTYPES: dict[type, Any] = {int: np.dtype(np.int64), float: np.dtype(np.float64),
-                            bool: np.dtype(np.bool_)}  # fmt: skip
+_DTYPES: dict[type, Any] = {
+    int: np.dtype(np.int64),
+    float: np.dtype(np.float64),
+    bool: np.dtype(np.bool_),
+}
 
 
 def _numeric_frame(rows: Sequence[tuple[Any, ...]], labels: pd.Index) -> pd.DataFrame | None:
@@ -159,8 +162,9 @@ def _numeric_frame(rows: Sequence[tuple[Any, ...]], labels: pd.Index) -> pd.Data
         if len(types) == 1 and (int in types or bool in types or float in types):
             kinds.append(types.pop())
         elif types <= _FLOAT_TYPES and len(types) > 1:  # numbers with NULLs, or mixed
-            if int in types and any(type(v) is int and not -_EXACT_INT <= v <= _EXACT_INT
-                                    for v in values):  # fmt: skip
+            if int in types and any(
+                type(v) is int and not -_EXACT_INT <= v <= _EXACT_INT for v in values
+            ):
                 return None
             kinds.append(float)
         else:
@@ -233,8 +237,11 @@ def _blocks() -> tuple[Any, Any] | None:
             values = np.array([(1, 0), (0, 1), (1, 1)], dtype=dtype)
             ours = _from_blocks(values, labels, blocks)
             theirs = pd.DataFrame(values.copy(), columns=labels, copy=False)
-            if not (ours.equals(theirs) and ours.index.equals(theirs.index)
-                    and list(ours.dtypes) == list(theirs.dtypes)):  # fmt: skip
+            if not (
+                ours.equals(theirs)
+                and ours.index.equals(theirs.index)
+                and list(ours.dtypes) == list(theirs.dtypes)
+            ):
                 return None
         return blocks
     except Exception:  # another pandas: its public constructor serves
@@ -279,11 +286,19 @@ def _faithful(arrow_type: Any) -> bool:
 
     t = pa.types
     return bool(
-        t.is_integer(arrow_type) or t.is_floating(arrow_type) or t.is_boolean(arrow_type)
-        or t.is_string(arrow_type) or t.is_large_string(arrow_type) or t.is_binary(arrow_type)
-        or t.is_timestamp(arrow_type) or t.is_date32(arrow_type) or t.is_time64(arrow_type)
-        or t.is_duration(arrow_type) or t.is_decimal(arrow_type) or t.is_null(arrow_type)
-    )  # fmt: skip
+        t.is_integer(arrow_type)
+        or t.is_floating(arrow_type)
+        or t.is_boolean(arrow_type)
+        or t.is_string(arrow_type)
+        or t.is_large_string(arrow_type)
+        or t.is_binary(arrow_type)
+        or t.is_timestamp(arrow_type)
+        or t.is_date32(arrow_type)
+        or t.is_time64(arrow_type)
+        or t.is_duration(arrow_type)
+        or t.is_decimal(arrow_type)
+        or t.is_null(arrow_type)
+    )
 
 
 def _python(pieces: list[_Piece], values: Sequence[Any]) -> list[Any]:
@@ -308,8 +323,9 @@ def _column(pieces: list[_Piece]) -> Any:
         target = pa.float64()
     else:  # e.g. text in one chunk and numbers in another (SQLite's dynamic typing)
         return _records_column(_python(pieces, ()))
-    chunked = pa.chunked_array([p if p.type == target else p.cast(target) for p in pieces],
-                               type=target)  # fmt: skip
+    chunked = pa.chunked_array(
+        [p if p.type == target else p.cast(target) for p in pieces], type=target
+    )
     if pa.types.is_decimal(target):
         chunked = chunked.cast(pa.float64())  # as from_records(coerce_float=True)
     return chunked
@@ -338,14 +354,43 @@ def _records_column(values: list[Any]) -> Any:
 # -- DuckDB: infinite dates and timestamps --------------------------------------------------
 
 _DUCKDB_TEMPORAL = frozenset(
-    {"DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_S", "TIMESTAMP_MS",
-     "TIMESTAMP_NS", "TIMESTAMPTZ"}
-)  # fmt: skip
+    {
+        "DATE",
+        "TIMESTAMP",
+        "TIMESTAMP WITH TIME ZONE",
+        "TIMESTAMP_S",
+        "TIMESTAMP_MS",
+        "TIMESTAMP_NS",
+        "TIMESTAMPTZ",
+    }
+)
 _DUCKDB_DAYLESS = frozenset(
-    {"BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-     "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "VARCHAR", "BLOB", "UUID", "TIME",
-     "TIME WITH TIME ZONE", "INTERVAL", "BIT", "JSON", "BIGNUM", "VARINT"}
-)  # fmt: skip
+    {
+        "BOOLEAN",
+        "TINYINT",
+        "SMALLINT",
+        "INTEGER",
+        "BIGINT",
+        "HUGEINT",
+        "UTINYINT",
+        "USMALLINT",
+        "UINTEGER",
+        "UBIGINT",
+        "UHUGEINT",
+        "FLOAT",
+        "DOUBLE",
+        "VARCHAR",
+        "BLOB",
+        "UUID",
+        "TIME",
+        "TIME WITH TIME ZONE",
+        "INTERVAL",
+        "BIT",
+        "JSON",
+        "BIGNUM",
+        "VARINT",
+    }
+)
 """Column types whose values are never a date (checking them cost more than the fetch)."""
 
 

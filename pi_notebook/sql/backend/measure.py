@@ -101,8 +101,13 @@ class Result:
     rowcount: int
 
 
-def query(raw: Any, backend: str, sql: str, params: tuple[Any, ...] | None = None,
-          limit: int | None = None) -> Result:  # fmt: skip
+def query(
+    raw: Any,
+    backend: str,
+    sql: str,
+    params: tuple[Any, ...] | None = None,
+    limit: int | None = None,
+) -> Result:
     """Run one statement on ``raw``; return its columns, (up to ``limit``) rows, rowcount."""
     # DuckDB: a cursor() is a second connection with its own transaction; use the connection.
     cur = raw.driver_connection if backend == "duckdb" else raw.cursor()

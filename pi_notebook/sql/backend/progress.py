@@ -31,5 +31,9 @@ class JobProgress(int):
 
     def details(self) -> dict[str, int | str]:
         """``{"phase": "job", "tasks_done", "tasks", "bytes_read"}`` for a tool update."""
-        return {"phase": "job", "tasks_done": int(self), "tasks": self.tasks,
-                "bytes_read": self.bytes_read}  # fmt: skip
+        return {
+            "phase": "job",
+            "tasks_done": int(self),
+            "tasks": self.tasks,
+            "bytes_read": self.bytes_read,
+        }

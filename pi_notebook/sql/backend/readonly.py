@@ -41,8 +41,9 @@ _SECRET_TABLES = SECRET_TABLES["sqlite"]
 # asks to UPDATE these columns of the schema table while SQLite declares the table (verified on
 # SQLite 3.40). No statement can really change the schema table: SQLite refuses it ("may not be
 # modified") unless PRAGMA writable_schema is on, which this guard denies in every mode.
-_SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_temp_master", "sqlite_schema",
-                            "sqlite_temp_schema"})  # fmt: skip
+_SCHEMA_TABLES = frozenset(
+    {"sqlite_master", "sqlite_temp_master", "sqlite_schema", "sqlite_temp_schema"}
+)
 _SCHEMA_COLUMNS = frozenset({"type", "name", "tbl_name", "rootpage", "sql"})
 
 

@@ -56,8 +56,13 @@ MAX_NOTES = 12
 Event = Literal["delete", "update"]
 
 _DIALECT = {"sqlite": "sqlite", "postgresql": "postgres", "mysql": "mysql", "duckdb": "duckdb"}
-_PG_ACTIONS = {"a": "NO ACTION", "r": "RESTRICT", "c": "CASCADE", "n": "SET NULL",
-               "d": "SET DEFAULT"}  # fmt: skip
+_PG_ACTIONS = {
+    "a": "NO ACTION",
+    "r": "RESTRICT",
+    "c": "CASCADE",
+    "n": "SET NULL",
+    "d": "SET DEFAULT",
+}
 _FAILS = ("NO ACTION", "RESTRICT")
 _FAIL, _UNKNOWN, _CHANGE, _TRIGGER = range(4)
 
@@ -120,8 +125,10 @@ def reached(raw: Any, backend: str, plan: WritePlan) -> list[str]:
         walk.follow(table, plan.rows_sql, event, changed, depth=0, why=why)
     notes = [text for _rank, text in sorted(walk.notes, key=lambda n: n[0])]
     if len(notes) > MAX_NOTES:
-        notes = [*notes[: MAX_NOTES - 1], f"and {len(notes) - MAX_NOTES + 1} more effects on "
-                 "other tables (not listed)"]  # fmt: skip
+        notes = [
+            *notes[: MAX_NOTES - 1],
+            f"and {len(notes) - MAX_NOTES + 1} more effects on other tables (not listed)",
+        ]
     return notes
 
 
@@ -136,24 +143,45 @@ class _Walk:
         self._named: set[tuple[str, str]] = set()
         self._step = 0
 
-    def follow(self, parent: _Table, rows_sql: str | None, event: Event,
-               changed: frozenset[str] | None, *, depth: int, why: str) -> None:  # fmt: skip
+    def follow(
+        self,
+        parent: _Table,
+        rows_sql: str | None,
+        event: Event,
+        changed: frozenset[str] | None,
+        *,
+        depth: int,
+        why: str,
+    ) -> None:
         """Describe the foreign keys referencing ``parent``'s rows ``rows_sql`` (``changed``:
         the columns an update assigns; ``None`` for a delete)."""
-        keys = [fk for fk in _referencing(self.raw, self.backend, parent)
-                if changed is None or {c.lower() for c in fk.referred} & changed]  # fmt: skip
+        keys = [
+            fk
+            for fk in _referencing(self.raw, self.backend, parent)
+            if changed is None or {c.lower() for c in fk.referred} & changed
+        ]
         for fk in keys:
             child = self._child(parent, fk)
             action = fk.on_delete if event == "delete" else fk.on_update
             key = f"{_link(child, fk, parent)}, ON {event.upper()} {action}"
             these = f"{'these' if depth == 0 else 'those'} {parent.label}"
             if rows_sql is None:
-                self.notes.append((_UNKNOWN, f"{child.label} references {parent.label} ({key}): "
-                                   f"the rows of it this reaches are not counted ({why})"))  # fmt: skip
+                self.notes.append(
+                    (
+                        _UNKNOWN,
+                        f"{child.label} references {parent.label} ({key}): "
+                        f"the rows of it this reaches are not counted ({why})",
+                    )
+                )
                 continue
             if depth >= MAX_DEPTH:
-                self.notes.append((_UNKNOWN, f"{child.label} rows that reference {these} ({key}) "
-                                   f"are not counted: more than {MAX_DEPTH} levels of keys"))  # fmt: skip
+                self.notes.append(
+                    (
+                        _UNKNOWN,
+                        f"{child.label} rows that reference {these} ({key}) "
+                        f"are not counted: more than {MAX_DEPTH} levels of keys",
+                    )
+                )
                 continue
             joined = self._joined(child, fk, rows_sql)
             n = self._count(joined)
@@ -163,9 +191,14 @@ class _Walk:
             refer = "references" if n == 1 else "reference"
             if not self.enforced:
                 gone = "exist" if event == "delete" else "have that key"
-                self.notes.append((_FAIL, f"leaves {rows} referencing {parent.label} rows that "
-                                   f"no longer {gone} ({key}): foreign keys are not enforced on "
-                                   "this connection"))  # fmt: skip
+                self.notes.append(
+                    (
+                        _FAIL,
+                        f"leaves {rows} referencing {parent.label} rows that "
+                        f"no longer {gone} ({key}): foreign keys are not enforced on "
+                        "this connection",
+                    )
+                )
                 continue
             if action in _FAILS:
                 when = "would fail" if event == "delete" else "would fail if it changes their key"
@@ -182,8 +215,14 @@ class _Walk:
             else:
                 done = f"sets {cols} to {'NULL' if action == 'SET NULL' else 'its default'} in"
             self.notes.append((_CHANGE, f"also {done} {rows} that {refer} {these} ({key})"))
-            self.follow(child, joined, "update", frozenset(c.lower() for c in fk.columns),
-                        depth=depth + 1, why=why)  # fmt: skip
+            self.follow(
+                child,
+                joined,
+                "update",
+                frozenset(c.lower() for c in fk.columns),
+                depth=depth + 1,
+                why=why,
+            )
 
     def whole(self, parent: _Table, operation: str, *, cascade: bool, depth: int) -> None:
         """Describe the foreign keys referencing ``parent`` for a DROP TABLE or TRUNCATE of
@@ -198,28 +237,56 @@ class _Walk:
             rows = f"{n:,} row{'s' if n != 1 else ''}"
             verb, done = ("drop", "dropped") if operation == "DROP TABLE" else ("empty", "emptied")
             if not self.enforced:
-                self.notes.append((_FAIL, f"leaves the {rows} of {child.label} referencing a "
-                                   f"table it would {verb} ({key}): foreign keys are not "
-                                   "enforced on this connection"))  # fmt: skip
+                self.notes.append(
+                    (
+                        _FAIL,
+                        f"leaves the {rows} of {child.label} referencing a "
+                        f"table it would {verb} ({key}): foreign keys are not "
+                        "enforced on this connection",
+                    )
+                )
             elif not cascade:
-                self.notes.append((_FAIL, f"would fail: {child.label} ({rows}) references "
-                                   f"{parent.label} ({key}), and a table another table "
-                                   f"references cannot be {done}"))  # fmt: skip
+                self.notes.append(
+                    (
+                        _FAIL,
+                        f"would fail: {child.label} ({rows}) references "
+                        f"{parent.label} ({key}), and a table another table "
+                        f"references cannot be {done}",
+                    )
+                )
             elif operation == "DROP TABLE":
-                self.notes.append((_CHANGE, f"also drops the foreign key of {child.label} that "
-                                   f"references {parent.label} ({key}): its {rows} stay"))  # fmt: skip
+                self.notes.append(
+                    (
+                        _CHANGE,
+                        f"also drops the foreign key of {child.label} that "
+                        f"references {parent.label} ({key}): its {rows} stay",
+                    )
+                )
             elif depth >= MAX_DEPTH:
-                self.notes.append((_UNKNOWN, f"tables that reference {child.label} are not "
-                                   f"checked: more than {MAX_DEPTH} levels of keys"))  # fmt: skip
+                self.notes.append(
+                    (
+                        _UNKNOWN,
+                        f"tables that reference {child.label} are not "
+                        f"checked: more than {MAX_DEPTH} levels of keys",
+                    )
+                )
             else:
-                self.notes.append((_CHANGE, f"also empties {child.label}, all its {rows} "
-                                   f"({key}, by TRUNCATE ... CASCADE)"))  # fmt: skip
+                self.notes.append(
+                    (
+                        _CHANGE,
+                        f"also empties {child.label}, all its {rows} "
+                        f"({key}, by TRUNCATE ... CASCADE)",
+                    )
+                )
                 self.whole(child, operation, cascade=True, depth=depth + 1)
 
     def _child(self, parent: _Table, fk: ForeignKey) -> _Table:
         same = not fk.schema or fk.schema == parent.schema
-        return _Table(schema=fk.schema or parent.schema, name=fk.table,
-                      label=fk.table if same else f"{fk.schema}.{fk.table}")  # fmt: skip
+        return _Table(
+            schema=fk.schema or parent.schema,
+            name=fk.table,
+            label=fk.table if same else f"{fk.schema}.{fk.table}",
+        )
 
     def triggers(self, table: _Table) -> None:
         """Name the triggers on ``table`` (once per table)."""
@@ -230,9 +297,14 @@ class _Walk:
         names = _triggers(self.raw, self.backend, table)
         if names:
             shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-            self.notes.append((_TRIGGER, f"{table.label} has trigger{'s' if len(names) > 1 else ''} "
-                               f"{shown}: they run with the write, and what they change is not "
-                               "previewed"))  # fmt: skip
+            self.notes.append(
+                (
+                    _TRIGGER,
+                    f"{table.label} has trigger{'s' if len(names) > 1 else ''} "
+                    f"{shown}: they run with the write, and what they change is not "
+                    "previewed",
+                )
+            )
 
     def _joined(self, child: _Table, fk: ForeignKey, rows_sql: str) -> str:
         """The rows of ``child`` that reference the parent rows ``rows_sql``."""
@@ -241,13 +313,20 @@ class _Walk:
         rows = sqlglot.parse_one(rows_sql, read=self.dialect)
         if not isinstance(rows, exp.Query):
             raise ValueError("the rows it touches are not a query")
-        on = exp.and_(*(
-            exp.EQ(this=exp.column(col, table=c, quoted=True),
-                   expression=exp.column(ref, table=q, quoted=True))
-            for col, ref in zip(fk.columns, fk.referred, strict=True)
-        ))  # fmt: skip
-        select = (exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier(c)))
-                  .from_(child.node().as_(c)).join(rows.subquery(q), on=on))  # fmt: skip
+        on = exp.and_(
+            *(
+                exp.EQ(
+                    this=exp.column(col, table=c, quoted=True),
+                    expression=exp.column(ref, table=q, quoted=True),
+                )
+                for col, ref in zip(fk.columns, fk.referred, strict=True)
+            )
+        )
+        select = (
+            exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier(c)))
+            .from_(child.node().as_(c))
+            .join(rows.subquery(q), on=on)
+        )
         return select.sql(dialect=self.dialect)
 
     def _count(self, rows: str) -> int:
@@ -335,24 +414,45 @@ def _referencing(raw: Any, backend: str, parent: _Table) -> list[ForeignKey]:
         return _sqlite_keys(raw, parent)
     if backend == "postgresql":
         rows = query(raw, backend, _PG_KEYS, (_qualified(parent, "postgres"),)).rows
-        return [ForeignKey(schema="" if ns == pns else ns, table=t, columns=tuple(c),
-                           referred=tuple(r), on_delete=_PG_ACTIONS.get(str(d), str(d)),
-                           on_update=_PG_ACTIONS.get(str(u), str(u)))
-                for ns, t, c, r, d, u, pns in rows]  # fmt: skip
+        return [
+            ForeignKey(
+                schema="" if ns == pns else ns,
+                table=t,
+                columns=tuple(c),
+                referred=tuple(r),
+                on_delete=_PG_ACTIONS.get(str(d), str(d)),
+                on_update=_PG_ACTIONS.get(str(u), str(u)),
+            )
+            for ns, t, c, r, d, u, pns in rows
+        ]
     if backend == "mysql":
         grouped: dict[tuple[str, str, str], list[tuple[Any, ...]]] = {}
         for row in query(raw, backend, _MYSQL_KEYS, (schema, parent.name)).rows:
             grouped.setdefault((str(row[0]), str(row[1]), str(row[2])), []).append(row)
-        return [ForeignKey(schema="" if ns == str(rows[0][7]) else ns, table=t,
-                           columns=tuple(str(r[3]) for r in rows),
-                           referred=tuple(str(r[4]) for r in rows),
-                           on_delete=str(rows[0][5]), on_update=str(rows[0][6]))
-                for (ns, t, _name), rows in grouped.items()]  # fmt: skip
+        return [
+            ForeignKey(
+                schema="" if ns == str(rows[0][7]) else ns,
+                table=t,
+                columns=tuple(str(r[3]) for r in rows),
+                referred=tuple(str(r[4]) for r in rows),
+                on_delete=str(rows[0][5]),
+                on_update=str(rows[0][6]),
+            )
+            for (ns, t, _name), rows in grouped.items()
+        ]
     if backend == "duckdb":  # DuckDB's foreign keys only restrict
         rows = query(raw, backend, _DUCKDB_KEYS, (schema, parent.name)).rows
-        return [ForeignKey(schema="", table=t, columns=tuple(c), referred=tuple(r),
-                           on_delete="NO ACTION", on_update="NO ACTION")
-                for _ns, t, c, r in rows]  # fmt: skip
+        return [
+            ForeignKey(
+                schema="",
+                table=t,
+                columns=tuple(c),
+                referred=tuple(r),
+                on_delete="NO ACTION",
+                on_update="NO ACTION",
+            )
+            for _ns, t, c, r in rows
+        ]
     raise ValueError(f"no foreign key catalog for {backend}")
 
 
@@ -369,13 +469,24 @@ def _sqlite_keys(raw: Any, parent: _Table) -> list[ForeignKey]:
         referred = tuple(str(p[3]) if p[3] is not None else "" for p in parts)
         if "" in referred:  # REFERENCES parent without columns: the parent's primary key
             if primary is None:
-                pk = query(raw, "sqlite", "SELECT name FROM pragma_table_info(?, ?) WHERE pk > 0 "
-                           "ORDER BY pk", (parent.name, schema)).rows  # fmt: skip
+                pk = query(
+                    raw,
+                    "sqlite",
+                    "SELECT name FROM pragma_table_info(?, ?) WHERE pk > 0 ORDER BY pk",
+                    (parent.name, schema),
+                ).rows
                 primary = tuple(str(r[0]) for r in pk)
             referred = primary
-        keys.append(ForeignKey(schema="", table=table, columns=tuple(str(p[2]) for p in parts),
-                               referred=referred, on_delete=str(parts[0][4]).upper(),
-                               on_update=str(parts[0][5]).upper()))  # fmt: skip
+        keys.append(
+            ForeignKey(
+                schema="",
+                table=table,
+                columns=tuple(str(p[2]) for p in parts),
+                referred=referred,
+                on_delete=str(parts[0][4]).upper(),
+                on_update=str(parts[0][5]).upper(),
+            )
+        )
     return keys
 
 
@@ -389,17 +500,28 @@ def _triggers(raw: Any, backend: str, table: _Table) -> list[str]:
         names: list[str] = []
         for schema in dict.fromkeys([table.schema or "main", "temp"]):
             quoted = '"' + schema.replace('"', '""') + '"'
-            names += [str(r[0]) for r in query(raw, backend,
-                      f"SELECT name FROM {quoted}.sqlite_master WHERE type = 'trigger' "
-                      "AND lower(tbl_name) = lower(?) ORDER BY name", (table.name,)).rows]  # fmt: skip
+            names += [
+                str(r[0])
+                for r in query(
+                    raw,
+                    backend,
+                    f"SELECT name FROM {quoted}.sqlite_master WHERE type = 'trigger' "
+                    "AND lower(tbl_name) = lower(?) ORDER BY name",
+                    (table.name,),
+                ).rows
+            ]
         return names
     if backend == "postgresql":
-        sql = ("SELECT tgname::text FROM pg_trigger WHERE tgrelid = to_regclass(%s) "
-               "AND NOT tgisinternal ORDER BY 1")  # fmt: skip
+        sql = (
+            "SELECT tgname::text FROM pg_trigger WHERE tgrelid = to_regclass(%s) "
+            "AND NOT tgisinternal ORDER BY 1"
+        )
         return [str(r[0]) for r in query(raw, backend, sql, (_qualified(table, "postgres"),)).rows]
     if backend == "mysql":
-        sql = ("SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA "
-               "= COALESCE(%s, DATABASE()) AND EVENT_OBJECT_TABLE = %s ORDER BY 1")  # fmt: skip
+        sql = (
+            "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA "
+            "= COALESCE(%s, DATABASE()) AND EVENT_OBJECT_TABLE = %s ORDER BY 1"
+        )
         return [
             str(r[0]) for r in query(raw, backend, sql, (table.schema or None, table.name)).rows
         ]

@@ -153,10 +153,15 @@ def render_preview(
         used += len(line) + 1
         shown += 1
     if shown < row_count:
-        total = f"{row_count:,}" if row_count_exact else (
-            f"more than {kept:,}" if row_count <= kept + 1 else f"at least {row_count:,}")  # fmt: skip
-        lines.append(f"[preview shows {shown} of {total} rows; the user sees the kept rows as a "
-                     "table. Use aggregates or LIMIT to look at more.]")  # fmt: skip
+        total = (
+            f"{row_count:,}"
+            if row_count_exact
+            else (f"more than {kept:,}" if row_count <= kept + 1 else f"at least {row_count:,}")
+        )
+        lines.append(
+            f"[preview shows {shown} of {total} rows; the user sees the kept rows as a "
+            "table. Use aggregates or LIMIT to look at more.]"
+        )
     if len(columns) > len(names):
         hidden = [str(c) for c in columns[len(names) :]]
         listed = ", ".join(hidden)
@@ -172,26 +177,38 @@ def _head(columns: int, row_count: int, exact: bool, truncated: bool, kept: int)
     if exact:
         return f"{row_count:,} rows, {columns} column(s); the DataFrame keeps the first {kept:,} (row cap)."
     if row_count > kept + 1:
-        return (f"At least {row_count:,} rows, {columns} column(s) (counting stopped there); "
-                f"the DataFrame keeps the first {kept:,}.")  # fmt: skip
-    return (f"More than {kept:,} rows, {columns} column(s): the read stopped at the row cap "
-            f"(call again with count_rows=true for the exact count); the DataFrame keeps the "
-            f"first {kept:,}.")  # fmt: skip
+        return (
+            f"At least {row_count:,} rows, {columns} column(s) (counting stopped there); "
+            f"the DataFrame keeps the first {kept:,}."
+        )
+    return (
+        f"More than {kept:,} rows, {columns} column(s): the read stopped at the row cap "
+        f"(call again with count_rows=true for the exact count); the DataFrame keeps the "
+        f"first {kept:,}."
+    )
 
 
 def _size_head(columns: int, row_count: int, exact: bool, kept: int) -> str:
     total = f"{row_count:,} rows" if exact else f"At least {row_count:,} rows"
-    return (f"{total}, {columns} column(s); the DataFrame keeps the first {kept:,}: the "
-            "values kept reached the size limit for one result. Select fewer or narrower "
-            "columns (or cut long text), or aggregate, to see more.")  # fmt: skip
+    return (
+        f"{total}, {columns} column(s); the DataFrame keeps the first {kept:,}: the "
+        "values kept reached the size limit for one result. Select fewer or narrower "
+        "columns (or cut long text), or aggregate, to see more."
+    )
 
 
 def render_fetched(fetched: Fetched) -> str:
     """The model's preview of ``fetched`` (its DataFrame built or not)."""
-    return render_preview(fetched.columns, fetched.head, row_count=fetched.row_count,
-                          row_count_exact=fetched.row_count_exact, truncated=fetched.truncated,
-                          has_rows=fetched.has_rows, kept=fetched.rows_kept(),
-                          size_capped=fetched.size_capped)  # fmt: skip
+    return render_preview(
+        fetched.columns,
+        fetched.head,
+        row_count=fetched.row_count,
+        row_count_exact=fetched.row_count_exact,
+        truncated=fetched.truncated,
+        has_rows=fetched.has_rows,
+        kept=fetched.rows_kept(),
+        size_capped=fetched.size_capped,
+    )
 
 
 def shape(
@@ -202,12 +219,21 @@ def shape(
     frame = fetched.build()
     remember(frame, fetched.head)  # the card and the record write the cells the model reads
     preview = fetched.preview if fetched.preview is not None else render_fetched(fetched)
-    return QueryOutcome(dataframe=frame, columns=fetched.columns, row_count=fetched.row_count,
-                        truncated=fetched.truncated, row_count_exact=fetched.row_count_exact,
-                        size_capped=fetched.size_capped, duration_ms=round(seconds * 1000, 3),
-                        statement_kind=kind, dialect=dialect, args_hash=args_hash,
-                        has_rows=fetched.has_rows, preview=preview,
-                        head=fetched.head)  # fmt: skip
+    return QueryOutcome(
+        dataframe=frame,
+        columns=fetched.columns,
+        row_count=fetched.row_count,
+        truncated=fetched.truncated,
+        row_count_exact=fetched.row_count_exact,
+        size_capped=fetched.size_capped,
+        duration_ms=round(seconds * 1000, 3),
+        statement_kind=kind,
+        dialect=dialect,
+        args_hash=args_hash,
+        has_rows=fetched.has_rows,
+        preview=preview,
+        head=fetched.head,
+    )
 
 
 def _fit(text: str, max_chars: int) -> str:

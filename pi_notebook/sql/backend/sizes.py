@@ -32,9 +32,19 @@ DEFAULT_MAX_RESULT_BYTES = 64 << 20
 
 _FIXED = 8  # what a number, a date or a NULL counts
 _FIXED_TYPES = frozenset(
-    {int, float, bool, type(None), decimal.Decimal, dt.datetime, dt.date, dt.time,
-     dt.timedelta, uuid.UUID}
-)  # fmt: skip
+    {
+        int,
+        float,
+        bool,
+        type(None),
+        decimal.Decimal,
+        dt.datetime,
+        dt.date,
+        dt.time,
+        dt.timedelta,
+        uuid.UUID,
+    }
+)
 _SIZED_TYPES = frozenset({str, bytes, bytearray, memoryview})
 _TEXT_OR_NULL = frozenset({str, type(None)})
 _BYTES_OR_NULL = frozenset({bytes, type(None)})

@@ -166,9 +166,11 @@ def _check(sql: str, schema: Any, checked: list[tuple[int, str]], limit: int | N
     position, so repeated or unnamed columns are fine.
     """
     names = ", ".join(f"c{i}" for i in range(len(schema.names)))
-    return (f"WITH _pi_rows({names}) AS (\n{sql}\n) SELECT 1 FROM (SELECT * FROM _pi_rows "
-            f"LIMIT {-1 if limit is None else int(limit)}) WHERE NOT ({_tests(checked)}) "
-            f"LIMIT 1")  # fmt: skip
+    return (
+        f"WITH _pi_rows({names}) AS (\n{sql}\n) SELECT 1 FROM (SELECT * FROM _pi_rows "
+        f"LIMIT {-1 if limit is None else int(limit)}) WHERE NOT ({_tests(checked)}) "
+        f"LIMIT 1"
+    )
 
 
 def _tests(checked: list[tuple[int, str]]) -> str:
@@ -185,8 +187,9 @@ class _Checker:
 
     def __init__(self, conn: Any, sql: str, params: list[Any] | None, before: int) -> None:
         self.failure: str | None = None
-        self._thread = threading.Thread(target=self._run, args=(conn, sql, params, before),
-                                        daemon=True)  # fmt: skip
+        self._thread = threading.Thread(
+            target=self._run, args=(conn, sql, params, before), daemon=True
+        )
         self._thread.start()
 
     def _run(self, conn: Any, sql: str, params: list[Any] | None, before: int) -> None:

@@ -179,9 +179,15 @@ def transaction(
             raise ConnectFailed(exc) from exc
     healthy = True
     try:
-        begin(raw, backend, kind, timeout_s=settings.statement_timeout_s,
-              mariadb=bool(getattr(engine.dialect, "is_mariadb", False)),
-              select_limit=read_limit(settings), role=settings.role)  # fmt: skip
+        begin(
+            raw,
+            backend,
+            kind,
+            timeout_s=settings.statement_timeout_s,
+            mariadb=bool(getattr(engine.dialect, "is_mariadb", False)),
+            select_limit=read_limit(settings),
+            role=settings.role,
+        )
         canceller.started(driver_cancel(engine, backend, raw))
         try:
             if canceller.reason is not None:
@@ -258,13 +264,33 @@ def run_statement(
         wait_audited(audited)  # before the write connects
         audited = None
     if audited is None:
-        return _run_statement(engine, backend, kind, sql, settings, canceller=canceller,
-                              progress=progress, bounds=bounds, plan=plan, adbc=adbc, slot=slot,
-                              build_small=build_small)  # fmt: skip
+        return _run_statement(
+            engine,
+            backend,
+            kind,
+            sql,
+            settings,
+            canceller=canceller,
+            progress=progress,
+            bounds=bounds,
+            plan=plan,
+            adbc=adbc,
+            slot=slot,
+            build_small=build_small,
+        )
     try:
-        fetched = _run_statement(engine, backend, kind, sql, settings, canceller=canceller,
-                                 progress=progress, adbc=adbc, slot=slot,
-                                 build_small=build_small)  # fmt: skip
+        fetched = _run_statement(
+            engine,
+            backend,
+            kind,
+            sql,
+            settings,
+            canceller=canceller,
+            progress=progress,
+            adbc=adbc,
+            slot=slot,
+            build_small=build_small,
+        )
     except BaseException:
         wait_audited(audited)  # the record first, even for the read's error text
         raise
@@ -405,15 +431,19 @@ def preview_statement(
     out = Measured(notes=[])
     with transaction(engine, backend, "write", settings, canceller, commit=False, slot=slot) as raw:
         step = _Steps(raw, backend, canceller, describe, out.notes)
-        chosen = step.run("the way to count its rows could not be checked",
-                          lambda: choose_method(raw, backend, plan))  # fmt: skip
+        chosen = step.run(
+            "the way to count its rows could not be checked",
+            lambda: choose_method(raw, backend, plan),
+        )
         method, why = chosen if chosen is not None else (None, None)
         if plan.dml:
             out.plan = step.run("no plan", lambda: explain(raw, backend, sql))
         out.sample = step.run("no sample", lambda: sample(raw, backend, plan))
         # Before the statement runs: the rows that reference what it deletes, as they stand.
-        others = step.run("what it does to rows of other tables could not be checked",
-                          lambda: reached(raw, backend, plan))  # fmt: skip
+        others = step.run(
+            "what it does to rows of other tables could not be checked",
+            lambda: reached(raw, backend, plan),
+        )
         out.notes[:0] = others or []
         if method == "execute":
             out.affected_rows = step.run(
@@ -436,8 +466,14 @@ class _Steps:
     """Runs optional preview steps; a failed step becomes a note (PostgreSQL steps run in a
     savepoint so one failure does not abort the rest). A cancel is never swallowed."""
 
-    def __init__(self, raw: Any, backend: str, canceller: Canceller,
-                 describe: Callable[[BaseException], str], notes: list[str]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        raw: Any,
+        backend: str,
+        canceller: Canceller,
+        describe: Callable[[BaseException], str],
+        notes: list[str],
+    ) -> None:
         self.raw, self.backend, self.canceller = raw, backend, canceller
         self.describe, self.notes = describe, notes
 

@@ -33,8 +33,10 @@ class WorkerEngine:
         """Nothing to close here (the worker owns the connections)."""
 
     def __getattr__(self, name: str) -> Any:
-        raise AttributeError(f"{self.name} runs in its worker process; the kernel has no "
-                             f"{name!r} for it (offload the work with backend.offload)")  # fmt: skip
+        raise AttributeError(
+            f"{self.name} runs in its worker process; the kernel has no "
+            f"{name!r} for it (offload the work with backend.offload)"
+        )
 
 
 class _Dialect:

@@ -114,8 +114,10 @@ def create_backend(url: str | URL, **options: Any) -> DatabaseBackend:
     if (options.get("role_per_user") or options.get("role_for") is not None) and (
         info is not postgresql.ENGINE
     ):
-        raise ValueError(f"role_per_user needs PostgreSQL; {info.engine} statements would run "
-                         "with the login's own privileges.")  # fmt: skip
+        raise ValueError(
+            f"role_per_user needs PostgreSQL; {info.engine} statements would run "
+            "with the login's own privileges."
+        )
     if info is chdb.ENGINE:
         return ChdbBackend(url, **options)
     if info is spark.ENGINE:
@@ -163,14 +165,20 @@ async def estimate_read(
         return await backend.estimate(sql, signal=signal)
     hook = _ESTIMATES.get(backend.backend)
     if hook is None:
-        return ReadEstimate(rows=None, bytes=None,
-                            source=f"no estimate on {backend.backend} yet: the read is not held "
-                            "to the budget, only to the row, size and time limits")  # fmt: skip
+        return ReadEstimate(
+            rows=None,
+            bytes=None,
+            source=f"no estimate on {backend.backend} yet: the read is not held "
+            "to the budget, only to the row, size and time limits",
+        )
     try:
         return await backend.estimate_with(hook, sql, signal=signal)
     except QueryAborted:
         raise
     except QueryError as error:  # the estimate is advice: the read's own limits still hold
-        return ReadEstimate(rows=None, bytes=None,
-                            source=f"{backend.backend} EXPLAIN failed, so the read runs as "
-                            f"without a budget: {error}")  # fmt: skip
+        return ReadEstimate(
+            rows=None,
+            bytes=None,
+            source=f"{backend.backend} EXPLAIN failed, so the read runs as "
+            f"without a budget: {error}",
+        )

@@ -89,8 +89,10 @@ class EngineInfo:
         """One line saying the tool cannot connect to this engine yet, or ``None``."""
         if self.connects:
             return None
-        return (f"{self.engine} is 'dialect only' so far: classify(sql, {self.dialect!r}) "
-                "judges its SQL, but query_database cannot connect to it yet")  # fmt: skip
+        return (
+            f"{self.engine} is 'dialect only' so far: classify(sql, {self.dialect!r}) "
+            "judges its SQL, but query_database cannot connect to it yet"
+        )
 
     def missing_extra(self) -> str | None:
         """One line naming the extra to install, when a module it provides is missing."""
@@ -98,6 +100,8 @@ class EngineInfo:
             return None
         for module in self.modules:
             if importlib.util.find_spec(module) is None:
-                return (f"{self.engine} needs the {self.extra!r} extra: "
-                        f'pip install "pi-notebook[{self.extra}]"')  # fmt: skip
+                return (
+                    f"{self.engine} needs the {self.extra!r} extra: "
+                    f'pip install "pi-notebook[{self.extra}]"'
+                )
         return None

@@ -94,8 +94,9 @@ _PAGE_ROWS = 10_000
 class BigQueryTarget:
     """What a ``bigquery://`` URL names (see the module docstring)."""
 
-    def __init__(self, project: str, dataset: str | None, api_endpoint: str | None,
-                 maximum_bytes_billed: int) -> None:  # fmt: skip
+    def __init__(
+        self, project: str, dataset: str | None, api_endpoint: str | None, maximum_bytes_billed: int
+    ) -> None:
         self.project, self.dataset = project, dataset
         self.api_endpoint, self.maximum_bytes_billed = api_endpoint, maximum_bytes_billed
 
@@ -111,12 +112,16 @@ def bigquery_target(url: str | URL) -> BigQueryTarget:
     if not url.host:
         raise ValueError("bigquery URL: the project is missing (bigquery://PROJECT/DATASET)")
     if url.username or url.password is not None:
-        raise ValueError("bigquery URL: credentials come from the environment (Application "
-                         "Default Credentials), not the URL")  # fmt: skip
+        raise ValueError(
+            "bigquery URL: credentials come from the environment (Application "
+            "Default Credentials), not the URL"
+        )
     unknown = sorted(set(url.query) - _OPTIONS)
     if unknown:
-        raise ValueError(f"bigquery URL: unknown option(s) {', '.join(unknown)}; accepted: "
-                         f"{', '.join(sorted(_OPTIONS))}")  # fmt: skip
+        raise ValueError(
+            f"bigquery URL: unknown option(s) {', '.join(unknown)}; accepted: "
+            f"{', '.join(sorted(_OPTIONS))}"
+        )
     path = [part for part in (url.database or "").split("/") if part]
     if len(path) > 1:
         raise ValueError("bigquery URL: the path is /DATASET at most")
@@ -131,8 +136,12 @@ def bigquery_target(url: str | URL) -> BigQueryTarget:
     cap = option("maximum_bytes_billed")
     if cap is not None and not (cap.isdigit() and int(cap) > 0):
         raise ValueError("bigquery URL: maximum_bytes_billed must be a positive integer")
-    return BigQueryTarget(url.host, path[0] if path else None, endpoint,
-                          int(cap) if cap is not None else DEFAULT_MAXIMUM_BYTES_BILLED)  # fmt: skip
+    return BigQueryTarget(
+        url.host,
+        path[0] if path else None,
+        endpoint,
+        int(cap) if cap is not None else DEFAULT_MAXIMUM_BYTES_BILLED,
+    )
 
 
 class _Client:
@@ -152,8 +161,10 @@ class _Client:
                 if self.target.api_endpoint is not None:
                     from google.auth.credentials import AnonymousCredentials
 
-                    options = {"client_options": {"api_endpoint": self.target.api_endpoint},
-                               "credentials": AnonymousCredentials()}  # fmt: skip
+                    options = {
+                        "client_options": {"api_endpoint": self.target.api_endpoint},
+                        "credentials": AnonymousCredentials(),
+                    }
                 try:
                     self._client = bigquery.Client(project=self.target.project, **options)
                 except Exception as exc:  # no Application Default Credentials, mostly
@@ -211,8 +222,10 @@ class BigQueryBackend(WarehouseBackend):
     backend = "bigquery"
     dialect = "bigquery"
 
-    no_transaction = ("BigQuery's write is not tried in a transaction here (the tool sends "
-                      "one statement per job, no multi-statement transaction)")  # fmt: skip
+    no_transaction = (
+        "BigQuery's write is not tried in a transaction here (the tool sends "
+        "one statement per job, no multi-statement transaction)"
+    )
 
     def __init__(self, url: str | URL, *, statement_timeout_s: float = 30, **options: Any) -> None:
         known = {k: v for k, v in options.items() if k in _BACKEND_OPTIONS}
@@ -232,8 +245,11 @@ class BigQueryBackend(WarehouseBackend):
 
         target = self.target
         config = bigquery.QueryJobConfig(
-            use_legacy_sql=False, maximum_bytes_billed=target.maximum_bytes_billed,
-            job_timeout_ms=self.timeout_ms, labels={"client": "pi_notebook"})  # fmt: skip
+            use_legacy_sql=False,
+            maximum_bytes_billed=target.maximum_bytes_billed,
+            job_timeout_ms=self.timeout_ms,
+            labels={"client": "pi_notebook"},
+        )
         if target.dataset is not None:
             config.default_dataset = f"{target.project}.{target.dataset}"
         if dry_run:
@@ -247,8 +263,15 @@ class BigQueryBackend(WarehouseBackend):
             tuple(row.values()) for row in job.result(timeout=self.settings.statement_timeout_s)
         ]
 
-    def _run(self, sql: str, canceller: Any, consume: Callable[[Any], _T], *, read: bool = True,
-             max_results: int | None = None) -> _T:  # fmt: skip
+    def _run(
+        self,
+        sql: str,
+        canceller: Any,
+        consume: Callable[[Any], _T],
+        *,
+        read: bool = True,
+        max_results: int | None = None,
+    ) -> _T:
         """Send ``sql`` as a job and ``consume`` its job and rows, all in the statement's
         cancel window. A read stopped (Stop, the statement timeout) returns nothing, even
         when the job ended after all (an emulator that runs each job to its end)."""
@@ -261,8 +284,11 @@ class BigQueryBackend(WarehouseBackend):
         with Running(canceller, cancel):
             # Not retried with a new id: a failed job (a write) is reported, not repeated.
             job = client.query(sql, job_config=self.job_config(), job_id=job_id, job_retry=None)
-            rows = job.result(max_results=max_results, page_size=_PAGE_ROWS,
-                              timeout=self.settings.statement_timeout_s)  # fmt: skip
+            rows = job.result(
+                max_results=max_results,
+                page_size=_PAGE_ROWS,
+                timeout=self.settings.statement_timeout_s,
+            )
             result = consume((job, rows))
         if read and canceller.reason is not None:
             raise QueryAborted("stopped while it ran")
@@ -280,29 +306,36 @@ class BigQueryBackend(WarehouseBackend):
         def take(done: tuple[Any, Any]) -> Fetched:
             job, rows = done
             if kind == "write" or job.statement_type not in (None, "SELECT"):
-                return Fetched(columns=[], row_count=int(job.num_dml_affected_rows or 0),
-                               has_rows=False)  # fmt: skip
-            fetched = take_arrow(rows.to_arrow_iterable(), lambda: _columns(rows), settings,
-                                 progress)  # fmt: skip
+                return Fetched(
+                    columns=[], row_count=int(job.num_dml_affected_rows or 0), has_rows=False
+                )
+            fetched = take_arrow(
+                rows.to_arrow_iterable(), lambda: _columns(rows), settings, progress
+            )
             total = rows.total_rows
             if total is not None:  # BigQuery counts the result: exact without reading it
                 fetched.row_count, fetched.row_count_exact = int(total), True
                 fetched.truncated = int(total) > (fetched.kept or 0)
             return fetched
 
-        return self._run(sql, canceller, take, read=kind == "read",
-                         max_results=read_limit(settings))  # fmt: skip
+        return self._run(
+            sql, canceller, take, read=kind == "read", max_results=read_limit(settings)
+        )
 
     def _read_frame(self, sql: str, canceller: Any) -> pd.DataFrame:
-        return self._run(sql, canceller,
-                         lambda done: done[1].to_arrow(create_bqstorage_client=False).to_pandas())  # fmt: skip
+        return self._run(
+            sql, canceller, lambda done: done[1].to_arrow(create_bqstorage_client=False).to_pandas()
+        )
 
     def _estimate(
         self, sql: str, *, canceller: Any, progress: Callable[[int], None] | None = None
     ) -> ReadEstimate:
         if _first_word(sql) not in _ROW_STARTS:
-            return ReadEstimate(rows=None, bytes=None,
-                                source=f"no estimate for {_first_word(sql) or 'this'} statements")  # fmt: skip
+            return ReadEstimate(
+                rows=None,
+                bytes=None,
+                source=f"no estimate for {_first_word(sql) or 'this'} statements",
+            )
         client = self.client.client()
         try:
             with Running(canceller, lambda: None):
@@ -310,27 +343,48 @@ class BigQueryBackend(WarehouseBackend):
         except Exception as exc:
             if canceller.reason is not None:
                 raise
-            return ReadEstimate(rows=None, bytes=None, source="BigQuery dry run failed, so "
-                                f"the read runs as without a budget: {short(exc)}")  # fmt: skip
+            return ReadEstimate(
+                rows=None,
+                bytes=None,
+                source="BigQuery dry run failed, so "
+                f"the read runs as without a budget: {short(exc)}",
+            )
         return dry_run_estimate(job.total_bytes_processed, self.target.api_endpoint)
 
 
-_BACKEND_OPTIONS = frozenset({"row_cap", "approvals", "audit", "count_limit", "progress_every",
-                              "tool_name", "max_result_bytes"})  # fmt: skip
+_BACKEND_OPTIONS = frozenset(
+    {
+        "row_cap",
+        "approvals",
+        "audit",
+        "count_limit",
+        "progress_every",
+        "tool_name",
+        "max_result_bytes",
+    }
+)
 
 
 def dry_run_estimate(total_bytes_processed: int | None, api_endpoint: str | None) -> ReadEstimate:
     """The estimate in a dry run's ``total_bytes_processed``. Towards an ``api_endpoint`` (an
     emulator or a proxy) 0 bytes is no estimate: an emulator has no cost model."""
     if total_bytes_processed is None:
-        return ReadEstimate(rows=None, bytes=None,
-                            source="BigQuery dry run gave no total_bytes_processed")  # fmt: skip
+        return ReadEstimate(
+            rows=None, bytes=None, source="BigQuery dry run gave no total_bytes_processed"
+        )
     if total_bytes_processed == 0 and api_endpoint is not None:
-        return ReadEstimate(rows=None, bytes=None, source="BigQuery dry run at "
-                            f"{api_endpoint} said 0 bytes: an emulator has no cost model, so "
-                            "the read runs as without a budget (maximum_bytes_billed holds)")  # fmt: skip
-    return ReadEstimate(rows=None, bytes=int(total_bytes_processed),
-                        source="BigQuery dry run: total_bytes_processed")  # fmt: skip
+        return ReadEstimate(
+            rows=None,
+            bytes=None,
+            source="BigQuery dry run at "
+            f"{api_endpoint} said 0 bytes: an emulator has no cost model, so "
+            "the read runs as without a budget (maximum_bytes_billed holds)",
+        )
+    return ReadEstimate(
+        rows=None,
+        bytes=int(total_bytes_processed),
+        source="BigQuery dry run: total_bytes_processed",
+    )
 
 
 def _columns(rows: Any) -> list[str]:

@@ -157,8 +157,7 @@ class _Database:
         if control is None:
             return
         database, name = table
-        where = f"database = {quote(database)}" if database else (
-            "database = currentDatabase()")  # fmt: skip
+        where = f"database = {quote(database)}" if database else ("database = currentDatabase()")
         control.query(f"KILL MUTATION WHERE {where} AND table = {quote(name)} AND NOT is_done")
 
     def _open(self, options: str = "") -> Any:
@@ -170,9 +169,12 @@ class _Database:
             return session.Session(f"{self.path}?{options}" if options else self.path)
         except Exception as exc:
             if "already initialized with path" in str(exc):
-                raise ConnectFailed(RuntimeError(
-                    "chDB holds one database per process, and another one is open here: "
-                    "close its session (dispose its extension) first")) from None  # fmt: skip
+                raise ConnectFailed(
+                    RuntimeError(
+                        "chDB holds one database per process, and another one is open here: "
+                        "close its session (dispose its extension) first"
+                    )
+                ) from None
             raise ConnectFailed(exc) from exc
 
     def close(self) -> None:
@@ -197,8 +199,9 @@ class ChdbBackend(ClickHouseBackend):
     def __init__(self, url: str | URL, **options: Any) -> None:
         super().__init__(url, **options)
         self.memory_limit = int(os.environ.get(CHDB_MEMORY_ENV, CHDB_MEMORY_LIMIT))
-        self._database = _Database(chdb_path(self.url),
-                                   read_limits(self.settings, self.memory_limit))  # fmt: skip
+        self._database = _Database(
+            chdb_path(self.url), read_limits(self.settings, self.memory_limit)
+        )
         self.schema_source = ClickHouseCatalog(
             lambda sql: self._database.reader().query(sql, "DataFrame"), self.url
         )

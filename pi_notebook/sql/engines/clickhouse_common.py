@@ -70,9 +70,13 @@ def read_limits(settings: RunSettings, memory_limit: int) -> dict[str, str]:
     """The settings every read runs with: ``readonly=1`` (which no statement can lift), the
     statement timeout, the memory limit and a result row limit (``break``: past it the
     result ends, it does not fail)."""
-    return {"readonly": "1", "max_execution_time": f"{settings.statement_timeout_s:g}",
-            "max_memory_usage": str(memory_limit), "max_result_rows": str(settings.count_limit),
-            "result_overflow_mode": "break"}  # fmt: skip
+    return {
+        "readonly": "1",
+        "max_execution_time": f"{settings.statement_timeout_s:g}",
+        "max_memory_usage": str(memory_limit),
+        "max_result_rows": str(settings.count_limit),
+        "result_overflow_mode": "break",
+    }
 
 
 def clickhouse_plan(sql: str) -> WritePlan:
@@ -105,9 +109,12 @@ def clickhouse_plan(sql: str) -> WritePlan:
     if classify(count_sql, "clickhouse").kind != "read":
         return plan
     operation = "DELETE" if words[verb] == "DELETE" else "UPDATE"
-    return WritePlan(operation=operation, dml=True, count_sql=count_sql,
-                     sample_sql=sample_sql if classify(sample_sql, "clickhouse").is_read
-                     else None)  # fmt: skip
+    return WritePlan(
+        operation=operation,
+        dml=True,
+        count_sql=count_sql,
+        sample_sql=sample_sql if classify(sample_sql, "clickhouse").is_read else None,
+    )
 
 
 def first_word(sql: str) -> str:
@@ -154,8 +161,9 @@ def explain_estimate(sql: str, read: Callable[[str], pd.DataFrame], canceller: A
     (unless ``canceller`` has a reason: Stop or the timeout)."""
     word = first_word(sql)
     if word not in STREAMED:
-        return ReadEstimate(rows=None, bytes=None,
-                            source=f"no estimate for {word or 'this'} statements")  # fmt: skip
+        return ReadEstimate(
+            rows=None, bytes=None, source=f"no estimate for {word or 'this'} statements"
+        )
     try:
         parts = read(f"EXPLAIN ESTIMATE {statement_body(sql, 'clickhouse')}")
     except Exception as exc:
@@ -164,21 +172,34 @@ def explain_estimate(sql: str, read: Callable[[str], pd.DataFrame], canceller: A
         text = " ".join(str(exc).split())[:200]
         return ReadEstimate(rows=None, bytes=None, source=f"EXPLAIN ESTIMATE failed: {text}")
     if parts.empty:
-        return ReadEstimate(rows=None, bytes=None, source="EXPLAIN ESTIMATE: no MergeTree "
-                            "table to estimate (table functions, Memory tables)")  # fmt: skip
-    rows = {(str(db), str(table)): int(n) for db, table, n in
-            parts[["database", "table", "rows"]].itertuples(index=False, name=None)}  # fmt: skip
+        return ReadEstimate(
+            rows=None,
+            bytes=None,
+            source="EXPLAIN ESTIMATE: no MergeTree "
+            "table to estimate (table functions, Memory tables)",
+        )
+    rows = {
+        (str(db), str(table)): int(n)
+        for db, table, n in parts[["database", "table", "rows"]].itertuples(index=False, name=None)
+    }
     wanted = ", ".join(f"({quote(db)}, {quote(table)})" for db, table in rows)
     widths = read(
         "SELECT database, table, sum(data_uncompressed_bytes) / greatest(sum(rows), "
         f"1) AS width FROM system.parts WHERE active AND (database, table) IN ({wanted}) "
-        "GROUP BY database, table")  # fmt: skip
-    width = {(str(db), str(table)): float(w) for db, table, w in
-             widths.itertuples(index=False, name=None)}  # fmt: skip
+        "GROUP BY database, table"
+    )
+    width = {
+        (str(db), str(table)): float(w)
+        for db, table, w in widths.itertuples(index=False, name=None)
+    }
     total = sum(rows.values())
     size = int(sum(n * width.get(key, 0.0) for key, n in rows.items()))
-    return ReadEstimate(rows=total, bytes=size, source="ClickHouse EXPLAIN ESTIMATE (rows "
-                        "after pruning) x the tables' uncompressed bytes per row")  # fmt: skip
+    return ReadEstimate(
+        rows=total,
+        bytes=size,
+        source="ClickHouse EXPLAIN ESTIMATE (rows "
+        "after pruning) x the tables' uncompressed bytes per row",
+    )
 
 
 TableRow = tuple[str, str, str | None]
@@ -211,17 +232,25 @@ class ClickHouseCatalog:
         """
         tables = self._read(
             "SELECT name, engine, comment FROM system.tables WHERE database = currentDatabase() "
-            "ORDER BY name")  # fmt: skip
+            "ORDER BY name"
+        )
         columns = self._read(
             "SELECT table, name, type, comment, is_in_primary_key FROM system.columns WHERE "
-            "database = currentDatabase() ORDER BY table, position")  # fmt: skip
+            "database = currentDatabase() ORDER BY table, position"
+        )
         table_rows: list[TableRow] = [
             (str(name), "view" if "View" in str(engine) else "table", str(comment) or None)
             for name, engine, comment in tables.itertuples(index=False, name=None)
         ]
         column_rows: list[ColumnRow] = [
-            (str(table), str(name), str(type_), str(type_).startswith("Nullable("),
-             str(comment) or None, bool(in_key))
+            (
+                str(table),
+                str(name),
+                str(type_),
+                str(type_).startswith("Nullable("),
+                str(comment) or None,
+                bool(in_key),
+            )
             for table, name, type_, comment, in_key in columns.itertuples(index=False, name=None)
-        ]  # fmt: skip
+        ]
         return table_rows, column_rows

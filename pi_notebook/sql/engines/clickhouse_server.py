@@ -116,18 +116,25 @@ class _Server:
         options = dict(url.query)
         unknown = sorted(set(options) - _OPTIONS)
         if unknown:
-            raise ValueError(f"clickhousedb URL: unknown option(s) {', '.join(unknown)}; "
-                             "only ?secure=true is accepted")  # fmt: skip
+            raise ValueError(
+                f"clickhousedb URL: unknown option(s) {', '.join(unknown)}; "
+                "only ?secure=true is accepted"
+            )
         secure = str(options.get("secure", "false")).lower() in ("1", "true", "yes")
         self._args: dict[str, Any] = {
-            "host": url.host or "localhost", "port": url.port or (8443 if secure else 8123),
-            "username": url.username or "default", "password": url.password or "",
-            "database": url.database or "__default__", "secure": secure,
+            "host": url.host or "localhost",
+            "port": url.port or (8443 if secure else 8123),
+            "username": url.username or "default",
+            "password": url.password or "",
+            "database": url.database or "__default__",
+            "secure": secure,
             "connect_timeout": max(1, math.ceil(connect_timeout_s)),
             "send_receive_timeout": max(1, math.ceil(receive_timeout_s)),
-            "autogenerate_session_id": False, "query_limit": 0, "query_retries": 0,
+            "autogenerate_session_id": False,
+            "query_limit": 0,
+            "query_retries": 0,
             "client_name": "pi-notebook",
-        }  # fmt: skip
+        }
         self._lock = threading.Lock()
         self._client: Any = None
 
@@ -158,10 +165,12 @@ class _Server:
         client.command(f"KILL QUERY WHERE query_id = {quote(query_id)} ASYNC")
         if mutated is not None:
             database, table = mutated
-            where = f"database = {quote(database)}" if database else (
-                "database = currentDatabase()")  # fmt: skip
-            client.command(f"KILL MUTATION WHERE {where} AND table = {quote(table)} "
-                           "AND NOT is_done")  # fmt: skip
+            where = (
+                f"database = {quote(database)}" if database else ("database = currentDatabase()")
+            )
+            client.command(
+                f"KILL MUTATION WHERE {where} AND table = {quote(table)} AND NOT is_done"
+            )
 
     def close(self) -> None:
         with self._lock:
@@ -182,11 +191,15 @@ class ClickHouseServerBackend(ClickHouseBackend):
         super().__init__(url, **options)
         timeout = self.settings.statement_timeout_s
         self.memory_limit = int(os.environ.get(CLICKHOUSE_MEMORY_ENV, CLICKHOUSE_MEMORY_LIMIT))
-        self.read_settings = {**read_limits(self.settings, self.memory_limit),
-                              "cancel_http_readonly_queries_on_client_close": "1"}  # fmt: skip
+        self.read_settings = {
+            **read_limits(self.settings, self.memory_limit),
+            "cancel_http_readonly_queries_on_client_close": "1",
+        }
         """Sent with every read (and every derived read: counts, samples, estimates)."""
         self.write_settings: dict[str, str] = {
-            "max_execution_time": f"{timeout:g}", "mutations_sync": "2"}  # fmt: skip
+            "max_execution_time": f"{timeout:g}",
+            "mutations_sync": "2",
+        }
         """Sent with an approved write."""
         # A server that stops answering mid-response is given up after the timeout + 10 s.
         self._server = _Server(self.url, self.connect_timeout_s, timeout + 10)
@@ -231,8 +244,9 @@ class ClickHouseServerBackend(ClickHouseBackend):
         mutated = None if read else mutated_table(sql)
         with Running(canceller, lambda: self._server.kill(query_id, mutated)):
             if first_word(sql) in ROW_STARTS:
-                stream = _Blocks(client.query_df_stream(text, settings=sent),
-                                 lambda: self._server.kill(query_id))  # fmt: skip
+                stream = _Blocks(
+                    client.query_df_stream(text, settings=sent), lambda: self._server.kill(query_id)
+                )
                 return take(stream, settings, progress)
             # Not a query (an approved write, or a forced "read" in the tests).
             summary = client.command(text, settings=sent)

@@ -91,9 +91,12 @@ class DirectBackend(DatabaseBackend):
         self.tool_name = tool_name
         self.connect_timeout_s = connect_timeout_s
         self.settings = RunSettings(
-            row_cap=row_cap, count_limit=max(count_limit, row_cap + 1),
-            statement_timeout_s=statement_timeout_s, progress_every=progress_every,
-            max_result_bytes=max_result_bytes)  # fmt: skip
+            row_cap=row_cap,
+            count_limit=max(count_limit, row_cap + 1),
+            statement_timeout_s=statement_timeout_s,
+            progress_every=progress_every,
+            max_result_bytes=max_result_bytes,
+        )
         self._execution = Execution(self.url, statement_timeout_s)
 
     engine_name = "the engine"
@@ -117,8 +120,15 @@ class DirectBackend(DatabaseBackend):
         """How the rows of the write ``sql`` are counted (the derived ``SELECT count()``)."""
         return plan_write(sql, self.dialect)
 
-    def _execute(self, kind: RunKind, sql: str, settings: RunSettings, canceller: Any,
-                 progress: Callable[[int], None] | None, counted: int | None) -> Fetched:  # fmt: skip
+    def _execute(
+        self,
+        kind: RunKind,
+        sql: str,
+        settings: RunSettings,
+        canceller: Any,
+        progress: Callable[[int], None] | None,
+        counted: int | None,
+    ) -> Fetched:
         """Run one statement (a read kept to the row cap and the byte bound, or an approved
         write whose rows were ``counted`` first when its approval is bounded) on the worker;
         cancellable."""
@@ -193,17 +203,29 @@ class DirectBackend(DatabaseBackend):
         started = time.perf_counter()
         try:
             fetched = await self._execution.call(
-                self._statement, kind, sql, settings, bounds, plan, audited, signal=signal,
-                on_progress=on_progress)  # fmt: skip
+                self._statement,
+                kind,
+                sql,
+                settings,
+                bounds,
+                plan,
+                audited,
+                signal=signal,
+                on_progress=on_progress,
+            )
         except QueryError as error:
-            if (self.no_rollback is not None and isinstance(error, QueryAborted | QueryTimeout)
-                    and self._says_no_rollback(kind, error)):  # fmt: skip
+            if (
+                self.no_rollback is not None
+                and isinstance(error, QueryAborted | QueryTimeout)
+                and self._says_no_rollback(kind, error)
+            ):
                 head = str(error).split("; nothing was", 1)[0].rstrip(". ")
                 error = type(error)(f"{head}. {self.no_rollback}.")
             self._record_failure(audit, error, final_hash, ids)
             raise error from None
-        return self._finish(fetched, kind, started, final_hash, ids,
-                            audit if record_result else None)  # fmt: skip
+        return self._finish(
+            fetched, kind, started, final_hash, ids, audit if record_result else None
+        )
 
     def _statement(
         self,
@@ -275,22 +297,29 @@ class DirectBackend(DatabaseBackend):
         ids = self._ids(tool_call_id)
         final_hash = self._previewable(sql, signal)
         plan = self._plan(sql)
-        base = WritePreviewRecord(sql=sql, args_hash=final_hash, operation=plan.operation,
-                                  phase="start", **ids)  # fmt: skip
+        base = WritePreviewRecord(
+            sql=sql, args_hash=final_hash, operation=plan.operation, phase="start", **ids
+        )
         await self._durable(audit, base)
         try:
-            preview = await self._execution.call(self._measure, plan, signal=signal,
-                                                 what="Preview")  # fmt: skip
+            preview = await self._execution.call(self._measure, plan, signal=signal, what="Preview")
         except QueryError as error:
             record_after(audit, replace(base, phase="error", error=str(error)))
             if isinstance(error, QueryAborted):
                 raise
             return WritePreview(affected_rows=None, note=str(error))
-        record_after(audit, replace(
-            base, phase="result", affected_rows=preview.affected_rows,
-            method="select" if plan.static_rows is None and preview.affected_rows is not None
-            else ("static" if plan.static_rows is not None else None),
-            note=preview.note))  # fmt: skip
+        record_after(
+            audit,
+            replace(
+                base,
+                phase="result",
+                affected_rows=preview.affected_rows,
+                method="select"
+                if plan.static_rows is None and preview.affected_rows is not None
+                else ("static" if plan.static_rows is not None else None),
+                note=preview.note,
+            ),
+        )
         return preview
 
     def _measure(
@@ -316,8 +345,9 @@ class DirectBackend(DatabaseBackend):
                 notes.append(f"the rows could not be counted: {self._error_text(exc)}")
         else:
             why = plan.note or f"its rows cannot be derived as a {self.count_words}"
-            said = self.no_transaction or (f"{self.engine_name} has no transaction to try the "
-                                           "statement and roll it back")  # fmt: skip
+            said = self.no_transaction or (
+                f"{self.engine_name} has no transaction to try the statement and roll it back"
+            )
             notes.append(f"rows not counted: {said}, and {why}")
         if plan.sample_sql is not None:
             try:
@@ -326,8 +356,9 @@ class DirectBackend(DatabaseBackend):
                 if canceller.reason is not None:
                     raise
                 notes.append(f"no sample: {self._error_text(exc)}")
-        return WritePreview(affected_rows=affected, sample=sample, method=method,
-                            note="; ".join(notes) or None)  # fmt: skip
+        return WritePreview(
+            affected_rows=affected, sample=sample, method=method, note="; ".join(notes) or None
+        )
 
 
 class Running:

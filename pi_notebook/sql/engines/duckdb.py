@@ -49,6 +49,7 @@ def estimate(raw: Any, sql: str) -> ReadEstimate:
         if str(node.get("extra_info", {}).get(_CARDINALITY, "")).isdigit()
     ]
     if not counts:
-        return ReadEstimate(rows=None, bytes=None,
-                            source="DuckDB EXPLAIN: no cardinality estimate in the plan")  # fmt: skip
+        return ReadEstimate(
+            rows=None, bytes=None, source="DuckDB EXPLAIN: no cardinality estimate in the plan"
+        )
     return ReadEstimate(rows=sum(counts), bytes=None, source=SOURCE)

@@ -75,14 +75,26 @@ def take(stream: Any, settings: RunSettings, progress: Callable[[int], None] | N
         stream.close()
     exact = (seen < limit and not sized) if limit is not None else seen < settings.count_limit
     seen = min(seen, limit) if limit is not None else seen
-    frame = (pd.concat(kept_frames, ignore_index=True) if len(kept_frames) > 1
-             else kept_frames[0] if kept_frames else pd.DataFrame(columns=columns or []))  # fmt: skip
+    frame = (
+        pd.concat(kept_frames, ignore_index=True)
+        if len(kept_frames) > 1
+        else kept_frames[0]
+        if kept_frames
+        else pd.DataFrame(columns=columns or [])
+    )
     index = frame.index
     if not (isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1):
         frame = frame.reset_index(drop=True)
-    return Fetched(columns=columns or [str(c) for c in frame.columns], row_count=seen,
-                   row_count_exact=exact, truncated=seen > len(frame), size_capped=sized,
-                   head=_head(frame), kept=len(frame), frame=frame)  # fmt: skip
+    return Fetched(
+        columns=columns or [str(c) for c in frame.columns],
+        row_count=seen,
+        row_count_exact=exact,
+        truncated=seen > len(frame),
+        size_capped=sized,
+        head=_head(frame),
+        kept=len(frame),
+        frame=frame,
+    )
 
 
 def take_arrow(
@@ -121,9 +133,16 @@ def take_arrow(
     exact = (seen < limit and not sized) if limit is not None else seen < settings.count_limit
     seen = min(seen, limit) if limit is not None else seen
     frame = pa.concat_tables(kept).to_pandas() if kept else pd.DataFrame(columns=columns())
-    return Fetched(columns=[str(c) for c in frame.columns], row_count=seen, row_count_exact=exact,
-                   truncated=seen > len(frame), size_capped=sized, head=_head(frame),
-                   kept=len(frame), frame=frame)  # fmt: skip
+    return Fetched(
+        columns=[str(c) for c in frame.columns],
+        row_count=seen,
+        row_count_exact=exact,
+        truncated=seen > len(frame),
+        size_capped=sized,
+        head=_head(frame),
+        kept=len(frame),
+        frame=frame,
+    )
 
 
 def _head(frame: pd.DataFrame) -> list[tuple[Any, ...]]:

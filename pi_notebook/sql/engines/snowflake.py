@@ -98,8 +98,10 @@ def snowflake_connect_args(url: str | URL) -> dict[str, Any]:
         raise ValueError("snowflake URL: the account is missing (snowflake://USER@ACCOUNT/DB)")
     unknown = sorted(set(url.query) - _OPTIONS)
     if unknown:
-        raise ValueError(f"snowflake URL: unknown option(s) {', '.join(unknown)}; accepted: "
-                         f"{', '.join(sorted(_OPTIONS))}")  # fmt: skip
+        raise ValueError(
+            f"snowflake URL: unknown option(s) {', '.join(unknown)}; accepted: "
+            f"{', '.join(sorted(_OPTIONS))}"
+        )
     args: dict[str, Any] = {"account": url.host}
     if url.username:
         args["user"] = url.username
@@ -132,8 +134,12 @@ class _Client:
 
                 try:
                     self._conn = snowflake.connector.connect(
-                        **self._args, session_parameters=self._session, autocommit=True,
-                        login_timeout=self._timeout_s, network_timeout=self._timeout_s)  # fmt: skip
+                        **self._args,
+                        session_parameters=self._session,
+                        autocommit=True,
+                        login_timeout=self._timeout_s,
+                        network_timeout=self._timeout_s,
+                    )
                 except Exception as exc:
                     raise ConnectFailed(exc) from exc
             return self._conn
@@ -169,21 +175,32 @@ class SnowflakeSchema:
         try:
             cursor.execute(
                 "SELECT table_name, table_type, comment FROM information_schema.tables "
-                "WHERE table_schema = CURRENT_SCHEMA() ORDER BY table_name")  # fmt: skip
+                "WHERE table_schema = CURRENT_SCHEMA() ORDER BY table_name"
+            )
             tables: list[TableRow] = [
-                (str(name), "view" if "VIEW" in str(kind).upper() else "table",
-                 str(comment) if comment else None)
+                (
+                    str(name),
+                    "view" if "VIEW" in str(kind).upper() else "table",
+                    str(comment) if comment else None,
+                )
                 for name, kind, comment in cursor.fetchall()
-            ]  # fmt: skip
+            ]
             cursor.execute(
                 "SELECT table_name, column_name, data_type, is_nullable, comment FROM "
                 "information_schema.columns WHERE table_schema = CURRENT_SCHEMA() "
-                "ORDER BY table_name, ordinal_position")  # fmt: skip
+                "ORDER BY table_name, ordinal_position"
+            )
             columns: list[ColumnRow] = [
-                (str(table), str(name), str(type_), str(nullable).upper() == "YES",
-                 str(comment) if comment else None, False)
+                (
+                    str(table),
+                    str(name),
+                    str(type_),
+                    str(nullable).upper() == "YES",
+                    str(comment) if comment else None,
+                    False,
+                )
                 for table, name, type_, nullable, comment in cursor.fetchall()
-            ]  # fmt: skip
+            ]
         finally:
             cursor.close()
         return tables, columns
@@ -200,8 +217,11 @@ class SnowflakeBackend(WarehouseBackend):
     def __init__(self, url: str | URL, *, statement_timeout_s: float = 30, **options: Any) -> None:
         known = {k: v for k, v in options.items() if k in _BACKEND_OPTIONS}
         super().__init__(url, statement_timeout_s=statement_timeout_s, **known)
-        session = {"STATEMENT_TIMEOUT_IN_SECONDS": max(1, math.ceil(statement_timeout_s)),
-                   "MULTI_STATEMENT_COUNT": 1, "QUERY_TAG": "pi_notebook"}  # fmt: skip
+        session = {
+            "STATEMENT_TIMEOUT_IN_SECONDS": max(1, math.ceil(statement_timeout_s)),
+            "MULTI_STATEMENT_COUNT": 1,
+            "QUERY_TAG": "pi_notebook",
+        }
         self.client = _Client(snowflake_connect_args(self.url), session, statement_timeout_s)
         self.schema_source = SnowflakeSchema(self)
 
@@ -244,8 +264,9 @@ class SnowflakeBackend(WarehouseBackend):
         counted: int | None = None,
     ) -> Fetched:
         def take(cursor: Any) -> Fetched:
-            return take_arrow(cursor.fetch_arrow_batches(), lambda: _columns(cursor), settings,
-                              progress)  # fmt: skip
+            return take_arrow(
+                cursor.fetch_arrow_batches(), lambda: _columns(cursor), settings, progress
+            )
 
         fetched = self._run(sql, canceller, take, read=kind == "read")
         if kind == "write" or _first_word(sql) not in _ROW_STARTS:
@@ -262,20 +283,36 @@ class SnowflakeBackend(WarehouseBackend):
         self, sql: str, *, canceller: Any, progress: Callable[[int], None] | None = None
     ) -> ReadEstimate:
         if _first_word(sql) not in ("SELECT", "WITH"):
-            return ReadEstimate(rows=None, bytes=None,
-                                source=f"no estimate for {_first_word(sql) or 'this'} statements")  # fmt: skip
+            return ReadEstimate(
+                rows=None,
+                bytes=None,
+                source=f"no estimate for {_first_word(sql) or 'this'} statements",
+            )
         try:
             plan = self._read_frame(f"EXPLAIN USING JSON {sql.strip().rstrip(';')}", canceller)
         except Exception as exc:
             if canceller.reason is not None:
                 raise
-            return ReadEstimate(rows=None, bytes=None, source="Snowflake EXPLAIN USING JSON "
-                                f"failed, so the read runs as without a budget: {short(exc)}")  # fmt: skip
+            return ReadEstimate(
+                rows=None,
+                bytes=None,
+                source="Snowflake EXPLAIN USING JSON "
+                f"failed, so the read runs as without a budget: {short(exc)}",
+            )
         return explain_estimate(str(plan.iloc[0, 0]))
 
 
-_BACKEND_OPTIONS = frozenset({"row_cap", "approvals", "audit", "count_limit", "progress_every",
-                              "tool_name", "max_result_bytes"})  # fmt: skip
+_BACKEND_OPTIONS = frozenset(
+    {
+        "row_cap",
+        "approvals",
+        "audit",
+        "count_limit",
+        "progress_every",
+        "tool_name",
+        "max_result_bytes",
+    }
+)
 
 
 def explain_estimate(plan_json: str) -> ReadEstimate:
@@ -285,11 +322,17 @@ def explain_estimate(plan_json: str) -> ReadEstimate:
         stats = json.loads(plan_json)["GlobalStats"]
         size = int(stats["bytesAssigned"])
     except (ValueError, KeyError, TypeError):
-        return ReadEstimate(rows=None, bytes=None,
-                            source="Snowflake EXPLAIN USING JSON gave no GlobalStats.bytesAssigned")  # fmt: skip
+        return ReadEstimate(
+            rows=None,
+            bytes=None,
+            source="Snowflake EXPLAIN USING JSON gave no GlobalStats.bytesAssigned",
+        )
     parts = f"{stats.get('partitionsAssigned', '?')} of {stats.get('partitionsTotal', '?')}"
-    return ReadEstimate(rows=None, bytes=size, source="Snowflake EXPLAIN USING JSON: "
-                        f"bytesAssigned ({parts} partitions after pruning)")  # fmt: skip
+    return ReadEstimate(
+        rows=None,
+        bytes=size,
+        source=f"Snowflake EXPLAIN USING JSON: bytesAssigned ({parts} partitions after pruning)",
+    )
 
 
 def _columns(cursor: Any) -> list[str]:

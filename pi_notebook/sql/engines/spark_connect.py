@@ -46,8 +46,9 @@ from pi_notebook.sql.engines.spark_session import SparkCluster, SparkSchema, spa
 
 __all__ = ["SparkBackend"]
 
-_ROW_STARTS = frozenset({"SELECT", "WITH", "FROM", "VALUES", "TABLE", "SHOW", "DESCRIBE",
-                         "DESC", "EXPLAIN", "LIST"})  # fmt: skip
+_ROW_STARTS = frozenset(
+    {"SELECT", "WITH", "FROM", "VALUES", "TABLE", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "LIST"}
+)
 """First words of statements that return rows (an approved path read too)."""
 _QUERIES = frozenset({"SELECT", "WITH", "FROM", "VALUES", "TABLE"})
 """Of those, the ones ``EXPLAIN COST`` estimates."""
@@ -60,8 +61,10 @@ class SparkBackend(DirectBackend):
     backend = "spark"
     dialect = "spark"
     engine_name = "Spark"
-    no_rollback = ("Spark has no transactions: what the write had done before it was "
-                   "stopped stays (files its tasks had already committed)")  # fmt: skip
+    no_rollback = (
+        "Spark has no transactions: what the write had done before it was "
+        "stopped stays (files its tasks had already committed)"
+    )
     count_words = "SELECT count(*)"
     preview_fatal = (ConnectFailed,)
 
@@ -90,12 +93,17 @@ class SparkBackend(DirectBackend):
         def run(spark: Any) -> Fetched:
             frame = spark.sql(sql)  # a command (a write) runs here; a query when fetched
             if kind == "write" and _first_word(sql) not in _ROW_STARTS:
-                fetched = Fetched(columns=[], row_count=counted or 0, has_rows=False,
-                                  row_count_exact=counted is not None)  # fmt: skip
+                fetched = Fetched(
+                    columns=[],
+                    row_count=counted or 0,
+                    has_rows=False,
+                    row_count_exact=counted is not None,
+                )
                 fetched.preview = (
                     f"Statement executed; {counted:,} row(s) affected (counted before it ran)."
-                    if counted is not None else
-                    "Statement executed (Spark does not report the rows a statement changed).")  # fmt: skip
+                    if counted is not None
+                    else "Statement executed (Spark does not report the rows a statement changed)."
+                )
                 return fetched
             return _take(frame, settings)
 
@@ -111,7 +119,8 @@ class SparkBackend(DirectBackend):
         """``exc`` as the worker hands it back: a Spark error as its first line, without the
         URL's token (the canceller's reason, when set, decides the message anyway)."""
         if isinstance(exc, QueryError | ConnectFailed | KeyboardInterrupt | SystemExit) or (
-            canceller.reason is not None):  # fmt: skip
+            canceller.reason is not None
+        ):
             return exc
         return RuntimeError(self._cluster.clean(exc))
 
@@ -127,8 +136,9 @@ class SparkBackend(DirectBackend):
         """What the read ``sql`` would scan, from ``EXPLAIN COST`` (see :mod:`.spark_cost`)."""
         first = _first_word(sql)
         if first not in _QUERIES:
-            return ReadEstimate(rows=None, bytes=None,
-                                source=f"no estimate for {first or 'this'} statements")  # fmt: skip
+            return ReadEstimate(
+                rows=None, bytes=None, source=f"no estimate for {first or 'this'} statements"
+            )
         self._cluster.session()  # a server that cannot be reached is the read's error
         try:
             text = self._cluster.run(
@@ -137,8 +147,11 @@ class SparkBackend(DirectBackend):
         except Exception as exc:
             if canceller.reason is not None:
                 raise
-            return ReadEstimate(rows=None, bytes=None, source="Spark EXPLAIN COST failed: "
-                                f"{self._cluster.clean(exc)}")  # fmt: skip
+            return ReadEstimate(
+                rows=None,
+                bytes=None,
+                source=f"Spark EXPLAIN COST failed: {self._cluster.clean(exc)}",
+            )
         return cost_estimate(text)
 
 

@@ -20,8 +20,15 @@ SOURCE = "Spark EXPLAIN COST (the optimized plan's leaves: sizeInBytes, rowCount
 _STATS = re.compile(
     r"Statistics\(sizeInBytes=([0-9.Ee+-]+)\s*([KMGTPE]i)?B(?:,\s*rowCount=([0-9.Ee+-]+))?"
 )
-_UNITS = {None: 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50,
-          "Ei": 1 << 60}  # fmt: skip
+_UNITS = {
+    None: 1,
+    "Ki": 1 << 10,
+    "Mi": 1 << 20,
+    "Gi": 1 << 30,
+    "Ti": 1 << 40,
+    "Pi": 1 << 50,
+    "Ei": 1 << 60,
+}
 _UNKNOWN = 1 << 62
 """A leaf this large has no statistics (Spark's default size is 8 EiB)."""
 _TREE = " :+-|"
@@ -31,20 +38,28 @@ def cost_estimate(text: str) -> ReadEstimate:
     """The estimate in ``text`` (``EXPLAIN COST`` output), or one saying why there is none."""
     section = _optimized(text)
     if not section:
-        return ReadEstimate(rows=None, bytes=None,
-                            source="Spark EXPLAIN COST gave no optimized plan")  # fmt: skip
+        return ReadEstimate(
+            rows=None, bytes=None, source="Spark EXPLAIN COST gave no optimized plan"
+        )
     nodes = [(len(line) - len(line.lstrip(_TREE)), _STATS.search(line)) for line in section]
-    leaves = [stats for i, (depth, stats) in enumerate(nodes)
-              if i + 1 == len(nodes) or nodes[i + 1][0] <= depth]  # fmt: skip
+    leaves = [
+        stats
+        for i, (depth, stats) in enumerate(nodes)
+        if i + 1 == len(nodes) or nodes[i + 1][0] <= depth
+    ]
     if not leaves or any(stats is None for stats in leaves):
-        return ReadEstimate(rows=None, bytes=None,
-                            source="Spark EXPLAIN COST: a scan has no statistics")  # fmt: skip
+        return ReadEstimate(
+            rows=None, bytes=None, source="Spark EXPLAIN COST: a scan has no statistics"
+        )
     sizes = [float(m.group(1)) * _UNITS[m.group(2)] for m in leaves if m is not None]
     counts = [m.group(3) for m in leaves if m is not None]
     rows = int(sum(float(c) for c in counts if c)) if all(counts) else None
     if any(size >= _UNKNOWN for size in sizes):
-        return ReadEstimate(rows=rows, bytes=None, source=f"{SOURCE}; a table without "
-                            "statistics: its size is unknown")  # fmt: skip
+        return ReadEstimate(
+            rows=rows,
+            bytes=None,
+            source=f"{SOURCE}; a table without statistics: its size is unknown",
+        )
     return ReadEstimate(rows=rows, bytes=int(sum(sizes)), source=SOURCE)
 
 

@@ -55,10 +55,17 @@ def spark_remote(url: str | URL) -> tuple[URL, str, tuple[str, ...]]:
     address, _, params = rest.partition("/")
     host, _, port = address.rpartition(":") if ":" in address else (address, "", "")
     if not host or "@" in address or (port and not port.isdigit()):
-        raise ValueError("Spark Connect URLs look like sc://HOST:15002 (a token goes in "
-                         "/;token=..., not before the host)")  # fmt: skip
-    secrets = tuple(value for part in params.split(";") if "=" in part
-                    for value in [part.split("=", 1)[1]] if len(value) >= 4)  # fmt: skip
+        raise ValueError(
+            "Spark Connect URLs look like sc://HOST:15002 (a token goes in "
+            "/;token=..., not before the host)"
+        )
+    secrets = tuple(
+        value
+        for part in params.split(";")
+        if "=" in part
+        for value in [part.split("=", 1)[1]]
+        if len(value) >= 4
+    )
     shown = URL.create("sc", host=host, port=int(port) if port else 15002)
     return shown, text, secrets
 
@@ -143,8 +150,7 @@ class SparkCluster:
             self._progress = None
             _quietly(lambda: spark.removeTag(tag))
 
-    def _on_progress(self, stages: Any, inflight_tasks: int, operation_id: Any,
-                     done: bool) -> None:  # fmt: skip
+    def _on_progress(self, stages: Any, inflight_tasks: int, operation_id: Any, done: bool) -> None:
         report = self._progress
         if report is None or done or not stages:
             return
@@ -204,8 +210,16 @@ class SparkSchema:
             kind = "view" if str(table.tableType).upper() in ("VIEW", "TEMPORARY") else "table"
             tables.append((str(table.name), kind, table.description or None))
             for column in spark.catalog.listColumns(table.name):
-                columns.append((str(table.name), str(column.name), str(column.dataType),
-                                bool(column.nullable), column.description or None, False))  # fmt: skip
+                columns.append(
+                    (
+                        str(table.name),
+                        str(column.name),
+                        str(column.dataType),
+                        bool(column.nullable),
+                        column.description or None,
+                        False,
+                    )
+                )
         return tables, columns
 
 

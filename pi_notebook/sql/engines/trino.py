@@ -86,8 +86,9 @@ class _Coordinator:
         options = dict(url.query)
         unknown = sorted(set(options) - _OPTIONS)
         if unknown:
-            raise ValueError(f"trino URL: unknown option(s) {', '.join(unknown)}; "
-                             "only ?secure=true is accepted")  # fmt: skip
+            raise ValueError(
+                f"trino URL: unknown option(s) {', '.join(unknown)}; only ?secure=true is accepted"
+            )
         parts = [part for part in (url.database or "").split("/") if part]
         if len(parts) != 2 or not url.username:
             raise ValueError("trino URL: write it as trino://USER@HOST:8080/CATALOG/SCHEMA")
@@ -96,14 +97,19 @@ class _Coordinator:
         if url.password and not secure:
             raise ValueError("trino URL: a password is sent only over HTTPS: add ?secure=true")
         self._args: dict[str, Any] = {
-            "host": url.host or "localhost", "port": url.port or (443 if secure else 8080),
-            "user": url.username, "catalog": self.catalog, "schema": self.schema,
-            "http_scheme": "https" if secure else "http", "max_attempts": 1,
+            "host": url.host or "localhost",
+            "port": url.port or (443 if secure else 8080),
+            "user": url.username,
+            "catalog": self.catalog,
+            "schema": self.schema,
+            "http_scheme": "https" if secure else "http",
+            "max_attempts": 1,
             "request_timeout": (connect_timeout_s, statement_timeout_s + 10),
             "session_properties": {
-                "query_max_execution_time": f"{max(1, math.ceil(statement_timeout_s))}s"},
+                "query_max_execution_time": f"{max(1, math.ceil(statement_timeout_s))}s"
+            },
             "source": "pi-notebook",
-        }  # fmt: skip
+        }
         self._password = url.password
 
     def connect(self) -> Any:
@@ -130,8 +136,9 @@ class TrinoBackend(DirectBackend):
 
     def __init__(self, url: str | URL, **options: Any) -> None:
         super().__init__(url, **options)
-        self._coordinator = _Coordinator(self.url, self.settings.statement_timeout_s,
-                                         self.connect_timeout_s)  # fmt: skip
+        self._coordinator = _Coordinator(
+            self.url, self.settings.statement_timeout_s, self.connect_timeout_s
+        )
         self.schema_source = TrinoCatalog(self._rows, self.url, self._coordinator.schema)
 
     def dispose(self) -> None:
@@ -218,8 +225,12 @@ class TrinoBackend(DirectBackend):
         except Exception as exc:
             if canceller.reason is not None:
                 raise
-            return ReadEstimate(rows=None, bytes=None, source="Trino EXPLAIN (TYPE IO) failed, "
-                                f"so the read runs as without a budget: {short(exc)}")  # fmt: skip
+            return ReadEstimate(
+                rows=None,
+                bytes=None,
+                source="Trino EXPLAIN (TYPE IO) failed, "
+                f"so the read runs as without a budget: {short(exc)}",
+            )
 
 
 def io_estimate(plan: Any) -> ReadEstimate:
@@ -232,8 +243,11 @@ def io_estimate(plan: Any) -> ReadEstimate:
     rows = _total(e.get("outputRowCount") for e in estimates)
     size = _total(e.get("outputSizeInBytes") for e in estimates)
     where = "the input tables'" if inputs else "the plan's"
-    return ReadEstimate(rows=rows, bytes=size, source=f"Trino EXPLAIN (TYPE IO): {where} "
-                        "estimated outputRowCount and outputSizeInBytes")  # fmt: skip
+    return ReadEstimate(
+        rows=rows,
+        bytes=size,
+        source=f"Trino EXPLAIN (TYPE IO): {where} estimated outputRowCount and outputSizeInBytes",
+    )
 
 
 class TrinoCatalog:
@@ -255,17 +269,23 @@ class TrinoCatalog:
         schema = "'" + self._schema.replace("'", "''") + "'"
         tables = self._read(
             "SELECT table_name, table_type FROM information_schema.tables "
-            f"WHERE table_schema = {schema} ORDER BY table_name")  # fmt: skip
+            f"WHERE table_schema = {schema} ORDER BY table_name"
+        )
         columns = self._read(
             "SELECT table_name, column_name, data_type, is_nullable FROM "
             f"information_schema.columns WHERE table_schema = {schema} "
-            "ORDER BY table_name, ordinal_position")  # fmt: skip
+            "ORDER BY table_name, ordinal_position"
+        )
         return (
-            [(str(name), "view" if str(kind).upper() == "VIEW" else "table", None)
-             for name, kind in tables.itertuples(index=False, name=None)],
-            [(str(table), str(name), str(type_), str(nullable).upper() == "YES", None, False)
-             for table, name, type_, nullable in columns.itertuples(index=False, name=None)],
-        )  # fmt: skip
+            [
+                (str(name), "view" if str(kind).upper() == "VIEW" else "table", None)
+                for name, kind in tables.itertuples(index=False, name=None)
+            ],
+            [
+                (str(table), str(name), str(type_), str(nullable).upper() == "YES", None, False)
+                for table, name, type_, nullable in columns.itertuples(index=False, name=None)
+            ],
+        )
 
 
 def _names(cursor: Any) -> list[str]:
@@ -301,7 +321,8 @@ def _unreachable(exc: BaseException) -> bool:
     import trino
 
     return isinstance(exc, trino.exceptions.TrinoConnectionError) or (
-        "Max retries exceeded" in str(exc) or "Connection refused" in str(exc))  # fmt: skip
+        "Max retries exceeded" in str(exc) or "Connection refused" in str(exc)
+    )
 
 
 def _connect_cause(exc: BaseException) -> str:
