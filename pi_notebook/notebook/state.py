@@ -26,7 +26,7 @@ from ..session import AgentSession, create_agent_session
 from .cell_options import bind_output, parse_cell_options
 from .config import PiNotebook
 from .interrupt import stop_on_interrupt
-from .record import drop_result_frames, result_dataframe
+from .result_frames import drop_result_frames, result_dataframe
 from .run import Run
 from .ui import NotebookUI
 
