@@ -7,9 +7,10 @@ replaces each DataFrame by the session retention's note and sets
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["drop_result_frames", "result_dataframe"]
+__all__ = ["drop_all_but_latest", "drop_result_frames", "result_dataframe"]
 
 
 def result_dataframe(details: Any) -> Any:
@@ -33,3 +34,19 @@ def drop_result_frames(details: Any) -> None:
         if isinstance(value, pd.DataFrame):
             details[key] = DROPPED_NOTE
     details["dataframe_dropped"] = True
+
+
+def drop_all_but_latest(details_newest_first: Iterable[Any], keep: int) -> int:
+    """Keep the result DataFrames of the latest ``keep`` calls (``details`` of each call,
+    newest first) and drop the others' (:func:`drop_result_frames`); returns how many calls'
+    were dropped."""
+    kept = dropped = 0
+    for details in details_newest_first:
+        if result_dataframe(details) is None:
+            continue
+        if kept < keep:
+            kept += 1
+        else:
+            drop_result_frames(details)
+            dropped += 1
+    return dropped
