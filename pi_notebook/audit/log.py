@@ -63,11 +63,13 @@ class AuditLog:
         linger_s: How long ordinary records wait to share a transaction (group commit); a
             durable record or a flush commits at once.
         call_views: How its calls read (``view_of(tool_name, args)``, from each tool's
-            ``describe_call``), for the summaries: ``calls_dataframe`` shows the code of a call
-            that never reached the backend. A session sets it to its own tools' views when it
-            writes to this log; ``None``: the describers the imported packages remembered
-            (:func:`~pi_notebook.agent.views.known_call_views`): the database tools' once
-            ``pi_notebook.database`` is imported (a notebook with the extension loaded has).
+            ``describe_call``). The recorder keeps in each start record which argument the
+            tool shows as code, so ``calls_dataframe`` shows the statement of a call that
+            never reached the backend to any reader of the store, with or without the tool's
+            package. A session sets it to its own tools' views when it writes to this log;
+            ``None``: the describers the imported packages remembered
+            (:func:`~pi_notebook.agent.views.known_call_views`), which is also how records
+            written before start records kept their code are read.
 
     Raises:
         sqlalchemy.exc.SQLAlchemyError: The store cannot be reached or its schema created.

@@ -118,6 +118,20 @@ class ToolExecutionStart(AuditRecord):
     kind: ClassVar[str] = "tool_execution_start"
     args: Any = None
     """The arguments as the model sent them."""
+    code_argument: str | None = None
+    """The argument its tool shows as a block of code (its ``describe_call``'s
+    ``code_argument``, e.g. a statement), so a reader without the tool at hand shows it;
+    omitted when the tool shows none."""
+    code: str | None = None
+    """The code its tool shows when that is not one argument as sent; omitted otherwise."""
+
+    def payload(self) -> dict[str, Any]:
+        out = super().payload()
+        if self.code_argument is None:
+            del out["code_argument"]
+        if self.code is None:
+            del out["code"]
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
