@@ -22,6 +22,7 @@ from pi_notebook.approvals.decisions import (
     APPROVAL_KINDS,
     ApprovalRecord,
     AuditApprovals,
+    approval_records,
     approvals_dataframe,
 )
 from pi_notebook.approvals.protocol import Decision, is_decision
@@ -37,6 +38,7 @@ __all__ = [
     "AuditApprovals",
     "GrantUsed",
     "ReviewStep",
+    "approval_records",
     "approvals_dataframe",
 ]
 
