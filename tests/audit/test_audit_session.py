@@ -7,6 +7,9 @@ decided, what the backend ran, and how the call ended.
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +152,42 @@ async def test_d8_records_of_a_rejected_write(tmp_path: Path) -> None:
         "tool_execution_end:error",
     ]
     assert payload_of(records, "tool_call", decision="blocked")["reason"] == "Rejected by user."
+
+
+BARE_READER = """
+import json, sys
+from pi_notebook.audit import AuditLog
+calls = AuditLog(sys.argv[1]).calls_dataframe()
+print(json.dumps({
+    "sql": calls["sql"].tolist(),
+    "outcome": calls["outcome"].tolist(),
+    "database_imported": "pi_notebook.database" in sys.modules,
+}))
+"""
+
+
+async def test_a_bare_audit_reader_shows_the_statement_of_a_refused_call(
+    tmp_path: Path,
+) -> None:
+    # Written by a session with the database extension; read in a fresh interpreter that
+    # imports only the audit: the start record keeps which argument its tool shows as code.
+    records, log, _ = await run_call(tmp_path, "DELETE FROM items")
+    assert records[0][1] == {"args": {"sql": "DELETE FROM items"}, "code_argument": "sql"}
+    log.close()
+    out = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-c", BARE_READER, f"sqlite:///{tmp_path}/audit.sqlite"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {
+        "sql": ["DELETE FROM items"],
+        "outcome": ["blocked"],
+        "database_imported": False,
+    }
 
 
 async def test_d8_records_of_a_write_blocked_without_ui(tmp_path: Path) -> None:
