@@ -4,8 +4,9 @@ The order of the checks is the policy (D1):
 
 1. the input itself (text, size, NUL bytes, surrogates, dialect) -> ``reject``;
 2. tokens: exactly one statement, no executable or nested comments, sane nesting,
-   escapes out of the database (``COPY ... PROGRAM``, ``INTO OUTFILE``...) -> ``reject``;
-   quoting that depends on server settings -> ``write``;
+   escapes out of the database (``COPY ... PROGRAM``, ``INTO OUTFILE``..., see
+   ``escapes.py``) -> ``reject``; quoting that depends on server settings, MySQL calls the
+   tree does not show (``mysql_calls.py``) -> ``write``;
 3. utility statements (``EXPLAIN``, ``SHOW``, ``DESCRIBE``, ``PRAGMA``, ``SUMMARIZE``)
    form by form, see ``commands.py``;
 4. everything else is parsed by sqlglot; a query root is walked node by node against
@@ -22,7 +23,7 @@ from functools import lru_cache, partial
 from sqlglot import exp
 from sqlglot.tokenizer_core import Token, TokenType
 
-from pi_notebook.sql import duckdb_parser, lexical
+from pi_notebook.sql import duckdb_parser, escapes, lexical, mysql_calls
 from pi_notebook.sql.commands import COMMAND_WORDS, Assessment, command_assessment
 from pi_notebook.sql.findings import Finding, rejects, verdict_of, writes
 from pi_notebook.sql.query import QUERY_ROOTS, query_findings
@@ -148,11 +149,11 @@ def assess(
         return Assessment((rejects(nesting),))
     early = [
         *lexical.comment_findings(tokens, dialect),
-        *lexical.escape_findings(body, dialect, types),
+        *escapes.escape_findings(body, dialect, types),
         *lexical.quoting_findings(sql, dialect),
         *lexical.quoted_call_findings(body, dialect, types),
-        *lexical.mysql_call_findings(body, dialect),
-        *lexical.dialect_escape_findings(sql, body, dialect),
+        *mysql_calls.mysql_call_findings(body, dialect),
+        *escapes.dialect_escape_findings(sql, body, dialect),
     ]
     if any(finding.kind == "reject" for finding in early):
         return Assessment(tuple(early))
