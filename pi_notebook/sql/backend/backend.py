@@ -38,7 +38,7 @@ from pi_notebook.sql.backend.derive import plan_write
 from pi_notebook.sql.backend.engine_process import default_memory_limit
 from pi_notebook.sql.backend.engines import CONNECT_TIMEOUT_S, sqlglot_dialect, supported_backend
 from pi_notebook.sql.backend.errors import QueryAborted, QueryError, QueryRefused, QueryTimeout
-from pi_notebook.sql.backend.measure import METHOD_TEXT
+from pi_notebook.sql.backend.measure import METHOD_TEXT, Measured
 from pi_notebook.sql.backend.placement import Placement, ProgressCallback
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.backend.results import QueryOutcome, shape
@@ -403,25 +403,7 @@ class DatabaseBackend(Placement):
             if not isinstance(error, QueryTimeout):
                 raise
             return WritePreview(affected_rows=None, note=str(error))
-        method = METHOD_TEXT[measured.method] if measured.method is not None else None
-        preview = WritePreview(
-            affected_rows=measured.affected_rows,
-            plan=measured.plan,
-            sample=measured.sample,
-            method=method,
-            note="; ".join(measured.notes) or None,
-        )
-        record_after(
-            audit,
-            replace(
-                base,
-                phase="result",
-                affected_rows=preview.affected_rows,
-                method=measured.method,
-                note=preview.note,
-            ),
-        )
-        return preview
+        return _previewed(measured, base, audit)
 
     async def estimate_with(
         self, hook: Callable[[Any, str], T], sql: str, *, signal: AbortSignal | None = None
@@ -526,6 +508,32 @@ class DatabaseBackend(Placement):
         if audit is not None:
             record_result(audit, outcome, kind, final_hash, ids)
         return outcome
+
+
+def _previewed(
+    measured: Measured, base: WritePreviewRecord, audit: AuditSink | None
+) -> WritePreview:
+    """The preview of a write that was measured, and its ``write_preview`` result record
+    (best effort)."""
+    method = METHOD_TEXT[measured.method] if measured.method is not None else None
+    preview = WritePreview(
+        affected_rows=measured.affected_rows,
+        plan=measured.plan,
+        sample=measured.sample,
+        method=method,
+        note="; ".join(measured.notes) or None,
+    )
+    record_after(
+        audit,
+        replace(
+            base,
+            phase="result",
+            affected_rows=preview.affected_rows,
+            method=measured.method,
+            note=preview.note,
+        ),
+    )
+    return preview
 
 
 def _role_options(

@@ -144,23 +144,8 @@ class _Walk:
         action = fk.on_delete if event == "delete" else fk.on_update
         key = f"{_link(child, fk, parent)}, ON {event.upper()} {action}"
         these = f"{'these' if depth == 0 else 'those'} {parent.label}"
-        if rows_sql is None:
-            self.notes.append(
-                (
-                    _UNKNOWN,
-                    f"{child.label} references {parent.label} ({key}): "
-                    f"the rows of it this reaches are not counted ({why})",
-                )
-            )
-            return
-        if depth >= MAX_DEPTH:
-            self.notes.append(
-                (
-                    _UNKNOWN,
-                    f"{child.label} rows that reference {these} ({key}) "
-                    f"are not counted: more than {MAX_DEPTH} levels of keys",
-                )
-            )
+        if rows_sql is None or depth >= MAX_DEPTH:
+            self._not_counted(parent, child, key, these, derived=rows_sql is not None, why=why)
             return
         joined = self._joined(child, fk, rows_sql)
         n = self._count(joined)
@@ -202,6 +187,30 @@ class _Walk:
             depth=depth + 1,
             why=why,
         )
+
+    def _not_counted(
+        self,
+        parent: CatalogTable,
+        child: CatalogTable,
+        key: str,
+        these: str,
+        *,
+        derived: bool,
+        why: str,
+    ) -> None:
+        """Say that the rows of ``child`` a key reaches are not counted, and why: the
+        parent's rows are not ``derived``, or the keys go deeper than :data:`MAX_DEPTH`."""
+        if not derived:
+            text = (
+                f"{child.label} references {parent.label} ({key}): "
+                f"the rows of it this reaches are not counted ({why})"
+            )
+        else:
+            text = (
+                f"{child.label} rows that reference {these} ({key}) "
+                f"are not counted: more than {MAX_DEPTH} levels of keys"
+            )
+        self.notes.append((_UNKNOWN, text))
 
     def whole(self, parent: CatalogTable, operation: str, *, cascade: bool, depth: int) -> None:
         """Describe the foreign keys referencing ``parent`` for a DROP TABLE or TRUNCATE of
