@@ -1,14 +1,15 @@
 """ClickHouse through chDB on the engine seam: the backend's bounds, backstop, cancel and
 write preview (D5, D6), and the URL's dispatch (a missing extra named in one line).
 
-chDB holds one database per process: every test disposes of its backend before the next one
-opens another database.
+chDB runs in a worker process per database (chDB itself holds one database per process),
+so two databases on different paths are open at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -225,10 +226,17 @@ async def test_a_chdb_path_is_a_directory_created_on_first_use(tmp_path: Path) -
         assert [t.name for t in schema.tables] == ["t"] and schema.tables[0].columns[
             0
         ].type == "UInt8"
-        other = create_backend("chdb://")  # a second database in the same process
+        assert backend.worker_pid not in (None, os.getpid())  # chDB runs in its worker
+        elsewhere = tmp_path / "other" / "ch"
+        other = create_backend(f"chdb:///{elsewhere}")  # a second database at the same time
         try:
-            with pytest.raises(QueryError, match="one database per process"):
-                await other.run("x", "SELECT 1")
+            await other._run_as("write", "CREATE TABLE u (b String) ENGINE = Memory")  # type: ignore[attr-defined]
+            await other._run_as("write", "INSERT INTO u VALUES ('x')")  # type: ignore[attr-defined]
+            assert await count(other, "SELECT count() FROM u") == 1  # type: ignore[arg-type]
+            assert await count(backend, "SELECT count() FROM t") == 2  # type: ignore[arg-type]
+            assert other.worker_pid not in (None, backend.worker_pid)
+            with pytest.raises(QueryError, match=r"UNKNOWN_TABLE|does not exist"):
+                await backend.run("x", "SELECT * FROM u")  # each database is its own
         finally:
             other.dispose()
     finally:

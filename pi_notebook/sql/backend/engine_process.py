@@ -27,15 +27,12 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import socket
 import subprocess
-import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import URL
@@ -43,7 +40,12 @@ from sqlalchemy.engine import URL
 from pi_notebook.sql.backend.cancel import Canceller
 from pi_notebook.sql.backend.derive import WritePlan
 from pi_notebook.sql.backend.engine_child import MEMORY_EXIT
-from pi_notebook.sql.backend.engines import DUCKDB_MEMORY_ENV
+from pi_notebook.sql.backend.engine_spawn import (
+    close_quietly,
+    default_memory_limit,
+    spawn,
+    stop_all,
+)
 from pi_notebook.sql.backend.errors import (
     ConnectFailed,
     MemoryLimitExceeded,
@@ -72,23 +74,11 @@ __all__ = [
 KILL_AFTER_S = 2.0
 """Seconds a worker has to answer after a cancel before it is killed."""
 MEMORY_LIMIT_OPTION = "memory_limit_bytes"
-_GIB = 1 << 30
 # How a worker ends when memory ran out: its own exit after an allocation failure, the OS's
 # SIGKILL, or an engine that aborted or crashed on a failed allocation.
 _MEMORY_DEATHS = frozenset(
     {MEMORY_EXIT, -signal.SIGKILL, -signal.SIGABRT, -signal.SIGSEGV, -signal.SIGBUS}
 )
-_START_S = 60.0  # most seconds a fresh worker may take to import its engine and say ready
-_DUCKDB_SHARE = 0.6  # DuckDB's own memory_limit, as a share of the process cap
-
-
-def default_memory_limit() -> int:
-    """The default ``memory_limit_bytes``: half the machine's physical memory, at most 4 GiB."""
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
-        return 4 * _GIB
-    return min(4 * _GIB, physical // 2)
 
 
 class EngineProcess:
@@ -100,6 +90,8 @@ class EngineProcess:
         memory_limit_bytes: the worker's data-segment cap (0: none).
         connect_timeout_s: the engine's connect timeout.
         statement_timeout_s: the engine's statement timeout.
+        host: for an engine with its own client (chDB), the ``module:Class`` that runs its
+            calls in the worker (see :mod:`.engine_child`); ``None``: a SQLAlchemy engine.
     """
 
     def __init__(
@@ -109,6 +101,7 @@ class EngineProcess:
         memory_limit_bytes: int,
         connect_timeout_s: float,
         statement_timeout_s: float,
+        host: str | None = None,
     ) -> None:
         self.url = url
         self.memory_limit_bytes = memory_limit_bytes
@@ -117,6 +110,7 @@ class EngineProcess:
             "memory_limit_bytes": memory_limit_bytes,
             "connect_timeout_s": connect_timeout_s,
             "statement_timeout_s": statement_timeout_s,
+            "host": host,
         }
         self._cwd = os.getcwd()  # a relative path names the same file after a restart
         self._lock = threading.Lock()
@@ -127,7 +121,7 @@ class EngineProcess:
         self.restarts = 0
         self.users = 0
         self._running: list[subprocess.Popen[bytes] | None] = [None]
-        weakref.finalize(self, _stop, self._running)  # no worker outlives its owner
+        weakref.finalize(self, stop_all, self._running)  # no worker outlives its owner
 
     # -- the calls a backend makes (each the shape Execution.call runs) ------------------
     def run_statement(
@@ -224,11 +218,8 @@ class EngineProcess:
             conn = self._ensure()
             if canceller.reason is not None:
                 raise Cancelled
-            self._calls += 1
-            call, control = self._calls, self._control
-            data = pickle.dumps(("call", call, op, args), protocol=pickle.HIGHEST_PROTOCOL)
             try:
-                conn.send_bytes(data)
+                call, control = self.send_locked(op, args)
             except OSError:
                 return self._died(canceller, killed=False)
             sent: list[float] = []
@@ -249,6 +240,41 @@ class EngineProcess:
             finally:
                 canceller.stopped()
 
+    # -- the pieces of a call awaited elsewhere (see :mod:`.engine_loop`) -------------------
+    def try_lock(self) -> bool:
+        """Take the call lock if it is free (the caller gives it back with :meth:`unlock`)."""
+        return self._lock.acquire(blocking=False)
+
+    def unlock(self) -> None:
+        self._lock.release()
+
+    def start_locked(self) -> Connection:
+        """The worker's calls connection, starting the worker if needed (lock held)."""
+        return self._ensure()
+
+    def send_locked(self, op: str, args: tuple[Any, ...]) -> tuple[int, Connection | None]:
+        """Send call ``op`` (lock held); its number and the cancels' connection.
+
+        Raises:
+            OSError: the worker's end is gone (then :meth:`died` tells why).
+        """
+        conn = self._conn
+        if conn is None:
+            raise OSError("no worker")
+        self._calls += 1
+        call = self._calls
+        conn.send_bytes(pickle.dumps(("call", call, op, args), protocol=pickle.HIGHEST_PROTOCOL))
+        return call, self._control
+
+    def died(self, canceller: Canceller, *, killed: bool) -> Any:
+        """The worker's channel closed during a call (lock held): raise why (see
+        :meth:`call`), the worker forgotten and a new one started."""
+        return self._died(canceller, killed=killed)
+
+    def kill(self) -> None:
+        """Kill the worker now (a cancel it did not answer in time)."""
+        self._kill()
+
     def _answer(
         self,
         conn: Connection,
@@ -267,21 +293,40 @@ class EngineProcess:
                     self._kill()
                     return self._died(canceller, killed=True)
                 continue
-            tag = message[0]
-            if tag == "progress":
+            if message[0] == "progress":
                 if progress is not None:
                     progress(message[1])
                 continue
-            if tag == "ok":
-                return message[1]
-            if tag == "memory":
-                self._reap()
-                raise self._limit_error()
-            if tag == "drift":
-                raise DriftError(message[1], message[2])
-            if tag == "connect":
-                raise ConnectFailed(_WorkerError(message[1]))
-            raise _WorkerError(message[1])
+            return self.reply(message)
+
+    def reply(self, message: tuple[Any, ...]) -> Any:
+        """The value of the worker's final answer to a call, or its error raised."""
+        tag = message[0]
+        if tag == "ok":
+            return message[1]
+        if tag == "memory":
+            self._reap()
+            raise self._limit_error()
+        if tag == "drift":
+            raise DriftError(message[1], message[2])
+        if tag == "connect":
+            raise ConnectFailed(_WorkerError(message[1]))
+        raise _WorkerError(message[1])
+
+    async def call_async(
+        self,
+        op: str,
+        args: tuple[Any, ...],
+        *,
+        canceller: Canceller,
+        progress: Callable[[int], None] | None = None,
+    ) -> Any:
+        """:meth:`call`, its answer awaited on the running event loop (no thread between
+        the kernel and the worker); see :func:`.engine_loop.call_on_loop`. Raises as
+        :meth:`call`."""
+        from pi_notebook.sql.backend.engine_loop import call_on_loop
+
+        return await call_on_loop(self, op, args, canceller=canceller, progress=progress)
 
     def _died(self, canceller: Canceller, *, killed: bool) -> Any:
         proc = self._proc
@@ -309,55 +354,18 @@ class EngineProcess:
         )
 
     # -- the process ------------------------------------------------------------------------
+    def alive(self) -> bool:
+        """Whether a worker runs and answers calls now (no start to wait for)."""
+        return self._conn is not None and self._proc is not None and self._proc.poll() is None
+
     def _ensure(self) -> Connection:
-        if self._conn is not None and self._proc is not None and self._proc.poll() is None:
+        if self.alive():
+            assert self._conn is not None
             return self._conn
         if self._proc is not None:
             self._reap()
-        ours, theirs = socket.socketpair()
-        ours_control, theirs_control = socket.socketpair()
-        env = dict(os.environ)
-        # The kernel's own import path: a function offloaded to the worker is imported there.
-        paths = [str(Path(__file__).resolve().parents[3]), *(p for p in sys.path if p)]
-        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-        if DUCKDB_MEMORY_ENV not in env and self.memory_limit_bytes > 0:
-            share = int(self.memory_limit_bytes * _DUCKDB_SHARE) >> 20
-            env[DUCKDB_MEMORY_ENV] = f"{max(share, 64)}MB"
-        try:
-            proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "pi_notebook.sql.backend.engine_child",
-                    str(theirs.fileno()),
-                    str(theirs_control.fileno()),
-                ],
-                pass_fds=(theirs.fileno(), theirs_control.fileno()),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env=env,
-                start_new_session=True,
-                cwd=self._cwd,
-            )
-        except BaseException:
-            ours.close()
-            ours_control.close()
-            raise
-        finally:
-            theirs.close()
-            theirs_control.close()
-        conn, control = Connection(ours.detach()), Connection(ours_control.detach())
-        try:
-            conn.send_bytes(pickle.dumps(self._setup))
-            hello = pickle.loads(conn.recv_bytes()) if conn.poll(_START_S) else ("fatal", "")
-        except (EOFError, OSError):
-            hello = ("fatal", "")
+        proc, conn, control, hello = spawn(self._setup, self._cwd)
         if hello[0] != "ready":
-            proc.kill()
-            proc.wait()
-            conn.close()
-            control.close()
             detail = describe_error(_WorkerError(hello[1] or "no answer"), self.url)
             raise QueryError(
                 f"The {self.url.get_backend_name()} worker process could not start. {detail}"
@@ -374,10 +382,10 @@ class EngineProcess:
         background, so the next statement does not wait for it."""
         proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
         control, self._control = self._control, None
-        _close(conn)
-        _close(control)
+        close_quietly(conn)
+        close_quietly(control)
         if proc is not None:
-            _stop([proc])
+            stop_all([proc])
             self.restarts += 1
             self.prestart()
 
@@ -406,33 +414,17 @@ class EngineProcess:
         with self._lock:
             proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
             control, self._control = self._control, None
-        _close(conn)  # the worker sees its end close and exits
-        _close(control)
+        close_quietly(conn)  # the worker sees its end close and exits
+        close_quietly(control)
         if proc is not None:
             try:
                 proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
-                _stop([proc])
+                stop_all([proc])
 
 
 class _WorkerError(Exception):
     """An error the worker reported, as its text (turned into safe text by the backend)."""
-
-
-def _close(conn: Connection | None) -> None:
-    if conn is not None:
-        try:
-            conn.close()
-        except OSError:  # already closed (at interpreter exit)
-            pass
-
-
-def _stop(procs: list[subprocess.Popen[bytes] | None]) -> None:
-    for proc in procs:
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-        if proc is not None:
-            proc.wait()
 
 
 def _in_memory(url: URL) -> bool:
@@ -444,9 +436,9 @@ _SHARED_LOCK = threading.Lock()
 
 
 def shared_process(url: URL, **options: Any) -> EngineProcess:
-    """The worker of the database at ``url`` for this kernel: one per DuckDB file (a second
-    backend on the same file shares the first one's worker and its memory limit); a new one
-    for an in-memory database. Give it back with :func:`release_process`."""
+    """The worker of the database at ``url`` for this kernel: one per DuckDB file or chDB
+    directory (a second backend on the same one shares the first one's worker and its memory
+    limit); a new one for an in-memory database. Give it back with :func:`release_process`."""
     if _in_memory(url):
         process = EngineProcess(url, **options)
         process.users = 1
