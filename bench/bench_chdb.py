@@ -2,7 +2,10 @@
 
 Fixed cost: ``SELECT 1`` through
 
-- client: a reused ``chdb.session.Session``, ``query("SELECT 1", "DataFrame")``;
+- client: a reused ``chdb.session.Session``, ``query("SELECT 1", "DataFrame")``, in the
+  benchmark's own process;
+- stream: the same through ``send_query`` (the stream a read takes);
+- hop: a do-nothing call to the backend's worker process and back (chDB runs there);
 - backend: the governed backend's ``run`` (classify, capability check, readonly=1 and the
   read's bounds, the DataFrame and the model's preview; no audit);
 - session: an ``AgentSession`` with the database extension and ``audit=False``.
@@ -68,22 +71,23 @@ async def main() -> None:
 
     from pi_notebook.sql.backend.cancel import Canceller
 
-    def worker_part() -> None:  # the backend's blocking part, on this thread
-        backend._statement(
-            "read", "SELECT 1", backend.settings, None, None, None, canceller=Canceller()
-        )
+    process = backend._process  # pyright: ignore[reportPrivateUsage]
+    assert process is not None
+
+    async def hop() -> None:  # a do-nothing call to the worker process and back
+        await process.call_async("offload", (int, ()), canceller=Canceller())
 
     fixed: dict[str, list[float]] = {
         "client": [],
         "stream": [],
-        "worker": [],
+        "hop": [],
         "backend": [],
         "session": [],
     }
     for _ in range(args.repeat):
         fixed["client"].append(per_call(lambda: client.query("SELECT 1", "DataFrame"), calls))
         fixed["stream"].append(per_call(streamed, calls))
-        fixed["worker"].append(per_call(worker_part, calls))
+        fixed["hop"].append(await per_call_async(hop, calls))
         fixed["backend"].append(await per_call_async(governed, calls))
         fixed["session"].append(await per_call_async(through_session, calls // 10))
     best = {name: min(values) for name, values in fixed.items()}

@@ -124,7 +124,9 @@ class _Host:
         self.lock = threading.Lock()
 
     def send(self, message: tuple[Any, ...]) -> None:
-        self.conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+        from pi_notebook.sql.backend.engine_wire import send_message
+
+        send_message(self.conn, message)
 
     def watch(self, control: Connection) -> None:
         """The second thread: cancels go to the call they name."""

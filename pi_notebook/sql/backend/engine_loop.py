@@ -23,6 +23,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from pi_notebook.sql.backend.cancel import Canceller
+from pi_notebook.sql.backend.engine_wire import receive_message
 from pi_notebook.sql.backend.worker import Cancelled
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ class _Pending:
         try:
             if not self.conn.poll():
                 return
-            message = pickle.loads(self.conn.recv_bytes())
+            message = receive_message(self.conn)
         except (EOFError, OSError):
             self._finish(None)
             return

@@ -46,6 +46,7 @@ from pi_notebook.sql.backend.engine_spawn import (
     spawn,
     stop_all,
 )
+from pi_notebook.sql.backend.engine_wire import receive_message
 from pi_notebook.sql.backend.errors import (
     ConnectFailed,
     MemoryLimitExceeded,
@@ -285,7 +286,7 @@ class EngineProcess:
         while True:
             try:
                 ready = conn.poll(0.25)
-                message = pickle.loads(conn.recv_bytes()) if ready else None
+                message = receive_message(conn) if ready else None
             except (EOFError, OSError):
                 return self._died(canceller, killed=False)
             if message is None:

@@ -46,9 +46,11 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from sqlalchemy.engine import URL
 
@@ -58,7 +60,8 @@ from pi_notebook.sql.backend.engine_process import EngineProcess, shared_process
 from pi_notebook.sql.backend.engine_spawn import default_memory_limit
 from pi_notebook.sql.backend.errors import MemoryLimitExceeded
 from pi_notebook.sql.backend.execution import Execution, What
-from pi_notebook.sql.backend.fetch import RunSettings
+from pi_notebook.sql.backend.fetch import Fetched, RunSettings
+from pi_notebook.sql.backend.frames import column_labels
 from pi_notebook.sql.backend.worker import AuditBlocked, DriftError, wait_audited
 from pi_notebook.sql.engines.base import EngineInfo
 from pi_notebook.sql.engines.clickhouse_common import (
@@ -75,6 +78,7 @@ __all__ = [
     "ENGINE",
     "WORKER_HOST",
     "ChdbBackend",
+    "PackedResult",
     "WorkerCalls",
     "chdb_path",
     "clickhouse_plan",
@@ -195,6 +199,40 @@ class ChdbBackend(ClickHouseBackend):
         raise NotImplementedError("chDB's statements run in its worker process")
 
 
+@dataclass
+class PackedResult:
+    """A statement's :class:`Fetched` as it crosses from the worker: its DataFrame as its
+    column names and arrays (NumPy, or pandas' own for a string or nullable column), which
+    cost a fraction of a pickled DataFrame to send and to load; :meth:`unpack` builds the
+    DataFrame in the kernel, with the same dtypes."""
+
+    fetched: Fetched
+    names: tuple[str, ...]
+    arrays: list[Any]
+
+    @classmethod
+    def pack(cls, fetched: Fetched) -> Fetched | PackedResult:
+        frame = fetched.frame
+        if frame is None:
+            return fetched
+        fetched.frame = None
+        arrays = [
+            column.to_numpy() if isinstance(column.dtype, np.dtype) else column.array
+            for _, column in frame.items()
+        ]
+        return cls(fetched, tuple(str(c) for c in frame.columns), arrays)
+
+    def unpack(self) -> Fetched:
+        rows = len(self.arrays[0]) if self.arrays else 0
+        self.fetched.frame = pd.DataFrame._from_arrays(  # pyright: ignore[reportPrivateUsage]
+            self.arrays,
+            columns=column_labels(self.names),
+            index=pd.RangeIndex(rows),
+            verify_integrity=False,
+        )
+        return self.fetched
+
+
 class WorkerCalls(Execution):
     """:class:`DirectBackend`'s calls (``_statement``, ``_measure``, ``_estimate``) sent
     to the chDB worker and awaited on the event loop (see
@@ -256,7 +294,7 @@ class WorkerCalls(Execution):
                 remove()
         if waiting is not None:
             await waiting  # nothing of the read leaves before its record is committed
-        return value
+        return value.unpack() if isinstance(value, PackedResult) else value
 
     def settings_of(self, args: list[Any] | tuple[Any, ...], name: str) -> RunSettings:
         """The run's settings: a statement's own (its third argument), else the backend's
