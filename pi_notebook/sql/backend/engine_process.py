@@ -1,8 +1,9 @@
-"""DuckDB in a worker process the session owns, under an OS memory cap.
+"""DuckDB and chDB in a worker process the session owns, under an OS memory cap.
 
 An engine that runs in the kernel can take the kernel with it: a read that builds a huge value
 per row (``hex()`` nested eight deep, ``concat(s, s, ...)``) allocates outside DuckDB's own
-``memory_limit``. So DuckDB runs in a child process (:mod:`.engine_child`) that caps its own
+``memory_limit``. So DuckDB (and chDB: its worker runs :class:`~pi_notebook.sql.engines.chdb_worker.ChdbHost`,
+``host``) runs in a child process (:mod:`.engine_child`) that caps its own
 memory (``memory_limit_bytes``, default :func:`default_memory_limit`) before it opens the
 database. The kernel sends it each statement and receives the result already within the row
 cap and the size bound, as a built DataFrame (a small one as its rows, built here: they cost
@@ -16,7 +17,11 @@ a fraction of a pickled DataFrame to send and load); it never opens the database
 * Cancel (Stop, the statement timeout) goes to the worker as a message and reaches DuckDB's
   ``interrupt()`` there; a worker that has not answered :data:`KILL_AFTER_S` after a cancel
   is killed, so the statement timeout holds even for an engine call that ignores interrupts.
-* Every DuckDB file is served by one worker per kernel (DuckDB lets one process at a time
+* A call either blocks a thread until the answer (:meth:`EngineProcess.call`, DuckDB's path
+  through the backend's worker thread) or is awaited on the event loop itself
+  (:meth:`EngineProcess.call_async`, :mod:`.engine_loop`: chDB's path, no thread hop).
+  Messages cross as :mod:`.engine_wire` sends them: large result buffers out of band.
+* Every DuckDB file (chDB directory) is served by one worker per kernel (DuckDB lets one process at a time
   open a file for writing): backends on the same file share it, one call at a time. An
   in-memory database (``duckdb://``, ``duckdb:///:memory:``) lives in its backend's own
   worker, and is lost when that worker dies.
@@ -38,7 +43,7 @@ from typing import Any
 from sqlalchemy.engine import URL
 
 from pi_notebook.sql.backend.cancel import Canceller
-from pi_notebook.sql.backend.derive import WritePlan
+from pi_notebook.sql.backend.engine_calls import EngineCalls
 from pi_notebook.sql.backend.engine_child import MEMORY_EXIT
 from pi_notebook.sql.backend.engine_spawn import (
     close_quietly,
@@ -54,12 +59,8 @@ from pi_notebook.sql.backend.errors import (
     describe_error,
 )
 from pi_notebook.sql.backend.worker import (
-    Bounds,
     Cancelled,
     DriftError,
-    Fetched,
-    RunSettings,
-    wait_audited,
 )
 
 __all__ = [
@@ -82,7 +83,7 @@ _MEMORY_DEATHS = frozenset(
 )
 
 
-class EngineProcess:
+class EngineProcess(EngineCalls):
     """The worker process of one database (see the module docstring). Thread-safe: calls
     run one at a time.
 
@@ -123,64 +124,6 @@ class EngineProcess:
         self.users = 0
         self._running: list[subprocess.Popen[bytes] | None] = [None]
         weakref.finalize(self, stop_all, self._running)  # no worker outlives its owner
-
-    # -- the calls a backend makes (each the shape Execution.call runs) ------------------
-    def run_statement(
-        self,
-        kind: str,
-        sql: str,
-        settings: RunSettings,
-        *,
-        canceller: Canceller,
-        progress: Callable[[int], None] | None = None,
-        bounds: Bounds | None = None,
-        plan: WritePlan | None = None,
-        audited: Callable[[], object] | None = None,
-    ) -> Fetched:
-        """:func:`.worker.run_statement` in the worker; ``audited`` is waited for here, as
-        there: a write waits before it is sent, a read's result (or error) after."""
-        if audited is not None and kind == "write":
-            wait_audited(audited)
-            audited = None
-        try:
-            fetched = self.call(
-                "run", (kind, sql, settings, bounds, plan), canceller=canceller, progress=progress
-            )
-        except BaseException:
-            if audited is not None:
-                wait_audited(audited)
-            raise
-        if audited is not None:
-            wait_audited(audited)
-        fetched.build()  # a small result comes as its rows (see engine_child): built here
-        return fetched
-
-    def preview_statement(
-        self,
-        sql: str,
-        plan: WritePlan,
-        settings: RunSettings,
-        *,
-        canceller: Canceller,
-        progress: Callable[[int], None] | None = None,
-    ) -> Any:
-        return self.call("preview", (sql, plan, settings), canceller=canceller, progress=progress)
-
-    def estimate_statement(
-        self,
-        hook: Callable[[Any, str], Any],
-        sql: str,
-        settings: RunSettings,
-        *,
-        canceller: Canceller,
-        progress: Any = None,
-    ) -> Any:
-        return self.call("estimate", (hook, sql, settings), canceller=canceller)
-
-    def offload(
-        self, fn: Callable[..., Any], *args: Any, canceller: Canceller, progress: Any = None
-    ) -> Any:
-        return self.call("offload", (fn, args), canceller=canceller)
 
     def prestart(self) -> None:
         """Start the worker in the background, so the first statement does not wait for it

@@ -93,16 +93,22 @@ ENGINE = EngineInfo(
     read_only_backstop="a read-only session (readonly=1 set when it opens: no SET or SETTINGS "
     "can lift it; file/URL/remote/executable table functions refused)",
     bounds="a stream stopped at the cap + 1 and the byte bound; the session's "
-    "max_execution_time, max_memory_usage and max_result_rows",
-    cancel="KILL QUERY from a second session on the same database (and KILL MUTATION for a "
-    "stopped ALTER ... UPDATE/DELETE); no rollback: what a write had done stays",
+    "max_execution_time, max_memory_usage (60 % of memory_limit_bytes) and max_result_rows; "
+    "a worker process capped at memory_limit_bytes (RLIMIT_DATA)",
+    cancel="KILL QUERY from a second session in the worker (and KILL MUTATION for a stopped "
+    "ALTER ... UPDATE/DELETE); the worker killed if it does not stop; no rollback: what a "
+    "write had done stays",
     write_preview="no transaction to roll back: rows counted with the derived SELECT count(), "
     "else not measured (said so)",
     estimate="EXPLAIN ESTIMATE (rows of MergeTree tables) x the tables' bytes per row",
     arrow=False,
-    read_path="chDB's native DataFrame stream (its Arrow output turns DateTime into UInt32)",
+    read_path="chDB's native DataFrame stream in the worker (its Arrow output turns DateTime "
+    "into UInt32), sent to the kernel as column arrays",
     extra="clickhouse",
     modules=("chdb",),
+    # Runs under the OS cap, but the classifier's memory rules still ask: ClickHouse's
+    # aggregate-state and size rules stay, as for a ClickHouse server.
+    memory_capped=False,
 )
 
 CHDB_MEMORY_SHARE = 0.6
