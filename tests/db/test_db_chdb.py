@@ -280,3 +280,38 @@ async def test_d5_a_subquery_settings_clause_cannot_lift_the_session_limits(
         "AS mem SETTINGS readonly = 0, max_memory_usage = 0)",
     )
     assert outcome.dataframe.to_dict("records") == [{"ro": 1, "mem": chdb_backend.memory_limit}]
+
+
+@pytest.mark.parametrize("url", ["chdb://", "duckdb://"])
+async def test_a_large_result_crosses_from_the_worker_whole_and_writable(url: str) -> None:
+    """A result's large buffers cross out of band; the DataFrame is the engine's, and the
+    kernel's own to change."""
+    rows = 300_000
+    backend = create_backend(url, row_cap=rows, max_result_bytes=None)
+    sql = (
+        f"SELECT number AS n, toString(number) AS s FROM numbers({rows})"
+        if url.startswith("chdb")
+        else f"SELECT range AS n, CAST(range AS VARCHAR) AS s FROM range({rows})"
+    )
+    try:
+        frame = (await backend.run("big", sql)).dataframe
+        assert len(frame) == rows and frame["n"].iloc[-1] == rows - 1
+        assert frame["s"].iloc[12345] == "12345"
+        frame.loc[0, "n"] = 7  # writable: the arrays own their memory
+        assert frame["n"].iloc[0] == 7
+    finally:
+        backend.dispose()
+
+
+async def test_a_read_kept_whole_counts_and_caps_as_a_stream_does() -> None:
+    """No byte bound and a row cap at the count limit: one query, not a stream, with the
+    same row count, truncation and exactness."""
+    backend = create_backend("chdb://", row_cap=1000, count_limit=10, max_result_bytes=None)
+    try:
+        capped = await backend.run("a", "SELECT number FROM numbers(5000)")
+        assert len(capped.dataframe) == 1000 and capped.row_count == 1001
+        assert capped.truncated and not capped.row_count_exact
+        whole = await backend.run("b", "SELECT number FROM numbers(999)")
+        assert len(whole.dataframe) == 999 and whole.row_count_exact and not whole.truncated
+    finally:
+        backend.dispose()
