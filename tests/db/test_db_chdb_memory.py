@@ -2,7 +2,8 @@
 (ClickHouse's own tracker, at 60 % of it, or the OS cap behind it) ends with an error naming
 the limit, the kernel's memory and variables stay where they were, the worker is replaced,
 an approved write says what stays (ClickHouse has no rollback), the audit records the
-failure, and Stop still cancels a long query without killing the worker."""
+failure, and Stop still cancels a long query without killing the worker (a worker that does
+not answer a cancel is killed, as a last resort)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 
 pytest.importorskip("chdb")
 
@@ -25,8 +27,12 @@ from pi_notebook import create_agent_session
 from pi_notebook.ai.abort import AbortController
 from pi_notebook.database import database_extension
 from pi_notebook.sql.backend import QueryAborted
+from pi_notebook.sql.backend.cancel import Canceller
+from pi_notebook.sql.backend.engine_process import release_process, shared_process
 from pi_notebook.sql.backend.errors import MemoryLimitExceeded
+from pi_notebook.sql.backend.worker import Cancelled
 from pi_notebook.sql.engines import ChdbBackend, create_backend
+from pi_notebook.sql.engines.chdb import WORKER_HOST
 from pi_notebook.testing import ScriptedModel, text, tool_call
 
 MiB = 1 << 20
@@ -216,5 +222,49 @@ async def test_stop_cancels_a_long_query_and_the_worker_keeps_its_database() -> 
         # KILL QUERY in the worker stopped it: the same worker, its in-memory table kept.
         assert backend.worker_pid == pid
         assert await _count(backend, "SELECT sum(a) FROM kept") == 7
+    finally:
+        backend.dispose()
+
+
+async def test_a_chdb_worker_that_ignores_a_cancel_is_killed_as_a_last_resort() -> None:
+    # time.sleep in the worker answers no KILL QUERY: only killing the worker ends the call.
+    process = shared_process(
+        make_url("chdb://"),
+        memory_limit_bytes=LIMIT,
+        connect_timeout_s=10,
+        statement_timeout_s=30,
+        host=WORKER_HOST,
+    )
+    try:
+        assert await process.call_async("offload", (int, ("7",)), canceller=Canceller()) == 7
+        first = process.pid
+        canceller = Canceller()
+        asyncio.get_running_loop().call_later(0.5, canceller.request, "timeout")
+        started = time.monotonic()
+        with pytest.raises(Cancelled):
+            await process.call_async("offload", (time.sleep, (30,)), canceller=canceller)
+        assert time.monotonic() - started < 10
+        assert await process.call_async("offload", (int, ("8",)), canceller=Canceller()) == 8
+        assert process.pid not in (None, first)
+    finally:
+        release_process(process)
+
+
+async def test_a_cancelled_task_stops_its_statement_and_the_next_call_runs() -> None:
+    backend = create_backend("chdb://", statement_timeout_s=60)
+    try:
+        await backend.run("w", "SELECT 1")
+        pid = backend.worker_pid
+        task = asyncio.create_task(
+            backend._run_as("read", "SELECT count() FROM numbers(1000000000000)")  # pyright: ignore[reportPrivateUsage]
+        )
+        await asyncio.sleep(1.0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        started = time.monotonic()
+        after = await backend.run("after", "SELECT 2 AS two")
+        assert after.dataframe["two"].tolist() == [2] and time.monotonic() - started < 5
+        assert backend.worker_pid == pid  # the statement was cancelled, not the worker killed
     finally:
         backend.dispose()
