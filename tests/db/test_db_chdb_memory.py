@@ -26,7 +26,7 @@ from dbtest_support import FakeAudit
 from pi_notebook import create_agent_session
 from pi_notebook.ai.abort import AbortController
 from pi_notebook.database import database_extension
-from pi_notebook.sql.backend import QueryAborted
+from pi_notebook.sql.backend import QueryAborted, QueryError
 from pi_notebook.sql.backend.cancel import Canceller
 from pi_notebook.sql.backend.engine_process import release_process, shared_process
 from pi_notebook.sql.backend.errors import MemoryLimitExceeded
@@ -266,5 +266,24 @@ async def test_a_cancelled_task_stops_its_statement_and_the_next_call_runs() -> 
         after = await backend.run("after", "SELECT 2 AS two")
         assert after.dataframe["two"].tolist() == [2] and time.monotonic() - started < 5
         assert backend.worker_pid == pid  # the statement was cancelled, not the worker killed
+    finally:
+        backend.dispose()
+
+
+async def test_dispose_during_a_running_query_ends_it_without_blocking_the_loop() -> None:
+    backend = create_backend("chdb://", statement_timeout_s=60)
+    try:
+        await backend.run("w", "SELECT 1")
+        task = asyncio.create_task(
+            backend._run_as("read", "SELECT count() FROM numbers(1000000000000)")  # pyright: ignore[reportPrivateUsage]
+        )
+        await asyncio.sleep(1.0)
+        started = time.monotonic()
+        backend.dispose()  # on the loop, while the loop itself awaits the query's answer
+        with pytest.raises(QueryError):
+            await asyncio.wait_for(task, 10)
+        assert time.monotonic() - started < 8
+        again = await backend.run("again", "SELECT 3 AS three")  # a new worker serves
+        assert again.dataframe["three"].tolist() == [3]
     finally:
         backend.dispose()

@@ -57,9 +57,17 @@ async def call_on_loop(
             raise Cancelled
         await asyncio.sleep(wait)
         wait = min(wait * 2, _MOST_WAIT_S)
+    handed = False  # the lock handed to a start still running off the loop
     try:
-        conn = None if process.alive() else await loop.run_in_executor(None, process.start_locked)
-        conn = conn or process.start_locked()
+        if not process.alive():  # starting a worker takes a second or more: off the loop
+            starting = loop.run_in_executor(None, process.start_locked)
+            try:
+                await asyncio.shield(starting)
+            except asyncio.CancelledError:  # the lock goes back once the start is over
+                handed = True
+                starting.add_done_callback(lambda _: process.unlock())
+                raise
+        conn = process.start_locked()
         if canceller.reason is not None:
             raise Cancelled
         try:
@@ -67,7 +75,8 @@ async def call_on_loop(
         except OSError:
             return process.died(canceller, killed=False)
     except BaseException:
-        process.unlock()
+        if not handed:
+            process.unlock()
         raise
     pending = _Pending(process, loop, conn, control, call, canceller, progress)
     try:
@@ -104,6 +113,7 @@ class _Pending:
         self.timer: asyncio.TimerHandle | None = None
         self.lock = threading.Lock()
         loop.add_reader(self.fd, self._readable)
+        process.on_loop = self
         canceller.started(self.cancel)
 
     def _readable(self) -> None:
@@ -155,6 +165,7 @@ class _Pending:
         """The final answer (``None``: the channel closed), turned into a value or an
         error while the lock is still held, then the lock given back."""
         self.done = True
+        self.process.on_loop = None
         self.loop.remove_reader(self.fd)
         if self.timer is not None:
             self.timer.cancel()

@@ -123,6 +123,8 @@ class EngineProcess(EngineCalls):
         self.restarts = 0
         self.users = 0
         self._running: list[subprocess.Popen[bytes] | None] = [None]
+        self.on_loop: Any = None
+        """The call awaited on the event loop now, if any (see :mod:`.engine_loop`)."""
         weakref.finalize(self, stop_all, self._running)  # no worker outlives its owner
 
     def prestart(self) -> None:
@@ -159,30 +161,37 @@ class EngineProcess(EngineCalls):
             Exception: the engine's error (its text).
         """
         with self._lock:
-            conn = self._ensure()
-            if canceller.reason is not None:
-                raise Cancelled
-            try:
-                call, control = self.send_locked(op, args)
-            except OSError:
-                return self._died(canceller, killed=False)
-            sent: list[float] = []
+            return self._call_locked(op, args, canceller, progress)
 
-            def cancel() -> None:
-                if not sent and control is not None:
-                    sent.append(time.monotonic())
-                    try:
-                        control.send_bytes(
-                            pickle.dumps(("cancel", call, canceller.reason or "abort"))
-                        )
-                    except OSError:
-                        pass
+    def _call_locked(
+        self,
+        op: str,
+        args: tuple[Any, ...],
+        canceller: Canceller,
+        progress: Callable[[int], None] | None,
+    ) -> Any:
+        conn = self._ensure()
+        if canceller.reason is not None:
+            raise Cancelled
+        try:
+            call, control = self.send_locked(op, args)
+        except OSError:
+            return self._died(canceller, killed=False)
+        sent: list[float] = []
 
-            canceller.started(cancel)
-            try:
-                return self._answer(conn, canceller, progress, sent)
-            finally:
-                canceller.stopped()
+        def cancel() -> None:
+            if not sent and control is not None:
+                sent.append(time.monotonic())
+                try:
+                    control.send_bytes(pickle.dumps(("cancel", call, canceller.reason or "abort")))
+                except OSError:
+                    pass
+
+        canceller.started(cancel)
+        try:
+            return self._answer(conn, canceller, progress, sent)
+        finally:
+            canceller.stopped()
 
     # -- the pieces of a call awaited elsewhere (see :mod:`.engine_loop`) -------------------
     def try_lock(self) -> bool:
@@ -345,19 +354,32 @@ class EngineProcess(EngineCalls):
         if self.users <= 1:
             self.close()
             return
-        with self._lock:
-            running = self._conn is not None and self.pid is not None
-        if running:
-            try:
-                self.call("release", (), canceller=Canceller())
-            except Exception:  # a worker that cannot release is stopped instead
-                self.close()
+        if not self._lock.acquire(timeout=KILL_AFTER_S):
+            return  # another backend's call runs: the pool stays open, as for that backend
+        try:
+            if self._conn is not None and self.pid is not None:
+                self._call_locked("release", (), Canceller(), None)
+        except Exception:  # a worker that cannot release is stopped instead
+            self._lock.release()
+            self.close()
+            return
+        self._lock.release()
 
     def close(self) -> None:
-        """Stop the worker (the next call starts a new one)."""
-        with self._lock:
+        """Stop the worker (the next call starts a new one). A call in flight gets
+        :data:`KILL_AFTER_S` to end; then the worker is stopped under it (a call awaited on
+        the event loop sees its worker die and ends with an error)."""
+        locked = self._lock.acquire(timeout=KILL_AFTER_S)
+        if not locked and self.on_loop is not None:
+            self.on_loop.killed = True
+            self._kill()  # its reader, on the loop, sees the channel close and cleans up
+            return
+        try:
             proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
             control, self._control = self._control, None
+        finally:
+            if locked:
+                self._lock.release()
         close_quietly(conn)  # the worker sees its end close and exits
         close_quietly(control)
         if proc is not None:
