@@ -189,6 +189,18 @@ class _Host:
                 os._exit(MEMORY_EXIT)  # a process that ran out of memory is not trusted further
 
     def run(self, op: str, args: tuple[Any, ...], canceller: Any) -> tuple[Any, ...]:
+        def progress(n: int) -> None:
+            self.send(("progress", n))
+
+        if op == "direct":
+            return ("ok", self.direct.call(args, canceller, progress))
+        if op == "release" and self.direct is not None:
+            self.direct.release()
+            return ("ok", None)
+        return ("ok", self.run_engine(op, args, canceller, progress))
+
+    def run_engine(self, op: str, args: tuple[Any, ...], canceller: Any, progress: Any) -> Any:
+        """A call on the SQLAlchemy engine (DuckDB), or ``offload``."""
         from pi_notebook.sql.backend.errors import describe_error
         from pi_notebook.sql.backend.worker import (
             estimate_statement,
@@ -196,15 +208,7 @@ class _Host:
             run_statement,
         )
 
-        def progress(n: int) -> None:
-            self.send(("progress", n))
-
         engine, backend, slot = self.engine, self.backend, self.slot
-        if op == "direct":
-            return ("ok", self.direct.call(args, canceller, progress))
-        if op == "release" and self.direct is not None:
-            self.direct.release()
-            return ("ok", None)
         if op == "run":
             kind, sql, settings, bounds, plan = args
             # A small result crosses as its rows, which the kernel builds into its DataFrame:
@@ -251,7 +255,7 @@ class _Host:
             value = None
         else:
             raise ValueError(f"unknown call {op!r}")
-        return ("ok", value)
+        return value
 
     def failure(self, exc: BaseException) -> tuple[Any, ...]:
         from sqlalchemy.exc import DBAPIError

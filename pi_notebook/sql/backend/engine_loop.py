@@ -42,10 +42,12 @@ async def call_on_loop(
     *,
     canceller: Canceller,
     progress: Callable[[int], None] | None = None,
+    on_sent: Callable[[], None] | None = None,
 ) -> Any:
     """Run ``op`` in ``process``'s worker (starting it if needed, off the loop) and return
     its value. A cancel is asked for with ``canceller.request`` (Stop, the statement
-    timeout), from any thread.
+    timeout), from any thread; ``on_sent`` is called once the call is sent (when the
+    statement's own time starts: a worker's start is not counted).
 
     Raises:
         As :meth:`EngineProcess.call`.
@@ -79,6 +81,8 @@ async def call_on_loop(
             process.unlock()
         raise
     pending = _Pending(process, loop, conn, control, call, canceller, progress)
+    if on_sent is not None:
+        on_sent()
     try:
         ok, value = await asyncio.shield(pending.future)
     except asyncio.CancelledError:

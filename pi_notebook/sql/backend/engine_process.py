@@ -273,13 +273,16 @@ class EngineProcess(EngineCalls):
         *,
         canceller: Canceller,
         progress: Callable[[int], None] | None = None,
+        on_sent: Callable[[], None] | None = None,
     ) -> Any:
         """:meth:`call`, its answer awaited on the running event loop (no thread between
         the kernel and the worker); see :func:`.engine_loop.call_on_loop`. Raises as
         :meth:`call`."""
         from pi_notebook.sql.backend.engine_loop import call_on_loop
 
-        return await call_on_loop(self, op, args, canceller=canceller, progress=progress)
+        return await call_on_loop(
+            self, op, args, canceller=canceller, progress=progress, on_sent=on_sent
+        )
 
     def _died(self, canceller: Canceller, *, killed: bool) -> Any:
         proc = self._proc

@@ -266,7 +266,10 @@ class WorkerCalls(Execution):
         loop = asyncio.get_running_loop()
         waiting = loop.run_in_executor(None, wait_audited, audited) if audited is not None else None
         canceller = Canceller()
-        timer = loop.call_later(self.timeout_s, canceller.request, "timeout")
+        timers: list[asyncio.TimerHandle] = []
+
+        def arm_timeout() -> None:  # the statement's time starts here, not the worker's start
+            timers.append(loop.call_later(self.timeout_s, canceller.request, "timeout"))
 
         def abort() -> None:
             canceller.request("abort")
@@ -278,6 +281,7 @@ class WorkerCalls(Execution):
                 (name, self.settings_of(sent, name), tuple(sent)),
                 canceller=canceller,
                 progress=on_progress,
+                on_sent=arm_timeout,
             )
         except (DriftError, AuditBlocked) as exc:
             raise exc from None
@@ -295,7 +299,8 @@ class WorkerCalls(Execution):
                 await waiting
             raise self._error(exc, canceller, what) from None
         finally:
-            timer.cancel()
+            for timer in timers:
+                timer.cancel()
             if remove is not None:
                 remove()
         if waiting is not None:
