@@ -14,7 +14,7 @@ import datetime as dt
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,7 @@ class Source:
     cursor: Callable[[], Any]
 
 
+@contextmanager
 def _sqlite(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Source]:
     from pi_notebook.readers.sqlite import SqliteReader
 
@@ -129,6 +130,7 @@ def _pg_url(request: pytest.FixtureRequest) -> str:
     return request.getfixturevalue("pg_url")
 
 
+@contextmanager
 def _postgres(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Source]:
     from pi_notebook.readers.postgres import PostgresReader
 
@@ -137,6 +139,7 @@ def _postgres(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Source
         yield Source(PostgresReader(sa.make_url(url)), raw.cursor)
 
 
+@contextmanager
 def _postgres_walled(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Source]:
     from pi_notebook.sql.backend.arrow import AdbcPostgres
 
@@ -149,6 +152,7 @@ def _postgres_walled(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator
             reader.close()
 
 
+@contextmanager
 def _duckdb(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Source]:
     import duckdb
 
@@ -159,18 +163,33 @@ def _duckdb(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Source]:
         "CREATE TABLE typed (id INTEGER, amount DECIMAL(12, 2), ratio DOUBLE, name VARCHAR, "
         "data BLOB, day DATE, stamp TIMESTAMP, flag BOOLEAN, nulls VARCHAR)"
     )
-    rows = _rows()
-    conn.executemany(
-        "INSERT INTO typed VALUES (?, CAST(? AS DECIMAL(12, 2)), ?, ?, ?, ?, ?, ?, ?)",
-        [list(r.values()) for r in rows],
+    import pyarrow as pa
+
+    schema = pa.schema(
+        [
+            ("id", pa.int32()),
+            ("amount", pa.string()),
+            ("ratio", pa.float64()),
+            ("name", pa.string()),
+            ("data", pa.binary()),
+            ("day", pa.date32()),
+            ("stamp", pa.timestamp("us")),
+            ("flag", pa.bool_()),
+            ("nulls", pa.string()),
+        ]
     )
+    conn.register("src", pa.Table.from_pylist(_rows(), schema=schema))
+    conn.execute(
+        "INSERT INTO typed SELECT * REPLACE (CAST(amount AS DECIMAL(12, 2)) AS amount) FROM src"
+    )
+    conn.unregister("src")
     try:
         yield Source(DuckdbReader(conn), conn.cursor)
     finally:
         conn.close()
 
 
-SOURCES: dict[str, Callable[[Path, pytest.FixtureRequest], Iterator[Source]]] = {
+SOURCES: dict[str, Callable[[Path, pytest.FixtureRequest], AbstractContextManager[Source]]] = {
     "sqlite-child": _sqlite,
     "postgres-adbc": _postgres,
     "postgres-adbc-walled": _postgres_walled,
@@ -213,20 +232,16 @@ def test_a_reader_gives_the_frame_the_dbapi_path_gives(
     backend = {"sqlite-child": "sqlite", "duckdb": "duckdb"}.get(name, "postgresql")
     if not arrow_available(backend):
         pytest.skip(f"no pyarrow/ADBC for {backend}")
-    sources = SOURCES[name](tmp_path, request)
-    source = next(sources)
-    try:
+    with SOURCES[name](tmp_path, request) as source:
         read = source.reader.read_arrow(Query(SQL), ReadLimits(row_cap=cap))
         want = _dbapi_frame(source.cursor(), cap)
-    finally:
-        sources.close()
     assert read is not None  # the reader served it
     got = to_frame(read.table)
     assert got is not None
     _same(got, want)
     assert len(got) == (ROWS if cap is None else cap)
     assert (read.seen, read.exact) == ((ROWS, True) if cap is None else (cap + 1, False))
-    assert got["nulls"].isna().all() and got["name"].isna().any()
+    assert bool(got["nulls"].isna().all()) and bool(got["name"].isna().any())
 
 
 # -- the audit's reader ----------------------------------------------------------------------
@@ -338,4 +353,4 @@ def test_the_audit_reader_gives_the_frame_its_plain_path_gives(
     for arrow, plain in both:
         _same_records(arrow, plain)
     whole = both[0][0]
-    assert whole["tool_call_id"].isna().sum() == 14 and whole["payload"].notna().all()
+    assert int(whole["tool_call_id"].isna().sum()) == 14 and bool(whole["payload"].notna().all())
