@@ -353,4 +353,5 @@ def test_the_audit_reader_gives_the_frame_its_plain_path_gives(
     for arrow, plain in both:
         _same_records(arrow, plain)
     whole = both[0][0]
-    assert int(whole["tool_call_id"].isna().sum()) == 14 and bool(whole["payload"].notna().all())
+    assert whole["tool_call_id"].isna().tolist().count(True) == 14
+    assert bool(whole["payload"].notna().all())
