@@ -31,7 +31,7 @@ NAMES_THE_TOOL = {
 READS_SQL = {
     "audit/calls.py": "reads the backend's own records (final_args, query_refused, "
     "capability_mismatch), whose `sql` field is the statement the backend was given",
-    "audit/records.py": "those records: a capability mismatch of a tool that is not SQL drops "
+    "audit/query_records.py": "those records: a capability mismatch of a tool that is not SQL drops "
     "its `sql` field from the payload",
     "approvals/review.py": "the four-eyes queue keeps requests without their tool's view; its "
     "frame shows a queued statement",

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal
 
 from ..ai.abort import AbortSignal
-from ..ai.events import DoneEvent, ErrorEvent, StartEvent
+from ..ai.events import AssistantMessageEvent, DoneEvent, ErrorEvent, StartEvent
 from ..ai.messages import AssistantMessage, Message, ToolResultMessage
 from ..ai.model import Context, Model
 from ..ai.payload import accepts_before_request, blocked_text, check_request, context_payload
@@ -134,14 +134,38 @@ async def _request_messages(
 async def _stream_assistant(
     context: AgentContext, config: LoopConfig, signal: AbortSignal, emit: EmitFn
 ) -> AssistantMessage:
+    """Ask the model once: its answer as message events, and the final message (C33: a
+    failure is a message whose stop reason is ``error`` or ``aborted``, never a raise)."""
     model = config.model
     if signal.aborted:
         return await _emit_failed(_failed_message(model, "aborted", ABORTED_TEXT), emit)
+    opened = await _open_stream(context, config, signal)
+    if isinstance(opened, str):
+        return await _emit_failed(_failed_message(model, "error", opened), emit)
+    started, final = await _read_stream(opened, config, signal, emit)
+    if final is None:
+        final = _failed_message(
+            model,
+            "aborted" if signal.aborted else "error",
+            "The model stream ended without a final message.",
+        )
+    if not started:
+        await emit(MessageStartEvent(message=final))
+    await emit(MessageEndEvent(message=final))
+    return final
+
+
+async def _open_stream(
+    context: AgentContext, config: LoopConfig, signal: AbortSignal
+) -> AsyncIterator[AssistantMessageEvent] | str:
+    """The model's stream for this request, or why the request could not be made (the text
+    of the failed message): a tool schema that cannot be built, a raising
+    ``transform_context``, or a ``before_request`` hook that blocks the neutral payload."""
+    model = config.model
     try:
         schemas = [t.tool_schema() for t in context.tools]
     except Exception as exc:  # a tool whose schema cannot be built must not crash the run
-        text = f"Could not build the tool schemas: {exception_text(exc)}"
-        return await _emit_failed(_failed_message(model, "error", text), emit)
+        return f"Could not build the tool schemas: {exception_text(exc)}"
     try:
         messages = (
             context.messages
@@ -149,20 +173,29 @@ async def _stream_assistant(
             else await _request_messages(context.messages, config, signal)
         )
     except Exception as exc:
-        text = f"Could not prepare the model request: {exception_text(exc)}"
-        return await _emit_failed(_failed_message(model, "error", text), emit)
+        return f"Could not prepare the model request: {exception_text(exc)}"
     request = Context(system_prompt=context.system_prompt, messages=messages, tools=schemas)
     hook = config.before_request
     if hook is not None and not accepts_before_request(model):
         # The model cannot show its own payload: check the neutral form of the request here.
         reason = await check_request(hook, context_payload(model, request))
         if reason is not None:
-            return await _emit_failed(_failed_message(model, "error", blocked_text(reason)), emit)
+            return blocked_text(reason)
         hook = None
     if hook is None:
-        stream = model.stream(request, signal=signal)
-    else:  # the model calls the hook with its own payload, right before sending
-        stream = model.stream(request, signal=signal, before_request=hook)  # pyright: ignore[reportCallIssue]
+        return model.stream(request, signal=signal)
+    # The model calls the hook with its own payload, right before sending.
+    return model.stream(request, signal=signal, before_request=hook)  # pyright: ignore[reportCallIssue]
+
+
+async def _read_stream(
+    stream: AsyncIterator[AssistantMessageEvent],
+    config: LoopConfig,
+    signal: AbortSignal,
+    emit: EmitFn,
+) -> tuple[bool, AssistantMessage | None]:
+    """Read the model's stream into message events; returns whether it started and its final
+    message (``None`` if it ended without one). A raising stream ends as a failed message."""
     started = False
     final: AssistantMessage | None = None
     clock = asyncio.get_running_loop().time
@@ -191,19 +224,10 @@ async def _stream_assistant(
         if is_own_cancellation(exc):
             raise
         final = _failed_message(
-            model,
+            config.model,
             "aborted" if signal.aborted else "error",
             f"Model request failed: {exception_text(exc)}",
         )
     finally:
         await _close_stream(stream)
-    if final is None:
-        final = _failed_message(
-            model,
-            "aborted" if signal.aborted else "error",
-            "The model stream ended without a final message.",
-        )
-    if not started:
-        await emit(MessageStartEvent(message=final))
-    await emit(MessageEndEvent(message=final))
-    return final
+    return started, final

@@ -34,6 +34,7 @@ from .events import (
 )
 from .types import (
     AfterToolCallContext,
+    AfterToolCallHook,
     AgentContext,
     AgentTool,
     BeforeToolCallContext,
@@ -239,38 +240,51 @@ async def _execute(
             True,
         )
 
-    if config.after_tool_call is not None:
-        try:
-            patch = await maybe_await(
-                config.after_tool_call(
-                    AfterToolCallContext(
-                        assistant_message=message,
-                        tool_call=call,
-                        args=prepared.args,
-                        result=result,
-                        is_error=is_error,
-                        context=context,
-                    ),
-                    signal,
-                )
-            )
-        except (Exception, asyncio.CancelledError) as exc:
-            if is_own_cancellation(exc):
-                raise
-            return ToolCallOutcome(
-                tool_call=call, result=error_result(exception_text(exc)), is_error=True
-            )
-        if patch is not None:
-            result = ToolResult(
-                content=patch.content if patch.content is not None else result.content,
-                details=patch.details if patch.details is not None else result.details,
-                usage=patch.usage if patch.usage is not None else result.usage,
-                terminate=patch.terminate if patch.terminate is not None else result.terminate,
-                added_tool_names=result.added_tool_names,
-            )
-            if patch.is_error is not None:
-                is_error = patch.is_error
+    hook = config.after_tool_call
+    if hook is not None:
+        result, is_error = await _after(hook, context, message, prepared, result, is_error, signal)
     return ToolCallOutcome(tool_call=call, result=result, is_error=is_error)
+
+
+async def _after(
+    hook: AfterToolCallHook,
+    context: AgentContext,
+    message: AssistantMessage,
+    prepared: _Prepared,
+    result: ToolResult,
+    is_error: bool,
+    signal: AbortSignal,
+) -> tuple[ToolResult, bool]:
+    """The result after the ``after_tool_call`` hook: patched where the hook says so; an
+    error result with the hook's exception if it raised."""
+    try:
+        patch = await maybe_await(
+            hook(
+                AfterToolCallContext(
+                    assistant_message=message,
+                    tool_call=prepared.tool_call,
+                    args=prepared.args,
+                    result=result,
+                    is_error=is_error,
+                    context=context,
+                ),
+                signal,
+            )
+        )
+    except (Exception, asyncio.CancelledError) as exc:
+        if is_own_cancellation(exc):
+            raise
+        return error_result(exception_text(exc)), True
+    if patch is None:
+        return result, is_error
+    patched = ToolResult(
+        content=patch.content if patch.content is not None else result.content,
+        details=patch.details if patch.details is not None else result.details,
+        usage=patch.usage if patch.usage is not None else result.usage,
+        terminate=patch.terminate if patch.terminate is not None else result.terminate,
+        added_tool_names=result.added_tool_names,
+    )
+    return patched, is_error if patch.is_error is None else patch.is_error
 
 
 class _Updates:

@@ -27,25 +27,31 @@ It is not a language model and says so. It follows four rules:
 3. If the last messages are tool results, it sums them up in a sentence each.
 4. Otherwise it answers in a few lines what it can do (saying why, when the message looked
    like SQL but named something the database does not have).
+
+Finding SQL and checking its names is :mod:`.offline_sql`; the requests of rule 2 are
+:mod:`.offline_requests`; this module holds the model, the choice of the tool that runs SQL,
+and its answers.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import logging
 import re
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from .abort import AbortSignal
 from .events import AssistantMessageEvent
 from .messages import Message, ToolResultMessage, UserMessage, content_text
 from .model import Context, ToolSchema
+from .offline_requests import understood_request
+from .offline_sql import SchemaView, extract_sql, find_sql, schema_view, unknown_name
 from .stream import AssistantStream
 
 __all__ = [
+    "EDIT_NOTE",
     "OfflineModel",
     "SchemaView",
     "SqlTool",
@@ -53,347 +59,10 @@ __all__ = [
     "schema_view",
     "sql_tool",
     "understood_request",
+    "unknown_name",
 ]
 
-_FENCE = re.compile(r"```(?:sql)?[ \t]*\n(.*?)```", re.IGNORECASE | re.DOTALL)
-_I = re.IGNORECASE | re.DOTALL
-_NAME = r"[\w.\"`\[\]]+"
-# The shape each statement must have before it counts as SQL; English sentences that merely
-# start with one of these words ("Show me ...", "Delete nothing", "Analyze sales") do not.
-_SHAPES: dict[str, re.Pattern[str]] = {
-    "select": re.compile(r"^select\s+(.*\bfrom\s+\S|[\d'\"(*-]|\w+\s*\()", _I),
-    "with": re.compile(
-        r"^with\s+(recursive\s+)?\w+\s*(\([^)]*\)\s*)?as\s*(not\s+)?(materialized\s+)?\(", _I
-    ),
-    "insert": re.compile(r"^insert\s+(or\s+\w+\s+)?into\s+\S", _I),
-    "update": re.compile(rf"^update\s+{_NAME}\s+set\s+\S+\s*=", _I),
-    "delete": re.compile(r"^delete\s+from\s+\S", _I),
-    "replace": re.compile(r"^replace\s+into\s+\S", _I),
-    "merge": re.compile(r"^merge\s+into\s+\S", _I),
-    "create": re.compile(
-        r"^create\s+(or\s+replace\s+)?(temp(orary)?\s+)?(unique\s+)?(table|view|index|schema|trigger|sequence)\s+\S",
-        _I,
-    ),
-    "drop": re.compile(
-        rf"^drop\s+(table|view|index|schema|trigger|sequence)\s+(if\s+exists\s+)?{_NAME}\s*;?\s*$",
-        _I,
-    ),
-    "alter": re.compile(rf"^alter\s+(table|view|index)\s+{_NAME}\s+\w+", _I),
-    "truncate": re.compile(rf"^truncate\s+(table\s+)?{_NAME}\s*;?\s*$", _I),
-    "pragma": re.compile(r"^pragma\s+[\w.]+\s*(\(|=|;|$)", _I),
-    "explain": re.compile(
-        r"^explain\s+(query\s+plan\s+|analyze\s+)?(select|with|insert|update|delete)\b", _I
-    ),
-    "values": re.compile(r"^values\s*\(", _I),
-    "show": re.compile(
-        r"^show\s+(tables|databases|schemas|columns\s+from|create\s+table|full\s+tables|index(es)?\s+from)\b",
-        _I,
-    ),
-    "describe": re.compile(rf"^desc(ribe)?\s+{_NAME}\s*;?\s*$", _I),
-}
-_START = re.compile(r"^\s*(" + "|".join(_SHAPES) + r")\b", re.IGNORECASE)
-_STOP = {
-    "the",
-    "a",
-    "an",
-    "table",
-    "tables",
-    "all",
-    "of",
-    "in",
-    "me",
-    "my",
-    "our",
-    "rows",
-    "records",
-    "entries",
-    "are",
-    "there",
-    "is",
-    "do",
-    "we",
-    "have",
-    "please",
-}
-_TABLE = r"(?:the\s+)?[\"`]?(?P<table>[A-Za-z_][A-Za-z0-9_]*)[\"`]?(?:\s+table)?"
-_LIST = re.compile(r"^\s*(?:please\s+)?(?:list|show(?:\s+me)?|what|which|name)\b.*\btables\b", _I)
-_DESCRIBE = re.compile(
-    rf"^\s*(?:please\s+)?(?:describe|(?:what|which)\s+columns\s+(?:does|do|are\s+in|in)|"
-    rf"(?:show(?:\s+me)?\s+)?(?:the\s+)?(?:columns|schema|structure)\s+(?:of|in|for))\s+{_TABLE}"
-    r"(?:\s+(?:have|has))?\s*[.?!]*\s*$",
-    _I,
-)
-_COUNT = re.compile(
-    r"^\s*(?:please\s+)?(?:how\s+many\s+(?:rows\s+(?:are\s+)?(?:there\s+)?(?:in|of)\s+)?|"
-    rf"count\s+(?:the\s+)?(?:rows\s+)?(?:in\s+|of\s+)?){_TABLE}"
-    r"(?:\s+(?:are\s+there|do\s+we\s+have|are\s+in\s+the\s+database))?"
-    r"(?:\s+(?:per|by|for\s+each)\s+(?P<column>[A-Za-z_][A-Za-z0-9_]*))?\s*[.?!]*\s*$",
-    _I,
-)
 _ids = itertools.count(1)
-_sqlglot_log = logging.getLogger("sqlglot")
-# Words that are English, never a table or column of a pasted statement.
-_ENGLISH = frozenset(
-    {
-        "the",
-        "an",
-        "my",
-        "our",
-        "your",
-        "their",
-        "me",
-        "it",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "please",
-        "them",
-        "some",
-        "every",
-    }
-)
-_READS = ("select", "with", "values", "explain", "show", "describe", "pragma")
-_SYSTEM_TABLES = frozenset(
-    {"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_sequence", "dual"}
-)
-_SYSTEM_SCHEMAS = frozenset(
-    {"information_schema", "pg_catalog", "mysql", "sys", "performance_schema"}
-)
-_SUMMARY_HEAD = re.compile(
-    r"^Database \((?P<dialect>[\w ]+)\): (?P<tables>\d+) tables, (?P<views>\d+) views\."
-)
-_SUMMARY_TABLE = re.compile(r"^- (?P<name>[^(\n]+?)(?: \(view\))?\((?P<columns>[^)\n]*)\)")
-_SUMMARY_NAMES = re.compile(r"^Tables: (?P<names>.*?)(?:, and \d+ more)?$")
-
-
-@dataclass(frozen=True, kw_only=True)
-class SchemaView:
-    """What the offline model knows of the database: the schema summary in its system prompt.
-
-    Attributes:
-        tables: each listed table (lower case) and its columns (lower case), or ``None``
-            where the summary did not list all of them.
-        complete: whether every table of the database is listed.
-    """
-
-    tables: Mapping[str, frozenset[str] | None] = field(
-        default_factory=dict[str, frozenset[str] | None]
-    )
-    complete: bool = False
-
-
-def schema_view(system_prompt: str) -> SchemaView | None:
-    """The schema summary in a system prompt (``database`` extension), or ``None`` if none."""
-    lines = system_prompt.splitlines()
-    start = next((i for i, line in enumerate(lines) if _SUMMARY_HEAD.match(line)), None)
-    if start is None:
-        return None
-    head = _SUMMARY_HEAD.match(lines[start])
-    assert head is not None
-    total = int(head.group("tables")) + int(head.group("views"))
-    tables: dict[str, frozenset[str] | None] = {}
-    for line in lines[start + 1 :]:
-        listed = _SUMMARY_TABLE.match(line)
-        if listed:
-            columns = [c.strip() for c in listed.group("columns").split(",") if c.strip()]
-            names = {re.split(r" PK$| -> ", c)[0].strip().lower() for c in columns}
-            partial = any(re.fullmatch(r"\+\d+ more", c) for c in columns)
-            tables[listed.group("name").strip().lower()] = None if partial else frozenset(names)
-            continue
-        names_only = _SUMMARY_NAMES.match(line)
-        if names_only:
-            for name in names_only.group("names").split(", "):
-                tables.setdefault(name.strip().lower(), None)
-    return SchemaView(tables=tables, complete=len(tables) >= total)
-
-
-def _parses(sql: str, dialect: str | None) -> bool:
-    """Whether sqlglot parses ``sql`` as real statements (not its catch-all ``Command``)."""
-    import sqlglot
-    from sqlglot import exp
-
-    level = _sqlglot_log.level
-    _sqlglot_log.setLevel(logging.ERROR)  # no "falling back to Command" warnings
-    try:
-        trees = sqlglot.parse(sql, read=dialect, error_level=sqlglot.ErrorLevel.RAISE)
-    except Exception:
-        return False
-    finally:
-        _sqlglot_log.setLevel(level)
-    return bool(trees) and all(t is not None and not isinstance(t, exp.Command) for t in trees)
-
-
-def _looks_like_sql(text: str, dialect: str | None) -> bool:
-    stripped = text.strip()
-    match = _START.match(stripped)
-    if match is None or stripped.endswith((".", "?", "!")):
-        return False
-    shape = _SHAPES[match.group(1).lower()]
-    if not shape.match(stripped):
-        return False
-    if match.group(1).lower() in ("show", "describe"):
-        # Only where the engine has these statements; elsewhere they are requests (rule 2).
-        return dialect in ("mysql", "duckdb")
-    return _parses(stripped, dialect)
-
-
-def _trees(sql: str, dialect: str | None) -> list[Any]:
-    import sqlglot
-
-    level = _sqlglot_log.level
-    _sqlglot_log.setLevel(logging.ERROR)
-    try:
-        return [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
-    except Exception:
-        return []
-    finally:
-        _sqlglot_log.setLevel(level)
-
-
-def unknown_name(sql: str, dialect: str | None, schema: SchemaView | None) -> str | None:
-    """Why a bare statement is not taken for SQL: the first name the database does not have
-    (as ``table `x` `` or ``column `y` ``), or an English word used as a name; else None.
-
-    With no ``schema``, only English words are caught, and a write is refused (it needs a
-    fence).
-    """
-    from sqlglot import exp
-
-    trees = _trees(sql, dialect)
-    if not trees:
-        return "a statement that does not parse"
-    if schema is None and not sql.lstrip().lower().startswith(_READS):
-        return "a write, and I cannot see the database's tables to check it"
-    for tree in trees:
-        ctes = {str(c.alias_or_name).lower() for c in tree.find_all(exp.CTE)}
-        aliases = {str(a.alias).lower() for a in tree.find_all(exp.Alias)}
-        columns: set[str] = set()
-        unchecked = schema is None
-        for alias in tree.find_all(exp.TableAlias):
-            aliases.add(str(alias.name).lower())
-            aliases.update(str(c.name).lower() for c in alias.columns)
-        for table in tree.find_all(exp.Table):
-            if not isinstance(table.this, exp.Identifier):
-                continue  # a table-valued function such as json_each(...)
-            name = str(table.name).lower()
-            if name in ctes:
-                continue
-            if str(table.db).lower() in _SYSTEM_SCHEMAS or name in _SYSTEM_TABLES:
-                unchecked = True
-                continue
-            if name in _ENGLISH:
-                return f"table `{table.name}`"
-            if schema is None:
-                continue
-            if name not in schema.tables:
-                return f"table `{table.name}`"
-            known = schema.tables[name]
-            if known is None:
-                unchecked = True
-            else:
-                columns |= known
-        named = [c.this for c in tree.find_all(exp.Column)]
-        named += [
-            i
-            for s in tree.find_all(exp.Schema)
-            if isinstance(s.this, exp.Table)
-            for i in s.expressions
-            if isinstance(i, exp.Identifier)
-        ]
-        for ident in named:
-            if not isinstance(ident, exp.Identifier) or ident.quoted:
-                continue  # a star, or a quoted name (the user meant it)
-            name = str(ident.name).lower()
-            if name in _ENGLISH:
-                return f"column `{ident.name}`"
-            if not unchecked and name not in columns and name not in aliases:
-                return f"column `{ident.name}`"
-    return None
-
-
-def _bare_statement(prompt: str, dialect: str | None) -> str | None:
-    """The first paragraph that starts with a statement keyword, has its shape and parses."""
-    lines = prompt.splitlines()
-    for index, line in enumerate(lines):
-        if not _START.match(line):
-            continue
-        block: list[str] = []
-        for following in lines[index:]:
-            if not following.strip():
-                break
-            block.append(following)
-        candidate = "\n".join(block).strip()
-        if _looks_like_sql(candidate, dialect):
-            return candidate
-    return None
-
-
-def _find_sql(
-    prompt: str, dialect: str | None, schema: SchemaView | None
-) -> tuple[str | None, str | None]:
-    """(the SQL to run, or None; why a statement-like paragraph was not taken, or None)."""
-    fenced = _FENCE.search(prompt)
-    if fenced and fenced.group(1).strip():
-        return fenced.group(1).strip(), None
-    candidate = _bare_statement(prompt, dialect)
-    if candidate is None:
-        return None, None
-    why = unknown_name(candidate, dialect, schema)
-    return (None, why) if why else (candidate, None)
-
-
-def extract_sql(
-    prompt: str, dialect: str | None = None, schema: SchemaView | None = None
-) -> str | None:
-    """The SQL in a prompt: the first fenced block, else the first paragraph that is SQL.
-
-    A paragraph is SQL when it starts with a statement keyword, has that statement's shape,
-    parses, and names only what ``schema`` has (see :func:`unknown_name`); English that
-    happens to start with such a word is not SQL.
-    """
-    return _find_sql(prompt, dialect, schema)[0]
-
-
-def _table(name: str | None) -> str | None:
-    return None if name is None or name.lower() in _STOP else name
-
-
-def understood_request(prompt: str, dialect: str | None = None) -> tuple[str, str] | None:
-    """One of the few requests the offline model understands, as ``(what, sql)``; else None.
-
-    List the tables, describe a table (its columns and first rows), count a table's rows
-    (optionally per a column). Every statement it makes is a plain read.
-    """
-    text = " ".join(prompt.split())
-    if _LIST.match(text):
-        if dialect == "sqlite":
-            sql = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-        else:
-            sql = (
-                "SELECT table_name FROM information_schema.tables WHERE table_schema NOT IN "
-                "('information_schema', 'pg_catalog', 'mysql', 'performance_schema', 'sys') "
-                "ORDER BY table_name"
-            )
-        return "Listing the tables.", sql
-    described = _DESCRIBE.match(text)
-    if described and _table(described.group("table")):
-        table = described.group("table")
-        return (
-            f"Showing the columns of `{table}` and its first 5 rows.",
-            f"SELECT * FROM {table} LIMIT 5",
-        )
-    counted = _COUNT.match(text)
-    if counted and _table(counted.group("table")):
-        table, column = counted.group("table"), counted.group("column")
-        if column:
-            return (
-                f"Counting the rows of `{table}` per `{column}`.",
-                f"SELECT {column}, COUNT(*) AS n FROM {table} GROUP BY {column} ORDER BY n DESC",
-            )
-        return f"Counting the rows of `{table}`.", f"SELECT COUNT(*) AS n FROM {table}"
-    return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -500,7 +169,7 @@ class OfflineModel:
         runs_sql = sql_tool(context.tools)
         dialect = runs_sql.dialect if runs_sql is not None else _dialect(context.tools)
         schema = schema_view(context.system_prompt)
-        sql, why = _find_sql(prompt, dialect, schema)
+        sql, why = find_sql(prompt, dialect, schema)
         what = f"Running this SQL with `{runs_sql.name if runs_sql else 'a SQL tool'}`."
         if sql is None and why is None:
             understood = understood_request(prompt, dialect)

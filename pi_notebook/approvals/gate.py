@@ -159,16 +159,7 @@ async def ask(
         return GateAnswer(decision=decision, reason=reason, via=via, waited_ms=waited, **more)
 
     try:
-        if typed:
-            pending: Any = ui.request_approval(request)
-        else:  # the one place a confirm-only UI is adapted: True / False read in _validated
-            pending = ui.confirm(
-                request.title,
-                message if message is not None else default_message(request),
-                signal=signal,
-                timeout=request.timeout_s,
-            )
-        task: asyncio.Future[Any] = asyncio.ensure_future(pending)
+        task = _call_ui(ui, typed, request, message, signal)
     except Exception as exc:
         return answer("rejected", _failed(exc), problem=_describe(exc))
     state, value = await _race(task, signal, request.timeout_s)
@@ -186,6 +177,28 @@ async def ask(
     if outcome.decision == "deferred":
         return answer("deferred", DEFERRED_REASON, outcome=outcome)
     return answer("rejected", REJECTED_REASON, outcome=outcome)
+
+
+def _call_ui(
+    ui: Any,
+    typed: bool,
+    request: ApprovalRequest,
+    message: str | None,
+    signal: AbortSignal | None,
+) -> asyncio.Future[Any]:
+    """Start asking ``ui``: its ``request_approval``, or (the one place a confirm-only UI is
+    adapted: True / False read in ``_validated``) its ``confirm`` with the request's title
+    and ``message``."""
+    if typed:
+        pending: Any = ui.request_approval(request)
+    else:
+        pending = ui.confirm(
+            request.title,
+            message if message is not None else default_message(request),
+            signal=signal,
+            timeout=request.timeout_s,
+        )
+    return asyncio.ensure_future(pending)
 
 
 async def _race(

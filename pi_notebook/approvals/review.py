@@ -27,18 +27,30 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, cast
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
-from pi_notebook.approvals.protocol import ApprovalRequest, WritePreview
+from pi_notebook.approvals.protocol import ApprovalRequest
 from pi_notebook.approvals.records import ReviewStep
+from pi_notebook.approvals.review_store import (
+    METADATA,
+    REQUESTS,
+    REVIEW_TABLE,
+    ReviewRequest,
+    ReviewState,
+    closed_text,
+    deadline,
+    preview_dict,
+    refusal,
+    request_of_row,
+    stored_moment,
+    utc_now,
+)
 from pi_notebook.audit.durable import record_before
 from pi_notebook.errors import ConfigurationError, ReviewRefused, StateError
-from pi_notebook.identity import current_user
 
 if TYPE_CHECKING:
     import pandas as pd  # pyright: ignore[reportMissingTypeStubs]
@@ -54,79 +66,8 @@ __all__ = [
     "preview_dict",
 ]
 
-REVIEW_TABLE = "pi_review_requests"
 REVIEW_KIND = ReviewStep.kind
 """The audit record kind of every review step."""
-SAMPLE_ROWS = 20
-"""Rows of a preview's sample kept in the store for the reviewer."""
-
-ReviewState = Literal["open", "approved", "rejected", "expired", "withdrawn"]
-
-_metadata = sa.MetaData()
-_requests = sa.Table(
-    REVIEW_TABLE,
-    _metadata,
-    sa.Column("request_id", sa.String(64), primary_key=True),
-    sa.Column("tool_call_id", sa.String(255), nullable=False),
-    sa.Column("tool_name", sa.String(255), nullable=False),
-    sa.Column("requester", sa.String(255), nullable=False),
-    sa.Column("reviewers", sa.Text, nullable=False),  # JSON list
-    sa.Column("args", sa.Text, nullable=False),  # JSON object
-    sa.Column("args_hash", sa.String(128), nullable=False),
-    sa.Column("reasons", sa.Text, nullable=False),  # JSON list
-    sa.Column("preview", sa.Text, nullable=True),  # JSON object
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("state", sa.String(16), nullable=False, index=True),
-    sa.Column("reviewer", sa.String(255), nullable=True),
-    sa.Column("note", sa.Text, nullable=True),
-    sa.Column("edited_args", sa.Text, nullable=True),  # JSON object: the reviewer's edit
-    sa.Column("decided_at", sa.DateTime(timezone=True), nullable=True),
-)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReviewRequest:
-    """One request in the review store, as read back.
-
-    Attributes:
-        request_id: the request's id in the store.
-        tool_call_id: the call that asks.
-        requester: who asked (never its reviewer).
-        reviewers: who may decide it.
-        tool_name: the tool being called.
-        args: the arguments the decision binds to (for SQL, ``{"sql": ...}``).
-        args_hash: their hash (what the requester's gate checks again).
-        reasons: why the call needs approval.
-        preview: the measured effect (``affected_rows``, ``plan``, ``method``, ``note``,
-            ``sample`` as a list of row dicts), or ``None``.
-        created_at: when it was posted (UTC).
-        expires_at: when it stops being decidable (UTC).
-        state: ``open``, ``approved``, ``rejected``, ``expired`` or ``withdrawn``.
-        reviewer: who decided (``None`` while open or when nobody decided).
-        note: the reviewer's note.
-        decided_at: when it left ``open`` (UTC), if it did.
-        edited_args: the arguments as the reviewer edited them before approving (the
-            requester's gate previews an edit whose effect differs again and posts it anew).
-    """
-
-    request_id: str
-    tool_call_id: str
-    requester: str
-    reviewers: tuple[str, ...]
-    tool_name: str
-    args: dict[str, Any]
-    args_hash: str
-    reasons: tuple[str, ...]
-    preview: dict[str, Any] | None
-    created_at: datetime
-    expires_at: datetime
-    state: ReviewState = "open"
-    reviewer: str | None = None
-    note: str | None = None
-    decided_at: datetime | None = None
-    edited_args: dict[str, Any] | None = None
-
 
 REVIEW_COLUMNS = [
     "request_id",
@@ -142,40 +83,6 @@ REVIEW_COLUMNS = [
     "args_hash",
 ]
 """The columns of :meth:`ReviewQueue.to_dataframe`: what a reviewer reads first, ids last."""
-
-
-def preview_dict(preview: WritePreview | None) -> dict[str, Any] | None:
-    """``preview`` as plain JSON values (its sample: the first :data:`SAMPLE_ROWS` rows)."""
-    if preview is None:
-        return None
-    out: dict[str, Any] = {
-        "affected_rows": preview.affected_rows,
-        "plan": preview.plan,
-        "method": preview.method,
-        "note": preview.note,
-    }
-    sample: Any = preview.sample
-    if sample is not None:
-        out["sample"] = json.loads(
-            sample.head(SAMPLE_ROWS).to_json(orient="records", date_format="iso")
-        )
-    return out
-
-
-def _utc(value: Any) -> datetime:
-    if not isinstance(value, datetime):
-        raise ValueError(f"review store: not a timestamp: {value!r}")
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _stored(moment: datetime, backend: str) -> datetime:
-    """A UTC moment as the store compares it (SQLite keeps naive text, so naive UTC)."""
-    moment = moment.astimezone(UTC)
-    return moment.replace(tzinfo=None) if backend == "sqlite" else moment
 
 
 class ReviewQueue:
@@ -199,7 +106,7 @@ class ReviewQueue:
         self._audit = audit
         self._own_audit: Any = None
         try:
-            _metadata.create_all(self.engine, checkfirst=True)
+            METADATA.create_all(self.engine, checkfirst=True)
         except SQLAlchemyError:  # another process created it at the same moment
             if not sa.inspect(self.engine).has_table(REVIEW_TABLE):
                 raise
@@ -264,12 +171,12 @@ class ReviewQueue:
             args_hash=request.args_hash,
             reasons=tuple(request.reasons),
             preview=preview_dict(request.preview),
-            created_at=_now(),
+            created_at=utc_now(),
             expires_at=expires_at.astimezone(UTC),
         )
         with self.engine.begin() as conn:
             conn.execute(
-                _requests.insert().values(
+                REQUESTS.insert().values(
                     request_id=found.request_id,
                     tool_call_id=found.tool_call_id,
                     tool_name=found.tool_name,
@@ -279,8 +186,8 @@ class ReviewQueue:
                     args_hash=found.args_hash,
                     reasons=json.dumps(list(found.reasons)),
                     preview=json.dumps(found.preview) if found.preview is not None else None,
-                    created_at=_stored(found.created_at, self._backend),
-                    expires_at=_stored(found.expires_at, self._backend),
+                    created_at=stored_moment(found.created_at, self._backend),
+                    expires_at=stored_moment(found.expires_at, self._backend),
                     state="open",
                 )
             )
@@ -295,11 +202,11 @@ class ReviewQueue:
         """The request ``request_id`` in any state, or ``None`` if the store has none."""
         with self.engine.connect() as conn:
             row = (
-                conn.execute(sa.select(_requests).where(_requests.c.request_id == request_id))
+                conn.execute(sa.select(REQUESTS).where(REQUESTS.c.request_id == request_id))
                 .mappings()
                 .first()
             )
-        return _from_row(dict(row)) if row is not None else None
+        return request_of_row(dict(row)) if row is not None else None
 
     def expire(self, request_id: str) -> bool:
         """Close an open request as ``expired`` (its requester stopped waiting): whether it
@@ -320,12 +227,12 @@ class ReviewQueue:
     def _close(self, request_id: str, state: ReviewState) -> bool:
         with self.engine.begin() as conn:
             done = conn.execute(
-                _requests.update()
+                REQUESTS.update()
                 .where(
-                    _requests.c.request_id == request_id,
-                    _requests.c.state == "open",
+                    REQUESTS.c.request_id == request_id,
+                    REQUESTS.c.state == "open",
                 )
-                .values(state=state, decided_at=_stored(_now(), self._backend))
+                .values(state=state, decided_at=stored_moment(utc_now(), self._backend))
             )
         return done.rowcount == 1
 
@@ -333,21 +240,21 @@ class ReviewQueue:
     def pending(self, reviewer: str | None = None) -> list[ReviewRequest]:
         """Open requests whose deadline has not passed, oldest first (only those ``reviewer``
         may decide, when given)."""
-        now = _stored(_now(), self._backend)
+        now = stored_moment(utc_now(), self._backend)
         with self.engine.connect() as conn:
             rows = (
                 conn.execute(
-                    sa.select(_requests)
+                    sa.select(REQUESTS)
                     .where(
-                        _requests.c.state == "open",
-                        _requests.c.expires_at > now,
+                        REQUESTS.c.state == "open",
+                        REQUESTS.c.expires_at > now,
                     )
-                    .order_by(_requests.c.created_at)
+                    .order_by(REQUESTS.c.created_at)
                 )
                 .mappings()
                 .all()
             )
-        found = [_from_row(dict(r)) for r in rows]
+        found = [request_of_row(dict(r)) for r in rows]
         if reviewer is not None:
             found = [r for r in found if reviewer in r.reviewers and reviewer != r.requester]
         return found
@@ -400,19 +307,7 @@ class ReviewQueue:
                 withdrawn, perhaps by a reviewer who decided first).
             AuditUnavailableError: the decision could not be recorded; it was not made.
         """
-        if decision not in ("approved", "rejected"):
-            raise ValueError(f"a review decision is 'approved' or 'rejected', not {decision!r}")
-        if edited_args is not None and decision != "approved":
-            raise ValueError("only an approval carries edited arguments")
-        found = self.get(request_id)
-        if found is None:
-            raise StateError(f"no review request {request_id!r} in this store")
-        why = _refusal(found, reviewer)
-        if why is not None:
-            self._record("refused", found, decision=decision, reviewer=reviewer, reason=why)
-            raise ReviewRefused(f"Refused: {why}; the request stays open.")
-        if found.state != "open" or found.expires_at <= _now():
-            raise StateError(_closed_text(found, expired_now=found.state == "open"))
+        found = self._decidable(request_id, decision, reviewer, edited_args)
         # On record first: a decision the requester may act on is always in the audit.
         self._record(
             "decision",
@@ -422,25 +317,9 @@ class ReviewQueue:
             note=note,
             edited_args=edited_args,
         )
-        now = _now()
-        with self.engine.begin() as conn:
-            done = conn.execute(
-                _requests.update()
-                .where(
-                    _requests.c.request_id == request_id,
-                    _requests.c.state == "open",
-                    _requests.c.expires_at > _stored(now, self._backend),
-                )
-                .values(
-                    state=decision,
-                    reviewer=reviewer,
-                    note=note,
-                    edited_args=json.dumps(edited_args) if edited_args is not None else None,
-                    decided_at=_stored(now, self._backend),
-                )
-            )
+        done = self._mark_decided(request_id, decision, reviewer, note, edited_args)
         after = self.get(request_id) or found
-        if done.rowcount != 1:
+        if not done:
             self._record(
                 "decision_lost",
                 after,
@@ -449,8 +328,61 @@ class ReviewQueue:
                 reviewer=reviewer,
                 state=after.state,
             )
-            raise StateError(_closed_text(after, expired_now=after.state == "open"))
+            raise StateError(closed_text(after, expired_now=after.state == "open"))
         return after
+
+    def _decidable(
+        self,
+        request_id: str,
+        decision: str,
+        reviewer: str,
+        edited_args: dict[str, Any] | None,
+    ) -> ReviewRequest:
+        """The request, when ``reviewer`` may make ``decision`` on it now (see
+        :meth:`decide` for what is raised; a refused reviewer is audited)."""
+        if decision not in ("approved", "rejected"):
+            raise ValueError(f"a review decision is 'approved' or 'rejected', not {decision!r}")
+        if edited_args is not None and decision != "approved":
+            raise ValueError("only an approval carries edited arguments")
+        found = self.get(request_id)
+        if found is None:
+            raise StateError(f"no review request {request_id!r} in this store")
+        why = refusal(found, reviewer)
+        if why is not None:
+            self._record("refused", found, decision=decision, reviewer=reviewer, reason=why)
+            raise ReviewRefused(f"Refused: {why}; the request stays open.")
+        if found.state != "open" or found.expires_at <= utc_now():
+            raise StateError(closed_text(found, expired_now=found.state == "open"))
+        return found
+
+    def _mark_decided(
+        self,
+        request_id: str,
+        decision: str,
+        reviewer: str,
+        note: str | None,
+        edited_args: dict[str, Any] | None,
+    ) -> bool:
+        """The one conditional update that decides: whether the request was still open and
+        within its deadline (``False``: another reviewer, an expiry or a withdrawal won)."""
+        now = utc_now()
+        with self.engine.begin() as conn:
+            done = conn.execute(
+                REQUESTS.update()
+                .where(
+                    REQUESTS.c.request_id == request_id,
+                    REQUESTS.c.state == "open",
+                    REQUESTS.c.expires_at > stored_moment(now, self._backend),
+                )
+                .values(
+                    state=decision,
+                    reviewer=reviewer,
+                    note=note,
+                    edited_args=json.dumps(edited_args) if edited_args is not None else None,
+                    decided_at=stored_moment(now, self._backend),
+                )
+            )
+        return done.rowcount == 1
 
     def close(self) -> None:
         """Close the queue's own audit log and engine (not those it was given)."""
@@ -466,53 +398,3 @@ class ReviewQueue:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
-
-
-def _refusal(found: ReviewRequest, reviewer: str) -> str | None:
-    me = current_user()
-    if reviewer != me:
-        return f"{reviewer!r} is not the user of this process ({me!r}); decide as yourself"
-    if reviewer == found.requester:
-        return f"{reviewer!r} asked for this request and cannot review it (four eyes)"
-    if reviewer not in found.reviewers:
-        return (
-            f"{reviewer!r} is not a reviewer of this request (reviewers: "
-            f"{', '.join(found.reviewers)})"
-        )
-    return None
-
-
-def _closed_text(found: ReviewRequest, *, expired_now: bool = False) -> str:
-    if expired_now or found.state == "expired":
-        return f"review request {found.request_id} expired: nothing was decided"
-    if found.state == "withdrawn":
-        return f"review request {found.request_id} was withdrawn by its requester"
-    return f"review request {found.request_id} was already {found.state} by {found.reviewer}"
-
-
-def _from_row(row: dict[str, Any]) -> ReviewRequest:
-    preview: Any = json.loads(row["preview"]) if row["preview"] else None
-    decided = row["decided_at"]
-    return ReviewRequest(
-        request_id=row["request_id"],
-        tool_call_id=row["tool_call_id"],
-        requester=row["requester"],
-        reviewers=tuple(json.loads(row["reviewers"])),
-        tool_name=row["tool_name"],
-        args=json.loads(row["args"]),
-        args_hash=row["args_hash"],
-        reasons=tuple(json.loads(row["reasons"])),
-        preview=preview,
-        created_at=_utc(row["created_at"]),
-        expires_at=_utc(row["expires_at"]),
-        state=row["state"],
-        reviewer=row["reviewer"],
-        note=row["note"],
-        decided_at=_utc(decided) if decided is not None else None,
-        edited_args=json.loads(row["edited_args"]) if row.get("edited_args") else None,
-    )
-
-
-def deadline(timeout_s: float) -> datetime:
-    """The moment ``timeout_s`` seconds from now (UTC)."""
-    return _now() + timedelta(seconds=timeout_s)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from pi_notebook.approvals.protocol import ApprovalOutcome, ApprovalRequest
-from pi_notebook.approvals.review import ReviewQueue, deadline
+from pi_notebook.approvals.review import ReviewQueue, ReviewRequest, deadline
 from pi_notebook.errors import AuditError, ConfigurationError, PiNotebookError
 from pi_notebook.identity import requester
 from pi_notebook.secrets import safe_url, scrub
@@ -174,7 +174,7 @@ class ReviewUI:
         Raises:
             ReviewUnavailable: the store cannot be reached or written (the gate denies).
         """
-        settings, waiter = self.waiter.settings, self.waiter
+        settings = self.waiter.settings
         timeout = request.timeout_s if request.timeout_s is not None else settings.timeout_s
         if timeout is None:
             raise ReviewUnavailable("a review needs a deadline (timeout_s); nothing ran")
@@ -182,11 +182,34 @@ class ReviewUI:
         # request (atomically) before the gate gives up: no decision lands after it.
         margin = min(1.0, timeout * 0.1)
         own_deadline = time.monotonic() + timeout - margin
+        queue, posted = await self._post(request, timeout - margin)
+        waiting = _Waiting()
+        try:
+            return await self._decision(request, queue, posted, own_deadline, waiting)
+        except BaseException as exc:
+            # The gate's deadline, the run's abort, or the store failing while we wait: nobody
+            # may decide the request now (if the store is down, its deadline closes it).
+            if not waiting.closed:
+                aborted = self.signal is not None and self.signal.aborted
+                expired = isinstance(exc, asyncio.CancelledError) and not aborted
+                close = queue.expire if expired else queue.withdraw
+                try:
+                    await asyncio.shield(asyncio.to_thread(close, posted.request_id))
+                except BaseException:  # best effort: the deadline closes it anyway
+                    pass
+            raise
+
+    async def _post(
+        self, request: ApprovalRequest, timeout_s: float
+    ) -> tuple[ReviewQueue, ReviewRequest]:
+        """Post ``request`` to the store, decidable for ``timeout_s``, and say who it waits
+        for (on the call's card and as a notice)."""
+        settings, waiter = self.waiter.settings, self.waiter
         asker = requester()
         try:
             queue = await asyncio.to_thread(waiter.queue)
             posted = await asyncio.to_thread(
-                queue.post, request, asker, settings.reviewers, deadline(timeout - margin)
+                queue.post, request, asker, settings.reviewers, deadline(timeout_s)
             )
         except ReviewUnavailable:
             raise
@@ -202,54 +225,61 @@ class ReviewUI:
             f"Waiting for a review by {settings.waits_for(asker)} (request "
             f"{posted.request_id}, until {until}); you cannot approve your own request."
         )
-        closed = False
-        try:
-            while True:
-                try:
-                    found = await asyncio.to_thread(queue.get, posted.request_id)
-                except Exception as exc:
-                    raise ReviewUnavailable(waiter.unreachable(exc)) from None
-                if found is not None and found.state in ("approved", "rejected"):
-                    closed = True
-                    edited = " as edited" if found.edited_args is not None else ""
-                    mark = "✔ Approved" if found.state == "approved" else "✘ Rejected"
-                    self._show(request, found.state, f"{mark}{edited} by {found.reviewer}.")
+        return queue, posted
+
+    async def _decision(
+        self,
+        request: ApprovalRequest,
+        queue: ReviewQueue,
+        posted: ReviewRequest,
+        own_deadline: float,
+        waiting: _Waiting,
+    ) -> ApprovalOutcome:
+        """Poll the store until a reviewer decides; at ``own_deadline`` close the request as
+        expired (then wait for the gate to end the call). ``waiting.closed`` tells whether
+        the store has closed the request."""
+        waiter, settings = self.waiter, self.waiter.settings
+        while True:
+            try:
+                found = await asyncio.to_thread(queue.get, posted.request_id)
+            except Exception as exc:
+                raise ReviewUnavailable(waiter.unreachable(exc)) from None
+            if found is not None and found.state in ("approved", "rejected"):
+                waiting.closed = True
+                edited = " as edited" if found.edited_args is not None else ""
+                mark = "✔ Approved" if found.state == "approved" else "✘ Rejected"
+                self._show(request, found.state, f"{mark}{edited} by {found.reviewer}.")
+                self._notify(
+                    f"Review {posted.request_id}: {found.state}{edited} by "
+                    f"{found.reviewer}" + (f" ({found.note})" if found.note else "") + "."
+                )
+                return ApprovalOutcome(
+                    found.state, approver=found.reviewer, edited_args=found.edited_args
+                )
+            if found is None or found.state != "open":
+                waiting.closed = True
+                raise ReviewUnavailable(
+                    f"review request {posted.request_id} is no longer "
+                    "open and was not decided; nothing ran"
+                )
+            left = own_deadline - time.monotonic()
+            if left <= 0:
+                if await asyncio.to_thread(queue.expire, posted.request_id):
+                    waiting.closed = True
+                    self._show(request, "expired", "No review decision in time: expired.")
                     self._notify(
-                        f"Review {posted.request_id}: {found.state}{edited} by "
-                        f"{found.reviewer}" + (f" ({found.note})" if found.note else "") + "."
+                        f"Review {posted.request_id}: no decision in time; expired.", "warning"
                     )
-                    return ApprovalOutcome(
-                        found.state, approver=found.reviewer, edited_args=found.edited_args
-                    )
-                if found is None or found.state != "open":
-                    closed = True
-                    raise ReviewUnavailable(
-                        f"review request {posted.request_id} is no longer "
-                        "open and was not decided; nothing ran"
-                    )
-                left = own_deadline - time.monotonic()
-                if left <= 0:
-                    if await asyncio.to_thread(queue.expire, posted.request_id):
-                        closed = True
-                        self._show(request, "expired", "No review decision in time: expired.")
-                        self._notify(
-                            f"Review {posted.request_id}: no decision in time; expired.", "warning"
-                        )
-                        await asyncio.Event().wait()  # the gate ends the call "expired"
-                    continue  # decided just before: read the decision
-                await asyncio.sleep(min(settings.poll_s, left))
-        except BaseException as exc:
-            # The gate's deadline, the run's abort, or the store failing while we wait: nobody
-            # may decide the request now (if the store is down, its deadline closes it).
-            if not closed:
-                aborted = self.signal is not None and self.signal.aborted
-                expired = isinstance(exc, asyncio.CancelledError) and not aborted
-                close = queue.expire if expired else queue.withdraw
-                try:
-                    await asyncio.shield(asyncio.to_thread(close, posted.request_id))
-                except BaseException:  # best effort: the deadline closes it anyway
-                    pass
-            raise
+                    await asyncio.Event().wait()  # the gate ends the call "expired"
+                continue  # decided just before: read the decision
+            await asyncio.sleep(min(settings.poll_s, left))
+
+
+@dataclass
+class _Waiting:
+    """Whether the store has closed a request being waited for (decided, gone, expired)."""
+
+    closed: bool = False
 
 
 class ReviewContext:

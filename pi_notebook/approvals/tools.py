@@ -189,6 +189,18 @@ class ToolApprovals:
         )
         answer = await ask(request, ctx, signal=signal)
         entry, block = self._settle(answer, request, params)
+        unrecorded_reason = await self._commit(entry, tool_call_id, tool_name)
+        if unrecorded_reason is not None:
+            return unrecorded_reason
+        if block is not None:
+            return block
+        self.capabilities.grant(tool_call_id, entry.args_hash, self.capability_ttl_s)
+        self._approved.add(tool_call_id)
+        return None
+
+    async def _commit(self, entry: ApprovalEntry, tool_call_id: str, tool_name: str) -> str | None:
+        """Commit the decision to the audit; the block reason when it cannot be recorded (an
+        approval we cannot record is no approval: its edit is dropped too)."""
         try:
             await commit_record(
                 self._audit(),
@@ -199,13 +211,9 @@ class ToolApprovals:
                     policy_version=TOOL_POLICY_VERSION,
                 ),
             )
-        except Exception as exc:  # an approval we cannot record is no approval
+        except Exception as exc:
             self._edits.pop(tool_call_id, None)
             return unrecorded(exc)
-        if block is not None:
-            return block
-        self.capabilities.grant(tool_call_id, entry.args_hash, self.capability_ttl_s)
-        self._approved.add(tool_call_id)
         return None
 
     def _settle(

@@ -6,8 +6,10 @@ here: reading the store (``frames``).
 
 A call's statement is the backend's own record of it (``final_args``, ``query_refused``,
 ``capability_mismatch`` carry ``sql``); for a call that never reached the backend it is the code
-its tool shows for the call's raw arguments (``view_of(tool_name, args).code``, from the tool's
-``describe_call``), when the caller knows the tools.
+its tool shows for the call's raw arguments, as its start record keeps it (``code_argument`` or
+``code``, from the tool's ``describe_call`` when the call began); for a start record without
+them (written before they were kept), ``view_of(tool_name, args).code``, when the caller knows
+the tools.
 """
 
 from __future__ import annotations
@@ -93,14 +95,28 @@ def _new(session_id: Any, call_id: Any, ts: Any) -> dict[str, Any]:
     }
 
 
+def _shown_code(p: dict[str, Any], tool_name: Any, view_of: ViewOf | None) -> str | None:
+    """The code a start record's tool shows for its raw arguments: as the record keeps it
+    (the argument that is the code, or the code), else by ``view_of`` (older records)."""
+    args: Any = p.get("args")
+    code, argument = p.get("code"), p.get("code_argument")
+    if isinstance(code, str):
+        return code
+    if isinstance(args, dict):
+        if isinstance(argument, str):
+            shown = args.get(argument)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            return shown if isinstance(shown, str) else None
+        if view_of is not None and isinstance(tool_name, str):
+            return view_of(tool_name, args).code
+    return None
+
+
 def _apply(
     row: dict[str, Any], kind: str, ts: Any, p: dict[str, Any], view_of: ViewOf | None
 ) -> None:
     if kind == "tool_execution_start":
         row["started_at"] = ts
-        args = p.get("args")
-        if view_of is not None and isinstance(args, dict) and isinstance(row["tool_name"], str):
-            row["raw_sql"] = view_of(row["tool_name"], args).code
+        row["raw_sql"] = _shown_code(p, row["tool_name"], view_of)
     elif kind == "tool_call":
         decision = p.get("decision")
         if decision is not None and row["gate"] in (None, "seen", "allowed"):
@@ -181,8 +197,8 @@ def summarise_calls(frame: pd.DataFrame, view_of: ViewOf | None = None) -> pd.Da
 
     Columns, in this order: decision (the approval's, or ``granted``; else the ``tool_call``
     chain's: allowed / blocked); outcome (ok, error, refused, aborted, blocked, or incomplete
-    without an end); sql (the final arguments' statement, else the code ``view_of`` shows for
-    the raw arguments, when it is given); rows (the
+    without an end); sql (the final arguments' statement, else the code the tool showed for
+    the raw arguments, as the start record keeps it or ``view_of`` shows it); rows (the
     statement's row count); duration_ms (start to end without the approval wait);
     execution_ms (the statement's time at the backend, else duration_ms); approval_wait_ms
     (the person's time to decide); started_at, ended_at (UTC); tool_name; is_error; then the

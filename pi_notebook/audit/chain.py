@@ -293,14 +293,7 @@ def verify_session(
     """
     where = f"session {session_id}"
     if head is None:
-        # The writer creates the head with the first batch: records without one were forged.
-        seqs = [int(row.seq) for row in rows]
-        report.records += len(seqs)
-        if seqs:
-            span = f"seq {min(seqs)}" if len(seqs) == 1 else f"seq {min(seqs)}..{max(seqs)}"
-            report.problems.append(
-                f"{where} {span}: inserted (no head entry: the audit never wrote this session)"
-            )
+        _check_headless(where, rows, report)
         return
     expected_seq = 1
     prev_hash = GENESIS
@@ -310,48 +303,69 @@ def verify_session(
     for row in rows:
         report.records += 1
         seq = int(row.seq)
-        computed = record_hash(
-            session_id=row.session_id,
-            seq=seq,
-            ts=format_ts(row.ts),
-            kind=row.kind,
-            tool_call_id=row.tool_call_id,
-            tool_name=row.tool_name,
-            user=row.user,
-            policy_version=row.policy_version,
-            payload=row.payload,
-            prev_hash=row.prev_hash,
-        )
-        if seq > expected_seq:
-            missing = (
-                f"seq {expected_seq}"
-                if seq == expected_seq + 1
-                else f"seq {expected_seq}..{seq - 1}"
-            )
-            report.problems.append(
-                f"{where} {missing}: removed (the chain jumps from seq "
-                f"{expected_seq - 1} to seq {seq})"
-            )
-        elif seq < expected_seq:
-            report.problems.append(f"{where} seq {seq}: inserted (sequence number repeats)")
-        if computed != row.hash:
-            what = "inserted" if seq > head[0] else "altered"
-            report.problems.append(
-                f"{where} seq {seq}: {what} (its content does not match its hash)"
-            )
-        elif row.prev_hash != prev_hash and seq == expected_seq:
-            if seq == 1:
-                report.problems.append(f"{where} seq 1: altered (does not start the chain)")
-            else:
-                # This record is self-consistent but links elsewhere: its predecessor was
-                # rewritten and re-hashed, or this record was forged with a valid hash.
-                report.problems.append(
-                    f"{where} seq {seq - 1}: altered (seq {seq} links to a different hash)"
-                )
+        _check_row(where, row, seq, expected_seq, prev_hash, head[0], report)
         expected_seq = max(expected_seq, seq + 1)
         prev_hash = row.hash
         last_seq, last_hash = seq, row.hash
     _check_head(where, head, last_seq, last_hash, len(report.problems) > problems_before, report)
+
+
+def _check_headless(where: str, rows: Iterable[Any], report: VerifyReport) -> None:
+    """A session without a head: the writer creates the head with the first batch, so its
+    records were forged."""
+    seqs = [int(row.seq) for row in rows]
+    report.records += len(seqs)
+    if seqs:
+        span = f"seq {min(seqs)}" if len(seqs) == 1 else f"seq {min(seqs)}..{max(seqs)}"
+        report.problems.append(
+            f"{where} {span}: inserted (no head entry: the audit never wrote this session)"
+        )
+
+
+def _check_row(
+    where: str,
+    row: Any,
+    seq: int,
+    expected_seq: int,
+    prev_hash: str,
+    head_count: int,
+    report: VerifyReport,
+) -> None:
+    """One record against the chain: its place (a gap, a repeat), its hash (altered, or
+    inserted past the head's count) and its link to the record before it."""
+    computed = record_hash(
+        session_id=row.session_id,
+        seq=seq,
+        ts=format_ts(row.ts),
+        kind=row.kind,
+        tool_call_id=row.tool_call_id,
+        tool_name=row.tool_name,
+        user=row.user,
+        policy_version=row.policy_version,
+        payload=row.payload,
+        prev_hash=row.prev_hash,
+    )
+    if seq > expected_seq:
+        missing = (
+            f"seq {expected_seq}" if seq == expected_seq + 1 else f"seq {expected_seq}..{seq - 1}"
+        )
+        report.problems.append(
+            f"{where} {missing}: removed (the chain jumps from seq {expected_seq - 1} to seq {seq})"
+        )
+    elif seq < expected_seq:
+        report.problems.append(f"{where} seq {seq}: inserted (sequence number repeats)")
+    if computed != row.hash:
+        what = "inserted" if seq > head_count else "altered"
+        report.problems.append(f"{where} seq {seq}: {what} (its content does not match its hash)")
+    elif row.prev_hash != prev_hash and seq == expected_seq:
+        if seq == 1:
+            report.problems.append(f"{where} seq 1: altered (does not start the chain)")
+        else:
+            # This record is self-consistent but links elsewhere: its predecessor was
+            # rewritten and re-hashed, or this record was forged with a valid hash.
+            report.problems.append(
+                f"{where} seq {seq - 1}: altered (seq {seq} links to a different hash)"
+            )
 
 
 def _check_head(

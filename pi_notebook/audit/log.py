@@ -18,7 +18,7 @@ import json
 import logging
 import uuid
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -26,18 +26,16 @@ import sqlalchemy as sa
 from ..agent.views import known_call_views
 from ..errors import AuditUnavailableError, ConfigurationError
 from ..identity import current_user
-from .chain import VerifyReport
 from .encode import safe_field, safe_text
 from .engine import default_audit_url, make_engine
+from .log_reads import LogReads
 from .payload import encode_payload, storable_ids
 from .records import AuditRecord
 from .redact import Redactor
-from .schema import ensure_schema, records, verify_store
+from .schema import ensure_schema
 from .writer import Writer
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from ..agent.views import ViewOf
 
 __all__ = ["AuditLog", "default_audit_url"]
@@ -46,7 +44,7 @@ _log = logging.getLogger("pi_notebook.audit")
 DURABLE_TIMEOUT_S = 5.0
 
 
-class AuditLog:
+class AuditLog(LogReads):
     """The audit log of one session, in a SQLAlchemy store shared with other sessions.
 
     Args:
@@ -63,11 +61,13 @@ class AuditLog:
         linger_s: How long ordinary records wait to share a transaction (group commit); a
             durable record or a flush commits at once.
         call_views: How its calls read (``view_of(tool_name, args)``, from each tool's
-            ``describe_call``), for the summaries: ``calls_dataframe`` shows the code of a call
-            that never reached the backend. A session sets it to its own tools' views when it
-            writes to this log; ``None``: the describers the imported packages remembered
-            (:func:`~pi_notebook.agent.views.known_call_views`): the database tools' once
-            ``pi_notebook.database`` is imported (a notebook with the extension loaded has).
+            ``describe_call``). The recorder keeps in each start record which argument the
+            tool shows as code, so ``calls_dataframe`` shows the statement of a call that
+            never reached the backend to any reader of the store, with or without the tool's
+            package. A session sets it to its own tools' views when it writes to this log;
+            ``None``: the describers the imported packages remembered
+            (:func:`~pi_notebook.agent.views.known_call_views`), which is also how records
+            written before start records kept their code are read.
 
     Raises:
         sqlalchemy.exc.SQLAlchemyError: The store cannot be reached or its schema created.
@@ -331,108 +331,9 @@ class AuditLog:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
-    def verify(self, session_id: str | None = None) -> VerifyReport:
-        """Check the hash chains: every session in the store, or only ``session_id``.
-
-        Returns:
-            A ``VerifyReport``; ``ok`` is true only if no record was altered, inserted or
-            removed. ``problems`` names the session, sequence number and what happened.
-        """
+    def _written(self) -> None:
         if not self._closed:
             self.flush()
-        return verify_store(self.engine, session_id)
-
-    def to_dataframe(
-        self,
-        session: str | None = None,
-        tool: str | None = None,
-        tool_call_id: str | None = None,
-        since: Any = None,
-        kind: str | Sequence[str] | None = None,
-        decode: bool = True,
-        user: str | None = None,
-    ) -> pd.DataFrame:
-        """The records as a DataFrame, one row per record, ordered by session and seq (D9).
-
-        Args:
-            session: Only this session id.
-            tool: Only records of this tool name.
-            tool_call_id: Only records of this call.
-            since: Only records at or after this time (datetime, pandas Timestamp or ISO
-                string; naive means UTC).
-            kind: Only records of this kind (or these kinds).
-            user: Only records written by this user's sessions (``current_user()`` of the
-                writing process), e.g. one person's records in a team's shared store.
-            decode: Payloads as dicts (the default); ``False`` keeps them as JSON text,
-                which is several times faster on large stores (``decode_payloads(frame)``
-                decodes later).
-
-        Every filter runs in the store's SQL: nothing is loaded to be thrown away.
-
-        Returns:
-            Columns id, session_id, seq, timestamp (datetime64, UTC), kind, tool_call_id,
-            tool_name, user, policy_version, payload (dict, or JSON text), prev_hash, hash.
-        """
-        from .frames import read_records
-
-        if not self._closed:
-            self.flush()
-        return read_records(
-            self.engine,
-            session=session,
-            tool=tool,
-            tool_call_id=tool_call_id,
-            since=since,
-            kind=kind,
-            user=user,
-            decode=decode,
-        )
-
-    def last_hashes(self, call_ids: Sequence[str], session: str | None = None) -> dict[str, str]:
-        """The hash of each call's last record in the store (after a flush).
-
-        Args:
-            call_ids: the calls to look up; ids with no record are left out of the result.
-            session: the session they belong to; ``None`` means this log's.
-
-        Blocks on the store: call it from a thread when on the event loop.
-        """
-        if not self._closed:
-            self.flush()
-        wanted = [str(c) for c in call_ids]
-        out: dict[str, str] = {}
-        if not wanted:
-            return out
-        sid = self.session_id if session is None else session
-        c = records.c
-        with self.engine.connect() as conn:
-            for start in range(0, len(wanted), 500):
-                rows = conn.execute(
-                    sa.select(c.tool_call_id, c.hash)
-                    .where(c.session_id == sid, c.tool_call_id.in_(wanted[start : start + 500]))
-                    .order_by(c.seq)
-                )
-                for call_id, digest in rows:
-                    out[call_id] = digest
-        return out
-
-    def calls_dataframe(
-        self, session: str | None = None, *, call_views: ViewOf | None = None
-    ) -> pd.DataFrame:
-        """One row per (session_id, tool_call_id): session_id, tool_call_id, tool_name, sql,
-        args_hash, decision, outcome, rows, is_error, approval_wait_ms, execution_ms,
-        duration_ms (without the approval wait), started_at, ended_at (see
-        ``calls.summarise_calls``). ``session=None`` means every session in the store.
-        ``call_views`` (default: this log's) says how the tools' calls read."""
-        from .calls import summarise_calls
-        from .frames import read_records
-
-        if not self._closed:
-            self.flush()
-        return summarise_calls(
-            read_records(self.engine, session=session, calls_only=True, decode=False),
-            call_views if call_views is not None else self.call_views,
-        )
 
 
 _open_logs: weakref.WeakSet[AuditLog] = weakref.WeakSet()

@@ -18,19 +18,27 @@ run. What does not belong here: rendering or writing the outputs (the notebook p
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from ..errors import AuditError
 from .notebook_calls import check_call
-from .provisional import check_provisional, is_provisional, malformed_provisional
+from .notebook_read import (
+    PROVISIONAL_CLASS,
+    RECORD_CLASS,
+    NotebookRead,
+    Stamp,
+    malformed_stamp,
+    output_digest,
+    prompt_body,
+    prompt_digest,
+    read_notebook,
+)
+from .provisional import check_provisional, malformed_provisional
 from .schema import records, verify_store
 
 if TYPE_CHECKING:
@@ -57,51 +65,6 @@ CALL_STAMP_FIELDS = (
     "audit_hash",
 )
 """The fields of each stamped call, in the output's metadata and in its record alike."""
-
-
-RECORD_CLASS = "pi-record"
-"""The CSS class of a record's outer ``<div>`` (``pi_notebook.notebook.record`` writes it)."""
-
-PROVISIONAL_CLASS = "pi-provisional"
-"""The CSS class of a provisional record's outer ``<div>`` (a run that has not settled)."""
-
-_RECORD_HTML = re.compile(r"""class\s*=\s*["'][^"']*\bpi-record\b""")
-_RECORD_PLAIN = re.compile(
-    r"^\s*\S+ (?:done|failed|stopped|blocked|starting|running)\b[^\n]*· \d+ calls? · model "
-)
-_PROVISIONAL_HTML = re.compile(r"""class\s*=\s*["'][^"']*\bpi-provisional\b""")
-_PROVISIONAL_PLAIN = re.compile(r"^\s*◌ interrupted · \d+ calls? · model ")
-_PI_CELL = re.compile(r"^\s*%%pi\b[^\n]*(?:\n|$)")
-
-
-def prompt_body(source: str) -> str | None:
-    """The prompt of a ``%%pi`` cell's source (the body below ``%%pi``), stripped; else None."""
-    match = _PI_CELL.match(source)
-    return source[match.end() :].strip() if match else None
-
-
-def prompt_digest(prompt: str) -> str:
-    """SHA-256 (hex) of a run's prompt, stripped (as ``%%pi`` runs it)."""
-    return hashlib.sha256(prompt.strip().encode("utf-8")).hexdigest()
-
-
-def _text(value: Any) -> Any:
-    # nbformat may store multi-line strings as lists of lines; both forms digest alike.
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):  # pyright: ignore[reportUnknownVariableType]
-        return "".join(value)  # pyright: ignore[reportUnknownArgumentType]
-    return value
-
-
-def output_digest(data: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of a display output's MIME bundle: canonical JSON, sorted keys.
-
-    Args:
-        data: the output's ``data`` dict (MIME type to content), as written or as read back
-            from an ``.ipynb``.
-    """
-    canonical = {str(mime): _text(value) for mime, value in data.items()}
-    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(kw_only=True)
@@ -144,89 +107,6 @@ class NotebookReport:
         return "\n".join([*lines, *(f"- {p}" for p in self.problems)])
 
 
-@dataclass
-class _Stamp:
-    where: str
-    meta: dict[str, Any]
-    data: Any
-    source: str = ""
-
-
-@dataclass
-class _Read:
-    """What :func:`verify_notebook` takes from a notebook file."""
-
-    stamps: list[_Stamp]
-    unstamped: list[str]  # where an output looks like a record but has no stamp
-    unstamped_digests: set[str]  # their data's digests
-    prompts: list[str]  # the prompt digest of each ``%%pi`` cell
-    provisional: list[_Stamp] = field(default_factory=list[_Stamp])
-
-
-def _looks_like_record(data: Any) -> bool:
-    if not isinstance(data, Mapping):
-        return False
-    page = _text(data.get("text/html"))  # pyright: ignore[reportUnknownMemberType]
-    plain = _text(data.get("text/plain"))  # pyright: ignore[reportUnknownMemberType]
-    return (
-        isinstance(page, str)
-        and (_RECORD_HTML.search(page) is not None or _PROVISIONAL_HTML.search(page) is not None)
-    ) or (
-        isinstance(plain, str)
-        and (_RECORD_PLAIN.match(plain) is not None or _PROVISIONAL_PLAIN.match(plain) is not None)
-    )
-
-
-def _read(path: str | os.PathLike[str]) -> _Read:
-    """The stamped outputs, the outputs that look like records without a stamp, and the
-    prompts of the ``%%pi`` cells."""
-    import nbformat
-
-    try:
-        notebook: Any = nbformat.read(os.fspath(path), as_version=4)  # pyright: ignore[reportUnknownMemberType]
-    except FileNotFoundError:
-        raise
-    except Exception as exc:  # invalid JSON or not a notebook: say so plainly
-        raise AuditError(f"{os.fspath(path)} is not a readable notebook ({exc})") from exc
-    found: list[_Stamp] = []
-    provisional: list[_Stamp] = []
-    unstamped: list[str] = []
-    prompts: list[str] = []
-    digests: set[str] = set()
-    for ci, cell in enumerate(notebook.cells):
-        source = _text(cell.get("source", ""))
-        body = prompt_body(source) if cell.cell_type == "code" and isinstance(source, str) else None
-        if body is not None:
-            prompts.append(prompt_digest(body))
-        for oi, output in enumerate(cell.get("outputs", []) if cell.cell_type == "code" else []):
-            if output.get("output_type") not in ("display_data", "execute_result"):
-                continue
-            where = f"cell {ci} output {oi}"
-            meta = (output.get("metadata") or {}).get("pi_notebook")
-            data = output.get("data") or {}
-            if is_provisional(meta):
-                text = source if isinstance(source, str) else ""
-                provisional.append(_Stamp(where, meta, data, text))
-            elif meta is not None:
-                found.append(_Stamp(where, meta, data, source if isinstance(source, str) else ""))
-            elif _looks_like_record(data):
-                unstamped.append(where)
-                digests.add(output_digest(data))
-    return _Read(found, unstamped, digests, prompts, provisional)
-
-
-def _malformed(meta: Any) -> str | None:
-    if not isinstance(meta, Mapping):
-        return "its pi_notebook stamp is not an object"
-    for key in ("run_id", "session_id", "output_digest", "record_hash"):
-        if not isinstance(meta.get(key), str):  # pyright: ignore[reportUnknownMemberType]
-            return f"its stamp has no {key}"
-    calls = meta.get("calls")  # pyright: ignore[reportUnknownMemberType]
-    if not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls):  # pyright: ignore[reportUnknownVariableType]
-        return "its stamp's calls are not a list of objects"
-    return None
-
-
 def _load(
     conn: sa.Connection, sessions: Iterable[str]
 ) -> tuple[
@@ -256,9 +136,9 @@ def _load(
     return outputs, calls
 
 
-def _check(stamp: _Stamp, outputs: dict[Any, Any], calls: dict[Any, Any]) -> list[str]:
+def _check(stamp: Stamp, outputs: dict[Any, Any], calls: dict[Any, Any]) -> list[str]:
     meta, where = stamp.meta, stamp.where
-    bad = _malformed(meta)
+    bad = malformed_stamp(meta)
     if bad is not None:
         return [f"{where}: unknown output ({bad})"]
     sid = meta["session_id"]
@@ -293,7 +173,7 @@ def _check(stamp: _Stamp, outputs: dict[Any, Any], calls: dict[Any, Any]) -> lis
     return problems
 
 
-def _missing_runs(read: _Read, outputs: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
+def _missing_runs(read: NotebookRead, outputs: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
     """The settled runs of the file's sessions that no output of the file carries.
 
     A run is found by its session and run id, wherever it sits in the file (a renamed or
@@ -308,7 +188,7 @@ def _missing_runs(read: _Read, outputs: dict[tuple[str, str], dict[str, Any]]) -
             present.add((stamp.meta["session_id"], stamp.meta["run_id"]))
     carried: dict[str, int] = {}  # prompt digest -> stamped outputs of cells with that prompt
     for stamp in read.stamps:
-        if _malformed(stamp.meta) is None:
+        if malformed_stamp(stamp.meta) is None:
             present.add((stamp.meta["session_id"], stamp.meta["run_id"]))
             body = prompt_body(stamp.source)
             if body is not None:
@@ -383,55 +263,23 @@ def verify_notebook(
         FileNotFoundError: no such file.
         AuditError: the file is not a readable notebook.
     """
-    read = _read(path)
-    stamps, unstamped = read.stamps, read.unstamped
-    report = NotebookReport(outputs=len(stamps), provisional=len(read.provisional))
+    read = read_notebook(path)
+    report = NotebookReport(outputs=len(read.stamps), provisional=len(read.provisional))
     engine, owned = _engine_of(audit)
     try:
-        sessions = {s.meta["session_id"] for s in stamps if _malformed(s.meta) is None}
+        sessions = {s.meta["session_id"] for s in read.stamps if malformed_stamp(s.meta) is None}
         sessions |= {
             s.meta["session_id"] for s in read.provisional if malformed_provisional(s.meta) is None
         }
         with engine.connect() as conn:
             outputs, calls = _load(conn, sessions)
         first_of_run: dict[str, str] = {}
-        for stamp in stamps:
-            report.problems.extend(_check(stamp, outputs, calls))
-            if _malformed(stamp.meta) is None:
-                report.calls += len(stamp.meta["calls"])
-                run_id = stamp.meta["run_id"]
-                if run_id in first_of_run:
-                    report.problems.append(
-                        f"{stamp.where}: duplicated (run {run_id[:12]}… is already recorded at "
-                        f"{first_of_run[run_id]})"
-                    )
-                else:
-                    first_of_run[run_id] = stamp.where
-        settled = {
-            (sid, r["run_id"])
-            for (sid, _h), r in outputs.items()
-            if isinstance(r.get("run_id"), str)
-        }
-        for stamp in read.provisional:
-            body = prompt_body(stamp.source)
-            digest = None if body is None else prompt_digest(body)
-            report.problems.extend(
-                check_provisional(stamp.where, stamp.meta, stamp.data, digest, settled, calls)
-            )
-            run_id = stamp.meta.get("run_id")
-            if not isinstance(run_id, str):
-                continue
-            if run_id in first_of_run:
-                report.problems.append(
-                    f"{stamp.where}: duplicated (run {run_id[:12]}… is "
-                    f"already recorded at {first_of_run[run_id]})"
-                )
-            else:
-                first_of_run[run_id] = stamp.where
+        _check_stamps(report, read.stamps, outputs, calls, first_of_run)
+        _check_provisional(report, read.provisional, outputs, calls, first_of_run)
         report.problems.extend(
             f"{where}: unstamped (it looks like a pi_notebook record but has no provenance "
             "stamp; removed or forged)"
-            for where in unstamped
+            for where in read.unstamped
         )
         report.problems.extend(_missing_runs(read, outputs))
         for sid in sorted(sessions):
@@ -442,6 +290,55 @@ def verify_notebook(
             engine.dispose()
     report.ok = not report.problems
     return report
+
+
+def _check_stamps(
+    report: NotebookReport,
+    stamps: list[Stamp],
+    outputs: dict[tuple[str, str], dict[str, Any]],
+    calls: dict[tuple[str, str], list[tuple[str, Any, str]]],
+    first_of_run: dict[str, str],
+) -> None:
+    """Check each stamped output against its record, count its calls, and name a second
+    output of one run as duplicated (``first_of_run``: run id to where it was first seen)."""
+    for stamp in stamps:
+        report.problems.extend(_check(stamp, outputs, calls))
+        if malformed_stamp(stamp.meta) is None:
+            report.calls += len(stamp.meta["calls"])
+            _first(report, stamp.where, stamp.meta["run_id"], first_of_run)
+
+
+def _check_provisional(
+    report: NotebookReport,
+    provisional: list[Stamp],
+    outputs: dict[tuple[str, str], dict[str, Any]],
+    calls: dict[tuple[str, str], list[tuple[str, Any, str]]],
+    first_of_run: dict[str, str],
+) -> None:
+    """Check each provisional record as far as the audit allows (a run that settled since is
+    named as stale), and name one that repeats a run already seen as duplicated."""
+    settled = {
+        (sid, r["run_id"]) for (sid, _h), r in outputs.items() if isinstance(r.get("run_id"), str)
+    }
+    for stamp in provisional:
+        body = prompt_body(stamp.source)
+        digest = None if body is None else prompt_digest(body)
+        report.problems.extend(
+            check_provisional(stamp.where, stamp.meta, stamp.data, digest, settled, calls)
+        )
+        run_id = stamp.meta.get("run_id")
+        if isinstance(run_id, str):
+            _first(report, stamp.where, run_id, first_of_run)
+
+
+def _first(report: NotebookReport, where: str, run_id: str, first_of_run: dict[str, str]) -> None:
+    if run_id in first_of_run:
+        report.problems.append(
+            f"{where}: duplicated (run {run_id[:12]}… is already recorded at "
+            f"{first_of_run[run_id]})"
+        )
+    else:
+        first_of_run[run_id] = where
 
 
 def _engine_of(audit: AuditLog | str | sa.Engine | None) -> tuple[sa.Engine, bool]:

@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .encode import to_jsonable
 from .log import AuditLog
@@ -34,6 +34,9 @@ from .records import (
     ToolExecutionUpdate,
     ToolResultRecord,
 )
+
+if TYPE_CHECKING:
+    from ..agent.views import ViewOf
 
 __all__ = ["UPDATE_INTERVAL", "audit_extension", "summarise_result"]
 
@@ -140,11 +143,15 @@ class _Recorder:
     def tool_execution_start(self, event: Any, _ctx: Any = None) -> None:
         call_id = _opt(_get(event, "tool_call_id"))
         self.calls[call_id or ""] = _CallState(started=_clock())
+        tool_name, args = _opt(_get(event, "tool_name")), _get(event, "args")
+        code_argument, code = _shown_code(self.log.call_views, tool_name, args)
         self._append(
             ToolExecutionStart(
                 tool_call_id=call_id,
-                tool_name=_opt(_get(event, "tool_name")),
-                args=_get(event, "args"),
+                tool_name=tool_name,
+                args=args,
+                code_argument=code_argument,
+                code=code,
             )
         )
 
@@ -251,6 +258,30 @@ def _changed(
     return len(final) != len(content) or any(
         a is not b for a, b in zip(final, content, strict=True)
     )
+
+
+def _shown_code(
+    view_of: ViewOf | None, tool_name: str | None, args: Any
+) -> tuple[str | None, str | None]:
+    """How the call's tool shows its code, for the start record: the argument that is the
+    code (``code_argument``), else the code itself; ``(None, None)`` when it shows none.
+
+    Stored when written, so whoever reads the store later shows the statement without the
+    tool's package (a bare ``AuditLog`` in a fresh interpreter). A failing view is logged by
+    its type and costs only this note, never the record."""
+    if view_of is None or tool_name is None or not isinstance(args, Mapping):
+        return None, None
+    try:
+        view = view_of(tool_name, args)
+    except Exception as exc:  # its message may quote the arguments: only its type is logged
+        _log.warning("audit: the view of a %r call failed (%s)", tool_name, type(exc).__name__)
+        return None, None
+    if not isinstance(view.code, str):
+        return None, None
+    shown = view.code_argument
+    if shown is not None and args.get(shown) == view.code:  # pyright: ignore[reportUnknownMemberType]
+        return shown, None
+    return None, view.code
 
 
 def _opt(value: Any) -> str | None:

@@ -39,14 +39,28 @@ before what they authorise happens):
 - ``extension_error``: the recorder's error listener.
 - ``notebook_output`` (durable): the notebook, for a settled run's cell output.
 - ``audit_record_rejected``: the audit writer, in place of a record the store refused.
+
+The base class is :mod:`.record_base`'s; the backend's records are :mod:`.query_records`'
+(both re-exported here).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+from .query_records import (
+    CapabilityMismatch,
+    FinalArgs,
+    PreviewDrift,
+    QueryAbort,
+    QueryFailure,
+    QueryRefusal,
+    QueryResult,
+    WritePreviewRecord,
+)
+from .record_base import AuditRecord
 
 __all__ = [
     "AuditRecord",
@@ -71,34 +85,6 @@ __all__ = [
     "WritePreviewRecord",
 ]
 
-_IDS = frozenset({"tool_call_id", "tool_name", "policy_version"})
-_PAYLOAD_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-@dataclass(frozen=True, kw_only=True)
-class AuditRecord:
-    """Base of the typed records: the ids every record may carry beside its payload."""
-
-    kind: ClassVar[str] = ""
-    """The record kind stored in the ``kind`` column."""
-    durable: ClassVar[bool] = False
-    """Whether the fact authorises something, so it must be committed before that happens."""
-
-    tool_call_id: str | None = None
-    """The call this record belongs to, if any."""
-    tool_name: str | None = None
-    """The tool of that call."""
-    policy_version: str | None = None
-    """The version of the policy that decided, where one did."""
-
-    def payload(self) -> dict[str, Any]:
-        """The payload: every field but the ids, by name (values as given; encoded later)."""
-        names = _PAYLOAD_FIELDS.get(type(self))
-        if names is None:
-            names = tuple(f.name for f in dataclasses.fields(self) if f.name not in _IDS)
-            _PAYLOAD_FIELDS[type(self)] = names
-        return {name: getattr(self, name) for name in names}
-
 
 @dataclass(frozen=True, kw_only=True)
 class SessionStart(AuditRecord):
@@ -118,6 +104,20 @@ class ToolExecutionStart(AuditRecord):
     kind: ClassVar[str] = "tool_execution_start"
     args: Any = None
     """The arguments as the model sent them."""
+    code_argument: str | None = None
+    """The argument its tool shows as a block of code (its ``describe_call``'s
+    ``code_argument``, e.g. a statement), so a reader without the tool at hand shows it;
+    omitted when the tool shows none."""
+    code: str | None = None
+    """The code its tool shows when that is not one argument as sent; omitted otherwise."""
+
+    def payload(self) -> dict[str, Any]:
+        out = super().payload()
+        if self.code_argument is None:
+            del out["code_argument"]
+        if self.code is None:
+            del out["code"]
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,155 +145,6 @@ class ToolCallDecision(AuditRecord):
     """Why it was blocked, as the model is told."""
     input: Any = None
     """The arguments after every handler ran."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class FinalArgs(AuditRecord):
-    """What the backend is about to run, and its own verdict (durable before it runs)."""
-
-    kind: ClassVar[str] = "final_args"
-    durable: ClassVar[bool] = True
-    sql: str
-    """The statement."""
-    args_hash: str
-    """The canonical hash of the final arguments."""
-    verdict: str
-    """The backend's classification: ``read`` or ``write``."""
-    reasons: Sequence[str] = ()
-    """The classifier's reasons."""
-    dialect: str = ""
-    """The sqlglot dialect it was checked with."""
-    db_role: str | None = None
-    """The database role it runs under (PostgreSQL ``role_per_user``; ``None``, and left
-    out of the payload, otherwise)."""
-
-    def payload(self) -> dict[str, Any]:
-        out = super().payload()
-        if self.db_role is None:
-            del out["db_role"]
-        return out
-
-
-@dataclass(frozen=True, kw_only=True)
-class CapabilityMismatch(AuditRecord):
-    """A write without a live capability for these exact arguments (D4); nothing ran."""
-
-    kind: ClassVar[str] = "capability_mismatch"
-    durable: ClassVar[bool] = True
-    sql: str | None = None
-    """The statement the backend was given (``None``, and left out of the payload, for a
-    tool that is not SQL)."""
-    approved_hash: str | None
-    """The hash the approval bound to (``None`` without one)."""
-    final_hash: str
-    """The hash of the final arguments."""
-    reason: str
-    """Why the capability did not match."""
-
-    def payload(self) -> dict[str, Any]:
-        out = super().payload()
-        if self.sql is None:
-            del out["sql"]
-        return out
-
-
-@dataclass(frozen=True, kw_only=True)
-class QueryRefusal(AuditRecord):
-    """The backend refused a statement before it reached the database."""
-
-    kind: ClassVar[str] = "query_refused"
-    sql: str
-    """The statement."""
-    reasons: Sequence[str] = ()
-    """Why."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class WritePreviewRecord(AuditRecord):
-    """One phase of measuring a write before it is asked about: ``start`` is
-    durable (committed before the measuring statement runs, and rolled back after it), then
-    ``result`` or ``error``."""
-
-    kind: ClassVar[str] = "write_preview"
-    sql: str
-    """The statement measured."""
-    args_hash: str
-    """The canonical hash of its arguments."""
-    operation: str | None
-    """The write's operation (``UPDATE``, ``DELETE``...), where the plan knows it."""
-    phase: str
-    """``start``, ``result`` or ``error``."""
-    affected_rows: int | None = None
-    """Rows it would change (``result``), or ``None`` where it could not be counted."""
-    method: str | None = None
-    """How they were counted (``rollback``, ``count``...)."""
-    note: str | None = None
-    """What the person is told beside the count."""
-    error: str | None = None
-    """The short error (``error``)."""
-    db_role: str | None = None
-    """The database role it was measured under (left out of the payload when ``None``)."""
-
-    def payload(self) -> dict[str, Any]:
-        out = super().payload()
-        if self.db_role is None:
-            del out["db_role"]
-        return out
-
-
-@dataclass(frozen=True, kw_only=True)
-class PreviewDrift(AuditRecord):
-    """An approved write changed a different number of rows than the approval was bound to:
-    it was rolled back and refused."""
-
-    kind: ClassVar[str] = "preview_drift"
-    sql: str
-    """The statement."""
-    args_hash: str
-    """The canonical hash of its arguments."""
-    expected_rows: int | None
-    """The count shown to the person (``None`` when only a bound applied)."""
-    max_rows: int | None
-    """The grant's row bound, where a grant applied."""
-    actual_rows: int | None
-    """What the write would have changed (``None`` where it could not be counted)."""
-    reason: str | None = None
-    """Why its rows could not be counted, where they could not."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class QueryResult(AuditRecord):
-    """A statement ran."""
-
-    kind: ClassVar[str] = "query_result"
-    row_count: int
-    """Rows returned (or affected, for a write)."""
-    truncated: bool
-    """Whether the DataFrame holds fewer rows than the statement returned."""
-    duration_ms: float
-    """The statement's wall time at the backend, fetch included."""
-    statement_kind: str
-    """``read`` or ``write``."""
-    args_hash: str
-    """The canonical hash of the arguments that ran."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class QueryFailure(AuditRecord):
-    """A statement failed; it was rolled back."""
-
-    kind: ClassVar[str] = "query_error"
-    error: str
-    """The short, credential-free error text."""
-    args_hash: str = ""
-    """The canonical hash of the arguments."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class QueryAbort(QueryFailure):
-    """A statement was cancelled by an abort; it was rolled back."""
-
-    kind: ClassVar[str] = "query_aborted"
 
 
 @dataclass(frozen=True, kw_only=True)

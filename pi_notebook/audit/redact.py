@@ -4,7 +4,8 @@ Redaction runs on the JSON-safe payload before it is hashed and stored, so the a
 holds a full credential: not in a URL, not in a header, not in a ``password=`` pair, not
 under a key named like a secret. Truncation then bounds the stored size and leaves a note of
 the original size. What counts as a secret is configurable: ``Redactor`` takes patterns and
-secret key names, and ``Redactor.extend`` adds to the defaults.
+secret key names, and ``Redactor.extend`` adds to the defaults. The canonical JSON text and its
+truncation are :mod:`.json_text`'s (``dumps`` and ``truncate``, re-exported here).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .json_text import dumps, truncate
 from .redact_sql import redact_sql
 
 __all__ = [
@@ -344,70 +346,3 @@ def _decode_key(key: str) -> str:
 # Anchors and lookarounds (but not a negated class "[^"): these may judge a string's edges
 # differently from the same characters inside JSON text.
 _EDGE_SENSITIVE = re.compile(r"(?<!\[)\^|\$|\(\?<?[=!]|\\[AZzB]")
-
-
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-# For payloads straight from the caller: refuses NaN and unknown types, which then go
-# through ``to_jsonable`` instead.
-STRICT_ENCODER = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-)
-
-
-def dumps(value: Any) -> str:
-    """The canonical JSON text of a payload: sorted keys, compact, UTF-8 kept as is."""
-    return _ENCODER.encode(value)
-
-
-def truncate(value: Any, text: str, max_bytes: int) -> str:
-    """Bound a payload's JSON ``text`` to about ``max_bytes`` (UTF-8), noting the original size.
-
-    Long strings are cut first, so the structure (and short fields such as ``decision`` or
-    ``args_hash``) survives; if that is not enough, the payload becomes
-    ``{"_truncated": true, "original_bytes": N, "preview": ...}`` plus its short top-level
-    scalars.
-    """
-    original = len(text.encode("utf-8"))
-    if original <= max_bytes:
-        return text
-    limit = max(64, max_bytes // 8)
-    shortened = dumps(_cut_strings(value, limit))
-    if isinstance(value, Mapping) and len(shortened.encode("utf-8")) <= max_bytes - 64:
-        note = {**json.loads(shortened), "_truncated": True, "original_bytes": original}
-        return dumps(note)
-    keep: dict[str, Any] = {"_truncated": True, "original_bytes": original}
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if (
-                isinstance(item, bool | int | float)
-                or item is None
-                or (isinstance(item, str) and len(item) <= 200)
-            ):
-                keep[str(key)] = item
-    budget = max_bytes - len(dumps(keep).encode("utf-8")) - 32
-    if budget < 0:  # too many scalars: keep only the note
-        keep = {"_truncated": True, "original_bytes": original}
-        budget = max_bytes - 96
-    preview = _cut_utf8(text, max(0, budget))
-    while True:
-        # Re-encoding the preview as a JSON string escapes quotes and so may grow it.
-        keep["preview"] = preview
-        out = dumps(keep)
-        if len(out.encode("utf-8")) <= max_bytes or not preview:
-            return out
-        preview = preview[: len(preview) * 3 // 4]
-
-
-def _cut_strings(value: Any, limit: int) -> Any:
-    if isinstance(value, str) and len(value) > limit:
-        return f"{value[:limit]}…[{len(value) - limit} more chars]"
-    if isinstance(value, Mapping):
-        return {k: _cut_strings(v, limit) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_cut_strings(v, limit) for v in value]
-    return value
-
-
-def _cut_utf8(text: str, max_bytes: int) -> str:
-    data = text.encode("utf-8")[:max_bytes]
-    return data.decode("utf-8", errors="ignore")

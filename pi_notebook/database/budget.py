@@ -120,45 +120,9 @@ def install_read_budget(
         reasons = tuple(budget.passed(estimate))
         if not reasons:
             return None
-        args_hash = query_args_hash(sql, backend.dialect)
-        request = ApprovalRequest(
-            tool_call_id=event.tool_call_id,
-            tool_name=TOOL_NAME,
-            title=TITLE,
-            args={"sql": sql},
-            args_hash=args_hash,
-            view=query_call_view({"sql": sql}),
-            reasons=reasons,
-            editable=False,
-            timeout_s=approval_timeout_s,
+        return await _ask(
+            pi, ctx, event.tool_call_id, sql, backend.dialect, reasons, approval_timeout_s
         )
-        answer = await ask(request, ctx, message=sql, no_ui_reason=_NO_UI)
-        entry = ApprovalEntry(
-            decision=answer.decision,
-            args_hash=args_hash,
-            args={"sql": sql},
-            reasons=reasons,
-            reason=None if answer.approved else answer.reason,
-            approver=answer.outcome.approver if answer.outcome else None,
-            via=answer.via,
-            waited_ms=answer.waited_ms,
-            timeout_s=approval_timeout_s,
-            problem=answer.problem,
-        )
-        audit = getattr(ctx, "audit", None) or getattr(pi, "audit", None)
-        try:
-            await commit_record(
-                audit,
-                ApprovalDecided(
-                    entry=entry,
-                    tool_call_id=event.tool_call_id,
-                    tool_name=TOOL_NAME,
-                    policy_version=POLICY_VERSION,
-                ),
-            )
-        except Exception as exc:  # a decision we cannot record is no approval
-            return {"block": True, "reason": unrecorded(exc)}
-        return None if answer.approved else {"block": True, "reason": answer.reason}
 
     def on_result(event: Any, _ctx: Any) -> dict[str, Any] | None:
         estimate = estimates.pop(event.tool_call_id, None)
@@ -171,3 +135,55 @@ def install_read_budget(
     pi.on("tool_call", on_call)
     pi.on("tool_result", on_result)
     pi.on("tool_execution_end", lambda event, _ctx: estimates.pop(event.tool_call_id, None))
+
+
+async def _ask(
+    pi: ExtensionAPI,
+    ctx: Any,
+    tool_call_id: str,
+    sql: str,
+    dialect: str,
+    reasons: tuple[str, ...],
+    approval_timeout_s: float,
+) -> dict[str, Any] | None:
+    """Put a read over the budget to the person (``reasons`` say which bound it passes),
+    commit the decision, and block the call unless it was approved and recorded."""
+    args_hash = query_args_hash(sql, dialect)
+    request = ApprovalRequest(
+        tool_call_id=tool_call_id,
+        tool_name=TOOL_NAME,
+        title=TITLE,
+        args={"sql": sql},
+        args_hash=args_hash,
+        view=query_call_view({"sql": sql}),
+        reasons=reasons,
+        editable=False,
+        timeout_s=approval_timeout_s,
+    )
+    answer = await ask(request, ctx, message=sql, no_ui_reason=_NO_UI)
+    entry = ApprovalEntry(
+        decision=answer.decision,
+        args_hash=args_hash,
+        args={"sql": sql},
+        reasons=reasons,
+        reason=None if answer.approved else answer.reason,
+        approver=answer.outcome.approver if answer.outcome else None,
+        via=answer.via,
+        waited_ms=answer.waited_ms,
+        timeout_s=approval_timeout_s,
+        problem=answer.problem,
+    )
+    audit = getattr(ctx, "audit", None) or getattr(pi, "audit", None)
+    try:
+        await commit_record(
+            audit,
+            ApprovalDecided(
+                entry=entry,
+                tool_call_id=tool_call_id,
+                tool_name=TOOL_NAME,
+                policy_version=POLICY_VERSION,
+            ),
+        )
+    except Exception as exc:  # a decision we cannot record is no approval
+        return {"block": True, "reason": unrecorded(exc)}
+    return None if answer.approved else {"block": True, "reason": answer.reason}

@@ -60,7 +60,7 @@ class DatabaseExtension:
         approval_timeout_s: how long the user has to decide; no decision is a denial.
         statement_timeout_s: a statement running longer is cancelled.
         memory_limit_bytes: the most memory a statement may use where the engine runs
-            (DuckDB: its worker process, under an OS cap; SQLite: its heap limit); past it
+            (DuckDB, chDB: their worker process, under an OS cap; SQLite: its heap limit); past it
             the call ends with an error naming the limit and the kernel and its variables
             survive. Default: half the machine's memory, at most 4 GiB.
         capability_ttl_s: how long an approval stays usable before the call executes.

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pi_notebook.ai.messages import ImageContent, TextContent
@@ -77,6 +77,102 @@ def _text_of(content: Any) -> str:
     return content_text(content)
 
 
+@dataclass
+class _PolicyHandlers:
+    """The handlers of one content policy (``guard``) on one extension API."""
+
+    pi: ExtensionAPI
+    guard: LineagePolicy
+    cache: SchemaCache
+    query_tool: str
+    quiet_tools: tuple[str, ...]
+    refused: set[str] = field(default_factory=set[str])
+    """Labels of columns whose values a refused request carried."""
+
+    @property
+    def policy(self) -> DataPolicy:
+        return self.guard.policy
+
+    async def fresh_schema(self, event: Any, ctx: Any) -> None:
+        if event.tool_name == self.query_tool:
+            schema = await self.cache.get(signal=getattr(ctx, "signal", None))
+            problems = self.policy.problems(schema)
+            if problems:  # a rule that matches nothing protects nothing: refuse to guess
+                raise ValueError(
+                    f"the data policy names what the database does not have ({'; '.join(problems)}); "
+                    "fix the policy"
+                )
+
+    def after_result(self, event: Any, ctx: Any) -> dict[str, Any] | None:
+        if event.tool_name == self.query_tool:
+            return self._after_query(event, ctx)
+        if event.tool_name in self.quiet_tools:
+            return None
+        text = _text_of(event.content)
+        scrubbed = self.guard.seen.scrub(text)
+        if scrubbed == text:
+            return None
+        images = [p for p in event.content or () if isinstance(p, ImageContent)]
+        return {"content": [TextContent(text=scrubbed), *images] if images else scrubbed}
+
+    def _after_query(self, event: Any, ctx: Any) -> dict[str, Any] | None:
+        sql = getattr(event.input, "sql", "")
+        if event.is_error:
+            shown = self.guard.model_error(sql, self.cache.dialect, _text_of(event.content))
+            return None if shown is None else {"content": shown}
+        details = event.details if isinstance(event.details, dict) else {}
+        protected = details.get("protected_columns")
+        if protected:
+            audit = getattr(ctx, "audit", None) or self.pi.audit
+            record_after(
+                audit,
+                DataPolicyApplied(  # best effort: the result stands
+                    protected=protected,
+                    tool_call_id=event.tool_call_id,
+                    tool_name=event.tool_name,
+                    policy_version=self.policy.version,
+                ),
+            )
+        return None
+
+    def announce(self, event: Any, ctx: Any) -> dict[str, str]:
+        note = (
+            f"Data policy {self.policy.version}: the values of {self.policy.describe()} and of "
+            "anything computed from them (lengths, ranks, orders, counts over rows they "
+            "generate or select) are hidden from you (masked, hashed or dropped in query "
+            "results); counts of table rows stay visible, and the user sees the real values. "
+            "Do not try to work around it."
+        )
+        return {"system_prompt": f"{event.system_prompt}\n\n{note}"}
+
+    def mask_refused(self, event: Any, ctx: Any) -> dict[str, Any] | None:
+        # a copy: safe to change
+        return {"messages": scrub_messages(event.messages, self.guard.seen)}
+
+    def mask_prompt(self, event: Any, ctx: Any) -> dict[str, str] | None:
+        # Registered after the refusal, so it runs after this extension's own summary and
+        # note, and after every extension loaded before this one.
+        scrubbed = self.guard.seen.scrub(event.system_prompt)
+        return None if scrubbed == event.system_prompt else {"system_prompt": scrubbed}
+
+    def last_check(self, event: Any, ctx: Any) -> dict[str, Any] | None:
+        columns = self.guard.seen.find(event.payload_text)
+        if not columns:
+            self.guard.seen.sent(event.payload_text)
+            return None
+        if not self.refused:  # from the next prompt on (a copy of the history per request costs)
+            self.pi.on("context", self.mask_refused)
+            self.pi.on("before_agent_start", self.mask_prompt)
+        self.refused.update(columns)
+        return {
+            "block": True,
+            "reason": (
+                f"the request carries a value of {', '.join(columns)}, which the data policy "
+                f"{self.policy.version} protects; nothing was sent. Later requests mask it."
+            ),
+        }
+
+
 def register_data_policy(
     pi: ExtensionAPI,
     guard: LineagePolicy,
@@ -86,91 +182,11 @@ def register_data_policy(
     quiet_tools: tuple[str, ...] = (),
 ) -> None:
     """Register the handlers above for ``guard`` (also the extension's content policy)."""
-    policy = guard.policy
-    refused: set[str] = set()  # labels of columns whose values a refused request carried
-
-    async def fresh_schema(event: Any, ctx: Any) -> None:
-        if event.tool_name == query_tool:
-            problems = policy.problems(await cache.get(signal=getattr(ctx, "signal", None)))
-            if problems:  # a rule that matches nothing protects nothing: refuse to guess
-                raise ValueError(
-                    f"the data policy names what the database does not have ({'; '.join(problems)}); "
-                    "fix the policy"
-                )
-
-    def after_result(event: Any, ctx: Any) -> dict[str, Any] | None:
-        if event.tool_name == query_tool:
-            return _after_query(event, ctx)
-        if event.tool_name in quiet_tools:
-            return None
-        text = _text_of(event.content)
-        scrubbed = guard.seen.scrub(text)
-        if scrubbed == text:
-            return None
-        images = [p for p in event.content or () if isinstance(p, ImageContent)]
-        return {"content": [TextContent(text=scrubbed), *images] if images else scrubbed}
-
-    def _after_query(event: Any, ctx: Any) -> dict[str, Any] | None:
-        sql = getattr(event.input, "sql", "")
-        dialect = cache.dialect
-        if event.is_error:
-            shown = guard.model_error(sql, dialect, _text_of(event.content))
-            return None if shown is None else {"content": shown}
-        details = event.details if isinstance(event.details, dict) else {}
-        protected = details.get("protected_columns")
-        if protected:
-            audit = getattr(ctx, "audit", None) or pi.audit
-            record_after(
-                audit,
-                DataPolicyApplied(  # best effort: the result stands
-                    protected=protected,
-                    tool_call_id=event.tool_call_id,
-                    tool_name=event.tool_name,
-                    policy_version=policy.version,
-                ),
-            )
-        return None
-
-    def announce(event: Any, ctx: Any) -> dict[str, str]:
-        note = (
-            f"Data policy {policy.version}: the values of {policy.describe()} and of anything "
-            "computed from them (lengths, ranks, orders, counts over rows they generate or "
-            "select) are hidden from you (masked, hashed or dropped in query results); counts "
-            "of table rows stay visible, and the user sees the real values. Do not try to "
-            "work around it."
-        )
-        return {"system_prompt": f"{event.system_prompt}\n\n{note}"}
-
-    def mask_refused(event: Any, ctx: Any) -> dict[str, Any] | None:
-        return {"messages": scrub_messages(event.messages, guard.seen)}  # a copy: safe to change
-
-    def mask_prompt(event: Any, ctx: Any) -> dict[str, str] | None:
-        # Registered after the refusal, so it runs after this extension's own summary and
-        # note, and after every extension loaded before this one.
-        scrubbed = guard.seen.scrub(event.system_prompt)
-        return None if scrubbed == event.system_prompt else {"system_prompt": scrubbed}
-
-    def last_check(event: Any, ctx: Any) -> dict[str, Any] | None:
-        columns = guard.seen.find(event.payload_text)
-        if not columns:
-            guard.seen.sent(event.payload_text)
-            return None
-        if not refused:  # from the next prompt on (a copy of the history per request costs)
-            pi.on("context", mask_refused)
-            pi.on("before_agent_start", mask_prompt)
-        refused.update(columns)
-        return {
-            "block": True,
-            "reason": (
-                f"the request carries a value of {', '.join(columns)}, which the data policy "
-                f"{policy.version} protects; nothing was sent. Later requests mask it."
-            ),
-        }
-
-    pi.on("tool_call", fresh_schema)
-    pi.on("tool_result", after_result)
-    pi.on("before_agent_start", announce)
-    pi.on("before_provider_request", last_check)
+    handlers = _PolicyHandlers(pi, guard, cache, query_tool, quiet_tools)
+    pi.on("tool_call", handlers.fresh_schema)
+    pi.on("tool_result", handlers.after_result)
+    pi.on("before_agent_start", handlers.announce)
+    pi.on("before_provider_request", handlers.last_check)
 
 
 def install_data_policy(pi: ExtensionAPI, policy: DataPolicy, cache: SchemaCache) -> LineagePolicy:

@@ -54,6 +54,32 @@ class QuerySettings(Protocol):
     def keep_result(self, tool_call_id: str, frame: Any) -> None: ...
 
 
+class _Updates:
+    """The updates of one running query: ``Querying…`` when it does not finish at once (see
+    ``backend.run``), then its progress (rows fetched, or a job's stages)."""
+
+    def __init__(self, on_update: Any) -> None:
+        self.on_update = on_update
+
+    def querying(self) -> None:
+        self.on_update(
+            ToolResult(content=[TextContent(text="Querying…")], details={"phase": "query"})
+        )
+
+    def fetched(self, rows: int) -> None:
+        if isinstance(rows, JobProgress):  # a job that has no rows yet (Spark's stages)
+            self.on_update(
+                ToolResult(content=[TextContent(text=rows.text())], details=rows.details())
+            )
+            return
+        self.on_update(
+            ToolResult(
+                content=[TextContent(text=f"Fetched {rows:,} rows…")],
+                details={"phase": "fetch", "rows_fetched": rows},
+            )
+        )
+
+
 def make_query_tool(
     ext: QuerySettings, backend: DatabaseBackend, pi: ExtensionAPI
 ) -> ToolDefinition[QueryDatabaseParams]:
@@ -62,24 +88,7 @@ def make_query_tool(
     async def execute(
         tool_call_id: str, params: QueryDatabaseParams, signal: Any, on_update: Any, ctx: Any
     ) -> ToolResult:
-        def querying() -> None:  # only when it does not finish at once (see backend.run)
-            on_update(
-                ToolResult(content=[TextContent(text="Querying…")], details={"phase": "query"})
-            )
-
-        def progress(rows: int) -> None:
-            if isinstance(rows, JobProgress):  # a job that has no rows yet (Spark's stages)
-                on_update(
-                    ToolResult(content=[TextContent(text=rows.text())], details=rows.details())
-                )
-                return
-            on_update(
-                ToolResult(
-                    content=[TextContent(text=f"Fetched {rows:,} rows…")],
-                    details={"phase": "fetch", "rows_fetched": rows},
-                )
-            )
-
+        updates = _Updates(on_update)
         # A session's audit (ctx.audit) comes with its recorder, whose end record holds the
         # outcome (details): the backend then leaves out its query_result (one record per fact).
         in_session = getattr(ctx, "audit", None) is not None
@@ -87,11 +96,11 @@ def make_query_tool(
             tool_call_id,
             params.sql,
             signal=signal,
-            on_progress=progress,
+            on_progress=updates.fetched,
             audit=audit_of(pi, ctx),
             count_rows=params.count_rows,
             record_result=not in_session,
-            on_slow=querying,
+            on_slow=updates.querying,
         )
         if outcome.has_rows:
             ext.keep_result(tool_call_id, outcome.dataframe)

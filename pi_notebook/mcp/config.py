@@ -173,25 +173,39 @@ def parse_server(name: str, spec: Mapping[str, Any]) -> McpServerConfig:
     if not isinstance(trusted, bool):
         raise ConfigurationError(f"MCP server {name!r}: 'trusted' must be true or false")
     if command is not None:
-        if not isinstance(command, str) or not command:
-            raise ConfigurationError(f"MCP server {name!r}: 'command' must be a non-empty string")
-        args = spec.get("args", [])
-        if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):  # pyright: ignore[reportUnknownVariableType]
-            raise ConfigurationError(f"MCP server {name!r}: 'args' must be a list of strings")
-        cwd = spec.get("cwd")
-        if cwd is not None and not isinstance(cwd, str):
-            raise ConfigurationError(f"MCP server {name!r}: 'cwd' must be a string")
-        if "headers" in spec:
-            raise ConfigurationError(f"MCP server {name!r}: 'headers' only apply to a 'url' server")
-        return McpServerConfig(
-            name=name,
-            command=command,
-            args=tuple(args),  # pyright: ignore[reportUnknownArgumentType]
-            cwd=cwd,
-            env=_strings(spec.get("env"), f"MCP server {name!r} 'env'"),
-            trusted=trusted,
-            timeout_s=float(timeout),
-        )
+        return _stdio_server(name, spec, command, trusted=trusted, timeout_s=float(timeout))
+    return _http_server(name, spec, url, trusted=trusted, timeout_s=float(timeout))
+
+
+def _stdio_server(
+    name: str, spec: Mapping[str, Any], command: Any, *, trusted: bool, timeout_s: float
+) -> McpServerConfig:
+    """A server started as a process: ``command``, ``args``, ``cwd``, ``env``."""
+    if not isinstance(command, str) or not command:
+        raise ConfigurationError(f"MCP server {name!r}: 'command' must be a non-empty string")
+    args = spec.get("args", [])
+    if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):  # pyright: ignore[reportUnknownVariableType]
+        raise ConfigurationError(f"MCP server {name!r}: 'args' must be a list of strings")
+    cwd = spec.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        raise ConfigurationError(f"MCP server {name!r}: 'cwd' must be a string")
+    if "headers" in spec:
+        raise ConfigurationError(f"MCP server {name!r}: 'headers' only apply to a 'url' server")
+    return McpServerConfig(
+        name=name,
+        command=command,
+        args=tuple(args),  # pyright: ignore[reportUnknownArgumentType]
+        cwd=cwd,
+        env=_strings(spec.get("env"), f"MCP server {name!r} 'env'"),
+        trusted=trusted,
+        timeout_s=timeout_s,
+    )
+
+
+def _http_server(
+    name: str, spec: Mapping[str, Any], url: Any, *, trusted: bool, timeout_s: float
+) -> McpServerConfig:
+    """A server reached over streamable HTTP: ``url``, ``headers``."""
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ConfigurationError(f"MCP server {name!r}: 'url' must be an http(s) URL")
     if "env" in spec or "args" in spec:
@@ -203,7 +217,7 @@ def parse_server(name: str, spec: Mapping[str, Any]) -> McpServerConfig:
         url=url,
         headers=_strings(spec.get("headers"), f"MCP server {name!r} 'headers'"),
         trusted=trusted,
-        timeout_s=float(timeout),
+        timeout_s=timeout_s,
     )
 
 

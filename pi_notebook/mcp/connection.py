@@ -69,6 +69,21 @@ def default_log_dir() -> Path:
     return path
 
 
+async def _abandon(
+    owner: asyncio.Task[None], stop: asyncio.Event, ready: asyncio.Future[Any]
+) -> None:
+    """Stop a server that did not start in time (or whose start failed): its task is
+    cancelled and awaited, and the readiness it may still report is retrieved."""
+    stop.set()
+    owner.cancel()
+    with contextlib.suppress(BaseException):
+        await owner
+    if not ready.done():
+        ready.cancel()
+    elif not ready.cancelled():
+        ready.exception()  # retrieved
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, MCPError):
         return scrub(exc.message)
@@ -148,37 +163,17 @@ class McpConnection:
             return self._client
 
     async def _start(self) -> Client:
+        """Start the server in a task of its own and wait (within ``connect_timeout_s``) until
+        its client is ready."""
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[Client] = loop.create_future()
         stop = asyncio.Event()
         config = self.config
 
         async def own() -> None:
-            log_file: IO[str] | None = None
             try:
                 async with AsyncExitStack() as stack:
-                    if config.command is not None:
-                        log_file = stack.enter_context(self.log_path.open("a", encoding="utf-8"))
-                        log_file.write(
-                            f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} start {config.target}\n"
-                        )
-                        log_file.flush()
-                        params = StdioServerParameters(
-                            command=config.command,
-                            args=list(config.args),
-                            env=config.resolved_env() or None,
-                            cwd=config.cwd,
-                        )
-                        transport: Any = stdio_client(params, errlog=log_file)
-                    else:
-                        assert config.url is not None
-                        http = await stack.enter_async_context(
-                            httpx2.AsyncClient(
-                                headers=config.resolved_headers(),
-                                timeout=httpx2.Timeout(30.0, read=300.0),
-                            )
-                        )
-                        transport = streamable_http_client(config.url, http_client=http)
+                    transport = await self._transport(stack)
                     client = await stack.enter_async_context(
                         Client(transport, client_info=CLIENT_INFO)
                     )
@@ -199,17 +194,8 @@ class McpConnection:
         try:
             client = await asyncio.wait_for(asyncio.shield(ready), config.connect_timeout_s)
         except BaseException as exc:
-            stop.set()
-            owner.cancel()
-            with contextlib.suppress(BaseException):
-                await owner
-            if not ready.done():
-                ready.cancel()
-            elif not ready.cancelled():
-                ready.exception()  # retrieved
-            if isinstance(exc, asyncio.CancelledError):
-                raise
-            if isinstance(exc, ConfigurationError):
+            await _abandon(owner, stop, ready)
+            if isinstance(exc, asyncio.CancelledError | ConfigurationError):
                 raise
             if isinstance(exc, TimeoutError):
                 reason = f"it did not finish starting within {config.connect_timeout_s:g} s"
@@ -222,6 +208,30 @@ class McpConnection:
         self.starts += 1
         self.protocol_version = client.protocol_version
         return client
+
+    async def _transport(self, stack: AsyncExitStack) -> Any:
+        """The server's transport, its resources on ``stack``: a stdio server's process with
+        its stderr appended to :attr:`log_path`, or an HTTP client for a URL."""
+        config = self.config
+        if config.command is not None:
+            log_file: IO[str] = stack.enter_context(self.log_path.open("a", encoding="utf-8"))
+            log_file.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} start {config.target}\n")
+            log_file.flush()
+            params = StdioServerParameters(
+                command=config.command,
+                args=list(config.args),
+                env=config.resolved_env() or None,
+                cwd=config.cwd,
+            )
+            return stdio_client(params, errlog=log_file)
+        assert config.url is not None
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(
+                headers=config.resolved_headers(),
+                timeout=httpx2.Timeout(30.0, read=300.0),
+            )
+        )
+        return streamable_http_client(config.url, http_client=http)
 
     def _log_hint(self) -> str:
         return f" Its log: {self.log_path}" if self.config.command is not None else ""

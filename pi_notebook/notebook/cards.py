@@ -16,8 +16,7 @@ import ipywidgets as widgets
 from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..agent.views import ViewOf
-from .format import frame_text
-from .record import (
+from .card_html import (
     args_html,
     call_view_of,
     card_head_html,
@@ -26,9 +25,10 @@ from .record import (
     error_html,
     progress_html,
     reasons_html,
-    result_dataframe,
     result_html,
 )
+from .format import frame_text
+from .result_frames import result_dataframe
 from .store import CardState
 
 if TYPE_CHECKING:

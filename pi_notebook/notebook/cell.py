@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from ..errors import PiNotebookError
-from .run import kernel_handles_comms_while_awaiting
+from .kernel import kernel_handles_comms_while_awaiting
 
 __all__ = ["RunInterrupted", "install", "pi_cell_transformer", "run_pi_cell", "uninstall"]
 

@@ -47,7 +47,7 @@ class PiNotebook(Configurable):
     memory_limit_bytes = Int(
         None,
         allow_none=True,
-        help="The most memory a statement may use where the engine runs (DuckDB: its worker "
+        help="The most memory a statement may use where the engine runs (DuckDB, chDB: its worker "
         "process; SQLite: its heap limit); past it the call ends with an error and the kernel "
         "and its variables survive. None: half the machine's memory, at most 4 GiB.",
     ).tag(config=True)

@@ -16,6 +16,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from ..secrets import safe_url
 from .connect import check_database_url, probe_database
+from .magic_frames import find_result, grants_frame, tools_frame
 from .prompts import ApprovalPrompt
 from .state import NotebookState
 
@@ -102,8 +103,6 @@ class PiMagics(Magics):
     @line_magic
     def pi_tools(self, line: str) -> Any:
         """The tool registry and active set as a DataFrame; ``--activate/--deactivate NAME``."""
-        import pandas as pd
-
         parser = _Parser("%pi_tools [--activate NAME] [--deactivate NAME]")
         parser.add_argument("--activate", action="append", default=[], metavar="NAME")
         parser.add_argument("--deactivate", action="append", default=[], metavar="NAME")
@@ -120,21 +119,7 @@ class PiMagics(Magics):
                 )
         if args.activate or args.deactivate:
             self.state.choose_tools(args.activate, args.deactivate)
-        active_set = set(session.active_tool_names)
-        rows = [
-            {
-                "name": name,
-                "label": tool.definition.label,
-                "source": str(tool.source_info),
-                "kind": tool.source_info.kind,
-                "active": name in active_set,
-                "description": tool.definition.description,
-            }
-            for name, tool in registry.items()
-        ]
-        return pd.DataFrame(
-            rows, columns=["name", "label", "source", "kind", "active", "description"]
-        )
+        return tools_frame(registry, session.active_tool_names)
 
     # -- records -------------------------------------------------------------------
     @line_magic
@@ -224,42 +209,7 @@ class PiMagics(Magics):
         args = _parse(parser, line)
         if args.out is not None and not args.out.isidentifier():
             raise UsageError(f"{args.out!r} is not a variable name: use e.g. -o df.")
-        found: Any = None
-        dropped: str | None = None  # the newest wanted call whose frame was dropped
-        for run in reversed(self.state.runs):
-            results = run.results()
-            if args.call_id is None:
-                # By default the latest frame with columns: a write's empty result is not one.
-                results = {k: v for k, v in results.items() if len(v.columns)}
-            if args.call_id is None and results:
-                found = list(results.values())[-1]
-                break
-            if args.call_id in results:
-                found = results[args.call_id]
-                break
-            for call_id in reversed(run.state.order):
-                card = run.state.cards.get(call_id)
-                details = card.details if card is not None else None
-                if (
-                    isinstance(details, dict)
-                    and details.get("dataframe_dropped")
-                    and args.call_id in (None, call_id)
-                    and dropped is None
-                ):
-                    dropped = call_id
-        if found is None and dropped is not None:
-            keep = self.state.keep_results
-            raise UsageError(
-                f"The result DataFrame of call {dropped!r} was dropped to bound memory: the "
-                f"notebook keeps those of the latest {keep} calls. Its record still shows a "
-                "preview; re-run its %%pi cell for the rows (or keep more with the environment "
-                "variable PI_NOTEBOOK_KEEP_RESULTS, or current().session.result_retention.keep)."
-            )
-        if found is None:
-            what = f"call {args.call_id!r}" if args.call_id else "any call"
-            raise UsageError(
-                f"No result DataFrame for {what}: run a query first (see %pi_audit for call ids)."
-            )
+        found = find_result(self.state.runs, args.call_id, self.state.keep_results)
         if args.out is not None and self.shell is not None:
             self.shell.user_ns[args.out] = found
         return found
@@ -267,8 +217,6 @@ class PiMagics(Magics):
     @line_magic
     def pi_grants(self, line: str) -> Any:
         """The scoped grants in force as a DataFrame; ``--revoke ID`` ends one now."""
-        import pandas as pd
-
         parser = _Parser("%pi_grants [--revoke ID]")
         parser.add_argument("--revoke", metavar="ID")
         args = _parse(parser, line)
@@ -280,20 +228,7 @@ class PiMagics(Magics):
                 known = ", ".join(g.grant_id for g in grants.list()) or "none"
                 raise UsageError(f"No grant {args.revoke!r} in force (in force: {known}).")
             print(f"Revoked grant {args.revoke}: its statements need approval again.")
-        columns = [
-            "grant_id",
-            "operations",
-            "tables",
-            "reads",
-            "max_rows",
-            "expires_at",
-            "uses",
-            "approver",
-            "origin_call_id",
-        ]
-        rows = [g.describe() for g in grants.list()]
-        frame = pd.DataFrame(rows, columns=columns)
-        frame["expires_at"] = pd.to_datetime(frame["expires_at"], unit="s", utc=True).dt.floor("s")
+        frame = grants_frame(grants.list())
         if frame.empty:
             print("No grants in force.")
         return frame

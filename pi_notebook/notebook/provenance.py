@@ -23,9 +23,16 @@ from typing import Any
 from ..approvals import is_decision
 from ..audit.durable import record_before
 from ..audit.records import NotebookOutput
-from .store import Decided
+from .store import CardState, Decided
 
-__all__ = ["CallStamp", "args_hash_of", "call_stamps", "grant_words", "record_output"]
+__all__ = [
+    "CallStamp",
+    "args_hash_of",
+    "call_stamps",
+    "grant_words",
+    "record_output",
+    "stamped_calls",
+]
 
 log = logging.getLogger(__name__)
 
@@ -149,3 +156,26 @@ def record_output(
         if isinstance(stored, dict) and stored.get("run_id") == record.run_id:
             return str(hash_)
     return None
+
+
+def stamped_calls(cards: list[CardState], stamps: dict[str, CallStamp]) -> list[dict[str, Any]]:
+    """The calls of a settled run as its record's stamp lists them: id, tool, the hash of its
+    arguments (the audit's, else the result's, else computed here), decision, outcome, rows
+    and the hash of its last audit record."""
+    calls: list[dict[str, Any]] = []
+    for card in cards:
+        stamp = stamps.get(card.tool_call_id)
+        details = card.details if isinstance(card.details, dict) else {}
+        args_hash = (stamp.args_hash if stamp else None) or details.get("args_hash")
+        calls.append(
+            {
+                "tool_call_id": card.tool_call_id,
+                "tool_name": card.tool_name,
+                "args_hash": args_hash or args_hash_of(card.args),
+                "decision": card.decision or "error",
+                "outcome": card.outcome,
+                "rows": rows if isinstance(rows := details.get("row_count"), int) else None,
+                "audit_hash": stamp.audit_hash if stamp else None,
+            }
+        )
+    return calls

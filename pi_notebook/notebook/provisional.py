@@ -33,17 +33,9 @@ from typing import Any
 
 from ..agent.views import ViewOf
 from ..audit.notebook import PROVISIONAL_CLASS, prompt_digest
-from .record import (
-    INLINE,
-    RECORD_CSS,
-    RunInfo,
-    args_html,
-    call_view_of,
-    card_html,
-    edit_html,
-    markdown_html,
-    reasons_html,
-)
+from .card_html import args_html, call_view_of, card_html, edit_html, reasons_html
+from .record import RunInfo, markdown_html
+from .record_style import RECORD_CSS, style_attr
 from .store import RunState
 
 __all__ = [
@@ -82,21 +74,17 @@ cannot be shown ("Loading widget...", "Error displaying widget") is hidden inste
 MIME output carries ``data-mime-type``; a widget's does not."""
 
 
-def _style(key: str) -> str:
-    return f" style='{INLINE[key]}'"
-
-
 def _card(card: Any, label: str, view_of: ViewOf | None) -> str:
     if card.status not in (*_UNSETTLED, "awaiting approval"):  # ended: its facts are final
         return card_html(card, label, reasons=card.reasons, view_of=view_of)
     word = OUTCOME_UNKNOWN if card.status in _UNSETTLED else "awaiting approval"
     return (
-        f"<div class='pi-card pi-warn'{_style('card')} data-call='{html.escape(card.tool_call_id)}'>"
+        f"<div class='pi-card pi-warn'{style_attr('card')} data-call='{html.escape(card.tool_call_id)}'>"
         "<div class='pi-card-head'>"
-        f"<b{_style('label')}>{html.escape(label)}</b>"
-        f"<span class='pi-tool'{_style('tool')}>{html.escape(card.tool_name)}</span>"
-        f"<span class='pi-word pi-status pi-warn'{_style('status')}>{html.escape(word)}</span>"
-        f"<span class='pi-id'{_style('id')}>{html.escape(card.tool_call_id)}</span></div>"
+        f"<b{style_attr('label')}>{html.escape(label)}</b>"
+        f"<span class='pi-tool'{style_attr('tool')}>{html.escape(card.tool_name)}</span>"
+        f"<span class='pi-word pi-status pi-warn'{style_attr('status')}>{html.escape(word)}</span>"
+        f"<span class='pi-id'{style_attr('id')}>{html.escape(card.tool_call_id)}</span></div>"
         f"{args_html(card.args, call_view_of(card.tool_name, card.args, view_of))}"
         f"{edit_html(card, view_of)}{reasons_html(card.reasons)}</div>"
     )
@@ -155,13 +143,13 @@ def provisional_bundle(
     cache = {} if cache is None else cache
     calls = len(state.cards)
     head = (
-        f"<div class='pi-head'{_style('head')}><span class='pi-word pi-run-status pi-warn'"
-        f"{_style('word')}>◌ interrupted</span> · {calls} call{'s' if calls != 1 else ''}"
+        f"<div class='pi-head'{style_attr('head')}><span class='pi-word pi-run-status pi-warn'"
+        f"{style_attr('word')}>◌ interrupted</span> · {calls} call{'s' if calls != 1 else ''}"
         f" · model {html.escape(info.model)}</div>"
     )
     parts = [
-        f"<div class='pi-meta pi-prompt-text'{_style('meta')}>Prompt:</div>"
-        f"<pre class='pi-args'{_style('pre')}>{html.escape(prompt)}</pre>"
+        f"<div class='pi-meta pi-prompt-text'{style_attr('meta')}>Prompt:</div>"
+        f"<pre class='pi-args'{style_attr('pre')}>{html.escape(prompt)}</pre>"
     ]
     lines = [
         f"◌ interrupted · {calls} call{'s' if calls != 1 else ''} · model {info.model}",
@@ -174,15 +162,42 @@ def provisional_bundle(
             f"{earlier} earlier call(s) not shown here: their records are in the audit (one "
             "still running when the kernel stopped has an unknown outcome)."
         )
-        parts.append(f"<div class='pi-meta'{_style('meta')}>{html.escape(note)}</div>")
+        parts.append(f"<div class='pi-meta'{style_attr('meta')}>{html.escape(note)}</div>")
         lines += ["", note]
+    texts = _add_entries(state, entries, info, cache, parts, lines)
+    marker = _marker(_recent(state, entries))
+    parts.append(
+        f"<div class='pi-word pi-warn pi-interrupted'{style_attr('error')}>{html.escape(marker)}</div>"
+    )
+    lines += ["", marker]
+    body = (
+        f"<div class='pi-rec {PROVISIONAL_CLASS}'{style_attr('rec')} "
+        f"data-run='{html.escape(info.run_id)}'>{RECORD_CSS}{_CSS}{head}{''.join(parts)}</div>"
+    )
+    answer = "\n\n".join(t for t in texts if t)
+    markdown = f"{answer}\n\n*{marker}*" if answer else f"*{marker}*"
+    return {"text/html": body, "text/markdown": markdown, "text/plain": "\n".join(lines)}
+
+
+def _add_entries(
+    state: RunState,
+    entries: list[tuple[str, Any]],
+    info: RunInfo,
+    cache: dict[str, tuple[Any, str]],
+    parts: list[str],
+    lines: list[str],
+) -> list[str]:
+    """Add the shown timeline entries to the HTML ``parts`` and the plain ``lines`` (each
+    card's HTML from ``cache`` while the card is unchanged); returns the messages' texts."""
     texts: list[str] = []
     for kind, key in entries:
         if kind == "text":
             text = state.assistant[key] if key < len(state.assistant) else ""
             texts.append(text.strip())
             if text.strip():
-                parts.append(f"<div class='pi-text'{_style('text')}>{markdown_html(text)}</div>")
+                parts.append(
+                    f"<div class='pi-text'{style_attr('text')}>{markdown_html(text)}</div>"
+                )
                 lines += ["", text.strip()]
             continue
         card = state.cards.get(key)
@@ -197,18 +212,7 @@ def provisional_bundle(
         view = call_view_of(card.tool_name, card.args, info.view_of)
         if view is not None and view.code is not None:
             lines += [f"    {line}" for line in view.code.splitlines()]
-    marker = _marker(_recent(state, entries))
-    parts.append(
-        f"<div class='pi-word pi-warn pi-interrupted'{_style('error')}>{html.escape(marker)}</div>"
-    )
-    lines += ["", marker]
-    body = (
-        f"<div class='pi-rec {PROVISIONAL_CLASS}'{_style('rec')} "
-        f"data-run='{html.escape(info.run_id)}'>{RECORD_CSS}{_CSS}{head}{''.join(parts)}</div>"
-    )
-    answer = "\n\n".join(t for t in texts if t)
-    markdown = f"{answer}\n\n*{marker}*" if answer else f"*{marker}*"
-    return {"text/html": body, "text/markdown": markdown, "text/plain": "\n".join(lines)}
+    return texts
 
 
 def provisional_calls(

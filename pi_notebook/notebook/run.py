@@ -20,7 +20,6 @@ import asyncio
 import contextvars
 import datetime as dt
 import html
-import inspect
 import logging
 import time
 import uuid
@@ -36,8 +35,9 @@ from ..approvals.protocol import is_decision
 from ..audit.notebook import output_digest, prompt_digest
 from ..audit.records import NotebookOutput
 from ..errors import AwaitNotSupportedError
+from .kernel import kernel_handles_comms_while_awaiting, kernel_of_shell
 from .prompts import ApprovalPrompt, Prompt
-from .provenance import args_hash_of, call_stamps, record_output
+from .provenance import call_stamps, record_output, stamped_calls
 from .provisional import (
     BLANK,
     EVERY_S,
@@ -91,32 +91,6 @@ _CARD_EVENTS = frozenset(
         "decided",
     }
 )
-
-
-def kernel_of_shell() -> Any:
-    """The kernel of the running IPython shell (``None`` in a terminal, a script, a test)."""
-    try:
-        from IPython.core.getipython import get_ipython
-    except ImportError:  # pragma: no cover - IPython is a dependency
-        return None
-    return getattr(get_ipython(), "kernel", None)
-
-
-def kernel_handles_comms_while_awaiting() -> bool:
-    """Whether widget messages reach the kernel while a cell is awaiting.
-
-    A feature check, not a version check: ipykernel dispatches ``comm_msg`` beside a busy
-    cell only where ``dispatch_shell`` takes the ``concurrent`` flag. Outside a kernel (a
-    script, a test shell) there are no comm messages to wait for, so awaiting is safe.
-    """
-    kernel = kernel_of_shell()
-    if kernel is None:
-        return True
-    dispatch = getattr(kernel, "dispatch_shell", None)
-    try:
-        return dispatch is not None and "concurrent" in inspect.signature(dispatch).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 class Run:
@@ -228,32 +202,8 @@ class Run:
             decided = stamp.decided()
             if decided is not None and call_id in self.state.cards:
                 self.dispatch(decided)
-        model = str(getattr(self.session, "model_name", "unknown"))
-        info = RunInfo(
-            run_id=self.run_id,
-            model=model.removesuffix(":offline"),
-            label_of=self.label_of,
-            view_of=self.view_of,
-            usage=self._usage_of(self) if self._usage_of else None,
-            elapsed=time.monotonic() - self._started,
-        )
-        data = record_bundle(self.state, info)
-        calls: list[dict[str, Any]] = []
-        for card in self.state.card_list():
-            stamp = stamps.get(card.tool_call_id)
-            details = card.details if isinstance(card.details, dict) else {}
-            args_hash = (stamp.args_hash if stamp else None) or details.get("args_hash")
-            calls.append(
-                {
-                    "tool_call_id": card.tool_call_id,
-                    "tool_name": card.tool_name,
-                    "args_hash": args_hash or args_hash_of(card.args),
-                    "decision": card.decision or "error",
-                    "outcome": card.outcome,
-                    "rows": rows if isinstance(rows := details.get("row_count"), int) else None,
-                    "audit_hash": stamp.audit_hash if stamp else None,
-                }
-            )
+        data = record_bundle(self.state, self._info(settled=True))
+        calls = stamped_calls(self.state.card_list(), stamps)
         digest = output_digest(data)
         output = NotebookOutput(
             run_id=self.run_id,
@@ -265,7 +215,7 @@ class Run:
         self.metadata = {
             "run_id": self.run_id,
             "session_id": session_id,
-            "model": model,
+            "model": str(getattr(self.session, "model_name", "unknown")),
             "output_digest": digest,
             "record_hash": record_hash,
             "calls": calls,
@@ -279,6 +229,19 @@ class Run:
         if self.provisional_handle is not None:  # after the record: never a moment with neither
             self._send(partial(self.provisional_handle.update, BLANK, raw=True, metadata={}))
 
+    def _info(self, *, settled: bool) -> RunInfo:
+        """What the record says about this run besides its state (with its usage and time
+        once settled)."""
+        model = str(getattr(self.session, "model_name", "unknown"))
+        return RunInfo(
+            run_id=self.run_id,
+            model=model.removesuffix(":offline"),
+            label_of=self.label_of,
+            view_of=self.view_of,
+            usage=self._usage_of(self) if settled and self._usage_of else None,
+            elapsed=time.monotonic() - self._started if settled else None,
+        )
+
     def _send(self, update: Callable[[], Any]) -> None:
         if self.background:
             # The cell that showed the view has ended. In a fresh context the kernel sends the
@@ -290,13 +253,7 @@ class Run:
 
     # -- the provisional record ----------------------------------------------------
     def _provisional(self) -> tuple[dict[str, str], dict[str, Any]]:
-        model = str(getattr(self.session, "model_name", "unknown"))
-        info = RunInfo(
-            run_id=self.run_id,
-            model=model.removesuffix(":offline"),
-            label_of=self.label_of,
-            view_of=self.view_of,
-        )
+        info = self._info(settled=False)
         data = provisional_bundle(self.state, info, self.prompt, cache=self._provisional_cache)
         calls = provisional_calls(self.state, self._args_hashes.get)
         session_id = str(getattr(self.session, "session_id", ""))

@@ -21,14 +21,24 @@ from IPython.core.error import UsageError
 from ..audit.records import ConversationReset
 from ..database import DatabaseExtension, database_extension
 from ..extensions.loader import labelled_extension
-from ..secrets import safe_url, scrub
+from ..secrets import safe_url
 from ..session import AgentSession, create_agent_session
 from .cell_options import bind_output, parse_cell_options
 from .config import PiNotebook
 from .interrupt import stop_on_interrupt
-from .record import drop_result_frames, result_dataframe
+from .result_frames import drop_all_but_latest
 from .run import Run
+from .session_parts import (
+    DATABASE_SOURCE,
+    close_later,
+    context_extensions,
+    database_problem,
+    database_url_of,
+    mcp_extension,
+    open_audit,
+)
 from .ui import NotebookUI
+from .usage import usage_frame
 
 __all__ = ["CONVERSATION_NOTE", "REBUILD_NOTE", "RESET_NOTE", "NotebookState", "safe_url"]
 
@@ -41,9 +51,6 @@ RESET_NOTE = (
     "New conversation: the model no longer sees earlier cells ({cleared} cleared); kept: the "
     "session's tools, grants and settings, earlier results and the audit log."
 )
-
-DATABASE_SOURCE = "pi_notebook.database"
-CONTEXT_SOURCE = "pi_notebook.notebook.context"
 
 
 class NotebookState:
@@ -102,15 +109,12 @@ class NotebookState:
             RuntimeError: a run is going.
         """
         from ..ai.resolve import resolve_model
-        from ..sample_db import sample_database_url
 
         if self.active_run is not None:
             raise RuntimeError("a run is going")
         cfg = self.config
         model = self.model_override if self.model_override is not None else resolve_model(cfg.model)
-        url = (
-            cfg.database_url or os.environ.get("PI_NOTEBOOK_DATABASE_URL") or sample_database_url()
-        )
+        url = database_url_of(cfg)
         database = database_extension(
             url=url,
             approval_timeout_s=cfg.approval_timeout,
@@ -120,16 +124,16 @@ class NotebookState:
             review=dict(cfg.review) or None,
             role_per_user=cfg.role_per_user,
         )
-        mcp = self._mcp_extension()
+        mcp = mcp_extension(cfg)
         audit_url = cfg.audit_url or None
-        audit, new_audit = self._audit_for(audit_url)
+        audit, new_audit = open_audit(self.audit, self._audit_url, audit_url)
         try:
             session = create_agent_session(
                 model=model,
                 extensions=[
                     self._events_extension,
                     labelled_extension(database, DATABASE_SOURCE),
-                    *self._context_extensions(),
+                    *context_extensions(self.namespace),
                     *([mcp] if mcp is not None else []),
                     *cfg.extensions,
                 ],
@@ -144,18 +148,21 @@ class NotebookState:
             if new_audit:
                 audit.close()
             raise
-        problems = [
-            d
-            for d in session.diagnostics
-            if d.extension_path == DATABASE_SOURCE and d.level == "error"
-        ]
-        if problems:
+        problem = database_problem(session, url)
+        if problem is not None:
             self._close_later(session, audit.close if new_audit else None)
-            raise UsageError(
-                f"The database extension did not load: {scrub(problems[0].message, url)}; "
-                "the previous connection stays (fix the URL and run %pi_connect again)."
-            )
+            raise problem
         self._apply_chosen(session)
+        self.database, self.database_url, self.stale = database, url, False
+        self.mcp = mcp
+        self._replace(session, audit, audit_url, new_audit)
+        return session
+
+    def _replace(
+        self, session: AgentSession, audit: Any, audit_url: str | None, new_audit: bool
+    ) -> None:
+        """Make ``session`` and ``audit`` current: the old session closes in the background,
+        then the old log, if this build replaced it."""
         old, self.session = self.session, session
         if old is not None:
             self.past_usage.append((old.model_name, old.usage))
@@ -166,75 +173,15 @@ class NotebookState:
             self._rebuild_note = REBUILD_NOTE.format(audit=audit_note)
         old_audit = self.audit
         self.audit, self._audit_url = audit, audit_url
-        self.database, self.database_url, self.stale = database, url, False
-        self.mcp = mcp
         then = old_audit.close if new_audit and old_audit is not None else None
         if old is not None:
             self._close_later(old, then)
         elif then is not None:
             then()
-        return session
-
-    def _mcp_extension(self) -> Any:
-        """The MCP client extension of ``PiNotebook.mcp_servers`` (docs/mcp.md), or ``None``."""
-        from ..errors import ConfigurationError
-
-        try:
-            from ..mcp.magic import notebook_extension
-        except ImportError:  # the mcp extra is not installed
-            if self.config.mcp_servers:
-                raise UsageError(
-                    'MCP servers need the MCP SDK: pip install "pi-notebook[mcp]"'
-                ) from None
-            return None
-        try:
-            return notebook_extension(self.config)
-        except ConfigurationError as exc:
-            raise UsageError(f"PiNotebook.mcp_servers: {exc}; fix it with %pi_mcp") from None
-
-    def _context_extensions(self) -> list[Any]:
-        """The notebook-context extension ({name} in prompts, DataFrames mentioned by name)."""
-        if self.namespace is None:
-            return []
-        from .context import notebook_context
-
-        return [labelled_extension(notebook_context(self.namespace), CONTEXT_SOURCE)]
 
     def usage_frame(self) -> Any:
         """Tokens and cost per session of this kernel, the current one last (``%pi_usage``)."""
-        import pandas as pd
-
-        rows: list[tuple[str, Any, bool]] = [(m, u, False) for m, u in self.past_usage]
-        if self.session is not None:
-            rows.append((self.session.model_name, self.session.usage, True))
-        columns = [
-            "session",
-            "model",
-            "requests",
-            "input_tokens",
-            "output_tokens",
-            "cache_read_tokens",
-            "cache_write_tokens",
-            "cost_usd",
-            "current",
-        ]
-        return pd.DataFrame(
-            [
-                (
-                    i + 1,
-                    model,
-                    u.requests,
-                    u.prompt_tokens,
-                    u.output_tokens,
-                    u.cache_read_tokens,
-                    u.cache_write_tokens,
-                    u.cost_usd,
-                    current,
-                )
-                for i, (model, u, current) in enumerate(rows)
-            ],
-            columns=columns,
-        )
+        return usage_frame(self.past_usage, self.session)
 
     def set_model(self, model: Any) -> None:
         """Use ``model`` (a model object, e.g. a ``ScriptedModel``) for the next runs.
@@ -253,23 +200,6 @@ class NotebookState:
         except BaseException:
             self.model_override = before
             raise
-
-    def _audit_for(self, audit_url: str | None) -> tuple[Any, bool]:
-        """The audit log for ``audit_url``: the current one if unchanged, else a new one."""
-        from ..audit import AuditLog
-
-        if self.audit is not None and audit_url == self._audit_url:
-            return self.audit, False
-        try:
-            return AuditLog(audit_url), True
-        except Exception as exc:
-            kept = "the previous audit log stays in force" if self.audit is not None else ""
-            raise UsageError(
-                f"The audit log at {safe_url(audit_url) if audit_url else 'the default file'} "
-                f"cannot be opened ({type(exc).__name__}){'; ' + kept if kept else ''}. "
-                "Fix it with %config PiNotebook.audit_url = '<SQLAlchemy URL>' (or '' for the "
-                "default file)."
-            ) from None
 
     def _apply_chosen(self, session: AgentSession) -> None:
         if not self.chosen_on and not self.chosen_off:
@@ -356,22 +286,7 @@ class NotebookState:
 
     def _close_later(self, session: AgentSession, then: Callable[[], None] | None = None) -> None:
         """Close ``session`` (on the running loop if there is one), then call ``then``."""
-
-        async def close() -> None:
-            try:
-                await session.close()
-            finally:
-                if then is not None:
-                    then()
-
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            asyncio.run(close())
-            return
-        task = loop.create_task(close())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        close_later(self._background, session, then)
 
     # -- runs -------------------------------------------------------------------
     def start_run(self, prompt: str) -> Run:
@@ -459,17 +374,10 @@ class NotebookState:
         keep = self.keep_results
         if keep is None:
             return 0
-        kept = dropped = 0
-        for run in reversed(self.runs):
-            for card in reversed(run.state.card_list()):
-                if result_dataframe(card.details) is None:
-                    continue
-                if kept < keep:
-                    kept += 1
-                else:
-                    drop_result_frames(card.details)
-                    dropped += 1
-        return dropped
+        newest_first = (
+            card.details for run in reversed(self.runs) for card in reversed(run.state.card_list())
+        )
+        return drop_all_but_latest(newest_first, keep)
 
     def status_line(self) -> str:
         """One line: model, database (no password), how to ask, that cells share a conversation."""

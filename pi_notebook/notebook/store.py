@@ -12,17 +12,27 @@ Cost per event does not grow with the number of cards: cards live in a
 :class:`~.cardmap.CardMap` that shares all but one small chunk with the previous state.
 
 Besides the session's events it understands a few of the notebook's own (approval requested
-and resolved, stop requested, run failed, notice, decision), defined here.
+and resolved, stop requested, run failed, notice, decision), defined in :mod:`.run_events`
+and re-exported here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
 from ..ai.messages import ImageContent, part_text, to_result_parts
 from ..approvals.protocol import Decision
 from .cardmap import CardMap
+from .run_events import (
+    ApprovalRequested,
+    ApprovalResolved,
+    Decided,
+    Notice,
+    RunFailed,
+    StopRequested,
+)
 
 __all__ = [
     "ApprovalRequested",
@@ -50,53 +60,6 @@ DENIED: frozenset[str] = frozenset({"rejected", "expired", "aborted", "refused"}
 CardDecision: TypeAlias = Decision | Literal["allowed"]
 """Who let a call run or stopped it: a :data:`~pi_notebook.approvals.Decision`, or
 ``allowed`` (it passed every ``tool_call`` handler without asking)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ApprovalRequested:
-    tool_call_id: str
-    reasons: tuple[str, ...] = ()
-    type: Literal["approval_requested"] = "approval_requested"
-
-
-@dataclass(frozen=True, kw_only=True)
-class ApprovalResolved:
-    tool_call_id: str
-    decision: Decision  # approved, granted, rejected, expired, aborted
-    edited_args: Any = None  # the arguments as the person edited them before approving
-    type: Literal["approval_resolved"] = "approval_resolved"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Decided:
-    """A call's decision as the audit recorded it, learnt when the run settles: the word, who
-    decided, the grant it created or ran inside, and how long the person took."""
-
-    tool_call_id: str
-    decision: Decision
-    approver: str | None = None
-    grant: str | None = None  # "granted scope g-… (UPDATE products, ≤ 50 rows, 30 min)", "(g-…)"
-    waited_s: float | None = None
-    type: Literal["decided"] = "decided"
-
-
-@dataclass(frozen=True, kw_only=True)
-class StopRequested:
-    reason: str = "stopped"  # or "interrupted" (the kernel's interrupt button)
-    type: Literal["stop_requested"] = "stop_requested"
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunFailed:
-    error: str
-    type: Literal["run_failed"] = "run_failed"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Notice:
-    message: str
-    level: str = "info"
-    type: Literal["notice"] = "notice"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -264,11 +227,11 @@ def _end(state: RunState, card: CardState, event: Any, now: float | None) -> Car
 
 
 def _reduce_card(state: RunState, event: Any, now: float | None) -> RunState:
-    kind = event.type
     call_id = getattr(event, "tool_call_id", None)
     if not isinstance(call_id, str):
         return state
     card = state.cards.get(call_id)
+    kind = event.type
     if kind == "tool_execution_start":
         if card is not None:
             return _with_card(state, replace(card, args=event.args))
@@ -278,58 +241,72 @@ def _reduce_card(state: RunState, event: Any, now: float | None) -> RunState:
         return _with_card(state, new)
     if card is None:
         return state  # S14: only a start creates a card
-    if kind == "tool_execution_update":
-        result = event.partial_result
-        status = card.status if card.status in TERMINAL else "running"
-        texts = _text_of(getattr(result, "content", None))
-        return _with_card(
-            state,
-            replace(
-                card,
-                status=status,
-                updates=card.updates + 1,
-                progress=" ".join(texts) if texts else card.progress,
-                progress_details=getattr(result, "details", None),
-            ),
-        )
-    if kind == "tool_call":
-        return _with_card(state, replace(card, gated=True))
-    if kind == "tool_result":
-        return _with_card(state, replace(card, executed=True))
-    if kind == "approval_requested":
-        return _with_card(
-            state,
-            replace(
-                card,
-                status="awaiting approval",
-                approval="pending",
-                reasons=tuple(event.reasons) or card.reasons,
-            ),
-        )
-    if kind == "approval_resolved":
-        status: CardStatus = "running" if event.decision in ("approved", "granted") else "blocked"
-        if card.status in TERMINAL:
-            status = card.status
-        card = replace(card, approval=event.decision, decision=event.decision, status=status)
-        edited = getattr(event, "edited_args", None)
-        if edited is not None and edited != card.args:
-            original = card.original_args if card.original_args is not None else card.args
-            card = replace(card, args=edited, original_args=original)
-        return _with_card(state, card)
-    if kind == "decided":
-        return _with_card(
-            state,
-            replace(
-                card,
-                decision=event.decision,
-                approver=event.approver,
-                grant=event.grant,
-                waited_s=event.waited_s,
-            ),
-        )
-    if kind == "tool_execution_end":
-        return _with_card(state, _end(state, card, event, now))
-    return state
+    step = _CARD_STEPS.get(kind)
+    return state if step is None else _with_card(state, step(state, card, event, now))
+
+
+def _updated(state: RunState, card: CardState, event: Any, now: float | None) -> CardState:
+    result = event.partial_result
+    status = card.status if card.status in TERMINAL else "running"
+    texts = _text_of(getattr(result, "content", None))
+    return replace(
+        card,
+        status=status,
+        updates=card.updates + 1,
+        progress=" ".join(texts) if texts else card.progress,
+        progress_details=getattr(result, "details", None),
+    )
+
+
+def _gated(state: RunState, card: CardState, event: Any, now: float | None) -> CardState:
+    return replace(card, gated=True)
+
+
+def _executed(state: RunState, card: CardState, event: Any, now: float | None) -> CardState:
+    return replace(card, executed=True)
+
+
+def _awaiting(state: RunState, card: CardState, event: Any, now: float | None) -> CardState:
+    return replace(
+        card,
+        status="awaiting approval",
+        approval="pending",
+        reasons=tuple(event.reasons) or card.reasons,
+    )
+
+
+def _resolved(state: RunState, card: CardState, event: Any, now: float | None) -> CardState:
+    status: CardStatus = "running" if event.decision in ("approved", "granted") else "blocked"
+    if card.status in TERMINAL:
+        status = card.status
+    card = replace(card, approval=event.decision, decision=event.decision, status=status)
+    edited = getattr(event, "edited_args", None)
+    if edited is not None and edited != card.args:
+        original = card.original_args if card.original_args is not None else card.args
+        card = replace(card, args=edited, original_args=original)
+    return card
+
+
+def _decided(state: RunState, card: CardState, event: Any, now: float | None) -> CardState:
+    return replace(
+        card,
+        decision=event.decision,
+        approver=event.approver,
+        grant=event.grant,
+        waited_s=event.waited_s,
+    )
+
+
+_CARD_STEPS: dict[str, Callable[[RunState, CardState, Any, float | None], CardState]] = {
+    "tool_execution_update": _updated,
+    "tool_call": _gated,
+    "tool_result": _executed,
+    "approval_requested": _awaiting,
+    "approval_resolved": _resolved,
+    "decided": _decided,
+    "tool_execution_end": _end,
+}
+"""What each later event of a call does to its card (a start is :func:`_reduce_card`'s)."""
 
 
 def _settle(state: RunState) -> RunStatus:

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from contextvars import ContextVar
 from typing import Any, Protocol
 
 from ..agent.agent import Agent
 from ..agent.common import EmitFn, LoopConfig
-from ..agent.tool_calls import execute_batch
+from ..agent.tool_calls import ToolCallOutcome, execute_batch
 from ..agent.types import AgentContext
 from ..ai.abort import AbortController, AbortSignal
 from ..ai.messages import AssistantMessage, ToolCall, ToolResultMessage
@@ -98,6 +98,33 @@ async def call_tool(
     message = AssistantMessage(
         content=[call], stop_reason="toolUse", model=session.model_name, provider=DIRECT_PROVIDER
     )
+    context, config = _batch_of(session)
+    controller = AbortController()
+    unlink = signal.add_listener(lambda: controller.abort(signal.reason)) if signal else None
+    token = _signal.set(controller.signal)
+    try:
+        outcomes = await _run_shielded(
+            execute_batch(context, message, [call], config, controller.signal, emit), controller
+        )
+    finally:
+        _signal.reset(token)
+        if unlink is not None:
+            unlink()
+    (outcome,) = outcomes
+    if outcome.message is not None:
+        return outcome.message
+    return ToolResultMessage(  # execute_batch always emits the message; this keeps the type total
+        tool_call_id=call.id,
+        tool_name=call.name,
+        content=list(outcome.result.content or []),
+        details=outcome.result.details,
+        is_error=outcome.is_error,
+    )
+
+
+def _batch_of(session: DirectSession) -> tuple[AgentContext, LoopConfig]:
+    """The context and loop settings of a one-call batch: the session's agent as it is now
+    (its system prompt, tools and hooks), with the call run on its own."""
     agent = session.agent
 
     def turn_state() -> tuple[str, list[Any]]:
@@ -114,34 +141,22 @@ async def call_tool(
         after_tool_call=agent.after_tool_call,
         tool_execution="sequential",
     )
-    controller = AbortController()
-    unlink = signal.add_listener(lambda: controller.abort(signal.reason)) if signal else None
-    token = _signal.set(controller.signal)
+    return context, config
+
+
+async def _run_shielded(
+    batch: Coroutine[Any, Any, list[ToolCallOutcome]], controller: AbortController
+) -> list[ToolCallOutcome]:
+    """Run ``batch`` in a task of its own (it copies this context, so it sees the direct
+    signal), shielded so that cancelling the caller aborts the tool instead of tearing it
+    apart mid-write: the abort reaches the tool, the task winds down, then the cancellation
+    goes on to the caller."""
+    task = asyncio.ensure_future(batch)
     try:
-        # A task of its own (it copies this context, so it sees the direct signal), shielded
-        # so that cancelling the caller aborts the tool instead of tearing it apart mid-write.
-        task = asyncio.ensure_future(
-            execute_batch(context, message, [call], config, controller.signal, emit)
-        )
-        try:
-            outcomes = await asyncio.shield(task)
-        except asyncio.CancelledError:
-            controller.abort("the caller cancelled the call")
-            await asyncio.wait([task])
-            if not task.cancelled():
-                task.exception()  # retrieved: the cancellation is what the caller gets
-            raise
-    finally:
-        _signal.reset(token)
-        if unlink is not None:
-            unlink()
-    (outcome,) = outcomes
-    if outcome.message is not None:
-        return outcome.message
-    return ToolResultMessage(  # execute_batch always emits the message; this keeps the type total
-        tool_call_id=call.id,
-        tool_name=call.name,
-        content=list(outcome.result.content or []),
-        details=outcome.result.details,
-        is_error=outcome.is_error,
-    )
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        controller.abort("the caller cancelled the call")
+        await asyncio.wait([task])
+        if not task.cancelled():
+            task.exception()  # retrieved: the cancellation is what the caller gets
+        raise

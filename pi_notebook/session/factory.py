@@ -49,26 +49,13 @@ def create_agent_session(
         namespace: variables ``inspect_variable`` may read (a notebook passes ``user_ns``).
         builtin_tools: include ``read``, ``ls`` and ``inspect_variable``.
     """
-    if isinstance(model, str):
-        from ..ai.resolve import resolve_model
-
-        resolved = resolve_model(model)
-    else:
-        resolved = model
+    resolved = _resolved(model)
     builtins: list[ToolDefinition[Any]] = []
     if builtin_tools:
         from ..builtins import builtin_tools as make_builtins
 
         builtins = make_builtins(namespace=namespace)
-    audit_log: AuditLog | None = None
-    owns_audit = False
-    if audit is not False:
-        from ..audit import AuditLog
-
-        if isinstance(audit, AuditLog):
-            audit_log = audit
-        else:
-            audit_log, owns_audit = AuditLog(audit), True
+    audit_log, owns_audit = _audit_log(audit)
     try:
         return AgentSession(
             model=resolved,
@@ -88,3 +75,24 @@ def create_agent_session(
         if owns_audit and audit_log is not None:
             audit_log.close()
         raise
+
+
+def _resolved(model: Model | str) -> Model:
+    """The model object of ``model`` (a string goes through ``resolve_model``)."""
+    if isinstance(model, str):
+        from ..ai.resolve import resolve_model
+
+        return resolve_model(model)
+    return model
+
+
+def _audit_log(audit: AuditLog | str | Literal[False] | None) -> tuple[AuditLog | None, bool]:
+    """The session's audit log and whether the session owns it (opened it, so closes it):
+    the given log, a new one at a URL (``None``: the default), or none for ``False``."""
+    if audit is False:
+        return None, False
+    from ..audit import AuditLog
+
+    if isinstance(audit, AuditLog):
+        return audit, False
+    return AuditLog(audit), True

@@ -8,10 +8,39 @@ The allow-list and exclude set filter every source alike.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from typing import Any
 
-from ..extensions.types import RegisteredTool
+from ..extensions.api import check_tool_definition
+from ..extensions.types import RegisteredTool, SourceInfo, ToolDefinition
 
-__all__ = ["build_registry", "next_active_names"]
+__all__ = ["build_registry", "builtin_entries", "next_active_names", "sdk_entries"]
+
+
+def builtin_entries(definitions: Iterable[ToolDefinition[Any]]) -> list[RegisteredTool]:
+    """The built-in tools as registry entries (source ``<builtin:NAME>``)."""
+    return [
+        RegisteredTool(
+            definition=d, source_info=SourceInfo(kind="builtin", path=f"<builtin:{d.name}>")
+        )
+        for d in definitions
+    ]
+
+
+def sdk_entries(definitions: Iterable[ToolDefinition[Any]]) -> list[RegisteredTool]:
+    """The SDK's ``custom_tools`` as registry entries (source ``<sdk:NAME>``), each checked
+    first, as an extension's are when it registers them.
+
+    Raises:
+        ToolRegistrationError: a definition without a name, a callable ``execute`` or
+            parameters whose JSON Schema is an object.
+    """
+    definitions = list(definitions)
+    for definition in definitions:
+        check_tool_definition(definition, "SDK custom_tools")
+    return [
+        RegisteredTool(definition=d, source_info=SourceInfo(kind="sdk", path=f"<sdk:{d.name}>"))
+        for d in definitions
+    ]
 
 
 def build_registry(

@@ -2,11 +2,11 @@
 
 The session owns the registry (built-in < extension < SDK custom; allow/exclude over
 all), the active set, the base system prompt, and the before/after tool hooks it
-installs into the agent core, where the extensions' ``tool_call`` and
+installs into the agent core (:mod:`.tool_hooks`), where the extensions' ``tool_call`` and
 ``tool_result`` chains run (S5). Session subscribers see an event only after every
-extension handler for it has finished (C30).
+extension handler for it has finished (C30; :mod:`.listeners`).
 
-Approval for any tool (``ToolDefinition.requires_approval``) is enforced here: after every
+Approval for any tool (``ToolDefinition.requires_approval``) is enforced there: after every
 ``tool_call`` handler ran, the session asks for it (bound to the hash of the final
 arguments); the wrapper checks that hash again right before ``execute``; the capability dies
 when the call ends (see :mod:`pi_notebook.approvals.tools`). A prompt meets the pre-model
@@ -20,34 +20,21 @@ import logging
 import os
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..agent.agent import Agent
-from ..agent.common import maybe_await
-from ..agent.events import AgentEvent
-from ..agent.types import (
-    AfterToolCallContext,
-    AfterToolCallResult,
-    BeforeToolCallContext,
-    BeforeToolCallResult,
-    ExecutionMode,
-)
+from ..agent.types import ExecutionMode
 from ..agent.views import CallView, ViewOf, call_view, default_call_view
 from ..ai.abort import AbortController, AbortSignal
-from ..ai.messages import Message, ResultContent, TextContent, ToolResultMessage, to_result_parts
+from ..ai.messages import Message, ToolResultMessage
 from ..ai.model import Model
 from ..ai.usage import UsageMeter, UsageTotals
 from ..approvals.tools import ToolApprovals
 from ..errors import AgentBusyError, SessionClosedError
-from ..extensions.api import ExtensionAPI, check_tool_definition
+from ..extensions.api import ExtensionAPI
 from ..extensions.context import ExtensionContext
-from ..extensions.events import (
-    SessionShutdownEvent,
-    SessionStartEvent,
-    ToolCallEvent,
-    ToolResultEvent,
-)
+from ..extensions.events import SessionShutdownEvent, SessionStartEvent
 from ..extensions.loader import (
     Diagnostic,
     ExtensionSource,
@@ -57,15 +44,17 @@ from ..extensions.loader import (
     load_extensions,
 )
 from ..extensions.runner import Extension, ExtensionRunner
-from ..extensions.types import RegisteredTool, SourceInfo, ToolDefinition, ToolInfo
+from ..extensions.types import RegisteredTool, ToolDefinition, ToolInfo
 from ..extensions.ui import UIContext
 from ..extensions.wrapper import wrap_registered_tool
 from .direct import call_tool as direct_call
 from .direct import direct_call_signal
+from .listeners import SessionListener, SessionListeners
 from .premodel import PreModelHooks, SystemPromptState, prepare_prompt
 from .prompt import build_system_prompt
-from .registry import build_registry, next_active_names
+from .registry import build_registry, builtin_entries, next_active_names, sdk_entries
 from .retention import ResultRetention
+from .tool_hooks import ToolHooks
 
 if TYPE_CHECKING:
     from ..audit import AuditLog
@@ -74,11 +63,7 @@ __all__ = ["AgentSession", "SessionClosedError"]
 
 log = logging.getLogger(__name__)
 
-SessionListener = Callable[[Any], Awaitable[None] | None]
 
-
-# The events the session itself reads whoever else listens: the usage meter's and the end of
-# a call (its approval dies with it).
 def _weak_view_of(session: AgentSession) -> ViewOf:
     """``session.view_of_call`` without keeping the session alive (then: the default view)."""
     ref = weakref.ref(session)
@@ -90,9 +75,6 @@ def _weak_view_of(session: AgentSession) -> ViewOf:
         return alive.view_of_call(tool_name, args)
 
     return view_of
-
-
-_OWN_EVENTS = frozenset({"agent_start", "message_end", "tool_execution_end"})
 
 
 class AgentSession:
@@ -121,23 +103,11 @@ class AgentSession:
         self._session_id = audit.session_id if audit is not None else uuid.uuid4().hex
         self._allowed = None if allowed_tool_names is None else frozenset(allowed_tool_names)
         self._excluded = frozenset(excluded_tool_names or ())
-        self._builtins = [
-            RegisteredTool(
-                definition=d, source_info=SourceInfo(kind="builtin", path=f"<builtin:{d.name}>")
-            )
-            for d in builtin_tools
-        ]
-        custom_tools = list(custom_tools)
-        for definition in custom_tools:
-            check_tool_definition(definition, "SDK custom_tools")
-        self._custom = [
-            RegisteredTool(definition=d, source_info=SourceInfo(kind="sdk", path=f"<sdk:{d.name}>"))
-            for d in custom_tools
-        ]
+        self._builtins = builtin_entries(builtin_tools)
+        self._custom = sdk_entries(custom_tools)
         self._registry: dict[str, RegisteredTool] = {}
         self._known_names: set[str] = set()
         self._active: list[str] = []
-        self._subscribers: list[SessionListener] = []
         self._closed = False
         self._started = False
         self._preparing: AbortController | None = None  # set while input/before_agent_start run
@@ -147,18 +117,39 @@ class AgentSession:
         self._hooks = PreModelHooks(
             self.runner, audit=lambda: self._audit, model_name=lambda: self.model_name
         )
+        tool_hooks = ToolHooks(
+            self.runner, self.tool_approvals, lambda name: self._registry.get(name), audit
+        )
         self.agent = Agent(
             model=model,
-            before_tool_call=self._before_tool_call,
-            after_tool_call=self._after_tool_call,
+            before_tool_call=tool_hooks.before_tool_call,
+            after_tool_call=tool_hooks.after_tool_call,
             tool_execution=tool_execution or "parallel",
         )
         self._prompts = SystemPromptState(self.agent.state)
-        # Events nobody wants (no subscriber, no extension handler) are not even built.
-        self.agent.subscribe(self._dispatch, events=self._wants)
-        # Bounds the result DataFrames kept; fed by ``_dispatch``, after every subscriber.
+        # Bounds the result DataFrames kept; fed by the listeners, after every subscriber.
         self.result_retention = ResultRetention()
+        self._listeners = SessionListeners(
+            self.runner, self.tool_approvals, self._usage, self.result_retention
+        )
+        # Events nobody wants (no subscriber, no extension handler) are not even built.
+        self.agent.subscribe(self._listeners.dispatch, events=self._listeners.wants)
+        self.diagnostics: list[Diagnostic]
+        self.diagnostics, self._pending = load_extensions(
+            self._sources(audit, extensions), self.runner, self._make_api
+        )
+        if not self._pending:
+            self._bind()
+        else:
+            # Async factories finish in start(); until then the tools already known (built-in,
+            # SDK, sync extensions) are usable, and an active set chosen now is kept (C7).
+            self.refresh_tools()
 
+    def _sources(
+        self, audit: AuditLog | None, extensions: Iterable[ExtensionSource]
+    ) -> list[ExtensionSource]:
+        """The extensions to load: the audit's recorder first (when there is a log), then
+        the caller's."""
         sources: list[ExtensionSource] = []
         if audit is not None:
             from ..audit import audit_extension
@@ -169,14 +160,7 @@ class AgentSession:
 
             sources.append(labelled_extension(audit_extension(audit), "<audit>"))
         sources.extend(extensions)
-        self.diagnostics: list[Diagnostic]
-        self.diagnostics, self._pending = load_extensions(sources, self.runner, self._make_api)
-        if not self._pending:
-            self._bind()
-        else:
-            # Async factories finish in start(); until then the tools already known (built-in,
-            # SDK, sync extensions) are usable, and an active set chosen now is kept (C7).
-            self.refresh_tools()
+        return sources
 
     # -- wiring ---------------------------------------------------------------
     def _make_api(self, extension: Extension) -> ExtensionAPI:
@@ -345,130 +329,10 @@ class AgentSession:
             for t in self._registry.values()
         ]
 
-    # -- hooks into the agent core ---------------------------------------------
-    async def _before_tool_call(
-        self, context: BeforeToolCallContext, signal: AbortSignal
-    ) -> BeforeToolCallResult | None:
-        # C19: with no tool_call handler the chain is skipped, but requires_approval holds.
-        handled = self.runner.has_handlers("tool_call")
-        if handled:
-            event = ToolCallEvent(
-                tool_call_id=context.tool_call.id,
-                tool_name=context.tool_call.name,
-                input=context.args,
-            )
-            try:
-                decision = await self.runner.emit_tool_call(event)
-            except Exception as exc:
-                self._record_decision(context, "blocked", f"{type(exc).__name__}: {exc}")
-                raise
-            if decision is not None and decision.block:
-                self._record_decision(context, "blocked", decision.reason)
-                return BeforeToolCallResult(
-                    block=decision.block, reason=decision.reason, terminate=decision.terminate
-                )
-        # After every handler: the approval binds to the arguments execute will get.
-        tool = self._registry.get(context.tool_call.name)  # None: the wrapper still checks
-        blocked = None
-        if tool is not None and tool.definition.requires_approval:  # falsy: nothing to ask
-            path, call_id = tool.source_info.path, context.tool_call.id
-            blocked = await self.tool_approvals.before(
-                tool.definition,
-                call_id,
-                context.args,
-                signal,
-                lambda: self.runner.create_context(path, tool_call_id=call_id),
-            )
-        # One record of the decision per call, with or without handlers (the audit's recorder
-        # does not listen to tool_call: this is the one place of that fact).
-        self._record_decision(context, "blocked" if blocked else "allowed", blocked)
-        return None if blocked is None else BeforeToolCallResult(block=True, reason=blocked)
-
-    def _record_decision(
-        self, context: BeforeToolCallContext, decision: str, reason: str | None
-    ) -> None:
-        """D8: the outcome of the whole tool_call chain, with the arguments execute will get.
-
-        The one record of this fact (kind ``tool_call``); queued, never raises.
-        """
-        if self._audit is not None:
-            from ..audit.records import ToolCallDecision
-
-            self._audit.append(
-                ToolCallDecision(
-                    tool_call_id=context.tool_call.id,
-                    tool_name=context.tool_call.name,
-                    decision=decision,
-                    reason=reason,
-                    input=context.args,
-                )
-            )
-
-    async def _after_tool_call(
-        self, context: AfterToolCallContext, signal: AbortSignal
-    ) -> AfterToolCallResult | None:
-        note = self.tool_approvals.edit_note(context.tool_call.id)
-        patch = None
-        if self.runner.has_handlers("tool_result"):
-            event = ToolResultEvent(
-                tool_call_id=context.tool_call.id,
-                tool_name=context.tool_call.name,
-                input=context.args,
-                content=list(context.result.content or []),
-                details=context.result.details,
-                is_error=context.is_error,
-            )
-            patch = await self.runner.emit_tool_result(event)
-        if patch is None and note is None:
-            return None
-        content: list[ResultContent] | None = (
-            to_result_parts(patch.content) if patch and patch.content is not None else None
-        )
-        if note is not None:  # the model is told the person edited what ran
-            content = [TextContent(text=note), *(content or context.result.content or [])]
-        return AfterToolCallResult(
-            content=content,
-            details=patch.details if patch else None,
-            is_error=patch.is_error if patch else None,
-        )
-
-    def _wants(self, event_type: str) -> bool:
-        """Whether the session has a use for events of ``event_type`` now."""
-        return (
-            event_type in _OWN_EVENTS
-            or bool(self._subscribers)
-            or self.runner.has_handlers(event_type)
-        )
-
-    async def _dispatch(self, event: AgentEvent) -> None:
-        kind = event.type
-        if event.type == "tool_execution_end":
-            # However the call ended, an approval it earned dies with it.
-            self.tool_approvals.end(event.tool_call_id)
-        elif kind == "message_end" or kind == "agent_start":
-            self._usage.observe(event)
-        if self.runner.has_handlers(kind):
-            await self.runner.emit(event)
-        for listener in list(self._subscribers):
-            try:
-                returned = listener(event)
-                if returned is not None:
-                    await maybe_await(returned)
-            except Exception:
-                log.exception("session subscriber failed on %s", kind)
-        if kind == "message_end":  # once everyone has seen its DataFrames
-            self.result_retention.on_event(event)
-
     # -- public API -------------------------------------------------------------
     def subscribe(self, listener: SessionListener) -> Callable[[], None]:
         """Receive every event (after the extensions' handlers); returns an unsubscriber."""
-        self._subscribers.append(listener)
-
-        def unsubscribe() -> None:
-            if listener in self._subscribers:
-                self._subscribers.remove(listener)
-
-        return unsubscribe
+        return self._listeners.subscribe(listener)
 
     async def prompt(self, text: str | Message) -> None:
         """Send a prompt (after ``input`` and ``before_agent_start``) and run until the model
@@ -506,7 +370,12 @@ class AgentSession:
         validation, ``tool_call`` handlers, approval, ``tool_result`` handlers, events and audit
         as a model's call. Returns the final result message; never raises for a failing call."""
         return await direct_call(
-            self, name, args, tool_call_id=tool_call_id, signal=signal, emit=self._dispatch
+            self,
+            name,
+            args,
+            tool_call_id=tool_call_id,
+            signal=signal,
+            emit=self._listeners.dispatch,
         )
 
     def abort(self, reason: str | None = None) -> None:

@@ -4,8 +4,9 @@ The order of the checks is the policy (D1):
 
 1. the input itself (text, size, NUL bytes, surrogates, dialect) -> ``reject``;
 2. tokens: exactly one statement, no executable or nested comments, sane nesting,
-   escapes out of the database (``COPY ... PROGRAM``, ``INTO OUTFILE``...) -> ``reject``;
-   quoting that depends on server settings -> ``write``;
+   escapes out of the database (``COPY ... PROGRAM``, ``INTO OUTFILE``..., see
+   ``escapes.py``) -> ``reject``; quoting that depends on server settings, MySQL calls the
+   tree does not show (``mysql_calls.py``) -> ``write``;
 3. utility statements (``EXPLAIN``, ``SHOW``, ``DESCRIBE``, ``PRAGMA``, ``SUMMARIZE``)
    form by form, see ``commands.py``;
 4. everything else is parsed by sqlglot; a query root is walked node by node against
@@ -22,7 +23,7 @@ from functools import lru_cache, partial
 from sqlglot import exp
 from sqlglot.tokenizer_core import Token, TokenType
 
-from pi_notebook.sql import duckdb_parser, lexical
+from pi_notebook.sql import duckdb_parser, escapes, lexical, mysql_calls
 from pi_notebook.sql.commands import COMMAND_WORDS, Assessment, command_assessment
 from pi_notebook.sql.findings import Finding, rejects, verdict_of, writes
 from pi_notebook.sql.query import QUERY_ROOTS, query_findings
@@ -129,30 +130,17 @@ def assess(
     inner_assess = partial(assess, memory_bounded=memory_bounded)
     if depth > MAX_DEPTH:
         return Assessment((writes("statement wrapped in too many EXPLAIN/DESCRIBE levels"),))
-    problem = lexical.input_problem(sql, dialect)
-    if problem is not None:
-        return Assessment((rejects(problem),))
-    try:
-        tokens = lexical.tokens_of(sql, dialect)
-    except Exception as exc:
-        return Assessment((rejects(f"the SQL cannot be tokenized: {_first_line(exc)}"),))
-    stray = lexical.skipped_text(sql, tokens, dialect)
-    if stray is not None:
-        return Assessment((rejects(_stray_reason(stray)),))
-    body, problem, compound = one_statement(tokens, dialect)
-    if problem is not None:
-        return Assessment((rejects(problem),))
-    types = lexical.token_types(body)
-    nesting = lexical.nesting_problem(body, types)
-    if nesting is not None:
-        return Assessment((rejects(nesting),))
+    checked = _one_statement(sql, dialect)
+    if isinstance(checked, Assessment):
+        return checked
+    tokens, body, types, compound = checked
     early = [
         *lexical.comment_findings(tokens, dialect),
-        *lexical.escape_findings(body, dialect, types),
+        *escapes.escape_findings(body, dialect, types),
         *lexical.quoting_findings(sql, dialect),
         *lexical.quoted_call_findings(body, dialect, types),
-        *lexical.mysql_call_findings(body, dialect),
-        *lexical.dialect_escape_findings(sql, body, dialect),
+        *mysql_calls.mysql_call_findings(body, dialect),
+        *escapes.dialect_escape_findings(sql, body, dialect),
     ]
     if any(finding.kind == "reject" for finding in early):
         return Assessment(tuple(early))
@@ -172,12 +160,58 @@ def assess(
         # sqlglot does not parse these (VACUUM, CALL, PREPARE...); none is a read.
         return Assessment((*early, writes(f"{body[0].text.upper()} is not a known read statement")))
     parsed = _parse(body, sql, dialect)
-    if (
-        isinstance(parsed, Finding)
-        and fallback
-        and dialect == "duckdb"
-        and parsed.reason != STACKED
-    ):
+    if isinstance(parsed, Finding):
+        return _unparsed(
+            parsed,
+            sql,
+            dialect,
+            depth,
+            first,
+            early,
+            memory_bounded=memory_bounded,
+            fallback=fallback,
+        )
+    return _root_assessment(parsed, dialect, early, memory_bounded)
+
+
+def _one_statement(
+    sql: str, dialect: str
+) -> tuple[tuple[Token, ...], list[Token], list[TokenType], bool] | Assessment:
+    """The text's tokens, its one statement's tokens and their types, and whether that
+    statement is a compound body; or the rejection of text that is not one sane statement."""
+    problem = lexical.input_problem(sql, dialect)
+    if problem is not None:
+        return Assessment((rejects(problem),))
+    try:
+        tokens = lexical.tokens_of(sql, dialect)
+    except Exception as exc:
+        return Assessment((rejects(f"the SQL cannot be tokenized: {_first_line(exc)}"),))
+    stray = lexical.skipped_text(sql, tokens, dialect)
+    if stray is not None:
+        return Assessment((rejects(_stray_reason(stray)),))
+    body, problem, compound = one_statement(tokens, dialect)
+    if problem is not None:
+        return Assessment((rejects(problem),))
+    types = lexical.token_types(body)
+    nesting = lexical.nesting_problem(body, types)
+    if nesting is not None:
+        return Assessment((rejects(nesting),))
+    return tokens, body, types, compound
+
+
+def _unparsed(
+    parsed: Finding,
+    sql: str,
+    dialect: str,
+    depth: int,
+    first: str,
+    early: list[Finding],
+    *,
+    memory_bounded: bool,
+    fallback: bool,
+) -> Assessment:
+    """The assessment of a statement sqlglot could not parse (``parsed`` says why)."""
+    if fallback and dialect == "duckdb" and parsed.reason != STACKED:
         # sqlglot cannot parse it: DuckDB's own parser may (see duckdb_parser.py).
         rendered = partial(
             assess, dialect=dialect, depth=depth + 1, memory_bounded=memory_bounded, fallback=False
@@ -185,18 +219,10 @@ def assess(
         judged = duckdb_parser.duckdb_assessment(sql, rendered)
         if judged is not None:
             return Assessment((*early, *judged.findings), judged.plannable, judged.read_reason)
-    if isinstance(parsed, Finding):
-        if (
-            parsed.kind == "reject"
-            and first in lexical.STATEMENT_VERBS
-            and parsed.reason != STACKED
-        ):
-            # The verb alone says this is no read; a person can judge the rest.
-            return Assessment(
-                (*early, writes(f"{first} statement (not fully parsed) is not a read"))
-            )
-        return Assessment((*early, parsed))
-    return _root_assessment(parsed, dialect, early, memory_bounded)
+    if parsed.kind == "reject" and first in lexical.STATEMENT_VERBS and parsed.reason != STACKED:
+        # The verb alone says this is no read; a person can judge the rest.
+        return Assessment((*early, writes(f"{first} statement (not fully parsed) is not a read")))
+    return Assessment((*early, parsed))
 
 
 def _stray_reason(char: str) -> str:

@@ -10,6 +10,9 @@ from their tokens here, form by form, instead of refusing the whole family:
 * ``SHOW`` and ``DESCRIBE`` of a name read metadata; with a function call in a filter
   they are not reads.
 * ``PRAGMA`` (SQLite, DuckDB) is a read only for listed pragmas, without assignment.
+
+EXPLAIN's options (where the statement starts, whether one executes it) are read by
+:mod:`pi_notebook.sql.explain_options`.
 """
 
 from __future__ import annotations
@@ -22,9 +25,12 @@ from sqlglot.tokenizer_core import Token, TokenType
 from pi_notebook.sql import warehouses
 from pi_notebook.sql.catalogs import SECRET_SETTINGS
 from pi_notebook.sql.dialect_rules import DialectRules
+from pi_notebook.sql.explain_options import explain_options
 from pi_notebook.sql.findings import Finding, writes
 from pi_notebook.sql.lexical import word
 from pi_notebook.sql.pragmas import PRAGMAS, pragma_statement_is_read
+
+__all__ = ["COMMAND_WORDS", "Assess", "Assessment", "command_assessment"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,30 +70,6 @@ _QUERY_STARTS = frozenset(
         "CREATE",
     }
 )
-_EXPLAIN_FLAGS = frozenset(
-    {
-        "ANALYZE",
-        "ANALYSE",
-        "VERBOSE",
-        "EXTENDED",
-        "PARTITIONS",
-        "QUERY",
-        "PLAN",
-        "COSTS",
-        "BUFFERS",
-        "SETTINGS",
-        "WAL",
-        "TIMING",
-        "SUMMARY",
-        "GENERIC_PLAN",
-        "MEMORY",
-    }
-)
-_PLAN_ONLY_OPTIONS = frozenset(
-    {"VERBOSE", "COSTS", "SETTINGS", "GENERIC_PLAN", "BUFFERS", "SUMMARY", "MEMORY", "FORMAT"}
-)
-"""Options of a parenthesised EXPLAIN list that plan without executing (written unquoted).
-``WAL``, ``TIMING`` and ``SERIALIZE`` only make sense with ANALYZE, so they count as it."""
 _DUCKDB_SHOW_LISTS = frozenset({"TABLES", "ALL", "DATABASES", "SCHEMAS", "FUNCTIONS"})
 """DuckDB ``SHOW`` forms that list catalog entries; any other ``SHOW x`` describes ``x``."""
 _NAME_TYPES = frozenset(
@@ -281,7 +263,7 @@ def _explain(
     if first in ("DESCRIBE", "DESC") and dialect not in ("mysql", "duckdb"):
         return Assessment((writes(f"{first} is not a {dialect} statement"),))
     rules = warehouses.rules_of(dialect)
-    index, analyze = _skip_explain_options(tokens, dialect, rules)
+    index, analyze = explain_options(tokens, dialect, rules)
     if index >= len(tokens):
         return Assessment((writes(f"{first} without a statement"),))
     start_word = word(tokens[index])
@@ -317,71 +299,6 @@ def _describe_query(
     else:
         kept = inner.findings
     return Assessment(kept, read_reason=f"{first} only plans the statement; it does not run it")
-
-
-def _skip_explain_options(
-    tokens: Sequence[Token], dialect: str, rules: DialectRules | None = None
-) -> tuple[int, bool]:
-    """Index of the first token after EXPLAIN's options, and whether they may execute it.
-
-    Any mention of ANALYZE counts, even ``ANALYZE false`` (DuckDB executes that too):
-    being wrong that way costs a click, the other way runs a write. In a parenthesised
-    list only plain option names known to plan without executing pass; a quoted or
-    Unicode-escaped name (``("analyze")``, ``(U&"\\0061nalyze")``, which PostgreSQL and
-    DuckDB both execute), an unknown name or anything odd counts as ANALYZE.
-    """
-    index = 1
-    analyze = False
-    flags = rules.explain_flags if rules is not None else frozenset()
-    options = rules.explain_options if rules is not None else frozenset()
-    while index < len(tokens):
-        token = tokens[index]
-        name = word(token)
-        # PostgreSQL, DuckDB and Trino take a parenthesised option list: EXPLAIN (ANALYZE, ...).
-        if (
-            token.token_type == TokenType.L_PAREN
-            and index == 1
-            and (dialect in ("postgres", "duckdb") or options)
-        ):
-            index, executes = _option_list(tokens, index, options or _PLAN_ONLY_OPTIONS)
-            analyze = analyze or executes
-            continue
-        if name in _EXPLAIN_FLAGS or name in flags:
-            analyze = analyze or name in ("ANALYZE", "ANALYSE")
-            index += 1
-            continue
-        if (
-            name == "FORMAT"
-            and index + 2 < len(tokens)
-            and tokens[index + 1].token_type == TokenType.EQ
-        ):
-            index += 3
-            continue
-        break
-    return index, analyze
-
-
-def _option_list(
-    tokens: Sequence[Token], start: int, plan_only: frozenset[str]
-) -> tuple[int, bool]:
-    """Skip ``( name [value], ... )`` from ``start``; True when an option may execute."""
-    index, depth, executes = start + 1, 1, False
-    expect_name = True
-    while index < len(tokens) and depth:
-        token = tokens[index]
-        kind = token.token_type
-        if kind == TokenType.L_PAREN:
-            depth += 1
-            executes = True  # no plan-only option takes a parenthesised value
-        elif kind == TokenType.R_PAREN:
-            depth -= 1
-        elif kind == TokenType.COMMA and depth == 1:
-            expect_name = True
-        elif expect_name:
-            executes = executes or word(token) not in plan_only
-            expect_name = False
-        index += 1
-    return index, executes or depth != 0
 
 
 _CLICKHOUSE_SHOW_LISTS = frozenset(

@@ -1,6 +1,6 @@
 """The hooks a warehouse dialect adds to the generic checks (Spark, Trino, Snowflake, BigQuery).
 
-The generic walk (``query.py``, ``tables.py``, ``lexical.py``, ``commands.py``) asks a
+The generic walk (``query.py``, ``tables.py``, ``escapes.py``, ``commands.py``) asks a
 dialect's :class:`DialectRules` what only that dialect knows: the query clauses that only
 shape a read, why a table source reaches past the data, why a call is refused before the
 allow-list is looked at, which statements escape the database (recognised from their

@@ -2,11 +2,15 @@
 
 These catch what a parse tree cannot show: input that is not SQL text at all, stacked
 statements, comments an engine executes (MySQL ``/*! ... */``), quoting whose meaning
-depends on server settings, and the few statements that escape the database (``COPY ...
-PROGRAM``, ``INTO OUTFILE``, extension loading) before sqlglot gets a chance to parse
-them into something harmless-looking. Tokenising uses the dialect's own sqlglot
-tokenizer, so ``--`` without a following space is a comment only where the dialect says
-so (not in MySQL), and nested ``/* */`` only where the engine nests them.
+depends on server settings, and calls through quoted names. Tokenising uses the dialect's
+own sqlglot tokenizer (one per thread, see :func:`tokenizer_of`), so ``--`` without a
+following space is a comment only where the dialect says so (not in MySQL), and nested
+``/* */`` only where the engine nests them.
+
+The statements that escape the database (``COPY ... PROGRAM``, ``INTO OUTFILE``, extension
+loading), recognised from these tokens before sqlglot gets a chance to parse them into
+something harmless-looking, are checked in :mod:`pi_notebook.sql.escapes`; MySQL calls the
+tree does not show, in :mod:`pi_notebook.sql.mysql_calls`.
 """
 
 from __future__ import annotations
@@ -23,8 +27,29 @@ from sqlglot.parser import Parser
 from sqlglot.tokenizer_core import Token, TokenType
 from sqlglot.tokens import Tokenizer
 
-from pi_notebook.sql import functions, warehouses
 from pi_notebook.sql.findings import Finding, rejects, writes
+
+__all__ = [
+    "DIALECTS",
+    "LITERAL_TYPES",
+    "MAX_NESTING",
+    "MAX_SQL_CHARS",
+    "MYSQL_RESERVED",
+    "STATEMENT_VERBS",
+    "comment_findings",
+    "dialect_of",
+    "input_problem",
+    "nesting_problem",
+    "parser_of",
+    "quoted_call_findings",
+    "quoting_findings",
+    "skipped_text",
+    "token_types",
+    "tokenize",
+    "tokenizer_of",
+    "tokens_of",
+    "word",
+]
 
 MAX_SQL_CHARS = 100_000
 """Longer text is refused before tokenising: classification must stay quick, and a
@@ -65,7 +90,6 @@ LITERAL_TYPES = frozenset(
     }
 )
 """Token types whose text is a value or a quoted name, never a keyword."""
-_UNTRUSTED_LANGUAGES = ("c", "internal", "plsh")
 
 MYSQL_RESERVED = frozenset(
     """ADD ALL ALTER AND AS ASC BETWEEN BY CALL CASE CHECK COLUMN CONSTRAINT CONVERT CREATE
@@ -324,177 +348,3 @@ def word(token: Token) -> str:
         return ""
     text = token.text
     return text.upper() if text.replace("_", "a").isalnum() else ""
-
-
-def escape_findings(
-    tokens: Sequence[Token], dialect: str, types: Sequence[TokenType] | None = None
-) -> list[Finding]:
-    """Statements that escape the database, recognised from their tokens.
-
-    Checked before parsing because sqlglot parses some of them loosely (``COPY ... TO
-    PROGRAM``) or not at all (``SELECT ... INTO OUTFILE``).
-    """
-    first = word(tokens[0])
-    found: list[Finding] = []
-    if first in _ESCAPE_STARTS:
-        words = [word(token) for token in tokens]
-        found.extend(_statement_escapes(tokens, words, first))
-    if dialect == "clickhouse":
-        found.extend(_clickhouse_escapes(tokens, first))
-    if dialect in ("mysql", "clickhouse") and TokenType.INTO in (
-        types if types is not None else token_types(tokens)
-    ):
-        for index, token in enumerate(tokens[:-1]):
-            target = word(tokens[index + 1]) if token.token_type == TokenType.INTO else ""
-            if target in ("OUTFILE", "DUMPFILE"):
-                found.append(rejects(f"SELECT ... INTO {target} writes a file on the server host"))
-    return found
-
-
-_CLICKHOUSE_REFUSED_STARTS = {
-    "SYSTEM": "SYSTEM statements control the server (caches, replicas, merges, shutdown)",
-    "KILL": "KILL stops other queries or mutations",
-    "BACKUP": "BACKUP writes the database to files or object storage",
-    "RESTORE": "RESTORE reads a backup from files or object storage",
-}
-
-
-def dialect_escape_findings(sql: str, tokens: Sequence[Token], dialect: str) -> list[Finding]:
-    """A warehouse dialect's own escapes, from the whole text and the statement's tokens
-    (``ADD JAR``, ``PUT``, Spark's ``${...}`` substitution): see ``warehouses.py``."""
-    rules = warehouses.rules_of(dialect)
-    if rules is None:
-        return []
-    return rules.escape_findings(sql, tokens, [word(token) for token in tokens])
-
-
-def _clickhouse_escapes(tokens: Sequence[Token], first: str) -> list[Finding]:
-    """ClickHouse statements that reach past the database: server control, files written by
-    ``INSERT INTO FUNCTION``, programs run by an ``Executable`` engine or dictionary source."""
-    refused = _CLICKHOUSE_REFUSED_STARTS.get(first)
-    if refused is not None:
-        return [rejects(refused)]
-    words = [word(token) for token in tokens[:400]]
-    found: list[Finding] = []
-    if first == "INSERT" and "FUNCTION" in words[:5]:
-        found.append(rejects("INSERT INTO FUNCTION writes to files, URLs or other servers"))
-    ddl = first in ("CREATE", "ATTACH", "ALTER", "REPLACE")
-    if ddl and ("EXECUTABLE" in words or "EXECUTABLEPOOL" in words):
-        found.append(rejects("an Executable engine or source runs a program on the host"))
-    return found
-
-
-_ESCAPE_STARTS = frozenset(
-    {"COPY", "EXPORT", "VACUUM", "INSTALL", "FORCE", "LOAD", "CREATE", "ALTER", "IMPORT"}
-)
-
-
-def _statement_escapes(tokens: Sequence[Token], words: Sequence[str], first: str) -> list[Finding]:
-    found: list[Finding] = []
-    if first == "COPY":
-        found.extend(_copy_findings(tokens, words))
-    elif first == "EXPORT" and words[1:2] in (["DATA"], ["MODEL"]):
-        found.append(rejects(f"EXPORT {words[1]} writes data outside the database"))
-    elif first == "EXPORT":
-        found.append(rejects("EXPORT DATABASE writes files outside the database"))
-    elif first == "VACUUM" and "INTO" in words:
-        found.append(rejects("VACUUM INTO writes a copy of the database to a file"))
-    elif (
-        first == "INSTALL"
-        or words[:2] == ["FORCE", "INSTALL"]
-        or (first == "LOAD" and words[1:2] not in (["DATA"], ["XML"]))
-    ):
-        found.append(rejects("loading an extension or library runs native code in the server"))
-    if "SONAME" in words:
-        found.append(rejects("SONAME loads a shared library into the server"))
-    if first == "CREATE" and "LANGUAGE" in words:
-        at = words.index("LANGUAGE") + 1
-        lang = tokens[at].text.lower() if at < len(tokens) else ""
-        # Untrusted procedural languages are named with a trailing "u" (plpython3u).
-        if lang in _UNTRUSTED_LANGUAGES or lang.endswith("u"):
-            found.append(rejects(f"a function in language {lang} runs code on the server host"))
-    if first in ("CREATE", "ALTER", "IMPORT") and "PROGRAM" in words and "OPTIONS" in words:
-        found.append(rejects("the 'program' option runs a shell command on the server"))
-    return found
-
-
-def _copy_findings(tokens: Sequence[Token], words: Sequence[str]) -> list[Finding]:
-    if "PROGRAM" in words:
-        return [rejects("COPY ... PROGRAM runs a shell command on the server")]
-    depth = 0
-    for index, token in enumerate(tokens):
-        if token.token_type == TokenType.L_PAREN:
-            depth += 1
-        elif token.token_type == TokenType.R_PAREN:
-            depth -= 1
-        elif depth == 0 and words[index] == "TO" and index + 1 < len(tokens):
-            target = words[index + 1]
-            if target in ("STDOUT", "STDERR"):
-                return [writes("COPY streams data out of or into the database")]
-            return [rejects("COPY ... TO writes a file outside the database")]
-    return [writes("COPY loads data into the database (and may read host files)")]
-
-
-MYSQL_SPACE_SENSITIVE = frozenset(
-    """ADDDATE BIT_AND BIT_OR BIT_XOR CAST COUNT CURDATE CURTIME DATE_ADD DATE_SUB EXTRACT
-    GROUP_CONCAT MAX MID MIN NOW POSITION SESSION_USER STD STDDEV STDDEV_POP STDDEV_SAMP
-    SUBDATE SUBSTR SUBSTRING SUM SYSDATE SYSTEM_USER TRIM VARIANCE VAR_POP VAR_SAMP""".split()
-)
-"""Built-ins MySQL parses as built-ins only when ``(`` follows the name directly (without
-IGNORE_SPACE); with a space or comment between, the name is a stored function's."""
-
-
-@lru_cache(maxsize=1)
-def _mysql_function_names() -> frozenset[str]:
-    parser = dialect_of("mysql").parser_class
-    names = {name.upper() for name in functions.PURE_FUNCTIONS["mysql"]}
-    for name, builder in parser.FUNCTIONS.items():
-        built = getattr(builder, "__self__", builder)  # a class's from_arg_list, or a lambda
-        if not isinstance(built, type) or built.__name__ in functions.PURE_FUNCTION_CLASSES:
-            names.add(name.upper())
-    names.update(name.upper() for name in parser.FUNCTION_PARSERS)
-    return frozenset((names | MYSQL_SPACE_SENSITIVE) - MYSQL_RESERVED - _RESERVED_CALLS)
-
-
-_RESERVED_CALLS = frozenset(
-    """COLUMNS MATCH CHAR CHARACTER DATABASE SCHEMA CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP
-    CURRENT_USER LOCALTIME LOCALTIMESTAMP UTC_DATE UTC_TIME UTC_TIMESTAMP""".split()
-)
-"""Words reserved in MySQL and MariaDB that are also built-ins (never a stored function's
-name unquoted), and ``COLUMNS`` of ``JSON_TABLE(... COLUMNS (...))``, a clause."""
-
-
-def mysql_call_findings(tokens: Sequence[Token], dialect: str) -> list[Finding]:
-    """MySQL calls whose meaning the parse tree does not show.
-
-    ``DEFAULT(col)`` evaluates the column's default expression (``UUID_SHORT()``, a
-    function...), which sqlglot parses as a plain column. A function name followed by a
-    space or a comment before ``(`` is, for ``count``, ``sum``, ``now``... a call of a
-    stored function of that name (MySQL's IGNORE_SPACE is off by default); it is treated
-    so for every name a stored function could have (any non-reserved word).
-    """
-    if dialect != "mysql":
-        return []
-    found: list[Finding] = []
-    names = _mysql_function_names()
-    for index, token in enumerate(tokens[:-1]):
-        following = tokens[index + 1]
-        if following.token_type != TokenType.L_PAREN:
-            continue
-        name = word(token)
-        if name == "DEFAULT":
-            found.append(
-                writes("DEFAULT(column) evaluates the column's default, which may have effects")
-            )
-        elif following.start > token.end + 1 and name in names:
-            previous = word(tokens[index - 1]) if index else ""
-            if previous != "AS":
-                calls = "calls" if name in MYSQL_SPACE_SENSITIVE else "may call"
-                found.append(
-                    writes(
-                        f"'{token.text} (' with a space before the parenthesis {calls} a stored "
-                        f"function named {token.text}, not the built-in",
-                        when_executed=False,
-                    )
-                )
-    return found

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from pi_notebook.sql import catalogs, clickhouse, functions, sizes, warehouses
+from pi_notebook.sql import aggregates, catalogs, clickhouse, functions, sizes, warehouses
 from pi_notebook.sql.findings import Finding, rejects, writes
 from pi_notebook.sql.pragmas import pragma_table_is_read
 from pi_notebook.sql.tables import builtin_schema, table_findings
@@ -203,8 +203,9 @@ def query_findings(root: exp.Expr, dialect: str, *, memory_bounded: bool = False
     """Findings for every node under ``root`` (``root`` itself included).
 
     ``memory_bounded``: the engine runs under an operating-system memory cap, so the rules of
-    ``sizes.py`` (values built in the kernel, aggregates copied outside DuckDB's own limit),
-    which only protect the kernel's memory, are not applied; every other rule is."""
+    ``sizes.py`` (values built in the kernel) and ``aggregates.py`` (aggregates copied
+    outside DuckDB's own limit), which only protect the kernel's memory, are not applied;
+    every other rule is."""
     nodes = list(root.walk(bfs=False))
     kinds = set(map(type, nodes))
     # Most queries hold only pure constructs: look closer only at the kinds that need it.
@@ -226,12 +227,12 @@ def query_findings(root: exp.Expr, dialect: str, *, memory_bounded: bool = False
         [node for node in nodes if type(node) in watched_classes] if kinds & watched_classes else []
     )
     building = (
-        [node for node in nodes if sizes.building_aggregate(node)]
+        [node for node in nodes if aggregates.building_aggregate(node)]
         if dialect in _AGGREGATE_BOUNDED and kinds & _MAYBE_BUILDING and not memory_bounded
         else []
     )
     if building:
-        found.extend(sizes.aggregate_findings(building, root))
+        found.extend(aggregates.aggregate_findings(building, root))
     if not attention and not qualified and not sized:
         return found
     for call in qualified:
@@ -239,41 +240,46 @@ def query_findings(root: exp.Expr, dialect: str, *, memory_bounded: bool = False
         if finding is not None:
             found.append(finding)
     for node in [node for node in nodes if type(node) in attention]:
-        cls = type(node)
-        if isinstance(node, exp.Table):
-            found.extend(table_findings(node, dialect))
-        elif cls is exp.PropertyEQ:
-            if not isinstance(node.this, exp.Identifier | exp.Var | exp.Literal):
-                # A named argument, struct field or map key is ``name := value`` (or
-                # ``'key': value``); ``@x := 1`` (MySQL) assigns a session variable.
-                found.append(writes("assignment to a variable (:=)"))
-        elif isinstance(node, exp.Func):
-            if cls is exp.Anonymous and node.name.lower() in watched_names:
-                sized.append(node)
-            finding = function_finding(node, dialect)
-            if finding is not None:
-                found.append(finding)
-        elif cls is exp.Operator:
-            # OPERATOR(pg_catalog.~) (as psql writes it) is the built-in; another schema
-            # names a user-defined operator, whose function can do anything.
-            schema, dot, _ = str(node.args.get("operator", "")).rpartition(".")
-            # sqlglot drops the quotes here, so compare exactly: "PG_CATALOG" is not
-            # pg_catalog (an unquoted upper-case spelling costs a click).
-            if dot and schema.strip() not in functions.QUALIFIED_SCHEMAS[dialect]:
-                found.append(
-                    writes(
-                        f"OPERATOR({schema}...) may call a user-defined function",
-                        when_executed=False,
-                    )
-                )
-        else:
-            reason = _SPECIFIC_REASONS.get(cls)
-            found.append(writes(reason or f"{_describe(node)} is not a known pure read construct"))
+        if type(node) is exp.Anonymous and node.name.lower() in watched_names:
+            sized.append(node)
+        found.extend(_node_findings(node, dialect))
     if sized and dialect == "clickhouse":
         found.extend(clickhouse.size_findings(sized))
     elif sized and not memory_bounded:
         found.extend(sizes.size_findings(sized, dialect))
     return found
+
+
+def _node_findings(node: exp.Expr, dialect: str) -> list[Finding]:
+    """Findings for one node of a kind that needs a closer look."""
+    cls = type(node)
+    if isinstance(node, exp.Table):
+        return table_findings(node, dialect)
+    if cls is exp.PropertyEQ:
+        if isinstance(node.this, exp.Identifier | exp.Var | exp.Literal):
+            return []
+        # A named argument, struct field or map key is ``name := value`` (or
+        # ``'key': value``); ``@x := 1`` (MySQL) assigns a session variable.
+        return [writes("assignment to a variable (:=)")]
+    if isinstance(node, exp.Func):
+        finding = function_finding(node, dialect)
+        return [finding] if finding is not None else []
+    if cls is exp.Operator:
+        # OPERATOR(pg_catalog.~) (as psql writes it) is the built-in; another schema
+        # names a user-defined operator, whose function can do anything.
+        schema, dot, _ = str(node.args.get("operator", "")).rpartition(".")
+        # sqlglot drops the quotes here, so compare exactly: "PG_CATALOG" is not
+        # pg_catalog (an unquoted upper-case spelling costs a click).
+        if dot and schema.strip() not in functions.QUALIFIED_SCHEMAS[dialect]:
+            return [
+                writes(
+                    f"OPERATOR({schema}...) may call a user-defined function",
+                    when_executed=False,
+                )
+            ]
+        return []
+    reason = _SPECIFIC_REASONS.get(cls)
+    return [writes(reason or f"{_describe(node)} is not a known pure read construct")]
 
 
 def function_finding(node: exp.Func, dialect: str) -> Finding | None:

@@ -182,88 +182,121 @@ def _body_may_follow(tokens: Sequence[Token], words: Sequence[str], at: int, kin
 
 def _mysql_blocks(tokens: Sequence[Token], words: Sequence[str], start: int) -> bool:
     """Whether the block opening at ``tokens[start]`` closes exactly at the last token."""
-    stack: list[str] = []
-    at_start = True
-    depth = 0
-    declare = conditions = False  # in ``DECLARE``; in a handler's ``FOR <conditions>``
-    index, count = start, len(tokens)
-    while index < count:
-        token = tokens[index]
+    scan = _BlockScan(tokens, words, start)
+    while scan.index < scan.count:
+        done = scan.step()
+        if done is not None:
+            return done
+    return False
+
+
+class _BlockScan:
+    """The scan of a MySQL compound body, one token a step (see :func:`_mysql_blocks`).
+
+    ``stack``: the constructs open (``CASE_EXPR``: a CASE expression, not a statement);
+    ``at_start``: a statement starts at the next token; ``depth``: parentheses open;
+    ``declare``: in a ``DECLARE``; ``conditions``: in a handler's ``FOR <conditions>``.
+    """
+
+    def __init__(self, tokens: Sequence[Token], words: Sequence[str], start: int) -> None:
+        self.tokens, self.words, self.start = tokens, words, start
+        self.stack: list[str] = []
+        self.at_start = True
+        self.depth = 0
+        self.declare = self.conditions = False
+        self.index, self.count = start, len(tokens)
+
+    def step(self) -> bool | None:
+        """Read the token at ``index``: ``None`` to go on, else the answer."""
+        index = self.index
+        token = self.tokens[index]
         kind = token.token_type
-        name = words[index]
+        name = self.words[index]
         if kind == TokenType.SEMICOLON:
-            if depth or not stack or stack[-1] == "CASE_EXPR":
+            if self.depth or not self.stack or self.stack[-1] == "CASE_EXPR":
                 return False
-            at_start, declare, conditions = True, False, False
-            index += 1
-            continue
+            self.at_start, self.declare, self.conditions = True, False, False
+            self.index += 1
+            return None
         if kind in (TokenType.L_PAREN, TokenType.R_PAREN):
-            depth += 1 if kind == TokenType.L_PAREN else -1
-            if depth < 0:
+            self.depth += 1 if kind == TokenType.L_PAREN else -1
+            if self.depth < 0:
                 return False
-            at_start = conditions = False
-            index += 1
-            continue
-        if name == "BEGIN" and not at_start:
-            if not (conditions and _ends_condition(tokens[index - 1], words[index - 1])):
+            self.at_start = self.conditions = False
+            self.index += 1
+            return None
+        if name == "BEGIN" and not self.at_start:
+            if not (
+                self.conditions and _ends_condition(self.tokens[index - 1], self.words[index - 1])
+            ):
                 return False  # a column or alias named begin: ambiguous
-            at_start = True
-        if at_start and depth == 0:
-            if index + 1 < count and tokens[index + 1].token_type == TokenType.COLON:
-                if name in ("BEGIN", "END") or (not stack and index != start):
-                    return False
-                index += 2  # a label; a statement still starts after it
-                continue
-            if name in _MYSQL_OPENERS:
-                stack.append(name)
-                index += 1
-                if name == "BEGIN" and words[index : index + 2] == ["NOT", "ATOMIC"]:
-                    index += 2
-                at_start = name in ("BEGIN", "LOOP", "REPEAT")
-                declare = conditions = False
-                continue
-            if name == "END":
-                index = _close(tokens, words, stack, index)
-                if index < 0:
-                    return False
-                if not stack:
-                    return index == count
-                at_start = False
-                continue
-            if not stack:
+            self.at_start = True
+        if self.at_start and self.depth == 0:
+            return self._statement_start(name)
+        return self._within(token, name)
+
+    def _statement_start(self, name: str) -> bool | None:
+        """The first word of a statement in the body (or its label)."""
+        index, words, stack = self.index, self.words, self.stack
+        if index + 1 < self.count and self.tokens[index + 1].token_type == TokenType.COLON:
+            if name in ("BEGIN", "END") or (not stack and index != self.start):
                 return False
-            declare = name == "DECLARE"
-            at_start = name == "ELSE"  # ELSEIF, WHEN and UNTIL are followed by a condition
-            index += 1
-            continue
+            self.index += 2  # a label; a statement still starts after it
+            return None
+        if name in _MYSQL_OPENERS:
+            stack.append(name)
+            self.index += 1
+            if name == "BEGIN" and words[self.index : self.index + 2] == ["NOT", "ATOMIC"]:
+                self.index += 2
+            self.at_start = name in ("BEGIN", "LOOP", "REPEAT")
+            self.declare = self.conditions = False
+            return None
+        if name == "END":
+            self.index = _close(self.tokens, words, stack, index)
+            if self.index < 0:
+                return False
+            if not stack:
+                return self.index == self.count
+            self.at_start = False
+            return None
+        if not stack:
+            return False
+        self.declare = name == "DECLARE"
+        self.at_start = name == "ELSE"  # ELSEIF, WHEN and UNTIL are followed by a condition
+        self.index += 1
+        return None
+
+    def _within(self, token: Token, name: str) -> bool | None:
+        """A word inside a statement of the body."""
+        index, words, stack = self.index, self.words, self.stack
         if name == "CASE":
             stack.append("CASE_EXPR")
         elif name == "END":
             if stack and stack[-1] == "CASE_EXPR":
                 stack.pop()
             elif stack and stack[-1] == "REPEAT" and words[index + 1 : index + 2] == ["REPEAT"]:
-                index = _close(tokens, words, stack, index)
-                if index < 0 or not stack:
+                self.index = _close(self.tokens, words, stack, index)
+                if self.index < 0 or not stack:
                     return False
-                at_start = conditions = False
-                continue
+                self.at_start = self.conditions = False
+                return None
             else:
                 return False  # a column or alias named end: ambiguous
-        elif name in ("THEN", "ELSE") and depth == 0 and stack and stack[-1] in ("IF", "CASE"):
-            at_start = True
-            index += 1
-            continue
-        elif name == "DO" and depth == 0 and stack and stack[-1] in ("WHILE", "FOR"):
-            at_start = True
-            index += 1
-            continue
-        if declare and name == "FOR" and words[index - 1] == "HANDLER":
-            conditions = True
-        elif conditions:
-            conditions = kind == TokenType.COMMA or _is_condition(token, name)
-        at_start = False
-        index += 1
-    return False
+        elif name in ("THEN", "ELSE") and self.depth == 0 and stack and stack[-1] in ("IF", "CASE"):
+            self.at_start = True
+            self.index += 1
+            return None
+        elif name == "DO" and self.depth == 0 and stack and stack[-1] in ("WHILE", "FOR"):
+            self.at_start = True
+            self.index += 1
+            return None
+        if self.declare and name == "FOR" and words[index - 1] == "HANDLER":
+            self.conditions = True
+        elif self.conditions:
+            self.conditions = token.token_type == TokenType.COMMA or _is_condition(token, name)
+        self.at_start = False
+        self.index += 1
+        return None
 
 
 def _is_condition(token: Token, name: str) -> bool:

@@ -135,7 +135,8 @@ def test_d8_s27_s28_exact_records_of_a_read_call(pi: FakePi, log: AuditLog, cloc
             "tool_execution_start",
             "c1",
             "query_database",
-            {"args": {"sql": "SELECT 1", "limit": "5"}},
+            # the argument the tool shows as code, for readers without the tool
+            {"args": {"sql": "SELECT 1", "limit": "5"}, "code_argument": "sql"},
         ),
         ("final_args", "c1", "query_database", {"sql": "SELECT 2", "args_hash": "h2"}),
         # The update came 0.1 s after the start and the call ended 0.15 s later, within the
@@ -191,7 +192,12 @@ def test_d8_exact_records_of_an_execute_error(pi: FakePi, log: AuditLog, clock: 
     )
 
     assert snapshot(log) == [
-        ("tool_execution_start", "c2", "query_database", {"args": {"sql": "SELECT * FROM nope"}}),
+        (
+            "tool_execution_start",
+            "c2",
+            "query_database",
+            {"args": {"sql": "SELECT * FROM nope"}, "code_argument": "sql"},
+        ),
         (
             "tool_execution_end",
             "c2",

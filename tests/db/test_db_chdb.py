@@ -1,14 +1,15 @@
 """ClickHouse through chDB on the engine seam: the backend's bounds, backstop, cancel and
 write preview (D5, D6), and the URL's dispatch (a missing extra named in one line).
 
-chDB holds one database per process: every test disposes of its backend before the next one
-opens another database.
+chDB runs in a worker process per database (chDB itself holds one database per process),
+so two databases on different paths are open at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -130,14 +131,16 @@ async def test_s11_d6_abort_cancels_a_long_read(chdb_backend: ChdbBackend) -> No
 
 
 async def test_d6_the_statement_timeout_stops_a_long_read() -> None:
+    """The timeout counts the statement's own time, not its worker's start."""
     backend = create_backend("chdb://", statement_timeout_s=1)
-    started = time.monotonic()
     try:
+        await backend.run("first", "SELECT 1")  # the worker starts (its library loads)
+        started = time.monotonic()
         with pytest.raises(QueryTimeout):
             await backend.run("long", LONG_READ)
+        assert time.monotonic() - started < 5
     finally:
         backend.dispose()
-    assert time.monotonic() - started < 5
 
 
 async def test_d6_abort_of_an_approved_long_write_leaves_nothing_written(
@@ -225,10 +228,17 @@ async def test_a_chdb_path_is_a_directory_created_on_first_use(tmp_path: Path) -
         assert [t.name for t in schema.tables] == ["t"] and schema.tables[0].columns[
             0
         ].type == "UInt8"
-        other = create_backend("chdb://")  # a second database in the same process
+        assert backend.worker_pid not in (None, os.getpid())  # chDB runs in its worker
+        elsewhere = tmp_path / "other" / "ch"
+        other = create_backend(f"chdb:///{elsewhere}")  # a second database at the same time
         try:
-            with pytest.raises(QueryError, match="one database per process"):
-                await other.run("x", "SELECT 1")
+            await other._run_as("write", "CREATE TABLE u (b String) ENGINE = Memory")  # type: ignore[attr-defined]
+            await other._run_as("write", "INSERT INTO u VALUES ('x')")  # type: ignore[attr-defined]
+            assert await count(other, "SELECT count() FROM u") == 1  # type: ignore[arg-type]
+            assert await count(backend, "SELECT count() FROM t") == 2  # type: ignore[arg-type]
+            assert other.worker_pid not in (None, backend.worker_pid)
+            with pytest.raises(QueryError, match=r"UNKNOWN_TABLE|does not exist"):
+                await backend.run("x", "SELECT * FROM u")  # each database is its own
         finally:
             other.dispose()
     finally:
@@ -272,3 +282,38 @@ async def test_d5_a_subquery_settings_clause_cannot_lift_the_session_limits(
         "AS mem SETTINGS readonly = 0, max_memory_usage = 0)",
     )
     assert outcome.dataframe.to_dict("records") == [{"ro": 1, "mem": chdb_backend.memory_limit}]
+
+
+@pytest.mark.parametrize("url", ["chdb://", "duckdb://"])
+async def test_a_large_result_crosses_from_the_worker_whole_and_writable(url: str) -> None:
+    """A result's large buffers cross out of band; the DataFrame is the engine's, and the
+    kernel's own to change."""
+    rows = 300_000
+    backend = create_backend(url, row_cap=rows, max_result_bytes=None)
+    sql = (
+        f"SELECT number AS n, toString(number) AS s FROM numbers({rows})"
+        if url.startswith("chdb")
+        else f"SELECT range AS n, CAST(range AS VARCHAR) AS s FROM range({rows})"
+    )
+    try:
+        frame = (await backend.run("big", sql)).dataframe
+        assert len(frame) == rows and frame["n"].iloc[-1] == rows - 1
+        assert frame["s"].iloc[12345] == "12345"
+        frame.loc[0, "n"] = 7  # writable: the arrays own their memory
+        assert frame["n"].iloc[0] == 7
+    finally:
+        backend.dispose()
+
+
+async def test_a_read_kept_whole_counts_and_caps_as_a_stream_does() -> None:
+    """No byte bound and a row cap at the count limit: one query, not a stream, with the
+    same row count, truncation and exactness."""
+    backend = create_backend("chdb://", row_cap=1000, count_limit=10, max_result_bytes=None)
+    try:
+        capped = await backend.run("a", "SELECT number FROM numbers(5000)")
+        assert len(capped.dataframe) == 1000 and capped.row_count == 1001
+        assert capped.truncated and not capped.row_count_exact
+        whole = await backend.run("b", "SELECT number FROM numbers(999)")
+        assert len(whole.dataframe) == 999 and whole.row_count_exact and not whole.truncated
+    finally:
+        backend.dispose()

@@ -172,8 +172,12 @@ async def test_d1_d5_dangerous_statements_dressed_as_reads_change_nothing(
 
 
 async def test_s11_stop_cancels_a_long_chdb_query(warehouse: str, session_on: Any) -> None:
-    session, _ = await session_on(warehouse, [LONG_READ], statement_timeout_s=120)
+    session, ext = await session_on(warehouse, [LONG_READ], statement_timeout_s=120)
     run = asyncio.create_task(session.prompt("go"))
+    for _ in range(600):  # chDB's worker process starts first (its library takes a while)
+        if ext.backend is not None and ext.backend.worker_pid is not None:
+            break
+        await asyncio.sleep(0.1)
     await asyncio.sleep(1.5)
     started = time.monotonic()
     session.abort()

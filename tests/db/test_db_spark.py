@@ -66,6 +66,25 @@ async def test_a_read_keeps_types_and_stops_at_the_row_cap(spark_url: str) -> No
         backend.dispose()
 
 
+async def test_statements_that_return_rows_read_like_queries_and_a_bad_one_is_one_line(
+    spark_url: str,
+) -> None:
+    """SHOW and DESCRIBE run inside the plan that reads them, under the same row cap; an
+    unknown table fails the read with the server's error, on one line."""
+    backend = _backend(spark_url, row_cap=2)
+    try:
+        shown = await backend.run("s1", "SHOW TABLES")
+        assert "events" in set(shown.dataframe["tableName"])
+        described = await backend.run("s2", "DESCRIBE TABLE events")
+        assert list(described.dataframe["col_name"]) == ["id", "user_id"]
+        assert described.truncated and described.row_count == 3
+        with pytest.raises(QueryError) as missing:
+            await backend.run("s3", "SELECT * FROM nowhere")
+        assert "TABLE_OR_VIEW_NOT_FOUND" in str(missing.value) and "\n" not in str(missing.value)
+    finally:
+        backend.dispose()
+
+
 async def test_a_read_stops_at_the_size_bound(spark_url: str) -> None:
     backend = _backend(spark_url, max_result_bytes=4_000)
     try:

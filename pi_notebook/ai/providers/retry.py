@@ -127,6 +127,43 @@ async def _sleep_unless_aborted(delay: float, signal: AbortSignal | None) -> boo
     return True
 
 
+def _translate(
+    kind: str,
+    payload: Any,
+    translator: Translator,
+    describe: Callable[[BaseException], Failure],
+    service: str,
+) -> tuple[Sequence[AssistantMessageEvent], Failure | None]:
+    """One item of the producer's queue: the events it makes, or the failure it is (an
+    ``error`` item, or a translator that raised on a wire shape we did not expect)."""
+    try:
+        if kind == "chunk":
+            return translator.feed(payload), None
+        if kind == "end":
+            return translator.finish(), None
+        return (), describe(payload)
+    except Exception as exc:
+        return (), unexpected_failure(exc, service=service)
+
+
+def _retry_event(
+    builder: AssistantStream, failure: Failure, message: str, attempt: int, policy: RetryPolicy
+) -> RetryEvent | None:
+    """The retry after a failed attempt, or ``None`` when it is final: not retryable, some
+    content was already streamed, or the retries are used up."""
+    if not failure.retryable or builder.message.content or attempt > policy.max_retries:
+        return None
+    partial = copy.copy(builder.message)
+    partial.content = list(builder.message.content)
+    return RetryEvent(
+        attempt=attempt,
+        max_attempts=policy.max_retries + 1,
+        delay_s=policy.delay(attempt, failure.retry_after_s),
+        error=message,
+        partial=partial,
+    )
+
+
 async def drive(
     builder: AssistantStream,
     *,
@@ -160,22 +197,12 @@ async def drive(
                 if kind == "aborted" or (signal is not None and signal.aborted):
                     yield builder.error(ABORTED_MESSAGE, aborted=True)
                     return
-                try:
-                    if kind == "chunk":
-                        events = translator.feed(payload)
-                    elif kind == "end":
-                        events = translator.finish()
-                    else:
-                        failure = describe(payload)
-                        break
-                except Exception as exc:  # a wire shape we did not expect
-                    failure = unexpected_failure(exc, service=service)
-                    break
+                events, failure = _translate(kind, payload, translator, describe, service)
                 for event in events:
                     if event.type == "error":
                         event.error.error_message = scrub(event.error.error_message or "", secrets)
                     yield event
-                if kind == "end":
+                if kind == "end" and failure is None:
                     return
         finally:
             remove_listener()
@@ -184,18 +211,10 @@ async def drive(
             await asyncio.wait({producer})
 
         message = scrub(failure.message, secrets)
-        if failure.retryable and not builder.message.content and attempt <= policy.max_retries:
-            delay = policy.delay(attempt, failure.retry_after_s)
-            partial = copy.copy(builder.message)
-            partial.content = list(builder.message.content)
-            yield RetryEvent(
-                attempt=attempt,
-                max_attempts=policy.max_retries + 1,
-                delay_s=delay,
-                error=message,
-                partial=partial,
-            )
-            if await _sleep_unless_aborted(delay, signal):
+        retry = _retry_event(builder, failure, message, attempt, policy)
+        if retry is not None:
+            yield retry
+            if await _sleep_unless_aborted(retry.delay_s, signal):
                 yield builder.error(ABORTED_MESSAGE, aborted=True)
                 return
             continue

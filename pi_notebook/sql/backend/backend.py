@@ -3,91 +3,62 @@
 Whatever the ``tool_call`` handlers did, :meth:`DatabaseBackend.run` decides again on the SQL it
 is about to run: it classifies it, requires the one-shot capability for anything that is not a
 pure read (bound to this call id and the canonical hash of these final arguments, and to the
-rows the approval allows), records the final arguments durably, and runs the statement in a
-worker thread (a short read of a SQLite file on the caller's thread, see :mod:`.inline`; DuckDB
-in a worker process under an OS memory cap, see :mod:`.engine_process`) inside
-the engine's read-only mode (reads) or a transaction that commits only on success (approved
-writes). :meth:`DatabaseBackend.preview` measures what a write would do, in
-a transaction that is always rolled back, before a person is asked.
+rows the approval allows), records the final arguments durably (see :mod:`.run_records`), and
+runs the statement where the engine runs it (see :mod:`.placement`: a worker thread, a short
+read of a SQLite file on the caller's thread, DuckDB in a worker process under an OS memory
+cap) inside the engine's read-only mode (reads) or a transaction that commits only on success
+(approved writes). :meth:`DatabaseBackend.preview` measures what a write would do, in a
+transaction that is always rolled back, before a person is asked.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
-import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 
 from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.approvals.capabilities import CapabilityStore
 from pi_notebook.approvals.protocol import WritePreview
-from pi_notebook.audit.durable import AuditSink, commit_before, queue_before, record_after
+from pi_notebook.audit.durable import AuditSink, record_after
 from pi_notebook.audit.records import (
     AuditRecord,
     CapabilityMismatch,
     FinalArgs,
-    PreviewDrift,
-    QueryAbort,
-    QueryFailure,
     QueryRefusal,
-    QueryResult,
     WritePreviewRecord,
 )
 from pi_notebook.sql import POLICY_VERSION, Verdict, args_hash, classify
-from pi_notebook.sql.backend.arrow import ARROW_MIN_CAP, AdbcPostgres, arrow_available
-from pi_notebook.sql.backend.arrow_sqlite import SqliteArrow, sqlite_file
+from pi_notebook.sql.backend.arrow import ARROW_MIN_CAP, arrow_available
 from pi_notebook.sql.backend.derive import plan_write
-from pi_notebook.sql.backend.engine_process import (
-    EngineProcess,
-    default_memory_limit,
-    release_process,
-    shared_process,
-)
-from pi_notebook.sql.backend.engines import (
-    CONNECT_TIMEOUT_S,
-    SQLITE_MAX_VALUE_BYTES,
-    create_backend_engine,
-    sqlglot_dialect,
-    supported_backend,
-)
-from pi_notebook.sql.backend.errors import (
-    QueryAborted,
-    QueryError,
-    QueryRefused,
-    QueryTimeout,
-    describe_error,
-)
-from pi_notebook.sql.backend.execution import Execution
-from pi_notebook.sql.backend.inline import InlineReads
-from pi_notebook.sql.backend.measure import METHOD_TEXT
+from pi_notebook.sql.backend.engine_process import default_memory_limit
+from pi_notebook.sql.backend.engines import CONNECT_TIMEOUT_S, sqlglot_dialect, supported_backend
+from pi_notebook.sql.backend.errors import QueryAborted, QueryError, QueryRefused, QueryTimeout
+from pi_notebook.sql.backend.measure import METHOD_TEXT, Measured
+from pi_notebook.sql.backend.placement import Placement, ProgressCallback
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.backend.results import QueryOutcome, shape
 from pi_notebook.sql.backend.roles import RoleFor, RoleRefused, role_for_call
-from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
-from pi_notebook.sql.backend.worker import (
-    AuditBlocked,
-    Bounds,
-    ConnectionSlot,
-    DriftError,
-    Fetched,
-    RunSettings,
-    estimate_statement,
-    preview_statement,
-    run_statement,
+from pi_notebook.sql.backend.run_records import (
+    AUDIT_UNAVAILABLE,
+    commit_or_refuse,
+    drift_refusal,
+    record_failure,
+    record_final_args,
+    record_result,
 )
-from pi_notebook.sql.backend.worker_engine import WorkerEngine
+from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
+from pi_notebook.sql.backend.worker import AuditBlocked, Bounds, DriftError, Fetched, RunSettings
 
 T = TypeVar("T")
 
 __all__ = ["AUDIT_UNAVAILABLE", "DatabaseBackend", "ProgressCallback", "query_args_hash"]
 
-ProgressCallback = Callable[[int], None]
 TOOL_NAME = "query_database"
-AUDIT_UNAVAILABLE = "Refused: not run: the audit store is unavailable."
 
 
 @lru_cache(maxsize=4096)
@@ -97,7 +68,19 @@ def query_args_hash(sql: str, dialect: str) -> str:
     return args_hash({"sql": sql}, dialect)
 
 
-class DatabaseBackend:
+@dataclass(frozen=True)
+class _Decision:
+    """What :meth:`DatabaseBackend.run` decided on a statement it will run."""
+
+    kind: RunKind
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    final_hash: str
+    role: str | None
+    bounds: Bounds | None
+
+
+class DatabaseBackend(Placement):
     """Runs SQL for ``query_database`` against one database.
 
     Args:
@@ -134,7 +117,6 @@ class DatabaseBackend:
     memory_capped: bool = False
     role_per_user: bool = False
     role_for: RoleFor | None = None
-    _process: EngineProcess | None = None  # DuckDB's worker process (see :mod:`.engine_process`)
 
     def __init__(
         self,
@@ -157,15 +139,7 @@ class DatabaseBackend:
     ) -> None:
         self.url = make_url(url)
         self.backend = supported_backend(self.url)
-        if role_per_user and self.backend != "postgresql":
-            raise ValueError(
-                f"role_per_user needs PostgreSQL; {self.backend} statements would run with the "
-                "login's own privileges."
-            )
-        if role_for is not None and not role_per_user:
-            raise ValueError("role_for is used only with role_per_user=True.")
-        self.role_per_user = role_per_user is True
-        self.role_for = role_for
+        self.role_per_user, self.role_for = _role_options(self.backend, role_per_user, role_for)
         self.dialect = sqlglot_dialect(self.url)
         self.memory_capped = memory_capped is True
         self.capabilities = approvals if approvals is not None else CapabilityStore()
@@ -185,89 +159,11 @@ class DatabaseBackend:
         self.memory_limit_bytes = (
             memory_limit_bytes if memory_limit_bytes is not None else default_memory_limit()
         )
-        # DuckDB runs in the worker process (see :mod:`.engine_process`): the kernel only
-        # holds a stand-in for its engine.
-        if self.backend == "duckdb":
-            self._process = shared_process(
-                self.url,
-                memory_limit_bytes=self.memory_limit_bytes,
-                connect_timeout_s=connect_timeout_s,
-                statement_timeout_s=statement_timeout_s,
-            )
-            self.engine = cast(sa.Engine, WorkerEngine(self.url))
-            if self._process.pid is None:
-                self._process.prestart()
-        else:
-            self.engine = create_backend_engine(
-                self.url,
-                connect_timeout_s=connect_timeout_s,
-                statement_timeout_s=statement_timeout_s,
-                memory_limit_bytes=self.memory_limit_bytes,
-            )
-        self._adbc = _arrow_reader(self.url, self.backend, connect_timeout_s) if use_arrow else None
-        self._execution = Execution(
-            self.url,
-            statement_timeout_s,
-            memory_limit_bytes=self.memory_limit_bytes if self.backend == "sqlite" else 0,
+        self._place(
+            connect_timeout_s=connect_timeout_s,
+            statement_timeout_s=statement_timeout_s,
+            use_arrow=use_arrow,
         )
-        self._slot = ConnectionSlot()
-        # Short reads of a SQLite file run on the caller's thread (see :mod:`.inline`).
-        self._inline = (
-            InlineReads(self.engine)
-            if self.backend == "sqlite" and sqlite_file(self.url) is not None
-            else None
-        )
-
-    def dispose(self) -> None:
-        """Close every pooled connection and let the worker thread go (the backend reconnects
-        if used again)."""
-        self._execution.close()
-        self._slot.release()
-        if self._inline is not None:
-            self._inline.close()
-        if self._adbc is not None:
-            self._adbc.close()
-        if self._process is not None:
-            self._process.release()  # a later call reconnects, or starts a new worker
-        self.engine.dispose()
-
-    @property
-    def worker_pid(self) -> int | None:
-        """The process id of the worker process running this database's engine, while one
-        runs (DuckDB; see :mod:`.engine_process`), else ``None``."""
-        return self._process.pid if self._process is not None else None
-
-    def __del__(self) -> None:
-        process, self._process = getattr(self, "_process", None), None
-        if process is not None:
-            try:
-                release_process(process)
-            except Exception:  # at interpreter exit; the worker ends with the kernel anyway
-                pass
-
-    async def offload(
-        self, fn: Callable[..., Any], *args: Any, signal: AbortSignal | None = None
-    ) -> Any:
-        """Run a blocking, side-effect-free ``fn(*args)`` (a schema read, say) on the backend's
-        worker thread, bounded by the statement timeout and ``signal``.
-
-        An abort or timeout returns at once even if ``fn`` is stuck (in a connect to a server
-        that never answers): its thread is abandoned and its result dropped, so ``fn`` must
-        not write anything.
-
-        Raises:
-            QueryAborted: ``signal`` aborted.
-            QueryTimeout: the statement timeout passed.
-            QueryError: ``fn`` raised (as short, credential-free text).
-        """
-
-        if self._process is not None:
-            return await self._execution.call(self._process.offload, fn, *args, signal=signal)
-
-        def job(*, canceller: Any = None, progress: Any = None) -> Any:
-            return fn(*args)
-
-        return await self._execution.call(job, signal=signal)
 
     def _ids(self, tool_call_id: str) -> dict[str, Any]:
         return {
@@ -352,6 +248,41 @@ class DatabaseBackend:
         ids = self._ids(tool_call_id)
         if signal is not None and signal.aborted:
             raise QueryAborted("Query not started: the run was aborted.")
+        decided = await self._decide(tool_call_id, sql, audit, ids)
+        audited = await self._record_first(decided, sql, audit, ids)
+        try:
+            return await self._run_as(
+                decided.kind,
+                sql,
+                tool_call_id=tool_call_id,
+                final_hash=decided.final_hash,
+                signal=signal,
+                on_progress=on_progress,
+                audit=audit,
+                bounds=decided.bounds,
+                count_rows=count_rows,
+                audited=audited,
+                on_slow=on_slow,
+                record_result=record_result,
+                **({"role": decided.role} if decided.role is not None else {}),
+            )
+        except DriftError as drift:
+            raise self._drift(
+                drift, decided.bounds or Bounds(), sql, decided.final_hash, audit, ids
+            ) from None
+        except AuditBlocked:
+            raise QueryRefused(AUDIT_UNAVAILABLE) from None
+
+    async def _decide(
+        self, tool_call_id: str, sql: str, audit: AuditSink | None, ids: dict[str, Any]
+    ) -> _Decision:
+        """Classify ``sql``, name the role it runs under and, for a write, consume this
+        call's capability for these exact arguments.
+
+        Raises:
+            QueryRefused: rejected SQL, or a write without a live capability (recorded);
+                ``RoleRefused`` for a person without a usable role.
+        """
         verdict, reasons, final_hash = self._verdict(sql)
         if verdict is None or verdict.kind not in ("read", "write"):
             message = "Refused: " + ("; ".join(reasons) or "the statement is not allowed")
@@ -379,54 +310,26 @@ class DatabaseBackend:
                 )
                 raise QueryRefused(f"Refused: {check.reason}. Nothing was run.")
             bounds = Bounds(expected_rows=check.expected_rows, max_rows=check.max_rows)
-        audited = None
-        if audit is not None:  # without an audit log there is nothing to record first
-            final = FinalArgs(
-                sql=sql,
-                args_hash=final_hash,
-                verdict=verdict.kind,
-                reasons=list(reasons),
-                dialect=self.dialect,
-                db_role=role,
-                **ids,
-            )
-            if kind == "write":
-                # Committed before the statement is even handed to the worker.
-                await self._durable(audit, final)
-            elif self._may_inline(kind, sql):
-                # A short read may run on this thread (see :mod:`.inline`): its record is
-                # committed first (on a SQLite store by this very call, see
-                # ``AuditLog.commit``), so nothing of the read can leave before it.
-                await self._durable(audit, final, sync=False)
-            else:
-                # A read's record is queued now (its place in the chain) and the worker waits
-                # for its commit before anything of the read (rows or error) leaves it: the
-                # read runs meanwhile (it changes nothing), and the loop makes one hop, not
-                # two. It need not wait for the server's WAL flush (see commit_before).
-                try:
-                    audited = queue_before(audit, final, sync=False)
-                except Exception:  # AuditUnavailableError, or any failure to queue: fail closed
-                    raise QueryRefused(AUDIT_UNAVAILABLE) from None
-        try:
-            return await self._run_as(
-                kind,
-                sql,
-                tool_call_id=tool_call_id,
-                final_hash=final_hash,
-                signal=signal,
-                on_progress=on_progress,
-                audit=audit,
-                bounds=bounds,
-                count_rows=count_rows,
-                audited=audited,
-                on_slow=on_slow,
-                record_result=record_result,
-                **({"role": role} if role is not None else {}),
-            )
-        except DriftError as drift:
-            raise self._drift(drift, bounds or Bounds(), sql, final_hash, audit, ids) from None
-        except AuditBlocked:
-            raise QueryRefused(AUDIT_UNAVAILABLE) from None
+        return _Decision(kind, verdict, reasons, final_hash, role, bounds)
+
+    async def _record_first(
+        self, decided: _Decision, sql: str, audit: AuditSink | None, ids: dict[str, Any]
+    ) -> Callable[[], object] | None:
+        """The final arguments recorded before ``sql`` runs (see :func:`record_final_args`);
+        without an audit log there is nothing to record first."""
+        if audit is None:
+            return None
+        final = FinalArgs(
+            sql=sql,
+            args_hash=decided.final_hash,
+            verdict=decided.verdict.kind,
+            reasons=list(decided.reasons),
+            dialect=self.dialect,
+            db_role=decided.role,
+            **ids,
+        )
+        inline = self._may_inline(decided.kind, sql)
+        return await record_final_args(audit, final, kind=decided.kind, inline=inline)
 
     async def _durable(
         self,
@@ -436,10 +339,7 @@ class DatabaseBackend:
         sync: bool = True,
     ) -> None:
         """A record that must be committed before anything runs; refuses if it cannot be."""
-        try:
-            await commit_before(audit, record, sync=sync)
-        except Exception:  # AuditUnavailableError, or any other failure to commit: fail closed
-            raise QueryRefused(AUDIT_UNAVAILABLE) from None
+        await commit_or_refuse(audit, record, sync=sync)
 
     def _drift(
         self,
@@ -450,34 +350,8 @@ class DatabaseBackend:
         audit: AuditSink | None,
         ids: dict[str, Any],
     ) -> QueryRefused:
-        record_after(
-            audit,
-            PreviewDrift(
-                sql=sql,
-                args_hash=final_hash,
-                expected_rows=bounds.expected_rows,
-                max_rows=bounds.max_rows,
-                actual_rows=drift.actual,
-                reason=drift.why,
-                **ids,
-            ),
-        )
-        if drift.actual is None:
-            message = (
-                f"Refused: the approval is bounded by a row count, but this statement's "
-                f"rows cannot be counted ({drift.why or 'unknown'}); nothing was changed."
-            )
-        elif bounds.expected_rows is not None and drift.actual != bounds.expected_rows:
-            message = (
-                f"Refused: the statement would change {drift.actual:,} rows, the approval "
-                f"was for {bounds.expected_rows:,}; nothing was changed."
-            )
-        else:
-            message = (
-                f"Refused: the statement would change {drift.actual:,} rows, the approval "
-                f"allows at most {bounds.max_rows:,}; nothing was changed."
-            )
-        return QueryRefused(message)
+        """Record the drift of a bounded write and return the refusal it becomes."""
+        return drift_refusal(drift, bounds, sql, final_hash, audit, ids)
 
     async def preview(
         self,
@@ -521,53 +395,15 @@ class DatabaseBackend:
         )
         await self._durable(audit, base)
         try:
-            measured = await (
-                self._execution.call(
-                    self._process.preview_statement,
-                    sql,
-                    plan,
-                    replace(self.settings, role=role),
-                    signal=signal,
-                    what="Preview",
-                )
-                if self._process is not None
-                else self._execution.call(
-                    preview_statement,
-                    self.engine,
-                    self.backend,
-                    sql,
-                    plan,
-                    replace(self.settings, role=role),
-                    describe=lambda exc: describe_error(exc, self.url),
-                    signal=signal,
-                    what="Preview",
-                    slot=self._slot,
-                )
+            measured = await self._preview_on_worker(
+                sql, plan, replace(self.settings, role=role), signal
             )
         except QueryError as error:
             record_after(audit, replace(base, phase="error", error=str(error)))
             if not isinstance(error, QueryTimeout):
                 raise
             return WritePreview(affected_rows=None, note=str(error))
-        method = METHOD_TEXT[measured.method] if measured.method is not None else None
-        preview = WritePreview(
-            affected_rows=measured.affected_rows,
-            plan=measured.plan,
-            sample=measured.sample,
-            method=method,
-            note="; ".join(measured.notes) or None,
-        )
-        record_after(
-            audit,
-            replace(
-                base,
-                phase="result",
-                affected_rows=preview.affected_rows,
-                method=measured.method,
-                note=preview.note,
-            ),
-        )
-        return preview
+        return _previewed(measured, base, audit)
 
     async def estimate_with(
         self, hook: Callable[[Any, str], T], sql: str, *, signal: AbortSignal | None = None
@@ -581,20 +417,7 @@ class DatabaseBackend:
             QueryError: the database could not be reached, or the hook failed (safe text).
         """
         settings = replace(self.settings, role=self._role())
-        if self._process is not None:
-            return await self._execution.call(
-                self._process.estimate_statement, hook, sql, settings, signal=signal
-            )
-        return await self._execution.call(
-            estimate_statement,
-            self.engine,
-            self.backend,
-            hook,
-            sql,
-            settings,
-            signal=signal,
-            slot=self._slot,
-        )
+        return await self._estimate_on_worker(hook, sql, settings, signal)
 
     def _role(self) -> str | None:
         """The role this call runs under (``role_per_user``), named on the caller's side.
@@ -639,39 +462,16 @@ class DatabaseBackend:
                 None if aborted else self._inline_read(kind, sql, settings, on_progress, audited)
             )
             if fetched is None:
-                if on_slow is not None:
-                    try:
-                        on_slow()
-                    except Exception:  # a broken listener must not break the statement
-                        pass
-                fetched = await (
-                    self._execution.call(
-                        self._process.run_statement,
-                        kind,
-                        sql,
-                        settings,
-                        bounds=bounds,
-                        plan=plan,
-                        signal=signal,
-                        on_progress=on_progress,
-                        audited=audited,
-                    )
-                    if self._process is not None
-                    else self._execution.call(
-                        run_statement,
-                        self.engine,
-                        self.backend,
-                        kind,
-                        sql,
-                        settings,
-                        bounds=bounds,
-                        plan=plan,
-                        adbc=self._adbc,
-                        slot=self._slot,
-                        signal=signal,
-                        on_progress=on_progress,
-                        audited=audited,
-                    )
+                _tell(on_slow)
+                fetched = await self._run_on_worker(
+                    kind,
+                    sql,
+                    settings,
+                    bounds=bounds,
+                    plan=plan,
+                    signal=signal,
+                    on_progress=on_progress,
+                    audited=audited,
                 )
         except QueryError as error:
             self._record_failure(audit, error, final_hash, ids)
@@ -685,12 +485,11 @@ class DatabaseBackend:
         audit: AuditSink | None, error: QueryError, final_hash: str, ids: dict[str, Any]
     ) -> None:
         """The audit record of a statement that failed or was stopped (best effort)."""
-        failure = QueryAbort if isinstance(error, QueryAborted) else QueryFailure
-        record_after(audit, failure(error=str(error), args_hash=final_hash, **ids))
+        record_failure(audit, error, final_hash, ids)
 
     def _finish(
         self,
-        fetched: Any,
+        fetched: Fetched,
         kind: RunKind,
         started: float,
         final_hash: str,
@@ -707,45 +506,59 @@ class DatabaseBackend:
             seconds=time.perf_counter() - started,
         )
         if audit is not None:
-            record_after(
-                audit,
-                QueryResult(
-                    row_count=outcome.row_count,
-                    truncated=outcome.truncated,
-                    duration_ms=outcome.duration_ms,
-                    statement_kind=kind,
-                    args_hash=final_hash,
-                    **ids,
-                ),
-            )
+            record_result(audit, outcome, kind, final_hash, ids)
         return outcome
 
-    def _may_inline(self, kind: RunKind, sql: str) -> bool:
-        """Whether ``sql`` may run on the caller's thread (see :mod:`.inline`)."""
-        if self._inline is None or kind != "read":
-            return False
-        return not (self.settings.arrow and self._adbc is not None and self._adbc.accepts(sql))
 
-    def _inline_read(
-        self,
-        kind: RunKind,
-        sql: str,
-        settings: RunSettings,
-        on_progress: ProgressCallback | None,
-        audited: Callable[[], object] | None,
-    ) -> Fetched | None:
-        """A short SQLite read run here, without the worker hop (see :mod:`.inline`), or
-        ``None``: the worker runs it."""
-        if audited is not None or self._inline is None or not self._may_inline(kind, sql):
-            return None  # the worker waits for ``audited``; see ``_may_inline`` for the rest
-        return self._inline.read(sql, settings, on_progress)
+def _previewed(
+    measured: Measured, base: WritePreviewRecord, audit: AuditSink | None
+) -> WritePreview:
+    """The preview of a write that was measured, and its ``write_preview`` result record
+    (best effort)."""
+    method = METHOD_TEXT[measured.method] if measured.method is not None else None
+    preview = WritePreview(
+        affected_rows=measured.affected_rows,
+        plan=measured.plan,
+        sample=measured.sample,
+        method=method,
+        note="; ".join(measured.notes) or None,
+    )
+    record_after(
+        audit,
+        replace(
+            base,
+            phase="result",
+            affected_rows=preview.affected_rows,
+            method=measured.method,
+            note=preview.note,
+        ),
+    )
+    return preview
 
 
-def _arrow_reader(
-    url: URL, backend: str, connect_timeout_s: float
-) -> AdbcPostgres | SqliteArrow | None:
-    """The Arrow reader of ``backend`` (DuckDB reads Arrow on its own connection)."""
-    if backend == "postgresql":
-        return AdbcPostgres(url, connect_timeout_s)
-    path = sqlite_file(url) if backend == "sqlite" else None
-    return SqliteArrow(path, SQLITE_MAX_VALUE_BYTES) if path is not None else None
+def _role_options(
+    backend: str, role_per_user: bool, role_for: RoleFor | None
+) -> tuple[bool, RoleFor | None]:
+    """``role_per_user`` and ``role_for`` as given, checked against the engine.
+
+    Raises:
+        ValueError: ``role_per_user`` off PostgreSQL, or ``role_for`` without it.
+    """
+    if role_per_user and backend != "postgresql":
+        raise ValueError(
+            f"role_per_user needs PostgreSQL; {backend} statements would run with the "
+            "login's own privileges."
+        )
+    if role_for is not None and not role_per_user:
+        raise ValueError("role_for is used only with role_per_user=True.")
+    return role_per_user is True, role_for
+
+
+def _tell(on_slow: Callable[[], None] | None) -> None:
+    """Tell ``on_slow`` that the statement went to the worker; a broken listener must not
+    break the statement."""
+    if on_slow is not None:
+        try:
+            on_slow()
+        except Exception:
+            pass

@@ -13,6 +13,8 @@ From one write statement this module derives, without touching a database:
   no effect beyond its own rows (and what the engine adds: triggers, defaults);
 * ``target``: the table written, for the engine's checks (triggers, storage engine).
 
+The plan's type is :class:`~.write_plan.WritePlan` (re-exported here).
+
 Every derived SQL text is classified again and kept only when it is a ``read``. Derivation
 fails closed: what it cannot derive exactly is ``None`` (UPDATE ... FROM, DELETE ... USING,
 multi-table MySQL forms, MERGE, INSERT with a conflict clause have no ``count_sql``).
@@ -21,7 +23,7 @@ multi-table MySQL forms, MERGE, INSERT with a conflict clause have no ``count_sq
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -29,66 +31,11 @@ import sqlglot
 from sqlglot import exp
 
 from pi_notebook.sql import classify
+from pi_notebook.sql.backend.write_plan import SAMPLE_ROWS, TableRef, WritePlan
 
 __all__ = ["SAMPLE_ROWS", "TableRef", "WritePlan", "plan_write"]
 
-SAMPLE_ROWS = 5
-"""Most rows a preview's sample holds."""
-
 _ALIAS = "_pi_q"
-
-
-@dataclass(frozen=True, kw_only=True)
-class TableRef:
-    """A table a statement writes, as named in it.
-
-    Attributes:
-        name: the table's name, unquoted.
-        schema: its schema (or database) when qualified, else ``""``.
-        sql: the (possibly qualified) name as SQL text of the dialect, quoted as written.
-    """
-
-    name: str
-    schema: str = ""
-    sql: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class WritePlan:
-    """Reads derived from one write statement (see the module docstring).
-
-    Attributes:
-        operation: ``INSERT``, ``UPDATE``, ``DELETE``, ``MERGE``, ``DROP TABLE``,
-            ``TRUNCATE``, ``CREATE TABLE AS``, ``DDL`` or ``OTHER``.
-        dml: the statement changes rows in place (INSERT/UPDATE/DELETE/MERGE), so a
-            transaction that is rolled back undoes it where the engine is transactional.
-        pure: every expression it evaluates is a pure read (see the module docstring).
-        target: the table written, when there is exactly one.
-        count_sql: a read counting the rows it would change, or ``None``.
-        static_rows: the count the statement states itself, or ``None``.
-        sample_sql: a read of up to five of those rows, or ``None``.
-        rows_sql: a read of every row of ``target`` an UPDATE, DELETE, TRUNCATE or DROP TABLE
-            touches (all its columns), or ``None``: the rows of other tables that reference
-            them are counted against it (see :mod:`.references`).
-        set_columns: the columns an UPDATE assigns (lower case).
-        cascade: a DROP TABLE or TRUNCATE that says ``CASCADE`` (PostgreSQL).
-        sample: ``(columns, rows)`` of literal rows an INSERT ... VALUES would add.
-        note: why something could not be derived, for the person reading the preview.
-    """
-
-    operation: str
-    dml: bool = False
-    pure: bool = False
-    target: TableRef | None = None
-    count_sql: str | None = None
-    static_rows: int | None = None
-    sample_sql: str | None = None
-    sample: tuple[list[str], list[tuple[Any, ...]]] | None = None
-    note: str | None = None
-    rows_sql: str | None = None
-    set_columns: tuple[str, ...] = ()
-    cascade: bool = False
-    probes: tuple[str, ...] = field(default=(), repr=False)
 
 
 def plan_write(sql: str, dialect: str) -> WritePlan:
@@ -316,7 +263,6 @@ def _insert(root: exp.Insert, dialect: str) -> WritePlan:
     this = root.this
     table = this.this if isinstance(this, exp.Schema) else this
     target = _ref(table, dialect) if isinstance(table, exp.Table) and table.name else None
-    columns = [c.name for c in this.expressions] if isinstance(this, exp.Schema) else []
     probes: list[str] = []
     extra = [*_returning(root)]
     conflict = root.args.get("conflict")
@@ -327,56 +273,66 @@ def _insert(root: exp.Insert, dialect: str) -> WritePlan:
     exact = conflict is None and not root.args.get("ignore") and not root.args.get("alternative")
     source = root.expression
     note = None if exact else "a conflict clause decides which rows change"
+    base = WritePlan(operation="INSERT", dml=True, pure=True, target=target, note=note)
     if root.args.get("default") and source is None:
-        return WritePlan(
-            operation="INSERT",
-            dml=True,
-            pure=True,
-            target=target,
-            static_rows=1 if exact else None,
-            probes=tuple(probes),
-            note=note,
-        )
+        return replace(base, static_rows=1 if exact else None, probes=tuple(probes))
     if isinstance(source, exp.Values):
-        rows = [t.expressions if isinstance(t, exp.Tuple) else [t] for t in source.expressions]
-        values = source.copy()
-        values.set("alias", exp.TableAlias(this=exp.to_identifier(_ALIAS)))
-        wrapped = _select([exp.Star()], values, root)
-        probes.append(_sql(wrapped, dialect))
-        sample = _literal_sample(columns, rows, dialect)
-        return WritePlan(
-            operation="INSERT",
-            dml=True,
-            pure=True,
-            target=target,
-            probes=tuple(probes),
-            static_rows=len(rows) if exact else None,
-            sample=sample,
-            note=note,
-        )
+        columns = [c.name for c in this.expressions] if isinstance(this, exp.Schema) else []
+        return _insert_values(base, root, source, columns, probes, exact, dialect)
     if isinstance(source, exp.Query):
-        with_ = _with(root)
-        inner = source.copy()
-        if with_ is not None and _with(inner) is None:
-            inner.set("with_", with_.copy())
-        probes.append(_sql(inner, dialect))
-        count = exp.select(exp.Count(this=exp.Star())).from_(inner.subquery(_ALIAS))
-        sample = exp.select("*").from_(inner.subquery(_ALIAS)).limit(SAMPLE_ROWS)
-        return WritePlan(
-            operation="INSERT",
-            dml=True,
-            pure=True,
-            target=target,
-            count_sql=_sql(count, dialect) if exact else None,
-            sample_sql=_sql(sample, dialect),
-            probes=tuple(probes),
-            note=note,
-        )
+        return _insert_query(base, root, source, probes, exact, dialect)
     return WritePlan(
         operation="INSERT",
         dml=True,
         target=target,
         note="this INSERT's rows are not derived in advance",
+    )
+
+
+def _insert_values(
+    base: WritePlan,
+    root: exp.Insert,
+    source: exp.Values,
+    columns: list[str],
+    probes: list[str],
+    exact: bool,
+    dialect: str,
+) -> WritePlan:
+    """INSERT ... VALUES: the rows it adds are stated, and shown as the sample."""
+    rows = [t.expressions if isinstance(t, exp.Tuple) else [t] for t in source.expressions]
+    values = source.copy()
+    values.set("alias", exp.TableAlias(this=exp.to_identifier(_ALIAS)))
+    wrapped = _select([exp.Star()], values, root)
+    return replace(
+        base,
+        probes=(*probes, _sql(wrapped, dialect)),
+        static_rows=len(rows) if exact else None,
+        sample=_literal_sample(columns, rows, dialect),
+    )
+
+
+def _insert_query(
+    base: WritePlan,
+    root: exp.Insert,
+    source: exp.Query,
+    probes: list[str],
+    exact: bool,
+    dialect: str,
+) -> WritePlan:
+    """INSERT ... SELECT: the source query's rows, counted and sampled (with the statement's
+    own WITH)."""
+    with_ = _with(root)
+    inner = source.copy()
+    if with_ is not None and _with(inner) is None:
+        inner.set("with_", with_.copy())
+    probe = _sql(inner, dialect)
+    count = exp.select(exp.Count(this=exp.Star())).from_(inner.subquery(_ALIAS))
+    sample = exp.select("*").from_(inner.subquery(_ALIAS)).limit(SAMPLE_ROWS)
+    return replace(
+        base,
+        count_sql=_sql(count, dialect) if exact else None,
+        sample_sql=_sql(sample, dialect),
+        probes=(*probes, probe),
     )
 
 

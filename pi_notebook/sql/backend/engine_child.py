@@ -1,14 +1,18 @@
-"""The worker process that owns a DuckDB database for the kernel (see :mod:`.engine_process`).
+"""The worker process that owns a DuckDB or chDB database for the kernel (see
+:mod:`.engine_process`).
 
 Run as ``python -m pi_notebook.sql.backend.engine_child FD CONTROL_FD``, never imported by the
 kernel for its work (the kernel imports it only to name :func:`current_engine` in a pickle).
 ``FD`` is one end of the calls' socket pair; the first message on it is the setup (URL,
-timeouts, memory cap); ``CONTROL_FD`` is one end of the cancels' socket pair. Once
+timeouts, memory cap, and for an engine with its own client, ``host``: the ``module:Class``
+that runs the calls ``("direct", args)``, e.g. :class:`~pi_notebook.sql.engines.chdb_worker.ChdbHost`,
+imported here before the cap); ``CONTROL_FD`` is one end of the cancels' socket pair. Once
 its libraries are imported, and *before* it opens the database, the process caps its own data
 segment (``RLIMIT_DATA``: heap and private mappings, what an engine allocates) at what it uses
 then plus ``memory_limit_bytes``: the statements get that much, the interpreter's own baseline
 (about 250 MiB) aside. A statement that allocates without bound fails here, with DuckDB's
-``OutOfMemoryException``, a ``MemoryError``, or at worst this process's death, never in the
+``OutOfMemoryException``, a ``MemoryError``, ClickHouse's ``CANNOT_ALLOCATE_MEMORY`` or
+``MEMORY_LIMIT_EXCEEDED``, or at worst this process's death, never in the
 kernel. ``RLIMIT_AS`` would count the address space DuckDB reserves without using it and fail
 at connect.
 
@@ -32,6 +36,7 @@ end closing ends this process at once.
 
 from __future__ import annotations
 
+import importlib
 import os
 import pickle
 import resource
@@ -40,10 +45,24 @@ import threading
 from multiprocessing.connection import Connection
 from typing import Any
 
-__all__ = ["MEMORY_ERRORS", "MEMORY_EXIT", "current_engine", "is_memory_error", "main"]
+__all__ = [
+    "MEMORY_ERRORS",
+    "MEMORY_EXIT",
+    "MEMORY_TEXTS",
+    "current_engine",
+    "is_memory_error",
+    "main",
+]
 
 MEMORY_ERRORS = ("OutOfMemoryException", "MemoryError")
 """Exception type names that mean the statement ran out of the memory it may use."""
+MEMORY_TEXTS = (
+    "bad_alloc",
+    "bad allocation",
+    "(CANNOT_ALLOCATE_MEMORY)",
+    "(MEMORY_LIMIT_EXCEEDED)",
+)
+"""Error texts that mean the same (C++'s, ClickHouse's allocator and memory tracker)."""
 
 MEMORY_EXIT = 3
 """The exit status of a worker that ran out of memory (it is not trusted further)."""
@@ -65,7 +84,7 @@ def is_memory_error(exc: BaseException) -> bool:
         if seen is None:
             return False
         text = str(seen)
-        if type(seen).__name__ in MEMORY_ERRORS or "bad_alloc" in text or "bad allocation" in text:
+        if type(seen).__name__ in MEMORY_ERRORS or any(t in text for t in MEMORY_TEXTS):
             return True
         seen = getattr(seen, "orig", None) or seen.__cause__
     return False
@@ -76,29 +95,38 @@ class _Host:
         global _ENGINE
         from sqlalchemy.engine import make_url
 
-        from pi_notebook.sql.backend.engines import create_backend_engine, supported_backend
         from pi_notebook.sql.backend.worker import ConnectionSlot
 
         self.conn = conn
         self.url = make_url(setup["url"])
-        self.backend = supported_backend(self.url)
-        from pi_notebook.sql.backend import engine_child
-
-        _ENGINE = self.engine = create_backend_engine(
-            self.url,
-            connect_timeout_s=setup["connect_timeout_s"],
-            statement_timeout_s=setup["statement_timeout_s"],
-        )
-        # Run as ``-m``, this module is ``__main__``; a pickle names it by its own name.
-        engine_child._ENGINE = self.engine
         self.slot = ConnectionSlot()
+        self.direct: Any = None
+        self.engine: Any = None
+        if setup.get("host"):  # an engine with its own client: its host runs the calls
+            module, name = str(setup["host"]).split(":")
+            self.direct = getattr(importlib.import_module(module), name)(self.url, setup)
+            self.backend = self.url.get_backend_name()
+        else:
+            from pi_notebook.sql.backend import engine_child
+            from pi_notebook.sql.backend.engines import create_backend_engine, supported_backend
+
+            self.backend = supported_backend(self.url)
+            _ENGINE = self.engine = create_backend_engine(
+                self.url,
+                connect_timeout_s=setup["connect_timeout_s"],
+                statement_timeout_s=setup["statement_timeout_s"],
+            )
+            # Run as ``-m``, this module is ``__main__``; a pickle names it by its own name.
+            engine_child._ENGINE = self.engine
         self.canceller: Any = None
         self.call = 0  # the number of the call that runs or ran last
         self.early: tuple[int, Any] | None = None  # a cancel read before its call
         self.lock = threading.Lock()
 
     def send(self, message: tuple[Any, ...]) -> None:
-        self.conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+        from pi_notebook.sql.backend.engine_wire import send_message
+
+        send_message(self.conn, message)
 
     def watch(self, control: Connection) -> None:
         """The second thread: cancels go to the call they name."""
@@ -161,15 +189,24 @@ class _Host:
                 os._exit(MEMORY_EXIT)  # a process that ran out of memory is not trusted further
 
     def run(self, op: str, args: tuple[Any, ...], canceller: Any) -> tuple[Any, ...]:
+        def progress(n: int) -> None:
+            self.send(("progress", n))
+
+        if op == "direct":
+            return ("ok", self.direct.call(args, canceller, progress))
+        if op == "release" and self.direct is not None:
+            self.direct.release()
+            return ("ok", None)
+        return ("ok", self.run_engine(op, args, canceller, progress))
+
+    def run_engine(self, op: str, args: tuple[Any, ...], canceller: Any, progress: Any) -> Any:
+        """A call on the SQLAlchemy engine (DuckDB), or ``offload``."""
         from pi_notebook.sql.backend.errors import describe_error
         from pi_notebook.sql.backend.worker import (
             estimate_statement,
             preview_statement,
             run_statement,
         )
-
-        def progress(n: int) -> None:
-            self.send(("progress", n))
 
         engine, backend, slot = self.engine, self.backend, self.slot
         if op == "run":
@@ -218,7 +255,7 @@ class _Host:
             value = None
         else:
             raise ValueError(f"unknown call {op!r}")
-        return ("ok", value)
+        return value
 
     def failure(self, exc: BaseException) -> tuple[Any, ...]:
         from sqlalchemy.exc import DBAPIError

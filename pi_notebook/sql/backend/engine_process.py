@@ -1,8 +1,9 @@
-"""DuckDB in a worker process the session owns, under an OS memory cap.
+"""DuckDB and chDB in a worker process the session owns, under an OS memory cap.
 
 An engine that runs in the kernel can take the kernel with it: a read that builds a huge value
 per row (``hex()`` nested eight deep, ``concat(s, s, ...)``) allocates outside DuckDB's own
-``memory_limit``. So DuckDB runs in a child process (:mod:`.engine_child`) that caps its own
+``memory_limit``. So DuckDB (and chDB: its worker runs :class:`~pi_notebook.sql.engines.chdb_worker.ChdbHost`,
+``host``) runs in a child process (:mod:`.engine_child`) that caps its own
 memory (``memory_limit_bytes``, default :func:`default_memory_limit`) before it opens the
 database. The kernel sends it each statement and receives the result already within the row
 cap and the size bound, as a built DataFrame (a small one as its rows, built here: they cost
@@ -16,7 +17,11 @@ a fraction of a pickled DataFrame to send and load); it never opens the database
 * Cancel (Stop, the statement timeout) goes to the worker as a message and reaches DuckDB's
   ``interrupt()`` there; a worker that has not answered :data:`KILL_AFTER_S` after a cancel
   is killed, so the statement timeout holds even for an engine call that ignores interrupts.
-* Every DuckDB file is served by one worker per kernel (DuckDB lets one process at a time
+* A call either blocks a thread until the answer (:meth:`EngineProcess.call`, DuckDB's path
+  through the backend's worker thread) or is awaited on the event loop itself
+  (:meth:`EngineProcess.call_async`, :mod:`.engine_loop`: chDB's path, no thread hop).
+  Messages cross as :mod:`.engine_wire` sends them: large result buffers out of band.
+* Every DuckDB file (chDB directory) is served by one worker per kernel (DuckDB lets one process at a time
   open a file for writing): backends on the same file share it, one call at a time. An
   in-memory database (``duckdb://``, ``duckdb:///:memory:``) lives in its backend's own
   worker, and is lost when that worker dies.
@@ -27,23 +32,26 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import socket
 import subprocess
-import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import URL
 
 from pi_notebook.sql.backend.cancel import Canceller
-from pi_notebook.sql.backend.derive import WritePlan
+from pi_notebook.sql.backend.engine_calls import EngineCalls
 from pi_notebook.sql.backend.engine_child import MEMORY_EXIT
-from pi_notebook.sql.backend.engines import DUCKDB_MEMORY_ENV
+from pi_notebook.sql.backend.engine_spawn import (
+    close_quietly,
+    default_memory_limit,
+    spawn,
+    stop_all,
+)
+from pi_notebook.sql.backend.engine_wire import receive_message
 from pi_notebook.sql.backend.errors import (
     ConnectFailed,
     MemoryLimitExceeded,
@@ -51,12 +59,8 @@ from pi_notebook.sql.backend.errors import (
     describe_error,
 )
 from pi_notebook.sql.backend.worker import (
-    Bounds,
     Cancelled,
     DriftError,
-    Fetched,
-    RunSettings,
-    wait_audited,
 )
 
 __all__ = [
@@ -72,26 +76,14 @@ __all__ = [
 KILL_AFTER_S = 2.0
 """Seconds a worker has to answer after a cancel before it is killed."""
 MEMORY_LIMIT_OPTION = "memory_limit_bytes"
-_GIB = 1 << 30
 # How a worker ends when memory ran out: its own exit after an allocation failure, the OS's
 # SIGKILL, or an engine that aborted or crashed on a failed allocation.
 _MEMORY_DEATHS = frozenset(
     {MEMORY_EXIT, -signal.SIGKILL, -signal.SIGABRT, -signal.SIGSEGV, -signal.SIGBUS}
 )
-_START_S = 60.0  # most seconds a fresh worker may take to import its engine and say ready
-_DUCKDB_SHARE = 0.6  # DuckDB's own memory_limit, as a share of the process cap
 
 
-def default_memory_limit() -> int:
-    """The default ``memory_limit_bytes``: half the machine's physical memory, at most 4 GiB."""
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
-        return 4 * _GIB
-    return min(4 * _GIB, physical // 2)
-
-
-class EngineProcess:
+class EngineProcess(EngineCalls):
     """The worker process of one database (see the module docstring). Thread-safe: calls
     run one at a time.
 
@@ -100,6 +92,8 @@ class EngineProcess:
         memory_limit_bytes: the worker's data-segment cap (0: none).
         connect_timeout_s: the engine's connect timeout.
         statement_timeout_s: the engine's statement timeout.
+        host: for an engine with its own client (chDB), the ``module:Class`` that runs its
+            calls in the worker (see :mod:`.engine_child`); ``None``: a SQLAlchemy engine.
     """
 
     def __init__(
@@ -109,6 +103,7 @@ class EngineProcess:
         memory_limit_bytes: int,
         connect_timeout_s: float,
         statement_timeout_s: float,
+        host: str | None = None,
     ) -> None:
         self.url = url
         self.memory_limit_bytes = memory_limit_bytes
@@ -117,6 +112,7 @@ class EngineProcess:
             "memory_limit_bytes": memory_limit_bytes,
             "connect_timeout_s": connect_timeout_s,
             "statement_timeout_s": statement_timeout_s,
+            "host": host,
         }
         self._cwd = os.getcwd()  # a relative path names the same file after a restart
         self._lock = threading.Lock()
@@ -127,65 +123,9 @@ class EngineProcess:
         self.restarts = 0
         self.users = 0
         self._running: list[subprocess.Popen[bytes] | None] = [None]
-        weakref.finalize(self, _stop, self._running)  # no worker outlives its owner
-
-    # -- the calls a backend makes (each the shape Execution.call runs) ------------------
-    def run_statement(
-        self,
-        kind: str,
-        sql: str,
-        settings: RunSettings,
-        *,
-        canceller: Canceller,
-        progress: Callable[[int], None] | None = None,
-        bounds: Bounds | None = None,
-        plan: WritePlan | None = None,
-        audited: Callable[[], object] | None = None,
-    ) -> Fetched:
-        """:func:`.worker.run_statement` in the worker; ``audited`` is waited for here, as
-        there: a write waits before it is sent, a read's result (or error) after."""
-        if audited is not None and kind == "write":
-            wait_audited(audited)
-            audited = None
-        try:
-            fetched = self.call(
-                "run", (kind, sql, settings, bounds, plan), canceller=canceller, progress=progress
-            )
-        except BaseException:
-            if audited is not None:
-                wait_audited(audited)
-            raise
-        if audited is not None:
-            wait_audited(audited)
-        fetched.build()  # a small result comes as its rows (see engine_child): built here
-        return fetched
-
-    def preview_statement(
-        self,
-        sql: str,
-        plan: WritePlan,
-        settings: RunSettings,
-        *,
-        canceller: Canceller,
-        progress: Callable[[int], None] | None = None,
-    ) -> Any:
-        return self.call("preview", (sql, plan, settings), canceller=canceller, progress=progress)
-
-    def estimate_statement(
-        self,
-        hook: Callable[[Any, str], Any],
-        sql: str,
-        settings: RunSettings,
-        *,
-        canceller: Canceller,
-        progress: Any = None,
-    ) -> Any:
-        return self.call("estimate", (hook, sql, settings), canceller=canceller)
-
-    def offload(
-        self, fn: Callable[..., Any], *args: Any, canceller: Canceller, progress: Any = None
-    ) -> Any:
-        return self.call("offload", (fn, args), canceller=canceller)
+        self.on_loop: Any = None
+        """The call awaited on the event loop now, if any (see :mod:`.engine_loop`)."""
+        weakref.finalize(self, stop_all, self._running)  # no worker outlives its owner
 
     def prestart(self) -> None:
         """Start the worker in the background, so the first statement does not wait for it
@@ -221,33 +161,72 @@ class EngineProcess:
             Exception: the engine's error (its text).
         """
         with self._lock:
-            conn = self._ensure()
-            if canceller.reason is not None:
-                raise Cancelled
-            self._calls += 1
-            call, control = self._calls, self._control
-            data = pickle.dumps(("call", call, op, args), protocol=pickle.HIGHEST_PROTOCOL)
-            try:
-                conn.send_bytes(data)
-            except OSError:
-                return self._died(canceller, killed=False)
-            sent: list[float] = []
+            return self._call_locked(op, args, canceller, progress)
 
-            def cancel() -> None:
-                if not sent and control is not None:
-                    sent.append(time.monotonic())
-                    try:
-                        control.send_bytes(
-                            pickle.dumps(("cancel", call, canceller.reason or "abort"))
-                        )
-                    except OSError:
-                        pass
+    def _call_locked(
+        self,
+        op: str,
+        args: tuple[Any, ...],
+        canceller: Canceller,
+        progress: Callable[[int], None] | None,
+    ) -> Any:
+        conn = self._ensure()
+        if canceller.reason is not None:
+            raise Cancelled
+        try:
+            call, control = self.send_locked(op, args)
+        except OSError:
+            return self._died(canceller, killed=False)
+        sent: list[float] = []
 
-            canceller.started(cancel)
-            try:
-                return self._answer(conn, canceller, progress, sent)
-            finally:
-                canceller.stopped()
+        def cancel() -> None:
+            if not sent and control is not None:
+                sent.append(time.monotonic())
+                try:
+                    control.send_bytes(pickle.dumps(("cancel", call, canceller.reason or "abort")))
+                except OSError:
+                    pass
+
+        canceller.started(cancel)
+        try:
+            return self._answer(conn, canceller, progress, sent)
+        finally:
+            canceller.stopped()
+
+    # -- the pieces of a call awaited elsewhere (see :mod:`.engine_loop`) -------------------
+    def try_lock(self) -> bool:
+        """Take the call lock if it is free (the caller gives it back with :meth:`unlock`)."""
+        return self._lock.acquire(blocking=False)
+
+    def unlock(self) -> None:
+        self._lock.release()
+
+    def start_locked(self) -> Connection:
+        """The worker's calls connection, starting the worker if needed (lock held)."""
+        return self._ensure()
+
+    def send_locked(self, op: str, args: tuple[Any, ...]) -> tuple[int, Connection | None]:
+        """Send call ``op`` (lock held); its number and the cancels' connection.
+
+        Raises:
+            OSError: the worker's end is gone (then :meth:`died` tells why).
+        """
+        conn = self._conn
+        if conn is None:
+            raise OSError("no worker")
+        self._calls += 1
+        call = self._calls
+        conn.send_bytes(pickle.dumps(("call", call, op, args), protocol=pickle.HIGHEST_PROTOCOL))
+        return call, self._control
+
+    def died(self, canceller: Canceller, *, killed: bool) -> Any:
+        """The worker's channel closed during a call (lock held): raise why (see
+        :meth:`call`), the worker forgotten and a new one started."""
+        return self._died(canceller, killed=killed)
+
+    def kill(self) -> None:
+        """Kill the worker now (a cancel it did not answer in time)."""
+        self._kill()
 
     def _answer(
         self,
@@ -259,7 +238,7 @@ class EngineProcess:
         while True:
             try:
                 ready = conn.poll(0.25)
-                message = pickle.loads(conn.recv_bytes()) if ready else None
+                message = receive_message(conn) if ready else None
             except (EOFError, OSError):
                 return self._died(canceller, killed=False)
             if message is None:
@@ -267,21 +246,43 @@ class EngineProcess:
                     self._kill()
                     return self._died(canceller, killed=True)
                 continue
-            tag = message[0]
-            if tag == "progress":
+            if message[0] == "progress":
                 if progress is not None:
                     progress(message[1])
                 continue
-            if tag == "ok":
-                return message[1]
-            if tag == "memory":
-                self._reap()
-                raise self._limit_error()
-            if tag == "drift":
-                raise DriftError(message[1], message[2])
-            if tag == "connect":
-                raise ConnectFailed(_WorkerError(message[1]))
-            raise _WorkerError(message[1])
+            return self.reply(message)
+
+    def reply(self, message: tuple[Any, ...]) -> Any:
+        """The value of the worker's final answer to a call, or its error raised."""
+        tag = message[0]
+        if tag == "ok":
+            return message[1]
+        if tag == "memory":
+            self._reap()
+            raise self._limit_error()
+        if tag == "drift":
+            raise DriftError(message[1], message[2])
+        if tag == "connect":
+            raise ConnectFailed(_WorkerError(message[1]))
+        raise _WorkerError(message[1])
+
+    async def call_async(
+        self,
+        op: str,
+        args: tuple[Any, ...],
+        *,
+        canceller: Canceller,
+        progress: Callable[[int], None] | None = None,
+        on_sent: Callable[[], None] | None = None,
+    ) -> Any:
+        """:meth:`call`, its answer awaited on the running event loop (no thread between
+        the kernel and the worker); see :func:`.engine_loop.call_on_loop`. Raises as
+        :meth:`call`."""
+        from pi_notebook.sql.backend.engine_loop import call_on_loop
+
+        return await call_on_loop(
+            self, op, args, canceller=canceller, progress=progress, on_sent=on_sent
+        )
 
     def _died(self, canceller: Canceller, *, killed: bool) -> Any:
         proc = self._proc
@@ -309,55 +310,18 @@ class EngineProcess:
         )
 
     # -- the process ------------------------------------------------------------------------
+    def alive(self) -> bool:
+        """Whether a worker runs and answers calls now (no start to wait for)."""
+        return self._conn is not None and self._proc is not None and self._proc.poll() is None
+
     def _ensure(self) -> Connection:
-        if self._conn is not None and self._proc is not None and self._proc.poll() is None:
+        if self.alive():
+            assert self._conn is not None
             return self._conn
         if self._proc is not None:
             self._reap()
-        ours, theirs = socket.socketpair()
-        ours_control, theirs_control = socket.socketpair()
-        env = dict(os.environ)
-        # The kernel's own import path: a function offloaded to the worker is imported there.
-        paths = [str(Path(__file__).resolve().parents[3]), *(p for p in sys.path if p)]
-        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-        if DUCKDB_MEMORY_ENV not in env and self.memory_limit_bytes > 0:
-            share = int(self.memory_limit_bytes * _DUCKDB_SHARE) >> 20
-            env[DUCKDB_MEMORY_ENV] = f"{max(share, 64)}MB"
-        try:
-            proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "pi_notebook.sql.backend.engine_child",
-                    str(theirs.fileno()),
-                    str(theirs_control.fileno()),
-                ],
-                pass_fds=(theirs.fileno(), theirs_control.fileno()),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env=env,
-                start_new_session=True,
-                cwd=self._cwd,
-            )
-        except BaseException:
-            ours.close()
-            ours_control.close()
-            raise
-        finally:
-            theirs.close()
-            theirs_control.close()
-        conn, control = Connection(ours.detach()), Connection(ours_control.detach())
-        try:
-            conn.send_bytes(pickle.dumps(self._setup))
-            hello = pickle.loads(conn.recv_bytes()) if conn.poll(_START_S) else ("fatal", "")
-        except (EOFError, OSError):
-            hello = ("fatal", "")
+        proc, conn, control, hello = spawn(self._setup, self._cwd)
         if hello[0] != "ready":
-            proc.kill()
-            proc.wait()
-            conn.close()
-            control.close()
             detail = describe_error(_WorkerError(hello[1] or "no answer"), self.url)
             raise QueryError(
                 f"The {self.url.get_backend_name()} worker process could not start. {detail}"
@@ -374,10 +338,10 @@ class EngineProcess:
         background, so the next statement does not wait for it."""
         proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
         control, self._control = self._control, None
-        _close(conn)
-        _close(control)
+        close_quietly(conn)
+        close_quietly(control)
         if proc is not None:
-            _stop([proc])
+            stop_all([proc])
             self.restarts += 1
             self.prestart()
 
@@ -393,46 +357,43 @@ class EngineProcess:
         if self.users <= 1:
             self.close()
             return
-        with self._lock:
-            running = self._conn is not None and self.pid is not None
-        if running:
-            try:
-                self.call("release", (), canceller=Canceller())
-            except Exception:  # a worker that cannot release is stopped instead
-                self.close()
+        if not self._lock.acquire(timeout=KILL_AFTER_S):
+            return  # another backend's call runs: the pool stays open, as for that backend
+        try:
+            if self._conn is not None and self.pid is not None:
+                self._call_locked("release", (), Canceller(), None)
+        except Exception:  # a worker that cannot release is stopped instead
+            self._lock.release()
+            self.close()
+            return
+        self._lock.release()
 
     def close(self) -> None:
-        """Stop the worker (the next call starts a new one)."""
-        with self._lock:
+        """Stop the worker (the next call starts a new one). A call in flight gets
+        :data:`KILL_AFTER_S` to end; then the worker is stopped under it (a call awaited on
+        the event loop sees its worker die and ends with an error)."""
+        locked = self._lock.acquire(timeout=KILL_AFTER_S)
+        if not locked and self.on_loop is not None:
+            self.on_loop.killed = True
+            self._kill()  # its reader, on the loop, sees the channel close and cleans up
+            return
+        try:
             proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
             control, self._control = self._control, None
-        _close(conn)  # the worker sees its end close and exits
-        _close(control)
+        finally:
+            if locked:
+                self._lock.release()
+        close_quietly(conn)  # the worker sees its end close and exits
+        close_quietly(control)
         if proc is not None:
             try:
                 proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
-                _stop([proc])
+                stop_all([proc])
 
 
 class _WorkerError(Exception):
     """An error the worker reported, as its text (turned into safe text by the backend)."""
-
-
-def _close(conn: Connection | None) -> None:
-    if conn is not None:
-        try:
-            conn.close()
-        except OSError:  # already closed (at interpreter exit)
-            pass
-
-
-def _stop(procs: list[subprocess.Popen[bytes] | None]) -> None:
-    for proc in procs:
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-        if proc is not None:
-            proc.wait()
 
 
 def _in_memory(url: URL) -> bool:
@@ -444,9 +405,9 @@ _SHARED_LOCK = threading.Lock()
 
 
 def shared_process(url: URL, **options: Any) -> EngineProcess:
-    """The worker of the database at ``url`` for this kernel: one per DuckDB file (a second
-    backend on the same file shares the first one's worker and its memory limit); a new one
-    for an in-memory database. Give it back with :func:`release_process`."""
+    """The worker of the database at ``url`` for this kernel: one per DuckDB file or chDB
+    directory (a second backend on the same one shares the first one's worker and its memory
+    limit); a new one for an in-memory database. Give it back with :func:`release_process`."""
     if _in_memory(url):
         process = EngineProcess(url, **options)
         process.users = 1

@@ -73,15 +73,35 @@ def create_backend_engine(
     - SQLite: ``memory_limit_bytes`` as its ``hard_heap_limit`` (SQLite's allocator fails
       past it, a ``MemoryError``, instead of growing the kernel; the limit is the process's
       and the pragma only ever lowers it, so the lowest value given holds for every SQLite
-      connection of the kernel, the audit store's included), connections usable from worker threads, foreign keys enforced, and an
-      authorizer installed on each connection (it denies ATTACH/DETACH and pragma writes always, and anything but a pure
-      read while a read runs).
+      connection of the kernel, the audit store's included), connections usable from worker
+      threads, foreign keys enforced, and an authorizer installed on each connection (it
+      denies ATTACH/DETACH and pragma writes always, and anything but a pure read while a
+      read runs).
     - DuckDB: every connection opens with ``enable_external_access=false`` and then locks the
       configuration, so SQL cannot read host files or turn the setting back on. DuckDB allows
       only one configuration per database file in a process, hence one config for all.
     """
     u = make_url(url)
     backend = supported_backend(u)
+    kwargs, connect_args = _engine_options(u, backend, connect_timeout_s, statement_timeout_s)
+    kwargs["connect_args"] = {k: v for k, v in connect_args.items() if k not in u.query}
+    engine = sa.create_engine(u, **kwargs)
+    if backend == "mysql" and "read_timeout" not in u.query:
+        event.listen(engine, "do_connect", _mysql_connector(connect_timeout_s))
+    if backend == "sqlite":
+        event.listen(engine, "connect", _sqlite_connect(memory_limit_bytes))
+    elif backend == "duckdb":
+        event.listen(engine, "connect", _on_duckdb_connect)
+    elif backend == "postgresql":
+        event.listen(engine, "connect", _on_postgres_connect)
+    return engine
+
+
+def _engine_options(
+    u: URL, backend: str, connect_timeout_s: float, statement_timeout_s: float
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The engine's keyword arguments and its driver's connect arguments for ``backend``
+    (before a setting given in the URL wins over them)."""
     kwargs: dict[str, Any] = {}
     connect_args: dict[str, Any] = {}
     if backend == "sqlite":
@@ -113,17 +133,7 @@ def create_backend_engine(
             "read_timeout": socket_s,
             "write_timeout": socket_s,
         }
-    kwargs["connect_args"] = {k: v for k, v in connect_args.items() if k not in u.query}
-    engine = sa.create_engine(u, **kwargs)
-    if backend == "mysql" and "read_timeout" not in u.query:
-        event.listen(engine, "do_connect", _mysql_connector(connect_timeout_s))
-    if backend == "sqlite":
-        event.listen(engine, "connect", _sqlite_connect(memory_limit_bytes))
-    elif backend == "duckdb":
-        event.listen(engine, "connect", _on_duckdb_connect)
-    elif backend == "postgresql":
-        event.listen(engine, "connect", _on_postgres_connect)
-    return engine
+    return kwargs, connect_args
 
 
 DUCKDB_MEMORY_LIMIT = "1GB"

@@ -146,58 +146,70 @@ def begin(
     if role is not None and backend != "postgresql":  # fail closed: never the login's rights
         raise RuntimeError(f"a per-user role cannot be set on {backend}")
     if backend == "postgresql":
-        timeout = f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}"
-        if role is not None:
-            _check_role(raw, role)
-            timeout = f"{timeout}; {set_role_sql(role)}"
-        if raw.driver_connection.autocommit:
-            # The backend's engine runs psycopg in autocommit and opens the transaction
-            # itself: BEGIN and its settings in one round trip. A read's is sent with its
-            # first statement (see ``take_pending_begin``), a round trip less.
-            if kind == "read":
-                raw.info[_PENDING_BEGIN_KEY] = f"BEGIN READ ONLY; {timeout}"
-            else:
-                _exec(raw, backend, f"BEGIN; {timeout}")
-        else:
-            # psycopg opens the transaction itself; SET TRANSACTION as its first statement
-            # makes it exactly ``BEGIN READ ONLY``.
-            if kind == "read":
-                _exec(raw, backend, "SET TRANSACTION READ ONLY")
-            _exec(raw, backend, timeout)
+        _begin_postgresql(raw, kind, timeout_s, role)
     elif backend == "mysql":
-        limit = str(int(select_limit)) if select_limit is not None and kind == "read" else "DEFAULT"
-        if mariadb:
-            timeout = f"max_statement_time = {float(timeout_s)}"
-        else:
-            timeout = f"max_execution_time = {int(timeout_s * 1000)}"
-        _exec(raw, backend, f"SET SESSION {timeout}, sql_select_limit = {limit}")
-        _exec(
-            raw, backend, "START TRANSACTION READ ONLY" if kind == "read" else "START TRANSACTION"
-        )
+        _begin_mysql(raw, kind, timeout_s, mariadb, select_limit)
     elif backend == "duckdb":
         _exec(
             raw, backend, "BEGIN TRANSACTION READ ONLY" if kind == "read" else "BEGIN TRANSACTION"
         )
     elif backend == "sqlite":
-        # query_only stays ON between reads (a connection is switched only when a write
-        # comes), which saves two statements per read; the authorizer's mode is set per run.
-        guard = _sqlite_guard(raw)
-        if kind == "read" and raw.info.get(_QUERY_ONLY_KEY) is True:
-            guard.mode = "read"  # query_only is already ON: nothing to run
-            return
-        guard.mode = "control"
-        try:
-            read = kind == "read"
-            if raw.info.get(_QUERY_ONLY_KEY, False) != read:
-                raw.info[_QUERY_ONLY_KEY] = None  # unknown until the pragma ran
-                _exec(raw, backend, f"PRAGMA query_only = {'ON' if read else 'OFF'}")
-                raw.info[_QUERY_ONLY_KEY] = read
-            if not read:
-                _exec(raw, backend, "BEGIN")
-        finally:
-            guard.mode = "read" if kind == "read" else "base"
+        _begin_sqlite(raw, kind)
     else:  # pragma: no cover - supported_backend() filters these out
         raise ValueError(f"no read-only mode for {backend}")
+
+
+def _begin_postgresql(raw: Any, kind: RunKind, timeout_s: float, role: str | None) -> None:
+    timeout = f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}"
+    if role is not None:
+        _check_role(raw, role)
+        timeout = f"{timeout}; {set_role_sql(role)}"
+    if raw.driver_connection.autocommit:
+        # The backend's engine runs psycopg in autocommit and opens the transaction
+        # itself: BEGIN and its settings in one round trip. A read's is sent with its
+        # first statement (see ``take_pending_begin``), a round trip less.
+        if kind == "read":
+            raw.info[_PENDING_BEGIN_KEY] = f"BEGIN READ ONLY; {timeout}"
+        else:
+            _exec(raw, "postgresql", f"BEGIN; {timeout}")
+    else:
+        # psycopg opens the transaction itself; SET TRANSACTION as its first statement
+        # makes it exactly ``BEGIN READ ONLY``.
+        if kind == "read":
+            _exec(raw, "postgresql", "SET TRANSACTION READ ONLY")
+        _exec(raw, "postgresql", timeout)
+
+
+def _begin_mysql(
+    raw: Any, kind: RunKind, timeout_s: float, mariadb: bool, select_limit: int | None
+) -> None:
+    limit = str(int(select_limit)) if select_limit is not None and kind == "read" else "DEFAULT"
+    if mariadb:
+        timeout = f"max_statement_time = {float(timeout_s)}"
+    else:
+        timeout = f"max_execution_time = {int(timeout_s * 1000)}"
+    _exec(raw, "mysql", f"SET SESSION {timeout}, sql_select_limit = {limit}")
+    _exec(raw, "mysql", "START TRANSACTION READ ONLY" if kind == "read" else "START TRANSACTION")
+
+
+def _begin_sqlite(raw: Any, kind: RunKind) -> None:
+    # query_only stays ON between reads (a connection is switched only when a write
+    # comes), which saves two statements per read; the authorizer's mode is set per run.
+    guard = _sqlite_guard(raw)
+    if kind == "read" and raw.info.get(_QUERY_ONLY_KEY) is True:
+        guard.mode = "read"  # query_only is already ON: nothing to run
+        return
+    guard.mode = "control"
+    try:
+        read = kind == "read"
+        if raw.info.get(_QUERY_ONLY_KEY, False) != read:
+            raw.info[_QUERY_ONLY_KEY] = None  # unknown until the pragma ran
+            _exec(raw, "sqlite", f"PRAGMA query_only = {'ON' if read else 'OFF'}")
+            raw.info[_QUERY_ONLY_KEY] = read
+        if not read:
+            _exec(raw, "sqlite", "BEGIN")
+    finally:
+        guard.mode = "read" if kind == "read" else "base"
 
 
 def _check_role(raw: Any, role: str) -> None:

@@ -152,23 +152,32 @@ def render_preview(
         lines.append(line)
         used += len(line) + 1
         shown += 1
+    lines.extend(_left_out(columns, len(names), shown, row_count, row_count_exact, kept))
+    return _fit("\n".join(lines), max_chars)
+
+
+def _left_out(
+    columns: Sequence[str], named: int, shown: int, row_count: int, exact: bool, kept: int
+) -> list[str]:
+    """The closing notes of a preview: the rows and the columns it does not show."""
+    notes: list[str] = []
     if shown < row_count:
         total = (
             f"{row_count:,}"
-            if row_count_exact
+            if exact
             else (f"more than {kept:,}" if row_count <= kept + 1 else f"at least {row_count:,}")
         )
-        lines.append(
+        notes.append(
             f"[preview shows {shown} of {total} rows; the user sees the kept rows as a "
             "table. Use aggregates or LIMIT to look at more.]"
         )
-    if len(columns) > len(names):
-        hidden = [str(c) for c in columns[len(names) :]]
+    if len(columns) > named:
+        hidden = [str(c) for c in columns[named:]]
         listed = ", ".join(hidden)
         if len(listed) > 120:
             listed = listed[:119] + "…"
-        lines.append(f"[{len(hidden)} more column(s) not shown: {listed}]")
-    return _fit("\n".join(lines), max_chars)
+        notes.append(f"[{len(hidden)} more column(s) not shown: {listed}]")
+    return notes
 
 
 def _head(columns: int, row_count: int, exact: bool, truncated: bool, kept: int) -> str:

@@ -10,9 +10,11 @@ is Spark's:
   read passes the classifier only: everything else (writes, ``SET``, cache and refresh,
   ``ADD JAR``, temporary views, path reads such as ``parquet.`/path` ``, ``reflect``) asks
   or is refused before anything reaches the cluster (:mod:`pi_notebook.sql.spark`);
-* a read runs as ``spark.sql(text).limit(cap + 1)`` (the limit is a plan node around the
-  statement, not text pasted after it: a sort becomes a top-N) and comes back as Arrow
-  (``toArrow``), then is kept to the row cap and the byte bound;
+* a read runs as the statement under ``limit(cap + 1)`` (the limit is a plan node around the
+  statement, not text pasted after it: a sort becomes a top-N), sent inside the one
+  ``ExecutePlan`` that reads it (:func:`.spark_session.sql_frame`: no ``spark.sql`` round trip
+  first, no schema round trip either), and comes back as Arrow typed as ``toArrow`` types it,
+  then is kept to the row cap and the byte bound;
 * every statement runs under an operation tag; Stop and the statement timeout interrupt its
   job on the cluster (``interruptTag``); the job's tasks are reported while it runs
   (:mod:`.spark_session`);
@@ -20,7 +22,8 @@ is Spark's:
   it had written stays, and the error says so. Nor can a write be tried and rolled back: the
   preview counts rows with the derived ``SELECT count(*)`` (an approval's bounds are checked
   with it before the write runs) or says plainly they cannot be counted;
-* a read's cost is estimated with ``EXPLAIN COST`` (:mod:`.spark_cost`), one statement.
+* a read's cost is estimated with ``EXPLAIN COST`` (:mod:`.spark_cost`): one statement, one
+  round trip.
 """
 
 from __future__ import annotations
@@ -42,7 +45,13 @@ from pi_notebook.sql.backend.sizes import arrow_rows_within
 from pi_notebook.sql.engines.base import ReadEstimate
 from pi_notebook.sql.engines.direct import DirectBackend
 from pi_notebook.sql.engines.spark_cost import cost_estimate
-from pi_notebook.sql.engines.spark_session import SparkCluster, SparkSchema, spark_remote
+from pi_notebook.sql.engines.spark_session import (
+    SparkCluster,
+    SparkSchema,
+    arrow_of,
+    spark_remote,
+    sql_frame,
+)
 
 __all__ = ["SparkBackend"]
 
@@ -91,8 +100,8 @@ class SparkBackend(DirectBackend):
         counted: int | None = None,
     ) -> Fetched:
         def run(spark: Any) -> Fetched:
-            frame = spark.sql(sql)  # a command (a write) runs here; a query when fetched
             if kind == "write" and _first_word(sql) not in _ROW_STARTS:
+                spark.sql(sql)  # a command runs here, in one round trip
                 fetched = Fetched(
                     columns=[],
                     row_count=counted or 0,
@@ -105,7 +114,7 @@ class SparkBackend(DirectBackend):
                     else "Statement executed (Spark does not report the rows a statement changed)."
                 )
                 return fetched
-            return _take(frame, settings)
+            return _take(spark, sql, settings)
 
         return self._cluster.run(run, canceller, progress)
 
@@ -113,7 +122,11 @@ class SparkBackend(DirectBackend):
         return self._cluster.run(lambda spark: spark.sql(sql).toPandas(), canceller)
 
     def _scalar(self, sql: str, canceller: Any) -> int:
-        return int(self._cluster.run(lambda spark: spark.sql(sql).collect()[0][0], canceller))
+        return int(
+            self._cluster.run(
+                lambda spark: arrow_of(sql_frame(spark, sql))[0][0].as_py(), canceller
+            )
+        )
 
     def _clean(self, exc: BaseException, canceller: Any) -> BaseException:
         """``exc`` as the worker hands it back: a Spark error as its first line, without the
@@ -142,7 +155,8 @@ class SparkBackend(DirectBackend):
         self._cluster.session()  # a server that cannot be reached is the read's error
         try:
             text = self._cluster.run(
-                lambda spark: str(spark.sql(f"EXPLAIN COST {sql}").collect()[0][0]), canceller
+                lambda spark: str(arrow_of(sql_frame(spark, f"EXPLAIN COST {sql}"))[0][0].as_py()),
+                canceller,
             )
         except Exception as exc:
             if canceller.reason is not None:
@@ -155,16 +169,17 @@ class SparkBackend(DirectBackend):
         return cost_estimate(text)
 
 
-def _take(frame: Any, settings: RunSettings) -> Fetched:
-    """The result of ``frame`` as Arrow, fetched to the row cap + 1 (or counted to
+def _take(spark: Any, sql: str, settings: RunSettings) -> Fetched:
+    """The result of ``sql`` as Arrow in one round trip, fetched to the row cap + 1 (or counted to
     ``count_limit``), kept to the row cap and the byte bound."""
     cap = settings.row_cap
-    table = frame.limit(cap + 1).toArrow()
+    frame = sql_frame(spark, sql)
+    table = arrow_of(frame.limit(cap + 1))
     seen = table.num_rows
     exact = seen <= cap
     limit = read_limit(settings)
     if limit is None and not exact:  # count_rows: count on the cluster, up to the limit
-        seen = int(frame.limit(settings.count_limit).count())
+        seen = int(arrow_of(frame.limit(settings.count_limit).groupBy().count())[0][0].as_py())
         exact = seen < settings.count_limit
     kept, sized = table.slice(0, cap), False
     if settings.max_result_bytes is not None:

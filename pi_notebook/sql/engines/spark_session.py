@@ -28,7 +28,7 @@ from sqlalchemy.engine import URL
 from pi_notebook.sql.backend.errors import ConnectFailed, QueryAborted
 from pi_notebook.sql.backend.progress import JobProgress
 
-__all__ = ["MAX_TABLES", "SparkCluster", "SparkSchema", "spark_remote"]
+__all__ = ["MAX_TABLES", "SparkCluster", "SparkSchema", "arrow_of", "spark_remote", "sql_frame"]
 
 T = TypeVar("T")
 
@@ -68,6 +68,34 @@ def spark_remote(url: str | URL) -> tuple[URL, str, tuple[str, ...]]:
     )
     shown = URL.create("sc", host=host, port=int(port) if port else 15002)
     return shown, text, secrets
+
+
+def sql_frame(spark: Any, sql: str) -> Any:
+    """The DataFrame of the statement ``sql``, sent with the plan that reads it.
+
+    ``spark.sql(text)`` is a round trip of its own (the server parses the statement and
+    hands it back); built here, the statement travels inside the one ``ExecutePlan`` that
+    runs it, and the server parses it there. What runs is the same: the server turns the
+    text into a plan with the session's own ``sql`` (a command in it runs then, once)."""
+    from pyspark.sql.connect.dataframe import DataFrame
+    from pyspark.sql.connect.plan import SQL
+
+    return DataFrame(SQL(sql), spark)
+
+
+def arrow_of(frame: Any) -> Any:
+    """``frame``'s rows as an Arrow table, typed as ``DataFrame.toArrow`` types them (its
+    Spark schema in Arrow, timestamps in UTC), in one ``ExecutePlan``: the schema is the one
+    the server sends ahead of the batches, where ``toArrow`` asks for it in a round trip
+    first."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    table, schema = frame._to_table()
+    if schema is None:  # a server that sent no schema: ask for it
+        schema = frame.schema
+    return table.cast(
+        to_arrow_schema(schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC")
+    )
 
 
 class SparkCluster:
