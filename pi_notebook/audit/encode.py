@@ -224,11 +224,13 @@ def _pandas_or_numpy(obj: Any) -> Any:
     pd = sys.modules.get("pandas")
     if pd is not None:
         if isinstance(obj, pd.DataFrame):
+            from pi_notebook.readers.pandas_internals import column_dtypes, first_labels
+
             return {
                 "_type": "DataFrame",
                 "shape": list(obj.shape),
-                "columns": [_key(c) for c in _column_names(obj, pd)],
-                "dtypes": [_dtype_text(t) for t in _dtypes(obj)[:_MAX_ITEMS]],
+                "columns": [_key(c) for c in first_labels(obj, _MAX_ITEMS)],
+                "dtypes": [_dtype_text(t) for t in column_dtypes(obj)[:_MAX_ITEMS]],
             }
         if isinstance(obj, pd.Series):
             return {
@@ -248,25 +250,6 @@ def _pandas_or_numpy(obj: Any) -> Any:
     return _NOTHING
 
 
-def _column_names(frame: Any, pd: Any) -> list[Any]:
-    """The first ``_MAX_ITEMS`` column labels, as ``list(frame.columns)`` gives them.
-
-    Text columns (pandas' Arrow-backed ``str`` dtype, the default from pandas 3) are read
-    from their Arrow array at once: iterating the index costs several times the rest of a
-    small frame's summary. Labels with a missing value, and anything else, the plain way."""
-    columns = frame.columns
-    try:
-        if isinstance(columns.dtype, pd.StringDtype):
-            array = columns._values._pa_array  # pyright: ignore[reportUnknownMemberType]
-            if array.null_count == 0:  # pyright: ignore[reportUnknownMemberType]
-                names = array.slice(0, _MAX_ITEMS).to_pylist()  # pyright: ignore[reportUnknownMemberType]
-                if len(names) == min(len(columns), _MAX_ITEMS):  # pyright: ignore[reportUnknownArgumentType]
-                    return names  # pyright: ignore[reportUnknownVariableType]
-    except Exception:  # another pandas, another storage: the plain way
-        pass
-    return list(columns[:_MAX_ITEMS])
-
-
 _DTYPE_TEXT: dict[int, tuple[Any, str]] = {}  # id -> (the dtype, kept alive; its text)
 
 
@@ -282,15 +265,3 @@ def _dtype_text(dtype: Any) -> str:
             _DTYPE_TEXT.clear()
         _DTYPE_TEXT[id(dtype)] = (dtype, text)
     return text
-
-
-def _dtypes(frame: Any) -> list[Any]:
-    # The block manager's per-column dtypes are what ``frame.dtypes`` wraps in a Series, at a
-    # fifth of the cost (this runs for every result a call returns); any doubt, the public way.
-    try:
-        found = list(frame._mgr.get_dtypes())  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-        if len(found) == frame.shape[1]:  # pyright: ignore[reportUnknownArgumentType]
-            return found  # pyright: ignore[reportUnknownVariableType]
-    except Exception:  # another pandas: fall back
-        pass
-    return list(frame.dtypes)

@@ -1,14 +1,13 @@
 """Reading the audit as a pandas DataFrame, one row per record, with typed columns (D9).
 
 ``read_records`` is on the path of ``%pi_audit`` over stores with millions of rows. Where
-pyarrow and an ADBC driver are installed, the rows come as Arrow columns and become a
-DataFrame without a Python object per value: on PostgreSQL through an ADBC connection, on a
-SQLite file with at least :data:`SQLITE_ARROW_MIN_RECORDS` records through the ADBC reader
-process of :mod:`pi_notebook.sql.backend.arrow_sqlite`. Never ADBC for SQLite inside the
-kernel: the ADBC SQLite driver links its own copy of SQLite, and two copies in one process
-break SQLite's POSIX locks (closing one copy's file releases the other's locks; seen here as
-"disk I/O error" on the writer's connection). Every other store, and a failed Arrow read, is
-read through the driver's cursor and converted column by column. Payloads stay JSON text
+pyarrow and an ADBC driver are installed, the rows come as Arrow columns through a reader of
+:mod:`pi_notebook.readers` and become a DataFrame without a Python object per value: on
+PostgreSQL through an ADBC connection (:class:`~pi_notebook.readers.postgres.PostgresReader`),
+on a SQLite file with at least :data:`SQLITE_ARROW_MIN_RECORDS` records through the ADBC
+reader process (:func:`~pi_notebook.readers.sqlite.shared_reader`; never ADBC for SQLite
+inside the kernel, see there). Every other store, and a read a reader declines, is read
+through the driver's cursor and converted column by column. Payloads stay JSON text
 unless asked to be decoded (one ``json.loads`` over all of them). The ADBC connections only
 ever run this module's own SELECT over the audit tables (no user SQL).
 """
@@ -29,6 +28,8 @@ from .schema import records
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from pi_notebook.readers.protocol import ArrowReader, Query
 
 __all__ = ["RECORD_COLUMNS", "SQLITE_ARROW_MIN_RECORDS", "decode_payloads", "read_records"]
 
@@ -244,73 +245,58 @@ def decode_payloads(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _adbc_connect(engine: sa.Engine) -> Any:
-    """An ADBC DBAPI connection to a PostgreSQL store, or ``None`` (see the module docstring)."""
-    url = engine.url
-    try:
-        import pyarrow  # noqa: F401  # pyright: ignore[reportUnusedImport]
-
-        if engine.dialect.name == "postgresql":
-            import adbc_driver_postgresql.dbapi as adbc_pg
-
-            uri = url.set(drivername="postgresql").render_as_string(hide_password=False)
-            return adbc_pg.connect(uri)
-    except ImportError:
-        return None
-    return None
-
-
 def _compiled(dialect: Any, query: sa.Select[*tuple[Any, ...]]) -> tuple[str, list[Any]]:
     compiled = query.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
     params = compiled.construct_params()
     return str(compiled), [params[name] for name in compiled.positiontup or ()]
 
 
-def _postgres_table(engine: sa.Engine, query: sa.Select[*tuple[Any, ...]]) -> Any:
-    conn = _adbc_connect(engine)
-    if conn is None:
+def _reader(
+    engine: sa.Engine, query: sa.Select[*tuple[Any, ...]]
+) -> tuple[ArrowReader, Query] | None:
+    """The Arrow reader of ``engine``'s store and the query in its words, or ``None``: the
+    plain path reads it (see the module docstring)."""
+    from pi_notebook.readers.protocol import Query, arrow_available
+
+    backend = engine.dialect.name
+    if backend not in ("postgresql", "sqlite") or not arrow_available(backend):
         return None
-    from sqlalchemy.dialects import postgresql
+    if backend == "postgresql":
+        from sqlalchemy.dialects import postgresql
 
-    sql, args = _compiled(postgresql.dialect(paramstyle="numeric_dollar"), query)
-    try:
-        cursor = conn.cursor()
-        try:
-            cursor.execute(sql, tuple(args) or None)
-            return cursor.fetch_arrow_table()
-        finally:
-            cursor.close()
-    finally:
-        conn.close()
+        from pi_notebook.readers.postgres import PostgresReader
 
-
-def _sqlite_table(engine: sa.Engine, query: sa.Select[*tuple[Any, ...]]) -> Any:
-    from pi_notebook.sql.backend.arrow import arrow_available
-    from pi_notebook.sql.backend.arrow_sqlite import ChildFailed, shared_reader, sqlite_file
+        sql, args = _compiled(postgresql.dialect(paramstyle="numeric_dollar"), query)
+        return PostgresReader(engine.url), Query(sql, args)
+    from pi_notebook.readers.sqlite import shared_reader, sqlite_file
 
     path = sqlite_file(engine.url)
-    if path is None or not arrow_available("sqlite"):
+    if path is None:
         return None
     with engine.connect() as conn:  # the id is the rowid: its maximum is one b-tree descent
         last = conn.execute(sa.select(sa.func.max(records.c.id))).scalar()
     if last is None or last < SQLITE_ARROW_MIN_RECORDS:
         return None
     sql, args = _compiled(engine.dialect, query)  # every bound value is a str
-    try:
-        return shared_reader(path).table(sql, args)
-    except ChildFailed:
+    return shared_reader(path), Query(sql, args)
+
+
+def _arrow_table(engine: sa.Engine, query: sa.Select[*tuple[Any, ...]]) -> Any:
+    """The records as an Arrow table, or ``None`` for the plain path."""
+    from pi_notebook.readers.protocol import ReadLimits
+
+    found = _reader(engine, query)
+    if found is None:
         return None
+    reader, statement = found
+    read = reader.read_arrow(statement, ReadLimits())
+    return None if read is None else read.table
 
 
 def _read_arrow(
     engine: sa.Engine, query: sa.Select[*tuple[Any, ...]], decode: bool
 ) -> pd.DataFrame | None:
-    if engine.dialect.name == "postgresql":
-        table = _postgres_table(engine, query)
-    elif engine.dialect.name == "sqlite":
-        table = _sqlite_table(engine, query)
-    else:
-        table = None
+    table = _arrow_table(engine, query)
     if table is None or table.num_rows == 0:
         return None  # the plain path (it gives an empty frame its column types)
     import pyarrow as pa

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -290,8 +291,17 @@ def test_d9_postgres_reads_through_arrow_as_the_driver_path_does(
 ) -> None:
     from audit_support import fresh_pg
 
-    from pi_notebook.audit import frames
+    from pi_notebook.readers.postgres import PostgresReader
 
+    served: list[bool] = []
+    real = PostgresReader.read_arrow
+
+    def read_arrow(reader: PostgresReader, *args: Any, **kwargs: Any) -> Any:
+        read = real(reader, *args, **kwargs)
+        served.append(read is not None)
+        return read
+
+    monkeypatch.setattr(PostgresReader, "read_arrow", read_arrow)
     with fresh_pg(pg_url) as url, AuditLog(url, session_id="a1") as log:
         log.record(
             "tool_execution_start",
@@ -311,10 +321,8 @@ def test_d9_postgres_reads_through_arrow_as_the_driver_path_does(
             {"session": "nobody"},
         ]
         arrow = [log.to_dataframe(**f) for f in filters]  # type: ignore[arg-type]
-        adbc = frames._adbc_connect(log.engine)  # pyright: ignore[reportPrivateUsage]
-        assert adbc is not None  # the frames above came through Arrow
-        adbc.close()
-        monkeypatch.setattr(frames, "_adbc_connect", lambda engine: None)
+        assert all(served)  # the frames above came through Arrow
+        monkeypatch.setattr(PostgresReader, "read_arrow", lambda *args, **kwargs: None)
         plain = [log.to_dataframe(**f) for f in filters]  # type: ignore[arg-type]
     assert [len(f) for f in arrow] == [3, 2, 2, 2, 0]
     for a, b in zip(arrow, plain, strict=True):
@@ -327,19 +335,19 @@ def test_d9_sqlite_reads_through_the_arrow_process_as_the_driver_path_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pi_notebook.audit import frames
-    from pi_notebook.sql.backend.arrow import arrow_available
-    from pi_notebook.sql.backend.arrow_sqlite import SqliteArrow
+    from pi_notebook.readers.protocol import Query, arrow_available
+    from pi_notebook.readers.sqlite import SqliteReader
 
     if not arrow_available("sqlite"):
         pytest.skip("no pyarrow/ADBC SQLite")
     served: list[str] = []
-    real = SqliteArrow.table
+    real = SqliteReader.read_arrow
 
-    def table(reader: SqliteArrow, sql: str, *args: object, **kwargs: object) -> object:
-        served.append(sql)
-        return real(reader, sql, *args, **kwargs)  # type: ignore[arg-type]
+    def read_arrow(reader: SqliteReader, query: Query, *args: Any, **kwargs: Any) -> Any:
+        served.append(query.sql)
+        return real(reader, query, *args, **kwargs)
 
-    monkeypatch.setattr(SqliteArrow, "table", table)
+    monkeypatch.setattr(SqliteReader, "read_arrow", read_arrow)
     monkeypatch.setattr(frames, "SQLITE_ARROW_MIN_RECORDS", 0)
     with AuditLog(f"sqlite:///{tmp_path / 'audit.sqlite'}", session_id="a1") as log:
         log.record(
@@ -394,7 +402,7 @@ def test_d9_arrow_payloads_decode_as_the_plain_path(
     import sqlalchemy as sa
 
     from pi_notebook.audit import frames
-    from pi_notebook.sql.backend.arrow import arrow_available
+    from pi_notebook.readers.protocol import arrow_available
 
     if not arrow_available("sqlite"):
         pytest.skip("no pyarrow/ADBC SQLite")

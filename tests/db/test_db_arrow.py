@@ -218,10 +218,10 @@ def test_an_arrow_read_keeps_only_the_capped_rows_even_when_counting(
     ``row_cap`` rows' batches: what the read holds does not grow with the result."""
     import pyarrow as pa
 
-    import pi_notebook.sql.backend.arrow as arrow_module
-    from pi_notebook.sql.backend.arrow import AdbcPostgres
+    from pi_notebook.sql.backend.arrow import AdbcPostgres, fetched_from_table, to_frame
     from pi_notebook.sql.backend.cancel import Canceller
     from pi_notebook.sql.backend.fetch import RunSettings
+    from pi_notebook.sql.backend.fetched import read_limits
 
     settings = RunSettings(
         row_cap=250,
@@ -232,24 +232,19 @@ def test_an_arrow_read_keeps_only_the_capped_rows_even_when_counting(
         arrow=True,
     )
     before = pa.total_allocated_bytes()
-    held: list[int] = []  # Arrow memory alive when the read's table becomes the DataFrame
-    to_frame = arrow_module.to_frame
-
-    def spy(table: Any) -> Any:
-        held.append(pa.total_allocated_bytes() - before)
-        return to_frame(table)
-
-    monkeypatch.setattr(arrow_module, "to_frame", spy)
     stream = AdbcPostgres._stream  # pyright: ignore[reportPrivateUsage]
-    fetched = stream(
-        None,
+    read = stream(
+        None,  # type: ignore[arg-type]
         _Cursor(_Reader(batches=40, rows=100)),
         "SELECT",
-        settings,  # type: ignore[arg-type]
+        read_limits(settings, None),
         Canceller(),
-        None,
     )
-    assert fetched is not None and fetched.frame is not None
+    held = [pa.total_allocated_bytes() - before]  # Arrow memory alive once the read is over
+    frame = to_frame(read.table)
+    assert frame is not None
+    fetched = fetched_from_table(read.table, frame, read.seen, read.exact, size_capped=read.sized)
+    assert fetched.frame is not None
     assert len(fetched.frame) == 250 and fetched.frame["id"].tolist() == list(range(250))
     assert fetched.row_count == (4_000 if count_rows else 251)
     assert fetched.row_count_exact == count_rows

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from pi_notebook.sql.backend import frames
+from pi_notebook.readers import pandas_internals
 from pi_notebook.sql.backend.frames import FrameBuilder, _numeric_frame, column_labels
 
 _VALUES: list[Any] = [
@@ -51,9 +51,9 @@ def test_numeric_fast_path_matches_from_records_on_random_results(
     blocks: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if blocks:
-        assert frames._BLOCKS is not None  # pyright: ignore[reportPrivateUsage]  # the pinned pandas passes the check
+        assert pandas_internals.using_internals().manager is not None  # the pinned pandas passes
     else:
-        monkeypatch.setattr(frames, "_BLOCKS", None)
+        monkeypatch.setattr(pandas_internals, "_INTERNALS", pandas_internals.Internals())
     rng = random.Random(16)
     taken = 0
     for _ in range(6_000):
@@ -116,21 +116,3 @@ def test_results_share_no_index_a_user_can_rename(rows: list[tuple[Any, ...]]) -
     assert second.iloc[0, 1] == 2 and list(second.columns) == ["x", "y"]
     third = _built(["x", "y"], rows)
     assert third.columns.name is None and third.index.name is None
-
-
-def test_a_pandas_that_builds_other_frames_gets_the_public_constructor(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The block path is checked against ``pd.DataFrame`` at import: a pandas whose block
-    manager gives anything else (or has none) is not used."""
-    assert frames._blocks() is not None  # pyright: ignore[reportPrivateUsage]
-
-    def wrong_manager(blocks: Any, axes: Any, **_: Any) -> Any:
-        from pandas.core.internals.managers import BlockManager
-
-        return BlockManager(blocks, [axes[0], pd.RangeIndex(1, len(axes[1]) + 1)])
-
-    import pandas.core.internals.managers as managers
-
-    monkeypatch.setattr(managers, "BlockManager", wrong_manager)
-    assert frames._blocks() is None  # pyright: ignore[reportPrivateUsage]

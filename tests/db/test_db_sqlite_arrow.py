@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from pi_notebook.ai.abort import AbortController
+from pi_notebook.readers.protocol import Query
 from pi_notebook.sql.backend import DatabaseBackend, QueryAborted, QueryError, QueryRefused
 from pi_notebook.sql.backend.arrow import arrow_available
 from pi_notebook.sql.backend.arrow_sqlite import ChildFailed, SqliteArrow
@@ -62,9 +63,9 @@ class _Spy:
         self.sql: list[str] = []
         real = SqliteArrow._table  # pyright: ignore[reportPrivateUsage]
 
-        def table(reader: SqliteArrow, sql: str, *args: Any, **kwargs: Any) -> Any:
-            self.sql.append(sql)
-            return real(reader, sql, *args, **kwargs)
+        def table(reader: SqliteArrow, query: Query, *args: Any, **kwargs: Any) -> Any:
+            self.sql.append(query.sql)
+            return real(reader, query, *args, **kwargs)
 
         monkeypatch.setattr(SqliteArrow, "_table", table)
 
@@ -358,7 +359,7 @@ def test_sqlite_arrow_check_fails_when_a_write_commits_during_the_read(
 ) -> None:
     """The check runs on a second connection: a commit between the read and the check could
     let them see different rows, so it fails the check (the sqlite3 path then reads)."""
-    from pi_notebook.sql.backend import sqlite_child
+    from pi_notebook.readers import sqlite_child
 
     path = tmp_path / "db.sqlite"
     _fill(path, rows=10, journal=journal)
@@ -407,7 +408,7 @@ async def test_sqlite_arrow_stops_trying_a_process_that_cannot_start(
 ) -> None:
     """A reader process that dies at once (a broken driver, say) costs three tries, then
     every read takes the sqlite3 path straight away."""
-    from pi_notebook.sql.backend import arrow_sqlite
+    from pi_notebook.readers import sqlite as arrow_sqlite
 
     starts = tmp_path / "starts"
     broken = tmp_path / "broken_child.py"

@@ -1,23 +1,31 @@
 """What one statement's run is given and gives back: its limits (:class:`RunSettings`), its
-output before it becomes an outcome (:class:`Fetched`), and the progress steps. Every read
-path (the driver's rows in :mod:`.fetch`, Arrow in :mod:`.arrow`, the engines' own clients)
-builds on these, so they sit below all of them."""
+output before it becomes an outcome (:class:`Fetched`), and the limits a reader of
+:mod:`pi_notebook.readers` is given for it (:func:`read_limits`). Every read path (the
+driver's rows in :mod:`.fetch`, Arrow in :mod:`.arrow`, the engines' own clients) builds on
+these, so they sit below all of them."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from pi_notebook.readers.protocol import QUERY_TEXT, ProgressSteps, ReadLimits
 from pi_notebook.sql.backend.frames import FrameBuilder
 from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
 
-__all__ = ["CURSOR_TEXT", "Fetched", "ProgressSteps", "RunSettings", "read_limit"]
+__all__ = [
+    "CURSOR_TEXT",
+    "Fetched",
+    "ProgressSteps",
+    "RunSettings",
+    "read_limit",
+    "read_limits",
+]
 
-CURSOR_TEXT = re.compile(r"^\s*(?:\(\s*)*(?:SELECT|WITH|VALUES|TABLE)\b", re.I)
+CURSOR_TEXT = QUERY_TEXT
 """Statement texts PostgreSQL can run as a cursor (``DECLARE``) or ``COPY``: a query."""
 
 
@@ -46,25 +54,22 @@ class RunSettings:
     role: str | None = None
 
 
-class ProgressSteps:
-    """Reports the rows seen so far to ``progress`` in round steps of ``every`` rows, each
-    step once (a chunk or batch may cross several)."""
-
-    __slots__ = ("_every", "_next", "_progress")
-
-    def __init__(self, progress: Callable[[int], None] | None, every: int) -> None:
-        self._progress, self._every, self._next = progress, every, every
-
-    def update(self, seen: int) -> None:
-        if self._progress is not None and seen >= self._next:
-            step = seen - seen % self._every
-            self._progress(step)
-            self._next = step + self._every
-
-
 def read_limit(settings: RunSettings) -> int | None:
     """Rows a read fetches at most: ``row_cap + 1``, or ``None`` when counting them all."""
     return None if settings.count_rows else settings.row_cap + 1
+
+
+def read_limits(settings: RunSettings, progress: Callable[[int], None] | None) -> ReadLimits:
+    """The :class:`~pi_notebook.readers.protocol.ReadLimits` of a run under ``settings``."""
+    return ReadLimits(
+        row_cap=settings.row_cap,
+        count_rows=settings.count_rows,
+        count_limit=settings.count_limit,
+        max_bytes=settings.max_result_bytes,
+        timeout_s=settings.statement_timeout_s,
+        progress=progress,
+        progress_every=settings.progress_every,
+    )
 
 
 @dataclass(kw_only=True)

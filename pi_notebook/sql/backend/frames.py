@@ -3,8 +3,9 @@
 Small results go through ``pandas.DataFrame.from_records(coerce_float=True)``, as before,
 except that a small result whose columns all hold numbers of one kind (integers, booleans,
 or floats with NULLs: counts, sums, ``SELECT 1``) is handed to pandas as one 2-D NumPy array
-of the dtype ``from_records`` would infer (:func:`_numeric_frame`; ``from_records`` alone
-costs about as much as a small query's whole fixed overhead budget).
+of the dtype ``from_records`` would infer (:func:`_numeric_frame`, built by
+:func:`pi_notebook.readers.pandas_internals.frame_2d`; ``from_records`` alone costs about as
+much as a small query's whole fixed overhead budget).
 Past :data:`ARROW_AFTER` rows, and when pyarrow is installed, every chunk of rows becomes one
 Arrow array per column as soon as it is fetched and the Python tuples are dropped, so a large
 result is held once, compactly, instead of as millions of Python objects; the DataFrame is
@@ -19,11 +20,13 @@ from __future__ import annotations
 import datetime as dt
 import importlib.util
 from collections.abc import Callable, Iterator, Sequence
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from pi_notebook.readers.frames import column_labels
+from pi_notebook.readers.pandas_internals import frame_2d
 
 __all__ = [
     "ARROW_AFTER",
@@ -155,7 +158,7 @@ def _numeric_frame(rows: Sequence[tuple[Any, ...]], labels: pd.Index) -> pd.Data
         types = set(map(type, rows[0]))
         kind = types.pop() if len(types) == 1 else None
         values = _array(rows, kind) if kind is not None and kind in _DTYPES else None
-        return None if values is None else _block_frame(values, labels)
+        return None if values is None else frame_2d(values, labels)
     kinds: list[type] = []
     for values in zip(*rows, strict=True):
         types = set(map(type, values))
@@ -172,7 +175,7 @@ def _numeric_frame(rows: Sequence[tuple[Any, ...]], labels: pd.Index) -> pd.Data
     if not kinds or any(kind is not kinds[0] for kind in kinds):
         return None  # several dtypes: pandas' own assembly costs as much as from_records
     values = _array(rows, kinds[0])
-    return None if values is None else _block_frame(values, labels)
+    return None if values is None else frame_2d(values, labels)
 
 
 def _array(rows: Sequence[tuple[Any, ...]], kind: type) -> np.ndarray[Any, Any] | None:
@@ -181,74 +184,6 @@ def _array(rows: Sequence[tuple[Any, ...]], kind: type) -> np.ndarray[Any, Any] 
         return np.array(rows, dtype=_DTYPES[kind])
     except OverflowError:  # an integer beyond 64 bits: from_records keeps it as an object
         return None
-
-
-def _block_frame(values: np.ndarray[Any, Any], labels: pd.Index) -> pd.DataFrame:
-    """``pd.DataFrame(values, columns=labels, copy=False)``: one 2-D block, its rows numbered.
-
-    Built from pandas' block manager directly when this pandas allows it (:data:`_BLOCKS`,
-    checked at import against the public constructor): the constructor's checks and
-    inference run some 30 Python functions, the largest single cost of a small query's call
-    (about 20 µs of it inside a session, against 7 µs on its own).
-    """
-    if _BLOCKS is None:
-        return pd.DataFrame(values, columns=labels, copy=False)
-    return _from_blocks(values, labels, _BLOCKS)
-
-
-def _from_blocks(
-    values: np.ndarray[Any, Any], labels: pd.Index, blocks: tuple[Any, Any]
-) -> pd.DataFrame:
-    new_block, manager = blocks
-    rows, width = values.shape
-    block = new_block(values.T, placement=_placement(width), ndim=2)
-    frame_manager = manager((block,), [labels, _row_index(rows)], verify_integrity=False)
-    return pd.DataFrame._from_mgr(frame_manager, axes=[])  # pyright: ignore[reportPrivateUsage]
-
-
-def _row_index(rows: int) -> pd.Index:
-    """The index ``0..rows-1``: a view of one built once (a new one costs three times as
-    much), each frame its own, as with :func:`column_labels`."""
-    return _row_indexes(rows).view()
-
-
-@lru_cache(maxsize=NUMERIC_FAST_ROWS + 1)
-def _row_indexes(rows: int) -> pd.RangeIndex:
-    return pd.RangeIndex(rows)
-
-
-@lru_cache(maxsize=64)
-def _placement(width: int) -> Any:
-    from pandas._libs.internals import BlockPlacement  # pyright: ignore[reportMissingModuleSource]
-
-    return BlockPlacement(slice(0, width))
-
-
-def _blocks() -> tuple[Any, Any] | None:
-    """pandas' block constructors, if with them this pandas builds exactly the frame its
-    public constructor builds (checked on a sample of each dtype); else ``None``."""
-    try:
-        from pandas.core.internals.blocks import new_block
-        from pandas.core.internals.managers import BlockManager
-
-        blocks = (new_block, BlockManager)
-        labels = pd.Index(["a", "b"], dtype=object)
-        for dtype in _DTYPES.values():
-            values = np.array([(1, 0), (0, 1), (1, 1)], dtype=dtype)
-            ours = _from_blocks(values, labels, blocks)
-            theirs = pd.DataFrame(values.copy(), columns=labels, copy=False)
-            if not (
-                ours.equals(theirs)
-                and ours.index.equals(theirs.index)
-                and list(ours.dtypes) == list(theirs.dtypes)
-            ):
-                return None
-        return blocks
-    except Exception:  # another pandas: its public constructor serves
-        return None
-
-
-_BLOCKS = _blocks()
 
 
 _COMPACT_AT = 64  # Arrow pieces per column before they are joined into one
@@ -266,18 +201,6 @@ def _compact(pieces: list[_Piece]) -> None:
         start -= 1
     if len(pieces) - start > 1:
         pieces[start:] = [pa.concat_arrays(pieces[start:])]
-
-
-def column_labels(names: tuple[str, ...]) -> pd.Index:
-    """The column ``Index`` for ``names``: an object ``Index``, a view of one built once
-    (building one costs more than a small result's whole DataFrame). Each frame gets its own
-    view, so setting one frame's ``columns.name`` leaves the others alone."""
-    return _labels(names).view()
-
-
-@lru_cache(maxsize=512)
-def _labels(names: tuple[str, ...]) -> pd.Index:
-    return pd.Index(list(names), dtype=object)
 
 
 def _faithful(arrow_type: Any) -> bool:

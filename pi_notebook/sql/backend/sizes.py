@@ -19,6 +19,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from pi_notebook.readers.batches import arrow_rows_within
+
 __all__ = [
     "DEFAULT_MAX_RESULT_BYTES",
     "arrow_rows_within",
@@ -87,21 +89,6 @@ def rows_within(chunk: Sequence[tuple[Any, ...]], budget: int) -> int:
         if used > budget:
             return taken
     return len(chunk)
-
-
-def arrow_rows_within(data: Any, budget: int) -> int:
-    """How many of the first rows of an Arrow table or batch fit in ``budget`` bytes (Arrow's
-    own ``nbytes`` of the slice: the values' buffers, as above for text and numbers)."""
-    if data.nbytes <= budget:
-        return data.num_rows
-    low, high = 0, data.num_rows  # data.slice(0, low) fits; data.slice(0, high) does not
-    while high - low > 1:
-        mid = (low + high) // 2
-        if data.slice(0, mid).nbytes <= budget:
-            low = mid
-        else:
-            high = mid
-    return low
 
 
 def _not_none(value: Any) -> bool:

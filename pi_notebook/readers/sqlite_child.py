@@ -1,4 +1,4 @@
-"""The child process that reads SQLite files through ADBC (see :mod:`.arrow_sqlite`).
+"""The child process that reads SQLite files through ADBC (see :mod:`.sqlite`).
 
 Run as a script (``python -I sqlite_child.py MAX_VALUE_BYTES MEMORY_BYTES``), never imported
 by the kernel: it imports only the standard library, pyarrow and the ADBC SQLite driver, so it
