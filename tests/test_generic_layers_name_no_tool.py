@@ -40,6 +40,8 @@ READS_SQL = {
     "queue keeps no view)",
     "mcp/server.py": "the database MCP server classifies the statement a call ran, for the "
     "result's annotations",
+    "readers/sqlite_child.py": "the SQLite reader process takes the statement it reads in its "
+    "request (a reader's query, not a tool's arguments)",
 }
 
 
