@@ -16,6 +16,7 @@ from pi_notebook.ai.abort import AbortController
 from pi_notebook.sql.backend import (
     DatabaseBackend,
     QueryAborted,
+    QueryError,
     QueryTimeout,
     create_backend_engine,
 )
@@ -121,5 +122,47 @@ async def test_duckdb_worker_stops_a_statement_on_abort_and_timeout_and_lives_on
             await backend._run_as("read", LONG_READ["duckdb"])  # pyright: ignore[reportPrivateUsage]
         assert (await backend.run("after", "SELECT 1 AS one")).dataframe["one"].tolist() == [1]
         assert backend.worker_pid == pid
+    finally:
+        backend.dispose()
+
+
+def _slow_worker_start(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, seconds: float) -> None:
+    """Every worker process started from now on takes ``seconds`` longer to start: the
+    kernel's import path, which a worker inherits, gets a ``sitecustomize`` that sleeps."""
+    slow = tmp_path / "slow_start"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text(f"import time\ntime.sleep({seconds})\n")
+    monkeypatch.syspath_prepend(str(slow))
+
+
+async def test_duckdb_statement_timeout_counts_from_the_statement_not_the_worker_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker takes longer to start than the statement timeout: the statement still runs
+    # (its time starts when the worker receives it), and a long one still times out.
+    _slow_worker_start(monkeypatch, tmp_path, 1.5)
+    backend = DatabaseBackend(f"duckdb:///{tmp_path / 's.duckdb'}", statement_timeout_s=0.5)
+    try:
+        out = await backend.run("slow start", "SELECT 1 AS one")
+        assert out.dataframe["one"].tolist() == [1]
+        with pytest.raises(QueryTimeout):
+            await backend._run_as("read", LONG_READ["duckdb"])  # pyright: ignore[reportPrivateUsage]
+    finally:
+        backend.dispose()
+
+
+async def test_duckdb_worker_start_is_bounded_by_the_connect_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _slow_worker_start(monkeypatch, tmp_path, 3.0)
+    backend = DatabaseBackend(
+        f"duckdb:///{tmp_path / 'l.duckdb'}", connect_timeout_s=0.5, statement_timeout_s=30
+    )
+    try:
+        with pytest.raises(
+            QueryError, match=r"did not start within 0\.5 s \(the connect timeout\)"
+        ):
+            await backend.run("late", "SELECT 1")
+        assert backend.worker_pid is None
     finally:
         backend.dispose()

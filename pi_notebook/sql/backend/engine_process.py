@@ -321,6 +321,13 @@ class EngineProcess(EngineCalls):
         if self._proc is not None:
             self._reap()
         proc, conn, control, hello = spawn(self._setup, self._cwd)
+        if hello[0] == "late":
+            raise QueryError(
+                f"The {self.url.get_backend_name()} worker process did not start within "
+                f"{self._setup['connect_timeout_s']:g} s (the connect timeout); the machine "
+                f"may be busy. It is started again on the next call; to wait longer, raise "
+                f"the connect timeout (connect_timeout_s)."
+            )
         if hello[0] != "ready":
             detail = describe_error(_WorkerError(hello[1] or "no answer"), self.url)
             raise QueryError(

@@ -95,6 +95,7 @@ class Placement:
             self.url,
             statement_timeout_s,
             memory_limit_bytes=self.memory_limit_bytes if self.backend == "sqlite" else 0,
+            from_sent=self._process is not None,  # a worker's start is not the statement's
         )
         self._slot = ConnectionSlot()
         # Short reads of a SQLite file run on the caller's thread (see :mod:`.inline`).
