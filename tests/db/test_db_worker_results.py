@@ -6,6 +6,7 @@ abort or the statement timeout interrupts the statement in the worker, which ser
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -164,5 +165,33 @@ async def test_duckdb_worker_start_is_bounded_by_the_connect_timeout(
         ):
             await backend.run("late", "SELECT 1")
         assert backend.worker_pid is None
+    finally:
+        backend.dispose()
+
+
+async def test_duckdb_reads_are_awaited_on_the_loop_without_a_worker_thread(
+    tmp_path: Path,
+) -> None:
+    # A read is sent to the worker process and its answer read on the event loop: no
+    # backend worker thread starts for it (a write still goes through one), and its
+    # progress reaches the listener on the loop's own thread.
+    def db_threads() -> set[int | None]:
+        return {t.ident for t in threading.enumerate() if t.name == "pi-db-worker"}
+
+    before = db_threads()
+    backend = DatabaseBackend(f"duckdb:///{tmp_path / 'r.duckdb'}", row_cap=100)
+    seen: list[int] = []
+    try:
+        out = await backend._run_as(  # pyright: ignore[reportPrivateUsage]
+            "read",
+            "SELECT range AS n FROM range(5000)",
+            on_progress=lambda n: seen.append(threading.get_ident()),
+        )
+        assert len(out.dataframe) == 100
+        assert db_threads() == before
+        assert set(seen) <= {threading.get_ident()}
+        await backend._run_as("write", "CREATE TABLE t AS SELECT 1 AS n")  # pyright: ignore[reportPrivateUsage]
+        assert db_threads() - before
+        assert (await backend.run("r", "SELECT n FROM t")).dataframe["n"].tolist() == [1]
     finally:
         backend.dispose()
