@@ -195,3 +195,24 @@ async def test_duckdb_reads_are_awaited_on_the_loop_without_a_worker_thread(
         assert (await backend.run("r", "SELECT n FROM t")).dataframe["n"].tolist() == [1]
     finally:
         backend.dispose()
+
+
+async def test_duckdb_stop_while_the_worker_starts_ends_the_read_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Stop during a slow worker start ends the read without waiting for the start (the
+    # worker is not running yet when the error comes), and the next read runs on it: both
+    # while the backend's own early start runs, and during a start the read itself began.
+    _slow_worker_start(monkeypatch, tmp_path, 3.0)
+    backend = DatabaseBackend(f"duckdb:///{tmp_path / 'a.duckdb'}", statement_timeout_s=30)
+    try:
+        for _ in range(2):
+            controller = AbortController()
+            asyncio.get_running_loop().call_later(0.3, controller.abort)
+            with pytest.raises(QueryAborted):
+                await backend.run("stopped", "SELECT 1", signal=controller.signal)
+            assert backend.worker_pid is None
+            assert (await backend.run("after", "SELECT 1")).row_count == 1
+            backend.dispose()  # the worker stops; the next read starts one itself
+    finally:
+        backend.dispose()
