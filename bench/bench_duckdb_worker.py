@@ -5,7 +5,8 @@ Fixed cost: ``SELECT 1`` through
 
 - in-process: ``duckdb.connect(FILE).execute("SELECT 1").df()`` on a reused connection (the
   same statement, the same DataFrame, no process hop and no policy);
-- hop: a do-nothing call through the worker's channel (the process hop alone);
+- hop: a do-nothing call through the worker's channel (the process hop alone), blocking this
+  thread, and awaited on the event loop (the way a read's answer is waited for);
 - governed in the kernel: the backend's ``run`` as it ran before the worker (the same code on
   an engine in this process), the baseline of the worker's own cost;
 - governed: the backend's ``run`` (classify, capability check, the read-only transaction in
@@ -71,6 +72,9 @@ async def main() -> None:
         def hop() -> None:
             process.offload(int, canceller=Canceller())  # int() in the worker: 0
 
+        async def loop_hop() -> None:
+            await process.call_async("offload", (int, ()), canceller=Canceller())
+
         def in_process() -> None:
             local.execute("SELECT 1").df()
 
@@ -89,6 +93,7 @@ async def main() -> None:
         for _ in range(args.repeat):
             keep("in-process", per_call(in_process, calls))
             keep("hop", per_call(hop, calls))
+            keep("loop hop", await per_call_async(loop_hop, calls))
             keep("governed", await per_call_async(governed, calls))
             keep("in kernel", await per_call_async(in_kernel, calls))
             keep("local big", per_call(local_big, 1))
@@ -101,6 +106,7 @@ async def main() -> None:
     us = {k: v * 1e6 for k, v in best.items()}
     print(f"SELECT 1, in-process DuckDB (.df()):  {us['in-process']:9.1f} us")
     print(f"worker hop alone (no statement):      {us['hop']:9.1f} us")
+    print(f"the same hop awaited on the loop:     {us['loop hop']:9.1f} us")
     print(f"governed in the kernel (before):      {us['in kernel']:9.1f} us")
     print(
         f"governed through the worker:          {us['governed']:9.1f} us "

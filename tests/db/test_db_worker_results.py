@@ -6,6 +6,7 @@ abort or the statement timeout interrupts the statement in the worker, which ser
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +17,7 @@ from pi_notebook.ai.abort import AbortController
 from pi_notebook.sql.backend import (
     DatabaseBackend,
     QueryAborted,
+    QueryError,
     QueryTimeout,
     create_backend_engine,
 )
@@ -121,5 +123,96 @@ async def test_duckdb_worker_stops_a_statement_on_abort_and_timeout_and_lives_on
             await backend._run_as("read", LONG_READ["duckdb"])  # pyright: ignore[reportPrivateUsage]
         assert (await backend.run("after", "SELECT 1 AS one")).dataframe["one"].tolist() == [1]
         assert backend.worker_pid == pid
+    finally:
+        backend.dispose()
+
+
+def _slow_worker_start(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, seconds: float) -> None:
+    """Every worker process started from now on takes ``seconds`` longer to start: the
+    kernel's import path, which a worker inherits, gets a ``sitecustomize`` that sleeps."""
+    slow = tmp_path / "slow_start"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text(f"import time\ntime.sleep({seconds})\n")
+    monkeypatch.syspath_prepend(str(slow))
+
+
+async def test_duckdb_statement_timeout_counts_from_the_statement_not_the_worker_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker takes longer to start than the statement timeout: the statement still runs
+    # (its time starts when the worker receives it), and a long one still times out.
+    _slow_worker_start(monkeypatch, tmp_path, 1.5)
+    backend = DatabaseBackend(f"duckdb:///{tmp_path / 's.duckdb'}", statement_timeout_s=0.5)
+    try:
+        out = await backend.run("slow start", "SELECT 1 AS one")
+        assert out.dataframe["one"].tolist() == [1]
+        with pytest.raises(QueryTimeout):
+            await backend._run_as("read", LONG_READ["duckdb"])  # pyright: ignore[reportPrivateUsage]
+    finally:
+        backend.dispose()
+
+
+async def test_duckdb_worker_start_is_bounded_by_the_connect_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _slow_worker_start(monkeypatch, tmp_path, 3.0)
+    backend = DatabaseBackend(
+        f"duckdb:///{tmp_path / 'l.duckdb'}", connect_timeout_s=0.5, statement_timeout_s=30
+    )
+    try:
+        with pytest.raises(
+            QueryError, match=r"did not start within 0\.5 s \(the connect timeout\)"
+        ):
+            await backend.run("late", "SELECT 1")
+        assert backend.worker_pid is None
+    finally:
+        backend.dispose()
+
+
+async def test_duckdb_reads_are_awaited_on_the_loop_without_a_worker_thread(
+    tmp_path: Path,
+) -> None:
+    # A read is sent to the worker process and its answer read on the event loop: no
+    # backend worker thread starts for it (a write still goes through one), and its
+    # progress reaches the listener on the loop's own thread.
+    def db_threads() -> set[int | None]:
+        return {t.ident for t in threading.enumerate() if t.name == "pi-db-worker"}
+
+    before = db_threads()
+    backend = DatabaseBackend(f"duckdb:///{tmp_path / 'r.duckdb'}", row_cap=100)
+    seen: list[int] = []
+    try:
+        out = await backend._run_as(  # pyright: ignore[reportPrivateUsage]
+            "read",
+            "SELECT range AS n FROM range(5000)",
+            on_progress=lambda n: seen.append(threading.get_ident()),
+        )
+        assert len(out.dataframe) == 100
+        assert db_threads() == before
+        assert set(seen) <= {threading.get_ident()}
+        await backend._run_as("write", "CREATE TABLE t AS SELECT 1 AS n")  # pyright: ignore[reportPrivateUsage]
+        assert db_threads() - before
+        assert (await backend.run("r", "SELECT n FROM t")).dataframe["n"].tolist() == [1]
+    finally:
+        backend.dispose()
+
+
+async def test_duckdb_stop_while_the_worker_starts_ends_the_read_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Stop during a slow worker start ends the read without waiting for the start (the
+    # worker is not running yet when the error comes), and the next read runs on it: both
+    # while the backend's own early start runs, and during a start the read itself began.
+    _slow_worker_start(monkeypatch, tmp_path, 3.0)
+    backend = DatabaseBackend(f"duckdb:///{tmp_path / 'a.duckdb'}", statement_timeout_s=30)
+    try:
+        for _ in range(2):
+            controller = AbortController()
+            asyncio.get_running_loop().call_later(0.3, controller.abort)
+            with pytest.raises(QueryAborted):
+                await backend.run("stopped", "SELECT 1", signal=controller.signal)
+            assert backend.worker_pid is None
+            assert (await backend.run("after", "SELECT 1")).row_count == 1
+            backend.dispose()  # the worker stops; the next read starts one itself
     finally:
         backend.dispose()

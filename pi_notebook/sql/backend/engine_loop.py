@@ -33,6 +33,7 @@ __all__ = ["call_on_loop"]
 
 _FIRST_WAIT_S = 0.0005  # the first pause when another call holds the worker, doubling
 _MOST_WAIT_S = 0.02
+_START_CHECK_S = 0.05  # how often a call waiting for its worker's start looks for a cancel
 
 
 async def call_on_loop(
@@ -46,7 +47,8 @@ async def call_on_loop(
 ) -> Any:
     """Run ``op`` in ``process``'s worker (starting it if needed, off the loop) and return
     its value. A cancel is asked for with ``canceller.request`` (Stop, the statement
-    timeout), from any thread; ``on_sent`` is called once the call is sent (when the
+    timeout), from any thread (one asked for while the worker starts ends the wait at once:
+    the start goes on, and the lock is given back when it is over); ``on_sent`` is called once the call is sent (when the
     statement's own time starts: a worker's start is not counted).
 
     Raises:
@@ -64,10 +66,14 @@ async def call_on_loop(
         if not process.alive():  # starting a worker takes a second or more: off the loop
             starting = loop.run_in_executor(None, process.start_locked)
             try:
-                await asyncio.shield(starting)
-            except asyncio.CancelledError:  # the lock goes back once the start is over
+                while not starting.done():  # a cancel asked for meanwhile stops the wait
+                    if canceller.reason is not None:
+                        raise Cancelled
+                    await asyncio.wait([starting], timeout=_START_CHECK_S)
+                starting.result()  # the start's error (a worker that could not start)
+            except (asyncio.CancelledError, Cancelled):  # the lock goes back after the start
                 handed = True
-                starting.add_done_callback(lambda _: process.unlock())
+                starting.add_done_callback(lambda done: _unlock_after(process, done))
                 raise
         conn = process.start_locked()
         if canceller.reason is not None:
@@ -91,6 +97,14 @@ async def call_on_loop(
     if not ok:
         raise value
     return value
+
+
+def _unlock_after(process: EngineProcess, start: asyncio.Future[Any]) -> None:
+    """A start nobody waits for any more is over: give the lock back (its error, if any,
+    is the next call's to report: that call starts the worker again)."""
+    process.unlock()
+    if not start.cancelled():
+        start.exception()  # retrieved: nobody is left to report it
 
 
 class _Pending:

@@ -17,9 +17,13 @@ a fraction of a pickled DataFrame to send and load); it never opens the database
 * Cancel (Stop, the statement timeout) goes to the worker as a message and reaches DuckDB's
   ``interrupt()`` there; a worker that has not answered :data:`KILL_AFTER_S` after a cancel
   is killed, so the statement timeout holds even for an engine call that ignores interrupts.
-* A call either blocks a thread until the answer (:meth:`EngineProcess.call`, DuckDB's path
-  through the backend's worker thread) or is awaited on the event loop itself
-  (:meth:`EngineProcess.call_async`, :mod:`.engine_loop`: chDB's path, no thread hop).
+* A call either blocks a thread until the answer (:meth:`EngineProcess.call`: DuckDB's
+  writes, previews and estimates, through the backend's worker thread) or is awaited on the
+  event loop itself (:meth:`EngineProcess.call_async`, :mod:`.engine_loop`: chDB's calls and
+  DuckDB's reads, see :mod:`.engine_reads`; no thread hop).
+* The statement timeout counts from when the worker receives the statement; the worker's
+  start is bounded by the engine's connect timeout (a worker that has not said it is ready
+  by then is stopped, and the call says it did not start in time).
   Messages cross as :mod:`.engine_wire` sends them: large result buffers out of band.
 * Every DuckDB file (chDB directory) is served by one worker per kernel (DuckDB lets one process at a time
   open a file for writing): backends on the same file share it, one call at a time. An
@@ -321,6 +325,13 @@ class EngineProcess(EngineCalls):
         if self._proc is not None:
             self._reap()
         proc, conn, control, hello = spawn(self._setup, self._cwd)
+        if hello[0] == "late":
+            raise QueryError(
+                f"The {self.url.get_backend_name()} worker process did not start within "
+                f"{self._setup['connect_timeout_s']:g} s (the connect timeout); the machine "
+                f"may be busy. It is started again on the next call; to wait longer, raise "
+                f"the connect timeout (connect_timeout_s)."
+            )
         if hello[0] != "ready":
             detail = describe_error(_WorkerError(hello[1] or "no answer"), self.url)
             raise QueryError(

@@ -14,10 +14,8 @@ from typing import Any
 
 from pi_notebook.sql.backend.engines import DUCKDB_MEMORY_ENV
 
-__all__ = ["START_S", "close_quietly", "default_memory_limit", "spawn", "stop_all"]
+__all__ = ["close_quietly", "default_memory_limit", "spawn", "stop_all"]
 
-START_S = 60.0
-"""Most seconds a fresh worker may take to import its engine and say ready."""
 _GIB = 1 << 30
 _DUCKDB_SHARE = 0.6  # DuckDB's own memory_limit, as a share of the process cap
 
@@ -35,8 +33,10 @@ def spawn(
     setup: dict[str, Any], cwd: str
 ) -> tuple[subprocess.Popen[bytes], Connection, Connection, tuple[Any, ...]]:
     """Start a worker (``python -m ...engine_child``), send it ``setup`` and wait for its
-    hello. Returns the process, the calls' and the cancels' connections, and the hello:
-    ``("ready",)``, or ``("fatal", text)`` (the process is then already stopped)."""
+    hello, at most the engine's connect timeout (``setup["connect_timeout_s"]``: the
+    worker's start is bounded by it, not by the statement timeout). Returns the process, the
+    calls' and the cancels' connections, and the hello: ``("ready",)``, ``("fatal", text)``
+    or ``("late", "")`` (no hello in time); the process is then already stopped."""
     ours, theirs = socket.socketpair()
     ours_control, theirs_control = socket.socketpair()
     env = dict(os.environ)
@@ -73,7 +73,8 @@ def spawn(
     conn, control = Connection(ours.detach()), Connection(ours_control.detach())
     try:
         conn.send_bytes(pickle.dumps(setup))
-        hello = pickle.loads(conn.recv_bytes()) if conn.poll(START_S) else ("fatal", "")
+        ready = conn.poll(float(setup["connect_timeout_s"]))
+        hello = pickle.loads(conn.recv_bytes()) if ready else ("late", "")
     except (EOFError, OSError):
         hello = ("fatal", "")
     if hello[0] != "ready":

@@ -117,13 +117,24 @@ class Execution:
         timeout_s: the statement timeout, counted from when the worker starts the job.
         memory_limit_bytes: the engine's memory limit in this process (SQLite's heap), which
             an engine's ``MemoryError`` is reported against.
+        from_sent: count the statement timeout from when the job marks its statement as
+            running (``canceller.started``: an engine's worker process received it) rather
+            than from when the thread starts the job; the time before (a worker process
+            starting, under its own bound) is not the statement's.
     """
 
     def __init__(
-        self, url: URL, timeout_s: float, *, name: str = "pi-db-worker", memory_limit_bytes: int = 0
+        self,
+        url: URL,
+        timeout_s: float,
+        *,
+        name: str = "pi-db-worker",
+        memory_limit_bytes: int = 0,
+        from_sent: bool = False,
     ) -> None:
         self.url = url
         self.timeout_s = timeout_s
+        self.from_sent = from_sent
         self.memory_limit_bytes = memory_limit_bytes
         self._name = name
         self._lock = threading.Lock()
@@ -151,7 +162,7 @@ class Execution:
             RoleRefused: passed through from the worker (the person's role cannot be used).
         """
         loop = asyncio.get_running_loop()
-        canceller = Canceller()
+        canceller = _SentCanceller() if self.from_sent else Canceller()
         progress = _threadsafe(loop, on_progress) if on_progress is not None else None
         kwargs["canceller"], kwargs["progress"] = canceller, progress
         job = _Job(fn, args, kwargs, loop, canceller, loop.time() + self.timeout_s)
@@ -218,6 +229,11 @@ class Execution:
         if job.finished:
             return
         started = job.started_at
+        if isinstance(job.canceller, _SentCanceller) and started is not None:
+            started = job.canceller.sent_at
+            if started is None:  # the statement is not sent yet: its time has not begun
+                job.deadline = job.loop.time() + self.timeout_s
+                return
         if started is not None:
             left = started + self.timeout_s - time.monotonic()
             if left > 0.001:  # it waited in the queue first: its own time starts later
@@ -328,6 +344,19 @@ class Execution:
             return True, job.fn(*job.args, **job.kwargs)
         except BaseException as exc:
             return False, exc
+
+
+class _SentCanceller(Canceller):
+    """A canceller that remembers when its statement was first marked running."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent_at: float | None = None
+
+    def started(self, cancel: Callable[[], None]) -> None:
+        if self.sent_at is None:
+            self.sent_at = time.monotonic()
+        super().started(cancel)
 
 
 def _settle(job: _Job, ok: bool, value: Any) -> None:

@@ -26,6 +26,7 @@ from pi_notebook.sql.backend.arrow import AdbcPostgres
 from pi_notebook.sql.backend.arrow_sqlite import SqliteArrow, sqlite_file
 from pi_notebook.sql.backend.derive import WritePlan
 from pi_notebook.sql.backend.engine_process import EngineProcess, release_process, shared_process
+from pi_notebook.sql.backend.engine_reads import LoopReads
 from pi_notebook.sql.backend.engines import SQLITE_MAX_VALUE_BYTES, create_backend_engine
 from pi_notebook.sql.backend.errors import describe_error
 from pi_notebook.sql.backend.execution import Execution
@@ -62,6 +63,7 @@ class Placement:
     memory_limit_bytes: int
     engine: sa.Engine
     _process: EngineProcess | None = None  # DuckDB's worker process (see :mod:`.engine_process`)
+    _reads: LoopReads | None = None  # its reads, awaited on the loop (see :mod:`.engine_reads`)
     _adbc: AdbcPostgres | SqliteArrow | None
     _execution: Execution
     _slot: ConnectionSlot
@@ -81,6 +83,7 @@ class Placement:
                 statement_timeout_s=statement_timeout_s,
             )
             self.engine = cast(sa.Engine, WorkerEngine(self.url))
+            self._reads = LoopReads(self._process, self.url, statement_timeout_s)
             if self._process.pid is None:
                 self._process.prestart()
         else:
@@ -95,6 +98,7 @@ class Placement:
             self.url,
             statement_timeout_s,
             memory_limit_bytes=self.memory_limit_bytes if self.backend == "sqlite" else 0,
+            from_sent=self._process is not None,  # a worker's start is not the statement's
         )
         self._slot = ConnectionSlot()
         # Short reads of a SQLite file run on the caller's thread (see :mod:`.inline`).
@@ -167,13 +171,24 @@ class Placement:
         on_progress: ProgressCallback | None,
         audited: Callable[[], object] | None,
     ) -> Fetched:
-        """Run the decided statement on the worker thread, or in the engine's worker process.
+        """Run the decided statement on the worker thread, or in the engine's worker process
+        (a read awaited on the loop, see :mod:`.engine_reads`; a write through the thread).
 
         Raises:
             DriftError: ``bounds`` are active and the count is outside them (rolled back).
             AuditBlocked: ``audited`` failed: nothing of the statement left the worker.
             QueryError: the statement failed, timed out or was aborted.
         """
+        if self._reads is not None and kind == "read" and self._process is not None:
+            return await self._reads.read(
+                sql,
+                settings,
+                bounds=bounds,
+                plan=plan,
+                signal=signal,
+                on_progress=on_progress,
+                audited=audited,
+            )
         if self._process is not None:
             return await self._execution.call(
                 self._process.run_statement,
