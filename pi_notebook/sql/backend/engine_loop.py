@@ -20,16 +20,31 @@ import pickle
 import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pi_notebook.sql.backend.cancel import Canceller
-from pi_notebook.sql.backend.engine_wire import receive_message
+from pi_notebook.sql.backend.engine_wire import KILL_AFTER_S, receive_message
 from pi_notebook.sql.backend.worker import Cancelled
 
-if TYPE_CHECKING:
-    from pi_notebook.sql.backend.engine_process import EngineProcess
+__all__ = ["LoopHost", "call_on_loop"]
 
-__all__ = ["call_on_loop"]
+
+class LoopHost(Protocol):
+    """What a call awaited on the loop needs of its worker process
+    (:class:`~.engine_process.EngineProcess` is one): the call lock, the start, the send, the
+    reply, the kill, and the slot of the call awaited on the loop now."""
+
+    on_loop: Any
+
+    def try_lock(self) -> bool: ...
+    def unlock(self) -> None: ...
+    def alive(self) -> bool: ...
+    def start_locked(self) -> Connection: ...
+    def send_locked(self, op: str, args: tuple[Any, ...]) -> tuple[int, Connection | None]: ...
+    def died(self, canceller: Canceller, *, killed: bool) -> Any: ...
+    def reply(self, message: tuple[Any, ...]) -> Any: ...
+    def kill(self) -> None: ...
+
 
 _FIRST_WAIT_S = 0.0005  # the first pause when another call holds the worker, doubling
 _MOST_WAIT_S = 0.02
@@ -37,7 +52,7 @@ _START_CHECK_S = 0.05  # how often a call waiting for its worker's start looks f
 
 
 async def call_on_loop(
-    process: EngineProcess,
+    process: LoopHost,
     op: str,
     args: tuple[Any, ...],
     *,
@@ -99,7 +114,7 @@ async def call_on_loop(
     return value
 
 
-def _unlock_after(process: EngineProcess, start: asyncio.Future[Any]) -> None:
+def _unlock_after(process: LoopHost, start: asyncio.Future[Any]) -> None:
     """A start nobody waits for any more is over: give the lock back (its error, if any,
     is the next call's to report: that call starts the worker again)."""
     process.unlock()
@@ -113,7 +128,7 @@ class _Pending:
 
     def __init__(
         self,
-        process: EngineProcess,
+        process: LoopHost,
         loop: asyncio.AbstractEventLoop,
         conn: Connection,
         control: Connection | None,
@@ -169,8 +184,6 @@ class _Pending:
             pass
 
     def _arm(self) -> None:
-        from pi_notebook.sql.backend.engine_process import KILL_AFTER_S
-
         if not self.done:
             self.timer = self.loop.call_later(KILL_AFTER_S, self._kill)
 

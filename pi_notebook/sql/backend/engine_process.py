@@ -55,7 +55,7 @@ from pi_notebook.sql.backend.engine_spawn import (
     spawn,
     stop_all,
 )
-from pi_notebook.sql.backend.engine_wire import receive_message
+from pi_notebook.sql.backend.engine_wire import KILL_AFTER_S, receive_message
 from pi_notebook.sql.backend.errors import (
     ConnectFailed,
     MemoryLimitExceeded,
@@ -77,7 +77,6 @@ __all__ = [
     "shared_process",
 ]
 
-KILL_AFTER_S = 2.0
 """Seconds a worker has to answer after a cancel before it is killed."""
 MEMORY_LIMIT_OPTION = "memory_limit_bytes"
 # How a worker ends when memory ran out: its own exit after an allocation failure, the OS's

@@ -15,7 +15,10 @@ import pickle
 from multiprocessing.connection import Connection
 from typing import Any
 
-__all__ = ["OUT_OF_BAND_AT", "receive_message", "send_message"]
+__all__ = ["KILL_AFTER_S", "OUT_OF_BAND_AT", "receive_message", "send_message"]
+
+KILL_AFTER_S = 2.0
+"""Seconds a worker may take to answer a cancel before it is killed."""
 
 OUT_OF_BAND_AT = 1 << 16
 """Buffers of at least this many bytes go out of band."""
