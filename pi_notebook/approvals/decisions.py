@@ -82,7 +82,16 @@ APPROVAL_COLUMNS = [
 """The columns of :func:`approvals_dataframe`: every :class:`ApprovalRecord` field."""
 
 
-def _code(view_of: ViewOf | None, tool_name: Any, args: Any) -> str | None:
+def _code(payload: dict[str, Any], view_of: ViewOf | None, tool_name: Any, args: Any) -> str | None:
+    """The code a decision's tool showed for its arguments: as the record keeps it (the
+    code, or the argument that is the code), else by ``view_of`` (records written before
+    approvals kept it)."""
+    code, argument = payload.get("code"), payload.get("code_argument")
+    if isinstance(code, str):
+        return code
+    if isinstance(argument, str) and isinstance(args, dict):
+        shown: Any = cast(dict[str, Any], args).get(argument)
+        return shown if isinstance(shown, str) else None
     if view_of is None or not isinstance(tool_name, str) or not isinstance(args, dict):
         return None
     return _opt(view_of(tool_name, args).code)
@@ -115,8 +124,8 @@ def approvals_dataframe(
     original_args_hash, policy_version, audit_hash. Values are as the audit stored them, so
     its redaction applies (a password literal in an approved statement is masked here too).
     ``audit=None`` gives the empty frame with these columns. ``sql`` is the code the tool shows
-    for the approved arguments (``call_views``, default the log's own ``call_views``: see
-    :func:`approval_records`).
+    for the approved arguments, as the record keeps it, else by ``call_views`` (default the
+    log's own ``call_views``: see :func:`approval_records`).
     """
     import pandas as pd  # pyright: ignore[reportMissingTypeStubs]
 
@@ -138,9 +147,12 @@ def approval_records(
 ) -> list[ApprovalRecord]:
     """The decisions of :func:`approvals_dataframe`, as :class:`ApprovalRecord` objects.
 
-    A record's ``sql`` is the code its tool shows for the approved arguments:
-    ``call_views(tool_name, args).code`` (default: the log's ``call_views``, which a session
-    sets to its tools' views); ``None`` without views or for a tool that shows no code.
+    A record's ``sql`` is the code its tool shows for the approved arguments, as the record
+    keeps it (``code``, or the argument ``code_argument`` names, from the call's view when the
+    decision was written), so any reader shows it without the tool's package. A record
+    without them (written before they were kept, or by a tool that shows no code) is read
+    through ``call_views(tool_name, args).code`` (default: the log's ``call_views``, which a
+    session sets to its tools' views); ``None`` without views or for a tool that shows none.
     """
     if audit is None:
         return []
@@ -173,7 +185,7 @@ def _record_of_row(row: dict[str, Any], view_of: ViewOf | None) -> ApprovalRecor
         args_hash=str(payload.get("args_hash", "")),
         decision=_decision(payload.get("decision", "granted" if kind == "grant_use" else None)),
         policy_version=_opt(row.get("policy_version")),
-        sql=_code(view_of, row.get("tool_name"), args),
+        sql=_code(payload, view_of, row.get("tool_name"), args),
         user=_opt(payload.get("user", row.get("user"))),
         requester=_opt(payload.get("requester")),
         approver=_opt(payload.get("approver")),

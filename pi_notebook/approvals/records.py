@@ -14,8 +14,8 @@ What does not belong here: asking (:mod:`.gate`), the capability the backend con
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pi_notebook.approvals.decisions import (
     APPROVAL_COLUMNS,
@@ -28,6 +28,9 @@ from pi_notebook.approvals.decisions import (
 from pi_notebook.approvals.protocol import Decision, is_decision
 from pi_notebook.audit.records import AuditRecord
 from pi_notebook.identity import requester
+
+if TYPE_CHECKING:
+    from pi_notebook.agent.views import CallView
 
 __all__ = [
     "APPROVAL_COLUMNS",
@@ -67,6 +70,11 @@ class ApprovalEntry:
         original_args: those arguments.
         preview: the measured effect the person saw (``affected_rows``, ``method``, ...).
         grant: the grant created by this decision, or used by this call.
+        code_argument: the argument of ``args`` its tool shows as code (its view's
+            ``code_argument``, e.g. ``"sql"``), so a reader without the tool's package shows
+            the statement decided on; ``None`` (left out) when the tool shows none.
+        code: the code its tool shows when that is not one argument of ``args``; ``None``
+            (left out) otherwise. Both are set from the call's view by :meth:`showing`.
     """
 
     decision: Decision
@@ -85,10 +93,24 @@ class ApprovalEntry:
     original_args: Mapping[str, Any] | None = None
     preview: Mapping[str, Any] | None = None
     grant: Mapping[str, Any] | None = None
+    code_argument: str | None = None
+    code: str | None = None
 
     def __post_init__(self) -> None:
         if not is_decision(self.decision):
             raise ValueError(f"unknown approval decision {self.decision!r}")
+
+    def showing(self, view: CallView | None) -> ApprovalEntry:
+        """This entry with the code ``view`` (the call's view of ``args``) shows: the name of
+        the argument that is the code when ``args`` holds it as shown, else the code itself;
+        unchanged when there is no view or it shows no code (a tool that does not describe
+        itself writes what it did before)."""
+        if view is None or not isinstance(view.code, str) or not view.code:
+            return self
+        name = view.code_argument
+        if name is not None and self.args.get(name) == view.code:
+            return replace(self, code_argument=name, code=None)
+        return replace(self, code_argument=None, code=view.code)
 
     def payload(self) -> dict[str, Any]:
         """The record's payload: plain JSON values, absent fields left out."""

@@ -230,6 +230,8 @@ class ToolApprovals:
             "problem": answer.problem,
             "approver": answer.outcome.approver if answer.outcome else None,
         }
+        shown = ApprovalEntry(decision="approved", **base).showing(request.view)
+        base.update(code_argument=shown.code_argument, code=shown.code)
         outcome = answer.outcome
         if not answer.approved or outcome is None:
             return ApprovalEntry(
@@ -259,6 +261,7 @@ class ToolApprovals:
             args_hash=new_hash,
             original_args=request.args,
             original_args_hash=request.args_hash,
+            code=None,  # the code shown was the original's; the edited code argument stays named
         )
         return ApprovalEntry(decision="approved", **base), None
 

@@ -172,7 +172,7 @@ async def _ask(
         waited_ms=answer.waited_ms,
         timeout_s=approval_timeout_s,
         problem=answer.problem,
-    )
+    ).showing(request.view)
     audit = getattr(ctx, "audit", None) or getattr(pi, "audit", None)
     try:
         await commit_record(

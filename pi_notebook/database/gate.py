@@ -34,6 +34,7 @@ from pi_notebook.database.gate_call import (
 )
 from pi_notebook.database.grants import GrantStore
 from pi_notebook.database.names import TOOL_NAME
+from pi_notebook.database.views import query_call_view
 from pi_notebook.errors import AbortError
 from pi_notebook.sql.backend import DatabaseBackend
 
@@ -98,7 +99,7 @@ def make_gate(
                 args={"sql": sql},
                 reasons=verdict.reasons,
                 reason=reason,
-            )
+            ).showing(query_call_view({"sql": sql}))
             try:
                 await call.commit(ApprovalDecided, entry)
             except Blocked:

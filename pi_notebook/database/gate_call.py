@@ -190,7 +190,7 @@ class WriteCall:
             approver=current.approver,
             preview=preview_record(preview),
             grant=current.describe(),
-        )
+        ).showing(query_call_view({"sql": self.sql}))
         await self.commit(GrantUsed, entry)
         self.backend.capabilities.grant(
             self.call_id,

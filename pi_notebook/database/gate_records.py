@@ -82,7 +82,7 @@ def approval_entry(answer: GateAnswer, request: ApprovalRequest) -> ApprovalEntr
         timeout_s=request.timeout_s,
         problem=answer.problem,
         preview=preview_record(request.preview),
-    )
+    ).showing(request.view)
 
 
 def approved_entry(

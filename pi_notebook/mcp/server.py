@@ -218,6 +218,8 @@ class GovernedToolServer:
             f"(it expired after {self.pending.ttl_s:g} s).",
             via="request_approval",
         )
+        if question.tool_name is not None:
+            entry = entry.showing(self.session.view_of_call(question.tool_name, question.args))
         # After the fact, so best effort: nothing waits on it, and nothing it allows runs.
         record_after(
             audit, ApprovalDecided(entry=entry, tool_call_id=call_id, tool_name=question.tool_name)

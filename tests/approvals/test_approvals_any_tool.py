@@ -16,7 +16,14 @@ from approvals_support import (
 )
 from pydantic import BaseModel, ConfigDict
 
-from pi_notebook import ExtensionAPI, TextContent, ToolDefinition, ToolResult, define_tool
+from pi_notebook import (
+    CallView,
+    ExtensionAPI,
+    TextContent,
+    ToolDefinition,
+    ToolResult,
+    define_tool,
+)
 from pi_notebook.approvals import (
     ApprovalOutcome,
     ApprovalRequest,
@@ -54,6 +61,29 @@ async def test_requires_approval_true_asks_with_the_final_args_and_hash(tmp_path
     assert order.index("approval") < order.index("tool_execution_end")  # on record before it ran
     [row] = approvals_dataframe(session.audit).itertuples()
     assert (row.decision, row.args_hash, row.tool_call_id) == ("approved", req.args_hash, "a")
+    # A tool that does not describe itself shows no code: its record holds none.
+    [payload] = session.audit.to_dataframe(kind="approval")["payload"]
+    assert "code_argument" not in payload and "code" not in payload and row.sql is None
+    await session.close()
+
+
+async def test_a_described_tool_s_record_shows_its_code_as_edited_to_any_reader(
+    tmp_path: Path,
+) -> None:
+    """The record keeps the argument the tool's view shows as code: a reader whose views
+    know nothing of the tool shows the code decided on, after the person's edit."""
+    tool = note_tool()
+    tool.describe_call = lambda args: CallView(
+        title="Write a note", code=args.get("text"), code_argument="text"
+    )
+    ui = ScriptedApprovalUI(lambda _r: ApprovalOutcome("approved", edited_args={"text": "kind"}))
+    session = session_with(tmp_path, calls([(NOTE, {"text": "rude"}, "e")]), ui=ui, tools=[tool])
+    await session.prompt("go")
+    assert ui.requests[0].call_view().code == "rude"
+    [payload] = session.audit.to_dataframe(kind="approval")["payload"]
+    assert payload["code_argument"] == "text" and "code" not in payload
+    frame = approvals_dataframe(session.audit, call_views=lambda name, _a: CallView(title=name))
+    assert list(frame["sql"]) == ["kind"]
     await session.close()
 
 

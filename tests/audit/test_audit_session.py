@@ -191,6 +191,51 @@ async def test_a_bare_audit_reader_shows_the_statement_of_a_refused_call(
     }
 
 
+BARE_APPROVALS_READER = """
+import json, sys
+from pi_notebook.approvals import approvals_dataframe
+from pi_notebook.audit import AuditLog
+frame = approvals_dataframe(AuditLog(sys.argv[1]))
+print(json.dumps({
+    "decisions": frame[["decision", "sql"]].values.tolist(),
+    "database_imported": "pi_notebook.database" in sys.modules,
+}))
+"""
+
+
+async def test_a_bare_approvals_reader_shows_the_statement_of_each_decision(
+    tmp_path: Path,
+) -> None:
+    # Written by sessions with the database extension; read in a fresh interpreter that
+    # imports only the audit and the approvals: each approval record keeps which argument
+    # its tool shows as code, so no describer is needed to show the statement decided on.
+    approved, log, _ = await run_call(
+        tmp_path, "INSERT INTO items VALUES (1, 'a')", ui=AnsweringUI(True)
+    )
+    log.close()
+    rejected, log, _ = await run_call(tmp_path, "DELETE FROM items", ui=AnsweringUI(False))
+    log.close()
+    for records in (approved, rejected):
+        assert payload_of(records, "approval")["code_argument"] == "sql"
+        assert "code" not in payload_of(records, "approval")
+    out = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-c", BARE_APPROVALS_READER, f"sqlite:///{tmp_path}/audit.sqlite"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {
+        "decisions": [
+            ["approved", "INSERT INTO items VALUES (1, 'a')"],
+            ["rejected", "DELETE FROM items"],
+        ],
+        "database_imported": False,
+    }
+
+
 async def test_d8_records_of_a_write_blocked_without_ui(tmp_path: Path) -> None:
     records, _, _ = await run_call(tmp_path, "DELETE FROM items")
     assert shape(records) == [

@@ -276,5 +276,8 @@ async def test_a_question_left_unanswered_when_the_server_stops_ends_expired_in_
     # Read later, without the session: the reader says how the database tool's calls read.
     with AuditLog(options.audit_url, call_views=call_views) as log:
         frame = approvals_dataframe(log, tool_call_id="mcp_asked")
+        records = log.to_dataframe(tool_call_id="mcp_asked", kind="approval")
     assert list(frame["decision"]) == ["expired"]
+    # The record keeps the argument the tool shows, so a reader without views shows it too.
+    assert records["payload"].iloc[0]["code_argument"] == "sql"
     assert frame["sql"].iloc[0] == "DELETE FROM t" and "never answered" in frame["reason"].iloc[0]
