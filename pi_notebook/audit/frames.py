@@ -83,8 +83,36 @@ def read_records(
     ``decode`` turns the ``payload`` column from JSON text into dicts.
     """
 
+    query = _records_query(
+        engine.dialect.name == "sqlite",
+        session=session,
+        tool=tool,
+        tool_call_id=tool_call_id,
+        since=since,
+        kind=kind,
+        user=user,
+        calls_only=calls_only,
+    )
+    with _no_cyclic_gc():
+        frame = _read_arrow(engine, query, decode)
+        if frame is not None:
+            return frame
+        return _read_rows(engine, query, decode)
+
+
+def _records_query(
+    sqlite: bool,
+    *,
+    session: str | None,
+    tool: str | None,
+    tool_call_id: str | None,
+    since: Any,
+    kind: str | Sequence[str] | None,
+    user: str | None,
+    calls_only: bool,
+) -> sa.Select[*tuple[Any, ...]]:
+    """The SELECT of the records :func:`read_records` matches, ordered by session and seq."""
     c = records.c
-    sqlite = engine.dialect.name == "sqlite"
     # SQLite keeps timestamps as text: fetch the text and let pandas parse it in bulk rather
     # than have SQLAlchemy build a datetime object per row.
     ts_col = sa.type_coerce(c.ts, sa.String()) if sqlite else c.ts
@@ -124,11 +152,7 @@ def read_records(
         kinds = [kind] if isinstance(kind, str) else list(kind)
         query = query.where(c.kind.in_(kinds))
     query = query.order_by(c.session_id, c.seq)
-    with _no_cyclic_gc():
-        frame = _read_arrow(engine, query, decode)
-        if frame is not None:
-            return frame
-        return _read_rows(engine, query, decode)
+    return query
 
 
 @contextmanager

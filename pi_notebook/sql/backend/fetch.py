@@ -21,7 +21,7 @@ than N rows" without reading the rest, unless the caller asked for the exact cou
   drained, so the connection is clean before it goes back to the pool;
 * DuckDB: the relation gets a ``LIMIT`` (DuckDB's own relational API, not text pasted
   around the statement), so a sort becomes a top-N, and its result streams ``CHUNK`` rows at
-  a time (:func:`~.frames.duckdb_chunks`).
+  a time (:func:`~.duckdb_days.duckdb_chunks`).
 
 A read also stops keeping rows once their values pass ``max_result_bytes`` (:mod:`.sizes`):
 the rows that fit are kept, and the read ends there as at the cap (a count goes on). So what
@@ -37,6 +37,7 @@ import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from pi_notebook.sql.backend.duckdb_days import DuckdbEdgeDays, duckdb_chunks, duckdb_fixed_chunks
 from pi_notebook.sql.backend.fetched import (
     CURSOR_TEXT,
     Fetched,
@@ -44,12 +45,7 @@ from pi_notebook.sql.backend.fetched import (
     RunSettings,
     read_limit,
 )
-from pi_notebook.sql.backend.frames import (
-    DuckdbEdgeDays,
-    FrameBuilder,
-    duckdb_chunks,
-    duckdb_fixed_chunks,
-)
+from pi_notebook.sql.backend.frames import FrameBuilder
 from pi_notebook.sql.backend.readonly import RunKind, take_pending_begin
 from pi_notebook.sql.backend.sizes import chunk_bytes, rows_within
 
@@ -328,7 +324,7 @@ def _duckdb_read(
 ) -> Fetched:
     """A DuckDB read of ``relation`` under its ``LIMIT``, streamed ``CHUNK`` rows at a time,
     so stopping at the size bound stops the query; read again, once, with its infinite dates
-    named when it holds a day on the edge (see :class:`~.frames.DuckdbEdgeDays`)."""
+    named when it holds a day on the edge (see :class:`~.duckdb_days.DuckdbEdgeDays`)."""
     columns = [(c,) for c in relation.columns]
     limited = relation.limit(limit)
 
