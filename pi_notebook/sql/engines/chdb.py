@@ -50,7 +50,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from sqlalchemy.engine import URL
 
@@ -222,10 +221,9 @@ class PackedResult:
         if frame is None:
             return fetched
         fetched.frame = None
-        arrays = [
-            column.to_numpy() if isinstance(column.dtype, np.dtype) else column.array
-            for _, column in frame.items()
-        ]
+        # NumPy arrays, or pandas' own (ExtensionArray) for a string or nullable column:
+        # the arrays of its columns, without a Series each.
+        arrays = list(frame._iter_column_arrays())  # pyright: ignore[reportPrivateUsage]
         return cls(fetched, tuple(str(c) for c in frame.columns), arrays)
 
     def unpack(self) -> Fetched:
