@@ -166,6 +166,9 @@ class ChdbLocal(ClickHouseBackend):
 
         with Running(canceller, cancel):
             starts = first_word(sql)
+            if starts == "SELECT" and _one_row(sql):
+                frame = session.query(text, "DataFrame")
+                return _small_numbers(frame, settings) or take(Whole(frame), settings, progress)
             if starts in STREAMED and not has_totals(sql) and not _kept_whole(settings):
                 return _read_stream(session.send_query(text, "DataFrame"), settings, progress)
             if starts in ROW_STARTS:  # SHOW, DESCRIBE, EXPLAIN, WITH TOTALS: not streamable
@@ -279,6 +282,24 @@ def _small_numbers(frame: pd.DataFrame, settings: RunSettings) -> Fetched | None
         kept=rows,
         frame=frame,
     )
+
+
+_MANY_ROWS = ("FROM", "JOIN", "ARRAY", "UNION", "INTERSECT", "EXCEPT", "TOTALS", "`", '"')
+"""Text that keeps a ``SELECT`` off :func:`_one_row`: a source of rows, a row-multiplying
+``arrayJoin`` / ``ARRAY JOIN``, a set operation, totals, a quoted identifier (which could name
+a function)."""
+
+
+def _one_row(sql: str) -> bool:
+    """Whether the ``SELECT`` ``sql`` returns at most one row: it names no table (no FROM,
+    so no table function either), no ``arrayJoin``, no set operation (anywhere in its text,
+    strings and comments too: a false "no" only costs the stream). Such a read runs as one
+    query, not a stream: chDB's stream costs about 80 us more, and it would read the same
+    single row whole. Were it wrong, the session's own ``max_result_rows`` (``break``),
+    ``max_memory_usage`` and ``max_execution_time`` still bound the query, and the row cap
+    and byte bound are applied to what it returns."""
+    upper = sql.upper()
+    return not any(text in upper for text in _MANY_ROWS)
 
 
 def _kept_whole(settings: RunSettings) -> bool:
