@@ -4,7 +4,8 @@ Fixed cost: ``SELECT 1`` through
 
 - client: a reused ``chdb.session.Session``, ``query("SELECT 1", "DataFrame")``, in the
   benchmark's own process;
-- stream: the same through ``send_query`` (the stream a read takes);
+- stream: the same through ``send_query`` (the stream a read of a table takes; a
+  ``SELECT`` of no table runs as one query);
 - hop: a do-nothing call to the backend's worker process and back (chDB runs there);
 - backend: the governed backend's ``run`` (classify, capability check, readonly=1 and the
   read's bounds, the DataFrame and the model's preview; no audit);

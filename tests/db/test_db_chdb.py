@@ -317,3 +317,31 @@ async def test_a_read_kept_whole_counts_and_caps_as_a_stream_does() -> None:
         assert len(whole.dataframe) == 999 and whole.row_count_exact and not whole.truncated
     finally:
         backend.dispose()
+
+
+async def test_a_one_row_select_is_bounded_as_a_stream_is() -> None:
+    """A SELECT of no table (one row, run as one query) keeps its values, types and the
+    byte bound; one that makes rows without a table (arrayJoin, UNION) still
+    stops at the row cap and says there are more."""
+    backend = create_backend("chdb://", row_cap=3, max_result_bytes=2000)
+    try:
+        one = await backend.run("a", "SELECT 1 AS n, 2.5 AS f, nan AS x, 'v' AS s, now() AS t")
+        frame = one.dataframe
+        assert len(frame) == 1 and one.row_count == 1 and one.row_count_exact
+        assert not one.truncated and not one.size_capped
+        assert frame["n"].iloc[0] == 1 and frame["f"].iloc[0] == 2.5 and frame["s"].iloc[0] == "v"
+        assert str(frame["t"].dtype).startswith("datetime64")
+        numbers = await backend.run("b", "SELECT 7 AS a, 1.5 AS b")
+        assert numbers.row_count == 1 and "7" in numbers.preview and "1.5" in numbers.preview
+        wide = await backend.run("c", "SELECT repeat('x', 100000) AS s")
+        assert wide.size_capped and len(wide.dataframe) == 0 and "size limit" in wide.preview
+        for sql in (
+            "SELECT arrayJoin([1, 2, 3, 4, 5]) AS n",
+            "SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4",
+        ):
+            many = await backend.run("d", sql)
+            assert len(many.dataframe) == 3 and many.truncated and not many.row_count_exact, sql
+        exact = await backend.run("e", "SELECT arrayJoin([1, 2, 3]) AS n")
+        assert len(exact.dataframe) == 3 and exact.row_count_exact and not exact.truncated
+    finally:
+        backend.dispose()

@@ -28,6 +28,8 @@ The policy path is the backend's own (:class:`~pi_notebook.sql.backend.DatabaseB
 * rows come as chDB's native DataFrame stream, block by block: kept to the row cap and the
   byte bound, the stream stops there. (ClickHouse's Arrow output gives ``DateTime`` as a
   bare ``UInt32``; the native DataFrame keeps timestamps as timestamps, and is faster here.)
+  A ``SELECT`` of no table (at most one row) runs as one query: a stream would read the same
+  row, at more cost;
 * every statement carries a marker comment; Stop and the statement timeout cancel it with
   ``KILL QUERY`` from a second session in the worker (a chDB session's own query cannot be
   interrupted from another thread); a worker that has not answered a cancel two seconds
@@ -50,7 +52,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from sqlalchemy.engine import URL
 
@@ -222,10 +223,9 @@ class PackedResult:
         if frame is None:
             return fetched
         fetched.frame = None
-        arrays = [
-            column.to_numpy() if isinstance(column.dtype, np.dtype) else column.array
-            for _, column in frame.items()
-        ]
+        # NumPy arrays, or pandas' own (ExtensionArray) for a string or nullable column:
+        # the arrays of its columns, without a Series each.
+        arrays = list(frame._iter_column_arrays())  # pyright: ignore[reportPrivateUsage]
         return cls(fetched, tuple(str(c) for c in frame.columns), arrays)
 
     def unpack(self) -> Fetched:

@@ -14,11 +14,12 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable
-from itertools import chain
+from itertools import chain, count
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import chdb  # noqa: F401 - imported before the worker caps its memory
+import numpy as np
 import pandas as pd
 from sqlalchemy.engine import URL
 
@@ -165,6 +166,9 @@ class ChdbLocal(ClickHouseBackend):
 
         with Running(canceller, cancel):
             starts = first_word(sql)
+            if starts == "SELECT" and _one_row(sql):
+                frame = session.query(text, "DataFrame")
+                return _small_numbers(frame, settings) or take(Whole(frame), settings, progress)
             if starts in STREAMED and not has_totals(sql) and not _kept_whole(settings):
                 return _read_stream(session.send_query(text, "DataFrame"), settings, progress)
             if starts in ROW_STARTS:  # SHOW, DESCRIBE, EXPLAIN, WITH TOTALS: not streamable
@@ -189,13 +193,14 @@ class ChdbHost:
         self.url = url
         self.path = chdb_path(url)
         self.memory_limit = read_memory_limit(int(setup.get("memory_limit_bytes") or 0))
-        self._locals: dict[tuple[tuple[str, str], ...], ChdbLocal] = {}
+        self._locals: dict[tuple[float, int], ChdbLocal] = {}
 
     def call(self, args: tuple[Any, ...], canceller: Any, progress: Any) -> Any:
         name, settings, call_args = args
         if name not in CALLS:
             raise ValueError(f"unknown chDB call {name!r}")
-        limits = tuple(sorted(read_limits(settings, self.memory_limit).items()))
+        # What read_limits takes from the settings (the memory limit is the worker's own).
+        limits = (settings.statement_timeout_s, settings.count_limit)
         local = self._locals.get(limits)
         if local is None:
             local = self._locals[limits] = ChdbLocal(self.url, settings, self.memory_limit)
@@ -254,17 +259,19 @@ def _small_numbers(frame: pd.DataFrame, settings: RunSettings) -> Fetched | None
     rows = len(frame)
     if rows > settings.row_cap or not isinstance(frame.index, pd.RangeIndex):
         return None
-    columns = [column for _, column in frame.items()]
-    if not all(column.dtype.kind in "iubf" for column in columns):
+    # The column arrays without a Series each (pandas' items() costs ~20 us a column).
+    columns = list(frame._iter_column_arrays())  # pyright: ignore[reportPrivateUsage]
+    if not all(isinstance(c, np.ndarray) and c.dtype.kind in "iubf" for c in columns):
         return None
+    arrays = cast("list[np.ndarray[Any, Any]]", columns)
     budget = settings.max_result_bytes
-    if budget is not None and sum(column.to_numpy().nbytes for column in columns) > budget:
+    if budget is not None and sum(array.nbytes for array in arrays) > budget:
         return None
     values = [
-        [None if v != v else v for v in column.tolist()]
-        if column.dtype.kind == "f"
-        else column.tolist()
-        for column in columns
+        [None if v != v else v for v in array.tolist()]
+        if array.dtype.kind == "f"
+        else array.tolist()
+        for array in arrays
     ]
     limit = read_limit(settings)
     return Fetched(
@@ -277,6 +284,24 @@ def _small_numbers(frame: pd.DataFrame, settings: RunSettings) -> Fetched | None
     )
 
 
+_MANY_ROWS = ("FROM", "JOIN", "ARRAY", "UNION", "INTERSECT", "EXCEPT", "TOTALS", "`", '"')
+"""Text that keeps a ``SELECT`` off :func:`_one_row`: a source of rows, a row-multiplying
+``arrayJoin`` / ``ARRAY JOIN``, a set operation, totals, a quoted identifier (which could name
+a function)."""
+
+
+def _one_row(sql: str) -> bool:
+    """Whether the ``SELECT`` ``sql`` returns at most one row: it names no table (no FROM,
+    so no table function either), no ``arrayJoin``, no set operation (anywhere in its text,
+    strings and comments too: a false "no" only costs the stream). Such a read runs as one
+    query, not a stream: chDB's stream costs about 80 us more, and it would read the same
+    single row whole. Were it wrong, the session's own ``max_result_rows`` (``break``),
+    ``max_memory_usage`` and ``max_execution_time`` still bound the query, and the row cap
+    and byte bound are applied to what it returns."""
+    upper = sql.upper()
+    return not any(text in upper for text in _MANY_ROWS)
+
+
 def _kept_whole(settings: RunSettings) -> bool:
     """Whether a read is kept whole anyway: no byte bound, and a row limit no lower than the
     session's ``max_result_rows`` (the count limit, ``break``), where ClickHouse itself stops
@@ -286,5 +311,12 @@ def _kept_whole(settings: RunSettings) -> bool:
     return settings.max_result_bytes is None and (limit is None or limit >= settings.count_limit)
 
 
+_MARKER_PREFIX = f"/* pi-{uuid.uuid4().hex[:16]}-"
+"""The start of every statement marker of this worker (one chDB per process)."""
+_MARKER_NUMBERS = count()
+
+
 def _marker() -> str:
-    return f"/* pi-{uuid.uuid4().hex} */ "
+    """A comment that names one statement (``KILL QUERY`` finds it by its start): the
+    worker's random prefix and a number, closed by ``*/`` so no marker starts another."""
+    return f"{_MARKER_PREFIX}{next(_MARKER_NUMBERS)} */ "
