@@ -37,11 +37,16 @@ def _same_as_public() -> None:
         theirs = pd.DataFrame(values.copy(), columns=labels, copy=False)
         pd.testing.assert_frame_equal(ours, theirs, check_exact=True)
         assert type(ours.index) is type(theirs.index)
+    for frame in _frames():  # a result's columns crossing a process and rebuilt
+        arrays = pandas_internals.column_arrays(frame)
+        assert [a.dtype for a in arrays] == list(frame.dtypes)
+        rebuilt = pandas_internals.frame_of_arrays(arrays, frame.columns, len(frame))
+        pd.testing.assert_frame_equal(rebuilt, frame, check_exact=True)
 
 
 def _other_pandas(patch: pytest.MonkeyPatch) -> None:
     """Make pandas as another version could have it: a block constructor that lays columns
-    out in another order, no per-column dtypes method (``frame.dtypes`` finds them its own
+    out in another order, column arrays in another order, no per-column dtypes method (``frame.dtypes`` finds them its own
     way), column labels that are no text dtype."""
     import pandas.core.internals.blocks as blocks
     import pandas.core.internals.managers as managers
@@ -57,11 +62,13 @@ def _other_pandas(patch: pytest.MonkeyPatch) -> None:
     public = property(lambda f: pd.Series(dtypes(f._mgr), index=f.columns, dtype=object))
     patch.setattr(pd.DataFrame, "dtypes", public)
     patch.setattr(pd, "StringDtype", type("NotText", (), {}))
+    columns = pd.DataFrame._iter_column_arrays  # pyright: ignore[reportPrivateUsage]
+    patch.setattr(pd.DataFrame, "_iter_column_arrays", lambda f: reversed(list(columns(f))))
 
 
 def test_this_pandas_passes_the_check_and_its_internals_give_the_public_results() -> None:
     found = pandas_internals.self_check()
-    assert found.manager is not None and found.dtypes and found.labels
+    assert found.manager is not None and found.dtypes and found.labels and found.arrays
     assert pandas_internals.using_internals() == found
     _same_as_public()
 

@@ -56,6 +56,7 @@ import pandas as pd
 from sqlalchemy.engine import URL
 
 from pi_notebook.ai.abort import AbortSignal
+from pi_notebook.readers.pandas_internals import column_arrays, frame_of_arrays
 from pi_notebook.sql.backend.cancel import Canceller
 from pi_notebook.sql.backend.engine_process import EngineProcess, shared_process
 from pi_notebook.sql.backend.engine_spawn import default_memory_limit
@@ -225,17 +226,12 @@ class PackedResult:
         fetched.frame = None
         # NumPy arrays, or pandas' own (ExtensionArray) for a string or nullable column:
         # the arrays of its columns, without a Series each.
-        arrays = list(frame._iter_column_arrays())  # pyright: ignore[reportPrivateUsage]
+        arrays = column_arrays(frame)
         return cls(fetched, tuple(str(c) for c in frame.columns), arrays)
 
     def unpack(self) -> Fetched:
         rows = len(self.arrays[0]) if self.arrays else 0
-        self.fetched.frame = pd.DataFrame._from_arrays(  # pyright: ignore[reportPrivateUsage]
-            self.arrays,
-            columns=column_labels(self.names),
-            index=pd.RangeIndex(rows),
-            verify_integrity=False,
-        )
+        self.fetched.frame = frame_of_arrays(self.arrays, column_labels(self.names), rows)
         return self.fetched
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy.engine import URL
 
+from pi_notebook.readers.pandas_internals import column_arrays
 from pi_notebook.sql.backend.errors import ConnectFailed
 from pi_notebook.sql.backend.fetch import Fetched, RunSettings, read_limit
 from pi_notebook.sql.backend.readonly import RunKind
@@ -260,7 +261,7 @@ def _small_numbers(frame: pd.DataFrame, settings: RunSettings) -> Fetched | None
     if rows > settings.row_cap or not isinstance(frame.index, pd.RangeIndex):
         return None
     # The column arrays without a Series each (pandas' items() costs ~20 us a column).
-    columns = list(frame._iter_column_arrays())  # pyright: ignore[reportPrivateUsage]
+    columns = column_arrays(frame)
     if not all(isinstance(c, np.ndarray) and c.dtype.kind in "iubf" for c in columns):
         return None
     arrays = cast("list[np.ndarray[Any, Any]]", columns)
