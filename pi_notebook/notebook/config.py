@@ -20,7 +20,8 @@ class PiNotebook(Configurable):
     ).tag(config=True)
     database_url = Unicode(
         "",
-        help="SQLAlchemy URL of the database; empty means PI_NOTEBOOK_DATABASE_URL or the sample.",
+        help="URL of the database (any engine of pi_notebook.database.engines()); empty means "
+        "PI_NOTEBOOK_DATABASE_URL or the sample.",
     ).tag(config=True)
     audit_url = Unicode(
         "", help="SQLAlchemy URL of the audit log; empty means the default file."

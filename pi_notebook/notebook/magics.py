@@ -268,7 +268,8 @@ class PiMagics(Magics):
 
     @line_magic
     def pi_connect(self, line: str) -> None:
-        """Point the database extension at a SQLAlchemy URL."""
+        """Point the database extension at a URL the tool runs (any engine of
+        ``pi_notebook.database.engines()``), checked by :mod:`.connect` first."""
         parser = _Parser("%pi_connect URL")
         parser.add_argument("url")
         args = _parse(parser, line)

@@ -16,7 +16,8 @@ missing is refused in one line naming the extra.
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from sqlalchemy.engine import URL, make_url
 
@@ -46,6 +47,7 @@ from pi_notebook.sql.engines.warehouse_base import WarehouseBackend
 
 __all__ = [
     "ENGINES",
+    "SQLALCHEMY_ENGINES",
     "BigQueryBackend",
     "ChdbBackend",
     "ClickHouseServerBackend",
@@ -58,6 +60,7 @@ __all__ = [
     "TrinoBackend",
     "WarehouseBackend",
     "create_backend",
+    "embedded_path",
     "engine_for_url",
     "estimate_read",
     "schema_source",
@@ -79,6 +82,34 @@ ENGINES: tuple[EngineInfo, ...] = (
 the ones the tool runs (Snowflake and BigQuery against their emulators; a ClickHouse server and Trino tested
 against scripted servers only), then the ``dialect only`` warehouses (classified, not
 connected)."""
+
+
+SQLALCHEMY_ENGINES: tuple[EngineInfo, ...] = (
+    sqlite.ENGINE,
+    postgresql.ENGINE,
+    mysql.ENGINE,
+    duckdb.ENGINE,
+)
+"""The engines run through SQLAlchemy (:class:`DatabaseBackend`); the others through their
+own client (:class:`DirectBackend`)."""
+
+
+def embedded_path(url: str | URL) -> tuple[Literal["file", "directory"], Path] | None:
+    """What an embedded engine's URL names on disk: ``("file", path)`` for SQLite and
+    DuckDB, ``("directory", path)`` for chDB (whose engine creates a missing one);
+    ``None`` for an in-memory database or a server.
+
+    Raises:
+        ValueError: no engine on the seam runs this URL; a chDB URL with options.
+    """
+    parsed = make_url(url)
+    info = engine_for_url(parsed)
+    if info is chdb.ENGINE:
+        path = chdb.chdb_path(parsed)
+        return None if path == ":memory:" else ("directory", Path(path))
+    if info in (sqlite.ENGINE, duckdb.ENGINE) and parsed.database not in (None, "", ":memory:"):
+        return "file", Path(parsed.database or "").expanduser()
+    return None
 
 
 def engine_for_url(url: str | URL) -> EngineInfo:
