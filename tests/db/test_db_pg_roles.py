@@ -4,6 +4,7 @@ the call and runs nothing; the role ends with the call; other engines refuse the
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,10 +25,18 @@ from pi_notebook.testing import ScriptedModel, text, tool_call
 pytestmark = pytest.mark.postgres
 
 
+RUN = uuid.uuid4().hex[:10]
+"""This run's token. Roles belong to the whole server, shared by every test run on it (each run
+has only its own database): every role a test makes ends with ``RUN`` and a number, and the
+module's end drops any of this run's roles still there."""
+_numbers = itertools.count(1)
+
+
 @dataclass(frozen=True)
 class Cluster:
     """Roles made for one test: a login, ``ana`` (SELECT on ``open_t``), ``bo`` (SELECT and
-    UPDATE on both tables), ``cy`` (exists, not granted to the login)."""
+    UPDATE on both tables), ``cy`` (exists, not granted to the login); every name ends with
+    ``tag``."""
 
     admin: str
     login_url: str
@@ -35,11 +44,43 @@ class Cluster:
     ana: str
     bo: str
     cy: str
+    tag: str
+
+
+def _drop_roles(admin: sa.Engine, tag: str) -> None:
+    """Drop every role whose name ends with ``tag`` (its privileges in this database first),
+    each on its own, so one that cannot be dropped does not keep the others."""
+    with admin.connect() as conn:
+        names = conn.execute(
+            sa.text("SELECT rolname FROM pg_roles WHERE strpos(rolname, :run) > 0"), {"run": RUN}
+        ).scalars()
+        for name in [n for n in names if n.endswith(tag)]:
+            quoted = '"' + name.replace('"', '""') + '"'
+            conn.execute(sa.text(f"DROP OWNED BY {quoted}"))
+            conn.execute(sa.text(f"DROP ROLE {quoted}"))
+
+
+@pytest.fixture(scope="module")
+def run_roles(pg_url: str) -> Iterator[str]:
+    """The admin URL; at the module's end, no role of this run is left on the server."""
+    yield pg_url
+    admin = sa.create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    try:
+        _drop_roles(admin, "")
+        with admin.connect() as conn:
+            left = conn.execute(
+                sa.text("SELECT count(*) FROM pg_roles WHERE strpos(rolname, :run) > 0"),
+                {"run": RUN},
+            ).scalar()
+        assert left == 0, f"{left} role(s) of run {RUN} were not dropped"
+    finally:
+        admin.dispose()
 
 
 @pytest.fixture
-def cluster(pg_url: str) -> Iterator[Cluster]:
-    tag = uuid.uuid4().hex[:8]
+def cluster(run_roles: str) -> Iterator[Cluster]:
+    pg_url = run_roles
+    tag = f"{RUN}_{next(_numbers)}"
     login, ana, bo, cy = (f"pi_login_{tag}", f"ana_{tag}", f"bo_{tag}", f"cy_{tag}")
     admin = sa.create_engine(pg_url, isolation_level="AUTOCOMMIT")
     try:
@@ -60,12 +101,14 @@ def cluster(pg_url: str) -> Iterator[Cluster]:
             ):
                 conn.execute(sa.text(sql))
         url = sa.make_url(pg_url).set(username=login, password=None)
-        yield Cluster(pg_url, url.render_as_string(hide_password=False), login, ana, bo, cy)
+        yield Cluster(pg_url, url.render_as_string(hide_password=False), login, ana, bo, cy, tag)
     finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text("DROP TABLE IF EXISTS open_t, closed_t"))
-            conn.execute(sa.text(f"DROP ROLE IF EXISTS {login}, {ana}, {bo}, {cy}"))
-        admin.dispose()
+        try:
+            with admin.connect() as conn:
+                conn.execute(sa.text("DROP TABLE IF EXISTS open_t, closed_t"))
+        finally:
+            _drop_roles(admin, tag)  # the test's own roles too (a quoted odd name)
+            admin.dispose()
 
 
 def _values(admin_url: str) -> list[int]:
