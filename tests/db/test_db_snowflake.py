@@ -350,3 +350,37 @@ async def test_a_snowflake_connection_failure_names_no_password() -> None:
     finally:
         backend.dispose()
     assert "s3cret-pw" not in str(failed.value) and "snowflake://ana:***@acct" in str(failed.value)
+
+
+async def test_pi_connect_takes_a_snowflake_url_and_refuses_one_that_does_not_answer(
+    warehouse: str, fakesnow: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from IPython.core.error import UsageError
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from pi_notebook.notebook import current
+
+    shell = InteractiveShell.instance()
+    monkeypatch.setenv("PI_NOTEBOOK_DATA_DIR", str(tmp_path))
+    shell.run_line_magic("load_ext", "pi_notebook")
+    state = current()
+    try:
+        shell.run_line_magic("pi_connect", warehouse)  # checked by SELECT 1 on the emulator
+        assert state.database_url == warehouse
+        shell.run_cell_magic("pi", "", "SELECT count(*) AS N FROM ORDERS")
+        run = state.last_run
+        assert run is not None and (await run.wait(timeout=60)).status == "done"
+        frame = shell.run_line_magic("pi_result", "")
+        assert frame is not None and list(frame["N"]) == [100]
+        closed = warehouse.replace(f"port={fakesnow}", f"port={_free_port()}")
+        with pytest.raises(
+            UsageError, match=r"^cannot connect to snowflake://analyst:\*\*\*@"
+        ) as info:
+            shell.run_line_magic("pi_connect", closed)
+        assert "s3cret-pw" not in str(info.value) and "\n" not in str(info.value)
+        assert state.database_url == warehouse  # the session keeps its database
+    finally:
+        shell.run_line_magic("unload_ext", "pi_notebook")
+        shell.config.pop("PiNotebook", None)
+        for task in list(state._background):  # pyright: ignore[reportPrivateUsage]
+            await task
