@@ -154,13 +154,17 @@ def _probe_engine(url: str) -> None:
     def probe() -> None:
         try:
             failures.append(_round_trip(url))
+        except Exception as exc:  # a dispose that failed: said here, never as a traceback
+            failures.append(f"cannot use {safe_url(url)} ({_described(exc, url)})")
         finally:
             done.set()
 
     threading.Thread(target=probe, name="pi_connect probe", daemon=True).start()
     if not done.wait(_PROBE_LIMIT_S):
         raise ValueError(f"cannot connect to {safe_url(url)} (no answer in {_PROBE_LIMIT_S:g} s)")
-    if failures and failures[0]:
+    if not failures:  # fails closed: a probe that said nothing did not answer
+        raise ValueError(f"cannot connect to {safe_url(url)} (the check ended without an answer)")
+    if failures[0]:
         raise ValueError(failures[0])
 
 

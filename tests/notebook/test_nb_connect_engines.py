@@ -146,3 +146,20 @@ async def test_a_server_that_does_not_answer_is_refused_without_the_password(
     pytest.importorskip(engines.engine_for_url(url).modules[0])
     _refused(loaded, url, rf"^cannot connect to {shown.replace('*', '[*]')} \(")
     await _still_works(loaded)
+
+
+async def test_a_probe_whose_backend_fails_to_close_refuses_without_a_traceback(
+    loaded: InteractiveShell,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pytest.importorskip("clickhouse_connect")
+
+    def broken(self: object) -> None:
+        raise RuntimeError("close failed for u:secret@127.0.0.1 password=secret")
+
+    monkeypatch.setattr(engines.ClickHouseServerBackend, "dispose", broken)
+    _refused(loaded, "clickhousedb://u:secret@127.0.0.1:1/db", r"^cannot use .*RuntimeError")
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and "secret" not in captured.err + captured.out
+    await _still_works(loaded)
