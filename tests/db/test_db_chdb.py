@@ -8,6 +8,7 @@ so two databases on different paths are open at once.
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib.util
 import os
 import time
@@ -345,3 +346,47 @@ async def test_a_one_row_select_is_bounded_as_a_stream_is() -> None:
         assert len(exact.dataframe) == 3 and exact.row_count_exact and not exact.truncated
     finally:
         backend.dispose()
+
+
+@pytest.mark.parametrize("scheme", ["chdb", "duckdb"])
+async def test_the_worker_of_a_shared_database_stops_when_its_last_backend_is_disposed(
+    tmp_path: Path, scheme: str
+) -> None:
+    """Two backends on one chDB directory or DuckDB file share one worker process; disposing
+    both stops it at once, without waiting for a garbage collection to find the first (a
+    rebuilt session on the same database would otherwise leave a worker behind)."""
+    target = tmp_path / ("ch" if scheme == "chdb" else "db.duckdb")
+    url = f"{scheme}:///{target}"
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    first, second = create_backend(url), create_backend(url)
+    try:
+        await first.run("a", "SELECT 1")
+        await second.run("b", "SELECT 2")
+        pid = first.worker_pid
+        assert pid is not None and second.worker_pid == pid
+        first.dispose()
+        assert second.worker_pid == pid and (await second.run("c", "SELECT 3")).row_count == 1
+        second.dispose()
+        assert not _alive(pid)
+        again = await second.run("d", "SELECT 4")  # a disposed backend used again restarts
+        assert again.row_count == 1 and second.worker_pid not in (None, pid)
+        second.dispose()
+    finally:
+        if gc_was_on:
+            gc.enable()
+        first.dispose()
+        second.dispose()
+
+
+def _alive(pid: int) -> bool:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        if Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z"):
+            return False  # a zombie: ended, not yet reaped
+        time.sleep(0.05)
+    return True

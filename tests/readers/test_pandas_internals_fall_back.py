@@ -16,7 +16,14 @@ from pi_notebook.readers import pandas_internals
 def _frames() -> list[pd.DataFrame]:
     mixed = pd.DataFrame({"a": [1, 2], "b ü": [0.5, None], "c": ["x", None], "d": [True, False]})
     mixed.insert(1, "e", pd.to_datetime(["2024-01-01", None], utc=True))
-    return [mixed, pd.DataFrame({"x": [1]}), pd.DataFrame(np.zeros((2, 3)), columns=[1, 2, 3])]
+    small = np.array([1], dtype=np.uint8)
+    counts = pd.DataFrame({"p": small, "q": small * 2})  # one dtype: one 2-D block
+    return [
+        mixed,
+        pd.DataFrame({"x": [1]}),
+        pd.DataFrame(np.zeros((2, 3)), columns=[1, 2, 3]),
+        counts,
+    ]
 
 
 def _public(frame: pd.DataFrame) -> tuple[list[Any], list[Any]]:

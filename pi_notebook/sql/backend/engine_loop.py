@@ -150,9 +150,7 @@ class _Pending:
         canceller.started(self.cancel)
 
     def _readable(self) -> None:
-        try:
-            if not self.conn.poll():
-                return
+        try:  # the socket is readable: a whole message, or the worker's end (EOFError)
             message = receive_message(self.conn)
         except (EOFError, OSError):
             self._finish(None)

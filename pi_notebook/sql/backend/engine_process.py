@@ -73,6 +73,7 @@ __all__ = [
     "EngineProcess",
     "MemoryLimitExceeded",
     "default_memory_limit",
+    "dispose_share",
     "release_process",
     "shared_process",
 ]
@@ -429,6 +430,19 @@ def shared_process(url: URL, **options: Any) -> EngineProcess:
             process = _SHARED[key] = EngineProcess(url, **options)
         process.users += 1
     return process
+
+
+def dispose_share(process: EngineProcess) -> bool:
+    """A backend's ``dispose``: when other backends share ``process``, its pool is released
+    and this backend's share given back at once (the worker stops with the last share, not
+    when a collection finds the disposed backend), and ``True`` is returned; the last
+    backend stops the worker and keeps its share (a later call starts a new one)."""
+    with _SHARED_LOCK:
+        shared = process.users > 1
+    process.release()
+    if shared:
+        release_process(process)
+    return shared
 
 
 def release_process(process: EngineProcess) -> None:

@@ -25,7 +25,12 @@ from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.sql.backend.arrow import AdbcPostgres
 from pi_notebook.sql.backend.arrow_sqlite import SqliteArrow, sqlite_file
 from pi_notebook.sql.backend.derive import WritePlan
-from pi_notebook.sql.backend.engine_process import EngineProcess, release_process, shared_process
+from pi_notebook.sql.backend.engine_process import (
+    EngineProcess,
+    dispose_share,
+    release_process,
+    shared_process,
+)
 from pi_notebook.sql.backend.engine_reads import LoopReads
 from pi_notebook.sql.backend.engines import SQLITE_MAX_VALUE_BYTES, create_backend_engine
 from pi_notebook.sql.backend.errors import describe_error
@@ -63,6 +68,7 @@ class Placement:
     memory_limit_bytes: int
     engine: sa.Engine
     _process: EngineProcess | None = None  # DuckDB's worker process (see :mod:`.engine_process`)
+    _share_given = False  # dispose gave this backend's share of the worker back
     _reads: LoopReads | None = None  # its reads, awaited on the loop (see :mod:`.engine_reads`)
     _adbc: AdbcPostgres | SqliteArrow | None
     _execution: Execution
@@ -117,8 +123,7 @@ class Placement:
             self._inline.close()
         if self._adbc is not None:
             self._adbc.close()
-        if self._process is not None:
-            self._process.release()  # a later call reconnects, or starts a new worker
+        self._give_back_share()
         self.engine.dispose()
 
     @property
@@ -127,9 +132,15 @@ class Placement:
         runs (DuckDB; see :mod:`.engine_process`), else ``None``."""
         return self._process.pid if self._process is not None else None
 
+    def _give_back_share(self) -> None:
+        """Release the worker's connections for this backend (a later call reconnects, or
+        starts a new worker); the share goes back at once when other backends share it."""
+        if self._process is not None and not self._share_given:
+            self._share_given = dispose_share(self._process)
+
     def __del__(self) -> None:
         process, self._process = getattr(self, "_process", None), None
-        if process is not None:
+        if process is not None and not self._share_given:
             try:
                 release_process(process)
             except Exception:  # at interpreter exit; the worker ends with the kernel anyway

@@ -182,8 +182,7 @@ class ChdbBackend(ClickHouseBackend):
         """Close its sessions in the worker; the worker stops when no other backend on the
         same database uses it (a later call starts a new one)."""
         self._threads.close()
-        if self._process is not None:
-            self._process.release()
+        self._give_back_share()
 
     async def offload(
         self, fn: Callable[..., Any], *args: Any, signal: AbortSignal | None = None
