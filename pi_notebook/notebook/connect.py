@@ -19,9 +19,7 @@ line free of credentials, and the session keeps its current database, when it
 from __future__ import annotations
 
 import asyncio
-import gc
 import threading
-import weakref
 from typing import Any
 
 import sqlalchemy as sa
@@ -32,7 +30,6 @@ from ..secrets import safe_url, scrub
 from ..sql.engines import (
     ENGINES,
     SQLALCHEMY_ENGINES,
-    ChdbBackend,
     EngineInfo,
     create_backend,
     embedded_path,
@@ -183,15 +180,7 @@ def _round_trip(url: str) -> str:
     except Exception as exc:
         refusal = f"cannot connect to {safe_url(url)} ({_described(exc, url)})"
     finally:
-        backend.dispose()
-    shares_worker = isinstance(backend, ChdbBackend)
-    left = weakref.ref(backend)
-    del backend
-    if shares_worker and left() is not None:
-        # Its share of the directory's worker process goes with it: kept by its reference
-        # cycles until collected, it would keep the worker running past the dispose of the
-        # session's own backend on the same directory.
-        gc.collect()
+        backend.dispose()  # its share of a shared worker (a chDB directory) goes back here
     return refusal
 
 

@@ -368,6 +368,11 @@ class EngineProcess(EngineCalls):
         if self.users <= 1:
             self.close()
             return
+        self.release_pool()
+
+    def release_pool(self) -> None:
+        """Close the engine's pooled connections in the worker, which keeps running (another
+        backend still uses it; its next call reconnects)."""
         if not self._lock.acquire(timeout=KILL_AFTER_S):
             return  # another backend's call runs: the pool stays open, as for that backend
         try:
@@ -432,26 +437,37 @@ def shared_process(url: URL, **options: Any) -> EngineProcess:
     return process
 
 
-def dispose_share(process: EngineProcess) -> bool:
-    """A backend's ``dispose``: when other backends share ``process``, its pool is released
-    and this backend's share given back at once (the worker stops with the last share, not
-    when a collection finds the disposed backend), and ``True`` is returned; the last
-    backend stops the worker and keeps its share (a later call starts a new one)."""
+def dispose_share(process: EngineProcess, *, held: bool) -> None:
+    """A backend's ``dispose``: its share of ``process`` (``held``: not given back by an
+    earlier dispose) goes back at once, not when a collection finds the backend; the worker
+    stops when no share is left, else its pool is released and it runs on for the others. A
+    disposed backend used again runs its worker without a share: its next dispose stops it
+    when no other backend holds one."""
     with _SHARED_LOCK:
-        shared = process.users > 1
-    process.release()
-    if shared:
-        release_process(process)
-    return shared
+        if held:
+            process.users = max(0, process.users - 1)
+        last = process.users == 0
+        if last:
+            _forget(process)
+    if last:
+        process.close()
+    else:
+        process.release_pool()
 
 
 def release_process(process: EngineProcess) -> None:
     """One backend is done with ``process``; the last one stops it."""
     with _SHARED_LOCK:
-        process.users -= 1
+        process.users = max(0, process.users - 1)
         if process.users > 0:
             return
-        for key, value in list(_SHARED.items()):
-            if value is process:
-                del _SHARED[key]
+        _forget(process)
     process.close()
+
+
+def _forget(process: EngineProcess) -> None:
+    """Take ``process`` out of the registry (under its lock): the database's next backend
+    gets a worker of its own options."""
+    for key, value in list(_SHARED.items()):
+        if value is process:
+            del _SHARED[key]

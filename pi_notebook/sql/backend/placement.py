@@ -133,10 +133,12 @@ class Placement:
         return self._process.pid if self._process is not None else None
 
     def _give_back_share(self) -> None:
-        """Release the worker's connections for this backend (a later call reconnects, or
-        starts a new worker); the share goes back at once when other backends share it."""
-        if self._process is not None and not self._share_given:
-            self._share_given = dispose_share(self._process)
+        """Give this backend's share of its worker back (see
+        :func:`~.engine_process.dispose_share`; a later call reconnects, or starts a new
+        worker)."""
+        if self._process is not None:
+            dispose_share(self._process, held=not self._share_given)
+            self._share_given = True
 
     def __del__(self) -> None:
         process, self._process = getattr(self, "_process", None), None
