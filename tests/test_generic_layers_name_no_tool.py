@@ -31,8 +31,6 @@ NAMES_THE_TOOL = {
 READS_SQL = {
     "audit/calls.py": "reads the backend's own records (final_args, query_refused, "
     "capability_mismatch), whose `sql` field is the statement the backend was given",
-    "audit/query_records.py": "those records: a capability mismatch of a tool that is not SQL drops "
-    "its `sql` field from the payload",
     "approvals/review.py": "the four-eyes queue keeps requests without their tool's view; its "
     "frame shows a queued statement",
     "notebook/review_magic.py": "%pi_review --sql edits a queued request's statement",

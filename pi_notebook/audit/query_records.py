@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from .record_base import AuditRecord
 
@@ -43,12 +43,7 @@ class FinalArgs(AuditRecord):
     db_role: str | None = None
     """The database role it runs under (PostgreSQL ``role_per_user``; ``None``, and left
     out of the payload, otherwise)."""
-
-    def payload(self) -> dict[str, Any]:
-        out = super().payload()
-        if self.db_role is None:
-            del out["db_role"]
-        return out
+    omitted_at_default: ClassVar[tuple[str, ...]] = ("db_role",)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,12 +61,7 @@ class CapabilityMismatch(AuditRecord):
     """The hash of the final arguments."""
     reason: str
     """Why the capability did not match."""
-
-    def payload(self) -> dict[str, Any]:
-        out = super().payload()
-        if self.sql is None:
-            del out["sql"]
-        return out
+    omitted_at_default: ClassVar[tuple[str, ...]] = ("sql",)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,12 +100,7 @@ class WritePreviewRecord(AuditRecord):
     """The short error (``error``)."""
     db_role: str | None = None
     """The database role it was measured under (left out of the payload when ``None``)."""
-
-    def payload(self) -> dict[str, Any]:
-        out = super().payload()
-        if self.db_role is None:
-            del out["db_role"]
-        return out
+    omitted_at_default: ClassVar[tuple[str, ...]] = ("db_role",)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -110,14 +110,7 @@ class ToolExecutionStart(AuditRecord):
     omitted when the tool shows none."""
     code: str | None = None
     """The code its tool shows when that is not one argument as sent; omitted otherwise."""
-
-    def payload(self) -> dict[str, Any]:
-        out = super().payload()
-        if self.code_argument is None:
-            del out["code_argument"]
-        if self.code is None:
-            del out["code"]
-        return out
+    omitted_at_default: ClassVar[tuple[str, ...]] = ("code_argument", "code")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,14 +169,7 @@ class ToolExecutionEnd(AuditRecord):
     last_update: Mapping[str, Any] | None = None
     """The summary of the last update when no ``tool_execution_update`` record holds it (a
     call that ended within the update interval of its last record); omitted otherwise."""
-
-    def payload(self) -> dict[str, Any]:
-        out = super().payload()
-        if not self.updates:
-            del out["updates"]
-        if self.last_update is None:
-            del out["last_update"]
-        return out
+    omitted_at_default: ClassVar[tuple[str, ...]] = ("updates", "last_update")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,12 +219,7 @@ class NotebookOutput(AuditRecord):
     audit_hash."""
     prompt_digest: str | None = None
     """``prompt_digest(prompt)`` of the run's prompt (left out of the payload when ``None``)."""
-
-    def payload(self) -> dict[str, Any]:
-        out = super().payload()
-        if self.prompt_digest is None:
-            del out["prompt_digest"]
-        return out
+    omitted_at_default: ClassVar[tuple[str, ...]] = ("prompt_digest",)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,8 +7,13 @@ unique name, so tests sharing a server database never see each other's rows.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +180,73 @@ class FakeAudit:
 
 def engine_url_with_password(url: str, password: str = SECRET) -> str:
     return sa.make_url(url).set(password=password).render_as_string(hide_password=False)
+
+
+_MEMORY_KERNEL = textwrap.dedent("""
+    import asyncio, json, resource, sys
+    # The kernel of this probe may use 3 GiB at most: without the worker, an attack ends
+    # here with the kernel's own MemoryError instead of taking the machine.
+    resource.setrlimit(resource.RLIMIT_DATA, (3 << 30, 3 << 30))
+    from pi_notebook.sql.engines import create_backend
+
+    def peak():
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+    async def main(url, limit, attacks):
+        variables = {"kept": list(range(1000))}
+        backend = create_backend(url, memory_limit_bytes=limit)
+        out = {"errors": [], "first": None, "pids": []}
+        try:
+            first = await backend._run_as("read", "SELECT 41 + 1 AS answer")
+            out["first"] = int(first.dataframe["answer"].iloc[0])
+            before = peak()
+            for sql in attacks:
+                out["pids"].append(backend.worker_pid)
+                try:
+                    await backend._run_as("read", sql)
+                    out["errors"].append(None)
+                except Exception as exc:
+                    out["errors"].append(f"{type(exc).__name__}: {exc}")
+            out["grown"] = peak() - before
+            after = await backend._run_as("read", "SELECT 6 * 7 AS answer")
+            out["pids"].append(backend.worker_pid)
+            out["after"] = int(after.dataframe["answer"].iloc[0])
+            out["variables"] = variables["kept"][-1]
+            out["chdb_in_kernel"] = "chdb" in sys.modules
+        finally:
+            backend.dispose()
+        print(json.dumps(out))
+
+    asyncio.run(main(sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])))
+""")
+
+
+def kernel_memory_probe(
+    url: str, limit: int, attacks: Sequence[str], *, env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Run ``attacks`` (reads, past the policy check) on ``url``'s backend under
+    ``memory_limit_bytes=limit``, in a kernel of its own (the test runner's memory is not the
+    kernel's) that may use 3 GiB at most; ``env`` is added to its environment.
+
+    Returns what the kernel saw: ``first`` and ``after`` (a read before and after, 42 each
+    when they ran), ``errors`` (each attack's ``"Type: message"``, or ``None`` where it
+    ran), ``grown`` (bytes the kernel's peak resident memory grew across the attacks),
+    ``variables`` (a kernel variable read after them: 999), ``pids`` (the worker process
+    before each attack and after the last) and ``chdb_in_kernel``.
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", _MEMORY_KERNEL, url, str(limit), json.dumps(list(attacks))],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+            **(env or {}),
+        },
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -8,11 +8,6 @@ not answer a cancel is killed, as a last resort)."""
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -21,7 +16,7 @@ from sqlalchemy.engine import make_url
 
 pytest.importorskip("chdb")
 
-from dbtest_support import FakeAudit
+from dbtest_support import FakeAudit, kernel_memory_probe
 
 from pi_notebook import create_agent_session
 from pi_notebook.ai.abort import AbortController
@@ -45,73 +40,16 @@ ARRAY_MAP = (
     "AS n FROM numbers(100)"
 )
 
-_KERNEL = textwrap.dedent("""
-    import asyncio, json, resource, sys
-    # The kernel of this test may use 3 GiB at most: without the worker, an attack ends
-    # here with the kernel's own MemoryError instead of taking the machine.
-    resource.setrlimit(resource.RLIMIT_DATA, (3 << 30, 3 << 30))
-    from pi_notebook.sql.engines import create_backend
-
-    def peak():
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-        return 0
-
-    async def main(url, limit, attacks):
-        variables = {"kept": list(range(1000))}
-        backend = create_backend(url, memory_limit_bytes=limit)
-        out = {"errors": [], "first": None, "pids": []}
-        try:
-            first = await backend._run_as("read", "SELECT 41 + 1 AS answer")
-            out["first"] = int(first.dataframe["answer"].iloc[0])
-            before = peak()
-            for sql in attacks:
-                out["pids"].append(backend.worker_pid)
-                try:
-                    await backend._run_as("read", sql)
-                    out["errors"].append(None)
-                except Exception as exc:
-                    out["errors"].append(f"{type(exc).__name__}: {exc}")
-            out["grown"] = peak() - before
-            after = await backend._run_as("read", "SELECT 6 * 7 AS answer")
-            out["pids"].append(backend.worker_pid)
-            out["after"] = int(after.dataframe["answer"].iloc[0])
-            out["variables"] = variables["kept"][-1]
-            out["chdb_in_kernel"] = "chdb" in sys.modules
-        finally:
-            backend.dispose()
-        print(json.dumps(out))
-
-    asyncio.run(main(sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])))
-""")
-
 
 @pytest.mark.parametrize("tracker", [True, False], ids=["clickhouse-tracker", "os-cap"])
 def test_memory_bombs_stop_at_the_limit_and_the_kernel_stays_small(
     tmp_path: Path, tracker: bool
 ) -> None:
-    # Measured in a process of its own: the test runner's memory is not the kernel's.
     # Without ClickHouse's own limit (set far above the cap), the OS cap stops the worker.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    if not tracker:
-        env["PI_NOTEBOOK_CHDB_MEMORY_LIMIT"] = str(64 << 30)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            _KERNEL,
-            f"chdb:///{tmp_path / 'ch'}",
-            str(LIMIT),
-            json.dumps([GROUP_ARRAY, ARRAY_MAP]),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
+    env = {} if tracker else {"PI_NOTEBOOK_CHDB_MEMORY_LIMIT": str(64 << 30)}
+    out = kernel_memory_probe(
+        f"chdb:///{tmp_path / 'ch'}", LIMIT, [GROUP_ARRAY, ARRAY_MAP], env=env
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["first"] == 42
     for error in out["errors"]:
         assert error is not None and error.startswith("MemoryLimitExceeded: ")

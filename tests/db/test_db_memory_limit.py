@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from dbtest_support import FakeAudit
+from dbtest_support import FakeAudit, kernel_memory_probe
 
 from pi_notebook import create_agent_session
 from pi_notebook.database import database_extension
@@ -38,58 +38,10 @@ CONCAT128 = (
     + "))) AS n FROM range(10000000)"
 )
 
-_KERNEL = textwrap.dedent("""
-    import asyncio, json, resource, sys
-    # The kernel of this test may use 3 GiB at most: without the worker, an attack ends
-    # here with the kernel's own MemoryError instead of taking the machine.
-    resource.setrlimit(resource.RLIMIT_DATA, (3 << 30, 3 << 30))
-    from pi_notebook.sql.backend import DatabaseBackend
-
-    def peak():
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-        return 0
-
-    async def main(url, limit, attacks):
-        variables = {"kept": list(range(1000))}
-        backend = DatabaseBackend(url, memory_limit_bytes=limit)
-        out = {"errors": [], "first": None}
-        try:
-            first = await backend._run_as("read", "SELECT 41 + 1 AS answer")
-            out["first"] = int(first.dataframe["answer"].iloc[0])
-            before = peak()
-            for sql in attacks:
-                try:
-                    await backend._run_as("read", sql)
-                    out["errors"].append(None)
-                except Exception as exc:
-                    out["errors"].append(f"{type(exc).__name__}: {exc}")
-            out["grown"] = peak() - before
-            after = await backend._run_as("read", "SELECT 6 * 7 AS answer")
-            out["after"] = int(after.dataframe["answer"].iloc[0])
-            out["variables"] = variables["kept"][-1]
-        finally:
-            backend.dispose()
-        print(json.dumps(out))
-
-    asyncio.run(main(sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])))
-""")
-
 
 def test_amplifying_reads_stop_at_the_limit_and_the_kernel_stays_small(tmp_path: Path) -> None:
-    # Measured in a process of its own: the test runner's memory is not the kernel's.
     url = f"duckdb:///{tmp_path / 'm.duckdb'}"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    done = subprocess.run(
-        [sys.executable, "-c", _KERNEL, url, str(LIMIT), json.dumps([HEX8, CONCAT128])],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = kernel_memory_probe(url, LIMIT, [HEX8, CONCAT128])
     assert out["first"] == 42
     for error in out["errors"]:
         assert error is not None and error.startswith("MemoryLimitExceeded: ")

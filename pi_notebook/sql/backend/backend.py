@@ -4,20 +4,25 @@ Whatever the ``tool_call`` handlers did, :meth:`DatabaseBackend.run` decides aga
 is about to run: it classifies it, requires the one-shot capability for anything that is not a
 pure read (bound to this call id and the canonical hash of these final arguments, and to the
 rows the approval allows), records the final arguments durably (see :mod:`.run_records`), and
-runs the statement where the engine runs it (see :mod:`.placement`: a worker thread, a short
-read of a SQLite file on the caller's thread, DuckDB in a worker process under an OS memory
-cap) inside the engine's read-only mode (reads) or a transaction that commits only on success
-(approved writes). :meth:`DatabaseBackend.preview` measures what a write would do, in a
-transaction that is always rolled back, before a person is asked.
+runs the statement through :class:`~.runner.StatementRunner` (which records how it ended) where
+the engine runs it (see :mod:`.placement`: a worker thread, a short read of a SQLite file on
+the caller's thread, DuckDB in a worker process under an OS memory cap) inside the engine's
+read-only mode (reads) or a transaction that commits only on success (approved writes).
+:meth:`DatabaseBackend.preview` refuses what is not a write, then measures what the write would
+do, in a transaction that is always rolled back, before a person is asked.
+
+The layers of one backend, each the base of the next: :class:`~.placement.Placement` (the
+engine, and where a statement runs), :class:`~.runner.StatementRunner` (runs, measures and
+estimates decided statements, and records their outcome), :class:`DatabaseBackend` (the
+options and the policy).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy.engine import URL, make_url
 
@@ -25,36 +30,25 @@ from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.approvals.capabilities import CapabilityStore
 from pi_notebook.approvals.protocol import WritePreview
 from pi_notebook.audit.durable import AuditSink, record_after
-from pi_notebook.audit.records import (
-    AuditRecord,
-    CapabilityMismatch,
-    FinalArgs,
-    QueryRefusal,
-    WritePreviewRecord,
-)
-from pi_notebook.sql import POLICY_VERSION, Verdict, args_hash, classify
+from pi_notebook.audit.records import CapabilityMismatch, FinalArgs, QueryRefusal
+from pi_notebook.sql import Verdict, args_hash, classify
 from pi_notebook.sql.backend.arrow import ARROW_MIN_CAP, arrow_available
-from pi_notebook.sql.backend.derive import plan_write
 from pi_notebook.sql.backend.engine_process import default_memory_limit
 from pi_notebook.sql.backend.engines import CONNECT_TIMEOUT_S, sqlglot_dialect, supported_backend
-from pi_notebook.sql.backend.errors import QueryAborted, QueryError, QueryRefused, QueryTimeout
-from pi_notebook.sql.backend.measure import METHOD_TEXT, Measured
-from pi_notebook.sql.backend.placement import Placement, ProgressCallback
+from pi_notebook.sql.backend.errors import QueryAborted, QueryRefused
+from pi_notebook.sql.backend.placement import ProgressCallback
 from pi_notebook.sql.backend.readonly import RunKind
-from pi_notebook.sql.backend.results import QueryOutcome, shape
-from pi_notebook.sql.backend.roles import RoleFor, RoleRefused, role_for_call
+from pi_notebook.sql.backend.results import QueryOutcome
+from pi_notebook.sql.backend.roles import RoleFor, RoleRefused, role_options
 from pi_notebook.sql.backend.run_records import (
     AUDIT_UNAVAILABLE,
     commit_or_refuse,
     drift_refusal,
-    record_failure,
     record_final_args,
-    record_result,
 )
+from pi_notebook.sql.backend.runner import StatementRunner
 from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
-from pi_notebook.sql.backend.worker import AuditBlocked, Bounds, DriftError, Fetched, RunSettings
-
-T = TypeVar("T")
+from pi_notebook.sql.backend.worker import AuditBlocked, Bounds, DriftError, RunSettings
 
 __all__ = ["AUDIT_UNAVAILABLE", "DatabaseBackend", "ProgressCallback", "query_args_hash"]
 
@@ -80,7 +74,7 @@ class _Decision:
     bounds: Bounds | None
 
 
-class DatabaseBackend(Placement):
+class DatabaseBackend(StatementRunner):
     """Runs SQL for ``query_database`` against one database.
 
     Args:
@@ -115,8 +109,6 @@ class DatabaseBackend(Placement):
     """
 
     memory_capped: bool = False
-    role_per_user: bool = False
-    role_for: RoleFor | None = None
 
     def __init__(
         self,
@@ -139,7 +131,7 @@ class DatabaseBackend(Placement):
     ) -> None:
         self.url = make_url(url)
         self.backend = supported_backend(self.url)
-        self.role_per_user, self.role_for = _role_options(self.backend, role_per_user, role_for)
+        self.role_per_user, self.role_for = role_options(self.backend, role_per_user, role_for)
         self.dialect = sqlglot_dialect(self.url)
         self.memory_capped = memory_capped is True
         self.capabilities = approvals if approvals is not None else CapabilityStore()
@@ -164,13 +156,6 @@ class DatabaseBackend(Placement):
             statement_timeout_s=statement_timeout_s,
             use_arrow=use_arrow,
         )
-
-    def _ids(self, tool_call_id: str) -> dict[str, Any]:
-        return {
-            "tool_call_id": tool_call_id,
-            "tool_name": self.tool_name,
-            "policy_version": POLICY_VERSION,
-        }
 
     def classify(self, sql: str) -> Verdict:
         """The classifier's verdict on ``sql`` for this engine: ``classify(sql, dialect)``,
@@ -264,12 +249,11 @@ class DatabaseBackend(Placement):
                 audited=audited,
                 on_slow=on_slow,
                 record_result=record_result,
-                **({"role": decided.role} if decided.role is not None else {}),
+                role=decided.role,
             )
         except DriftError as drift:
-            raise self._drift(
-                drift, decided.bounds or Bounds(), sql, decided.final_hash, audit, ids
-            ) from None
+            bounds = decided.bounds or Bounds()
+            raise drift_refusal(drift, bounds, sql, decided.final_hash, audit, ids) from None
         except AuditBlocked:
             raise QueryRefused(AUDIT_UNAVAILABLE) from None
 
@@ -298,7 +282,7 @@ class DatabaseBackend(Placement):
         if kind == "write":
             check = self.capabilities.consume(tool_call_id, final_hash)
             if not check.ok:
-                await self._durable(
+                await commit_or_refuse(
                     audit,
                     CapabilityMismatch(
                         sql=sql,
@@ -331,28 +315,6 @@ class DatabaseBackend(Placement):
         inline = self._may_inline(decided.kind, sql)
         return await record_final_args(audit, final, kind=decided.kind, inline=inline)
 
-    async def _durable(
-        self,
-        audit: AuditSink | None,
-        record: AuditRecord,
-        *,
-        sync: bool = True,
-    ) -> None:
-        """A record that must be committed before anything runs; refuses if it cannot be."""
-        await commit_or_refuse(audit, record, sync=sync)
-
-    def _drift(
-        self,
-        drift: DriftError,
-        bounds: Bounds,
-        sql: str,
-        final_hash: str,
-        audit: AuditSink | None,
-        ids: dict[str, Any],
-    ) -> QueryRefused:
-        """Record the drift of a bounded write and return the refusal it becomes."""
-        return drift_refusal(drift, bounds, sql, final_hash, audit, ids)
-
     async def preview(
         self,
         tool_call_id: str,
@@ -381,184 +343,7 @@ class DatabaseBackend(Placement):
             QueryError: the database could not be reached.
         """
         audit = audit if audit is not None else self.audit
-        ids = self._ids(tool_call_id)
         final_hash = self._previewable(sql, signal)
-        plan = plan_write(sql, self.dialect)
-        role = self._role()
-        base = WritePreviewRecord(
-            sql=sql,
-            args_hash=final_hash,
-            operation=plan.operation,
-            phase="start",
-            db_role=role,
-            **ids,
+        return await self._measure_write(
+            sql, final_hash, self._ids(tool_call_id), signal=signal, audit=audit
         )
-        await self._durable(audit, base)
-        try:
-            measured = await self._preview_on_worker(
-                sql, plan, replace(self.settings, role=role), signal
-            )
-        except QueryError as error:
-            record_after(audit, replace(base, phase="error", error=str(error)))
-            if not isinstance(error, QueryTimeout):
-                raise
-            return WritePreview(affected_rows=None, note=str(error))
-        return _previewed(measured, base, audit)
-
-    async def estimate_with(
-        self, hook: Callable[[Any, str], T], sql: str, *, signal: AbortSignal | None = None
-    ) -> T:
-        """Run the engine's estimate ``hook(raw, sql)`` for the read ``sql`` on the worker,
-        inside the read-only transaction and statement timeout a read runs in (rolled back).
-
-        Raises:
-            QueryAborted: ``signal`` aborted.
-            QueryTimeout: the statement timeout passed.
-            QueryError: the database could not be reached, or the hook failed (safe text).
-        """
-        settings = replace(self.settings, role=self._role())
-        return await self._estimate_on_worker(hook, sql, settings, signal)
-
-    def _role(self) -> str | None:
-        """The role this call runs under (``role_per_user``), named on the caller's side.
-
-        Raises:
-            RoleRefused: no usable role for whom the call acts for.
-        """
-        return role_for_call(self.role_for) if self.role_per_user else None
-
-    async def _run_as(
-        self,
-        kind: RunKind,
-        sql: str,
-        *,
-        tool_call_id: str = "",
-        final_hash: str = "",
-        signal: AbortSignal | None = None,
-        on_progress: ProgressCallback | None = None,
-        audit: AuditSink | None = None,
-        bounds: Bounds | None = None,
-        count_rows: bool = False,
-        audited: Callable[[], object] | None = None,
-        on_slow: Callable[[], None] | None = None,
-        record_result: bool = True,
-        role: str | None = None,
-    ) -> QueryOutcome:
-        """Run ``sql`` as ``kind`` WITHOUT the policy check. Internal and for tests only: it is
-        how the tests prove the engine's read-only mode stops what slipped past the classifier.
-
-        Raises:
-            DriftError: ``bounds`` are active and the count is outside them (rolled back).
-        """
-        ids = {"tool_call_id": tool_call_id, "tool_name": self.tool_name}
-        plan = plan_write(sql, self.dialect) if bounds is not None and bounds.active else None
-        settings = replace(self.settings, count_rows=True) if count_rows else self.settings
-        if self.role_per_user:  # never without the person's role, even when called directly
-            settings = replace(settings, role=role if role is not None else self._role())
-        started = time.perf_counter()
-        try:
-            aborted = signal is not None and signal.aborted  # the worker's path reports it
-            fetched = (
-                None if aborted else self._inline_read(kind, sql, settings, on_progress, audited)
-            )
-            if fetched is None:
-                _tell(on_slow)
-                fetched = await self._run_on_worker(
-                    kind,
-                    sql,
-                    settings,
-                    bounds=bounds,
-                    plan=plan,
-                    signal=signal,
-                    on_progress=on_progress,
-                    audited=audited,
-                )
-        except QueryError as error:
-            self._record_failure(audit, error, final_hash, ids)
-            raise
-        return self._finish(
-            fetched, kind, started, final_hash, ids, audit if record_result else None
-        )
-
-    @staticmethod
-    def _record_failure(
-        audit: AuditSink | None, error: QueryError, final_hash: str, ids: dict[str, Any]
-    ) -> None:
-        """The audit record of a statement that failed or was stopped (best effort)."""
-        record_failure(audit, error, final_hash, ids)
-
-    def _finish(
-        self,
-        fetched: Fetched,
-        kind: RunKind,
-        started: float,
-        final_hash: str,
-        ids: dict[str, Any],
-        audit: AuditSink | None,
-    ) -> QueryOutcome:
-        """The outcome of a statement that ran, and its ``query_result`` record when
-        ``audit`` is given (best effort)."""
-        outcome = shape(
-            fetched,
-            kind=kind,
-            dialect=self.dialect,
-            args_hash=final_hash,
-            seconds=time.perf_counter() - started,
-        )
-        if audit is not None:
-            record_result(audit, outcome, kind, final_hash, ids)
-        return outcome
-
-
-def _previewed(
-    measured: Measured, base: WritePreviewRecord, audit: AuditSink | None
-) -> WritePreview:
-    """The preview of a write that was measured, and its ``write_preview`` result record
-    (best effort)."""
-    method = METHOD_TEXT[measured.method] if measured.method is not None else None
-    preview = WritePreview(
-        affected_rows=measured.affected_rows,
-        plan=measured.plan,
-        sample=measured.sample,
-        method=method,
-        note="; ".join(measured.notes) or None,
-    )
-    record_after(
-        audit,
-        replace(
-            base,
-            phase="result",
-            affected_rows=preview.affected_rows,
-            method=measured.method,
-            note=preview.note,
-        ),
-    )
-    return preview
-
-
-def _role_options(
-    backend: str, role_per_user: bool, role_for: RoleFor | None
-) -> tuple[bool, RoleFor | None]:
-    """``role_per_user`` and ``role_for`` as given, checked against the engine.
-
-    Raises:
-        ValueError: ``role_per_user`` off PostgreSQL, or ``role_for`` without it.
-    """
-    if role_per_user and backend != "postgresql":
-        raise ValueError(
-            f"role_per_user needs PostgreSQL; {backend} statements would run with the "
-            "login's own privileges."
-        )
-    if role_for is not None and not role_per_user:
-        raise ValueError("role_for is used only with role_per_user=True.")
-    return role_per_user is True, role_for
-
-
-def _tell(on_slow: Callable[[], None] | None) -> None:
-    """Tell ``on_slow`` that the statement went to the worker; a broken listener must not
-    break the statement."""
-    if on_slow is not None:
-        try:
-            on_slow()
-        except Exception:
-            pass

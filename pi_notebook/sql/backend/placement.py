@@ -1,6 +1,7 @@
-"""Where a decided statement runs: :class:`Placement`, the base of
-:class:`~pi_notebook.sql.backend.backend.DatabaseBackend` that holds the engine and the
-places a statement may run once the policy has decided on it.
+"""Where a decided statement runs: :class:`Placement`, the ground layer of
+:class:`~pi_notebook.sql.backend.backend.DatabaseBackend` (under
+:class:`~pi_notebook.sql.backend.runner.StatementRunner`) that holds the engine and the places a
+statement may run once the policy has decided on it.
 
 * a short read of a SQLite file on the caller's thread (see :mod:`.inline`);
 * DuckDB in a worker process under an OS memory cap (see :mod:`.engine_process`), the kernel
@@ -10,7 +11,7 @@ places a statement may run once the policy has decided on it.
   engine has a reader (see :mod:`.arrow`, :mod:`.arrow_sqlite`).
 
 Nothing here classifies, asks for a capability or writes an audit record: that is the
-backend's policy path.
+backend's policy path and its runner.
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ __all__ = [
     "forget_role",
     "quote_role",
     "role_for_call",
+    "role_options",
     "set_role_sql",
 ]
 
@@ -69,6 +70,24 @@ def _shown(role: str) -> str:
 def set_role_sql(role: str) -> str:
     """The statement that makes ``role`` the current user until the transaction ends."""
     return f"SET LOCAL ROLE {quote_role(role)}"
+
+
+def role_options(
+    backend: str, role_per_user: bool, role_for: RoleFor | None
+) -> tuple[bool, RoleFor | None]:
+    """A backend's ``role_per_user`` and ``role_for`` as given, checked against its engine.
+
+    Raises:
+        ValueError: ``role_per_user`` off PostgreSQL, or ``role_for`` without it.
+    """
+    if role_per_user and backend != "postgresql":
+        raise ValueError(
+            f"role_per_user needs PostgreSQL; {backend} statements would run with the "
+            "login's own privileges."
+        )
+    if role_for is not None and not role_per_user:
+        raise ValueError("role_for is used only with role_per_user=True.")
+    return role_per_user is True, role_for
 
 
 def role_for_call(role_for: RoleFor | None) -> str:

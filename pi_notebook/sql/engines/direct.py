@@ -51,6 +51,7 @@ from pi_notebook.sql.backend.fetch import Fetched, RunSettings
 from pi_notebook.sql.backend.measure import METHOD_TEXT
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.backend.results import QueryOutcome, render_fetched
+from pi_notebook.sql.backend.run_records import commit_or_refuse, record_failure
 from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
 from pi_notebook.sql.backend.worker import AuditBlocked, Bounds, DriftError, wait_audited
 from pi_notebook.sql.engines.base import ReadEstimate
@@ -221,7 +222,7 @@ class DirectBackend(DatabaseBackend):
             ):
                 head = str(error).split("; nothing was", 1)[0].rstrip(". ")
                 error = type(error)(f"{head}. {self.no_rollback}.")
-            self._record_failure(audit, error, final_hash, ids)
+            record_failure(audit, error, final_hash, ids)
             raise error from None
         return self._finish(
             fetched, kind, started, final_hash, ids, audit if record_result else None
@@ -300,7 +301,7 @@ class DirectBackend(DatabaseBackend):
         base = WritePreviewRecord(
             sql=sql, args_hash=final_hash, operation=plan.operation, phase="start", **ids
         )
-        await self._durable(audit, base)
+        await commit_or_refuse(audit, base)
         try:
             preview = await self._execution.call(self._measure, plan, signal=signal, what="Preview")
         except QueryError as error:
