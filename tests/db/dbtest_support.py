@@ -22,11 +22,8 @@ import sqlalchemy as sa
 
 from pi_notebook.sql.backend import create_backend_engine
 from pi_notebook.sql.backend.cancel import Canceller
-from pi_notebook.sql.backend.engine_process import (
-    default_memory_limit,
-    release_process,
-    shared_process,
-)
+from pi_notebook.sql.backend.engine_process import default_memory_limit
+from pi_notebook.sql.backend.engine_shares import release_process, shared_process
 from pi_notebook.sql.backend.worker_engine import WorkerEngine
 
 ENGINES = ["sqlite", "duckdb", "postgres", "mysql"]

@@ -23,7 +23,7 @@ from pi_notebook.ai.abort import AbortController
 from pi_notebook.database import database_extension
 from pi_notebook.sql.backend import QueryAborted, QueryError
 from pi_notebook.sql.backend.cancel import Canceller
-from pi_notebook.sql.backend.engine_process import release_process, shared_process
+from pi_notebook.sql.backend.engine_shares import release_process, shared_process
 from pi_notebook.sql.backend.errors import MemoryLimitExceeded
 from pi_notebook.sql.backend.worker import Cancelled
 from pi_notebook.sql.engines import ChdbBackend, create_backend

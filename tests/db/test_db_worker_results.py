@@ -22,7 +22,7 @@ from pi_notebook.sql.backend import (
     create_backend_engine,
 )
 from pi_notebook.sql.backend.cancel import Canceller
-from pi_notebook.sql.backend.engine_process import release_process
+from pi_notebook.sql.backend.engine_shares import release_process
 from pi_notebook.sql.backend.worker import SEND_ROWS_AT_MOST, ConnectionSlot, run_statement
 
 READS = [

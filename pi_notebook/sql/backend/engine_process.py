@@ -73,9 +73,7 @@ __all__ = [
     "EngineProcess",
     "MemoryLimitExceeded",
     "default_memory_limit",
-    "dispose_share",
-    "release_process",
-    "shared_process",
+    "in_memory",
 ]
 
 """Seconds a worker has to answer after a cancel before it is killed."""
@@ -308,7 +306,7 @@ class EngineProcess(EngineCalls):
         raise self._limit_error()
 
     def _limit_error(self) -> MemoryLimitExceeded:
-        lost = " The in-memory database was lost with it." if _in_memory(self.url) else ""
+        lost = " The in-memory database was lost with it." if in_memory(self.url) else ""
         return MemoryLimitExceeded.of(
             self.memory_limit_bytes, f" Its worker process was restarted.{lost}"
         )
@@ -412,62 +410,6 @@ class _WorkerError(Exception):
     """An error the worker reported, as its text (turned into safe text by the backend)."""
 
 
-def _in_memory(url: URL) -> bool:
+def in_memory(url: URL) -> bool:
+    """Whether ``url`` names an in-memory database (lost with its worker)."""
     return url.database in (None, "", ":memory:")
-
-
-_SHARED: dict[str, EngineProcess] = {}
-_SHARED_LOCK = threading.Lock()
-
-
-def shared_process(url: URL, **options: Any) -> EngineProcess:
-    """The worker of the database at ``url`` for this kernel: one per DuckDB file or chDB
-    directory (a second backend on the same one shares the first one's worker and its memory
-    limit); a new one for an in-memory database. Give it back with :func:`release_process`."""
-    if _in_memory(url):
-        process = EngineProcess(url, **options)
-        process.users = 1
-        return process
-    key = url.render_as_string(hide_password=False)
-    with _SHARED_LOCK:
-        process = _SHARED.get(key)
-        if process is None:
-            process = _SHARED[key] = EngineProcess(url, **options)
-        process.users += 1
-    return process
-
-
-def dispose_share(process: EngineProcess, *, held: bool) -> None:
-    """A backend's ``dispose``: its share of ``process`` (``held``: not given back by an
-    earlier dispose) goes back at once, not when a collection finds the backend; the worker
-    stops when no share is left, else its pool is released and it runs on for the others. A
-    disposed backend used again runs its worker without a share: its next dispose stops it
-    when no other backend holds one."""
-    with _SHARED_LOCK:
-        if held:
-            process.users = max(0, process.users - 1)
-        last = process.users == 0
-        if last:
-            _forget(process)
-    if last:
-        process.close()
-    else:
-        process.release_pool()
-
-
-def release_process(process: EngineProcess) -> None:
-    """One backend is done with ``process``; the last one stops it."""
-    with _SHARED_LOCK:
-        process.users = max(0, process.users - 1)
-        if process.users > 0:
-            return
-        _forget(process)
-    process.close()
-
-
-def _forget(process: EngineProcess) -> None:
-    """Take ``process`` out of the registry (under its lock): the database's next backend
-    gets a worker of its own options."""
-    for key, value in list(_SHARED.items()):
-        if value is process:
-            del _SHARED[key]

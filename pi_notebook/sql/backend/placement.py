@@ -26,13 +26,9 @@ from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.sql.backend.arrow import AdbcPostgres
 from pi_notebook.sql.backend.arrow_sqlite import SqliteArrow, sqlite_file
 from pi_notebook.sql.backend.derive import WritePlan
-from pi_notebook.sql.backend.engine_process import (
-    EngineProcess,
-    dispose_share,
-    release_process,
-    shared_process,
-)
+from pi_notebook.sql.backend.engine_process import EngineProcess
 from pi_notebook.sql.backend.engine_reads import LoopReads
+from pi_notebook.sql.backend.engine_shares import dispose_share, release_process, shared_process
 from pi_notebook.sql.backend.engines import SQLITE_MAX_VALUE_BYTES, create_backend_engine
 from pi_notebook.sql.backend.errors import describe_error
 from pi_notebook.sql.backend.execution import Execution

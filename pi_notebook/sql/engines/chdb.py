@@ -58,7 +58,8 @@ from sqlalchemy.engine import URL
 from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.readers.pandas_internals import column_arrays, frame_of_arrays
 from pi_notebook.sql.backend.cancel import Canceller
-from pi_notebook.sql.backend.engine_process import EngineProcess, shared_process
+from pi_notebook.sql.backend.engine_process import EngineProcess
+from pi_notebook.sql.backend.engine_shares import shared_process
 from pi_notebook.sql.backend.engine_spawn import default_memory_limit
 from pi_notebook.sql.backend.errors import MemoryLimitExceeded
 from pi_notebook.sql.backend.execution import Execution, What
