@@ -3,8 +3,8 @@
 1. Writes: records/second through ``AuditLog.record`` (queued, then ``flush``), including
    encoding, redaction, hashing and the head update, against the driver's own
    ``executemany`` of the very same rows (the floor) and, on SQLite, multi-row INSERTs
-   as the log writes them (faster); each side writes into an empty store. Target (ours,
-   from the first wave): at least 0.5x the faster.
+   as the log writes them (faster); each side writes into an empty store. Target (ours): at
+   least 0.5x the faster.
 2. Reads: ``AuditLog.to_dataframe(decode=False)`` (payloads as JSON text: Arrow through ADBC
    on PostgreSQL, the ``sqlite3`` cursor on SQLite) and ``to_dataframe()`` (payloads decoded)
    over N records (default 1,000,000) against ``pandas.read_sql`` of the same table

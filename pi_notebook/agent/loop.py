@@ -1,6 +1,6 @@
 """The agent loop: ask the model, run the tool calls it made, repeat.
 
-A port of Pi's ``agent-loop.ts``. The tool calls of each answer run as one batch in
+A port of Pi's agent loop. The tool calls of each answer run as one batch in
 :mod:`.tool_calls`, where every failure becomes an error result the model can read (S30).
 A model failure ends the run with an assistant message whose stop reason is ``error``
 (C33), never an exception out of ``prompt()``.

@@ -1,4 +1,4 @@
-"""A read budget for ``query_database`` (third wave): the engine's estimate decides whether a
+"""A read budget for ``query_database``: the engine's estimate decides whether a
 read runs at once or asks a person.
 
 ``database_extension(url=..., read_budget={"bytes": N, "rows": M})``: before a read runs,

@@ -1,10 +1,10 @@
-"""``engines()``: the table of engines the tool runs, with each one's walls (third wave).
+"""``engines()``: the table of engines the tool runs, with each one's walls.
 
-One row per engine on the seam (:mod:`pi_notebook.sql.engines`): the four first-wave engines
-and ClickHouse through chDB; a ClickHouse server and Trino, which the tool connects to but
-whose client paths were tested against a scripted HTTP server only (``dialect only``, and
-their rows say so); then the warehouses whose dialect alone is supported so far (Spark SQL,
-Snowflake, BigQuery: ``dialect only``, their URLs refused).
+One row per engine on the seam (:mod:`pi_notebook.sql.engines`), in its order: SQLite,
+PostgreSQL, MySQL/MariaDB, DuckDB and ClickHouse through chDB; a ClickHouse server and Trino,
+which the tool connects to but whose client paths were tested against a scripted HTTP server
+only (``dialect only``, and their rows say so); Spark SQL; Snowflake and BigQuery (tested
+against their emulators).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The runner: dispatches events to extension handlers (Pi's ``runner.ts``).
+"""The runner: dispatches events to extension handlers (as Pi's extension runner does).
 
 Three dispatch rules:
 

@@ -1,6 +1,6 @@
 """The SQL policy: is a statement a pure read, a write that needs approval, or never run?
 
-Public surface (see ``../shared/spec/tool-system.md`` D1, D2, D10):
+Public surface (D1, D2, D10 in ``docs/spec.md``):
 
 * :func:`classify` -> :class:`Verdict` (``read`` / ``write`` / ``reject`` + reasons);
 * :func:`canonicalize` and :func:`args_hash`, what approvals are bound to;

@@ -13,7 +13,7 @@ RULES: dict[str, DialectRules] = {
     "snowflake": snowflake.RULES,
     "bigquery": bigquery.RULES,
 }
-"""Each warehouse dialect's hooks; the first-wave dialects and ClickHouse have none."""
+"""Each warehouse dialect's hooks; SQLite, PostgreSQL, MySQL, DuckDB and ClickHouse have none."""
 
 
 def rules_of(dialect: str) -> DialectRules | None:

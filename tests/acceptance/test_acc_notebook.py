@@ -1,4 +1,5 @@
-"""Acceptance: the notebook surfaces through an in-process IPython shell (entry-points.md, Notebook)."""
+"""Acceptance: the notebook surfaces (``%load_ext``, the magics, ``%%pi``) through an in-process
+IPython shell."""
 
 from __future__ import annotations
 

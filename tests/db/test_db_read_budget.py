@@ -1,4 +1,4 @@
-"""The read budget (third wave): the engine's estimate decides whether a read runs at once or
+"""The read budget: the engine's estimate decides whether a read runs at once or
 asks a person; every read's result carries ``details["estimate"]``."""
 
 from __future__ import annotations

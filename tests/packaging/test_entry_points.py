@@ -1,4 +1,5 @@
-"""The public surface exactly as ../shared/spec/entry-points.md shows it (outside checks use it)."""
+"""The public surface, name by name, as outside checks use it: the package face, ``pi_notebook.sql``
+and ``pi_notebook.testing``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """D1 red team: attacks that are more than a fixture line, checked on the engines.
 
-Each finding of the issue-4 review is shown twice: the classifier's verdict, and on the
+Each finding of a red-team review is shown twice: the classifier's verdict, and on the
 real engine that the statement really has the effect (a user function runs, a host
 file is read, session state changes), so the verdict is not a guess.
 """

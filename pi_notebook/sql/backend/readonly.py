@@ -2,7 +2,8 @@
 for approved writes.
 
 This is the second wall. The classifier decides first; these modes stop what slips past it
-where the engine can (see ``ENGINES.md`` for what each mode does and does not stop).
+where the engine can (each engine's ``read_only_backstop`` on the seam, :mod:`pi_notebook.sql.engines`, says what
+its mode does and does not stop).
 """
 
 from __future__ import annotations

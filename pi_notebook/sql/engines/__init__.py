@@ -78,10 +78,10 @@ ENGINES: tuple[EngineInfo, ...] = (
     snowflake.ENGINE,
     bigquery.ENGINE,
 )
-"""Every engine on the seam, in the order :func:`pi_notebook.database.engines` lists them:
-the ones the tool runs (Snowflake and BigQuery against their emulators; a ClickHouse server and Trino tested
-against scripted servers only), then the ``dialect only`` warehouses (classified, not
-connected)."""
+"""Every engine on the seam, in the order :func:`pi_notebook.database.engines` lists them
+(Snowflake and BigQuery tested against their emulators; a ClickHouse server and Trino against
+scripted servers only). An engine whose ``connects`` is false would be classified but never
+connected; none is, today."""
 
 
 SQLALCHEMY_ENGINES: tuple[EngineInfo, ...] = (
