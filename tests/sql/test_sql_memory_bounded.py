@@ -13,8 +13,8 @@ import re
 
 import pytest
 from sql_fixture_cases import Case, load_cases
+from test_sql_lookalikes_quotes_and_builders_need_approval import COPIED_AGGREGATES
 from test_sql_redteam import LEXICAL_CASES
-from test_sql_second_audit import COPIED_AGGREGATES
 
 from pi_notebook.sql import classify
 

@@ -1,4 +1,7 @@
-"""A second red-team audit: the classes it found, checked on the classifier.
+"""Statements that look like reads but are not: keyword lookalikes that would stack
+statements, a backslash quote hiding a semicolon, a MySQL column default, a built-in name
+with a space before its parenthesis, aggregates that build huge values; and the real reads
+and routine bodies next to them that stay approvable.
 
 Each engine claim behind them (PostgreSQL runs all three statements, MariaDB evaluates a
 column default, a stored function named ``count``...) is checked on the engine in
