@@ -10,7 +10,7 @@ the SDK, which tells the server (``notifications/cancelled``); the connection st
 
 A tool list with malformed entries (no name, a schema that is not an object...) keeps its
 good tools: each bad entry is skipped with a warning naming it (``skipped_tools``), instead of
-the whole list failing to validate.
+the whole list failing to validate (:mod:`.tool_listing` reads such a page).
 
 A stdio server's stderr goes to a log file (``<data dir>/mcp/<server>.log``), never to the
 notebook; its path is in every error about that server.
@@ -34,22 +34,14 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp.types import (
-    CONNECTION_CLOSED,
-    CallToolResult,
-    Implementation,
-    ListToolsRequest,
-    ListToolsResult,
-    PaginatedRequestParams,
-    Tool,
-)
-from pydantic import TypeAdapter, ValidationError
+from mcp.types import CONNECTION_CLOSED, CallToolResult, Implementation, Tool
 
 from pi_notebook._paths import data_dir
 from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.errors import AbortError, ConfigurationError
 from pi_notebook.mcp.config import McpServerConfig
 from pi_notebook.mcp.errors import McpServerUnavailable, McpToolError
+from pi_notebook.mcp.tool_listing import invalid_listing, lenient_page
 from pi_notebook.secrets import scrub
 
 __all__ = ["CLIENT_INFO", "McpConnection", "ProgressFn", "default_log_dir"]
@@ -59,7 +51,6 @@ log = logging.getLogger(__name__)
 CLIENT_INFO = Implementation(name="pi_notebook", version="0.1.0")
 ProgressFn = Callable[[float, float | None, str | None], None]
 _MAX_PAGES = 50
-_RAW_RESULT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 
 
 def default_log_dir() -> Path:
@@ -94,31 +85,6 @@ def _describe(exc: BaseException) -> str:
     error = cast(BaseException, exc)  # an empty group is described as itself
     text = str(error).splitlines()[0] if str(error) else ""
     return scrub(f"{type(error).__name__}: {text}" if text else type(error).__name__)
-
-
-async def _send_unvalidated(client: Client, request: ListToolsRequest) -> dict[str, Any]:
-    """``request``'s raw result: what the SDK's ``send_request`` does before it validates the
-    whole result (which one malformed entry fails). It uses the session's internals; an SDK
-    without them raises ``RuntimeError`` (the listing then fails as a whole, as before)."""
-    session: Any = client.session
-    stamp, dispatcher = getattr(session, "_stamp", None), getattr(session, "_dispatcher", None)
-    send = getattr(dispatcher, "send_raw_request", None)
-    if stamp is None or send is None:
-        raise RuntimeError("this MCP SDK cannot return a tool list unvalidated")
-    data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
-    options: dict[str, Any] = {}
-    stamp(data, options)
-    raw = await send(data["method"], data.get("params"), options)
-    return _RAW_RESULT.validate_python(raw)
-
-
-def _invalid_listing(exc: BaseException) -> bool:
-    """Whether ``exc`` (or every exception of its group) is the SDK's validation error of a
-    result."""
-    if isinstance(exc, BaseExceptionGroup):
-        inner: list[BaseException] = list(exc.exceptions)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-        return bool(inner) and all(_invalid_listing(e) for e in inner)
-    return isinstance(exc, ValidationError)
 
 
 class McpConnection:
@@ -281,12 +247,17 @@ class McpConnection:
                         client.list_tools(cursor=cursor), self.config.timeout_s
                     )
                 except Exception as exc:
-                    if not _invalid_listing(exc):
+                    if not invalid_listing(exc):
                         raise
                     # A malformed entry: take the page entry by entry.
-                    page = await asyncio.wait_for(
-                        self._lenient_page(client, cursor, first=first), self.config.timeout_s
+                    lenient = lenient_page(
+                        client,
+                        cursor,
+                        first=first,
+                        server=self.config.name,
+                        skipped=self.skipped_tools,
                     )
+                    page = await asyncio.wait_for(lenient, self.config.timeout_s)
                 tools.extend(page.tools)
                 cursor = page.next_cursor
                 if cursor is None:
@@ -294,41 +265,6 @@ class McpConnection:
         except BaseException as exc:
             raise self._failure(exc, "listing its tools") from exc
         return tools
-
-    async def _lenient_page(self, client: Client, cursor: str | None, *, first: bool) -> Any:
-        """One page of the tool list with each malformed entry skipped (and reported)."""
-        params = PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        raw = await _send_unvalidated(client, ListToolsRequest(params=params))
-        entries = raw.get("tools")
-        if not isinstance(entries, list):
-            raise McpToolError(
-                f"MCP server {self.config.name!r} listed no tools array ({type(entries).__name__})"
-            )
-        kept: list[Tool] = []
-        for number, entry in enumerate(cast(list[Any], entries), start=1):
-            try:
-                kept.append(Tool.model_validate(entry))
-            except ValidationError as exc:
-                why = self._skip_text(number, entry, exc)
-                self.skipped_tools.append(why)
-                log.warning("MCP server %r: %s", self.config.name, why)
-        next_cursor = raw.get("nextCursor")
-        page = ListToolsResult(
-            tools=kept, next_cursor=next_cursor if isinstance(next_cursor, str) else None
-        )
-        absorb = getattr(client.session, "_absorb_tool_listing", None)
-        if absorb is not None:  # the SDK's own per-tool state, as its list_tools keeps it
-            absorb(page, complete=first and page.next_cursor is None)
-        return page
-
-    @staticmethod
-    def _skip_text(number: int, entry: Any, exc: ValidationError) -> str:
-        name: Any = cast(dict[str, Any], entry).get("name") if isinstance(entry, dict) else None
-        shown = repr(name[:64]) if isinstance(name, str) else "without a name"
-        first = exc.errors()[0] if exc.errors() else None
-        where = ".".join(str(part) for part in first["loc"]) if first else ""
-        reason = f"{where}: {first['msg']}" if first else "not a tool"
-        return scrub(f"tool list entry {number} ({shown}) skipped: {reason}")
 
     async def call_tool(
         self,
