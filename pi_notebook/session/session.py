@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent.agent import Agent
 from ..agent.types import ExecutionMode
-from ..agent.views import CallView, ViewOf, call_view, default_call_view
+from ..agent.views import CallView, ViewOf, default_call_view
 from ..ai.abort import AbortController, AbortSignal
 from ..ai.messages import Message, ToolResultMessage
 from ..ai.model import Model
@@ -52,7 +52,7 @@ from .direct import direct_call_signal
 from .listeners import SessionListener, SessionListeners
 from .premodel import PreModelHooks, SystemPromptState, prepare_prompt
 from .prompt import build_system_prompt
-from .registry import build_registry, builtin_entries, next_active_names, sdk_entries
+from .registry import ToolSet
 from .retention import ResultRetention
 from .tool_hooks import ToolHooks
 
@@ -101,13 +101,9 @@ class AgentSession:
         self._audit = audit
         self._owns_audit = owns_audit
         self._session_id = audit.session_id if audit is not None else uuid.uuid4().hex
-        self._allowed = None if allowed_tool_names is None else frozenset(allowed_tool_names)
-        self._excluded = frozenset(excluded_tool_names or ())
-        self._builtins = builtin_entries(builtin_tools)
-        self._custom = sdk_entries(custom_tools)
-        self._registry: dict[str, RegisteredTool] = {}
-        self._known_names: set[str] = set()
-        self._active: list[str] = []
+        self._tools = ToolSet(
+            builtin_tools, custom_tools, allowed=allowed_tool_names, excluded=excluded_tool_names
+        )
         self._closed = False
         self._started = False
         self._preparing: AbortController | None = None  # set while input/before_agent_start run
@@ -118,7 +114,7 @@ class AgentSession:
             self.runner, audit=lambda: self._audit, model_name=lambda: self.model_name
         )
         tool_hooks = ToolHooks(
-            self.runner, self.tool_approvals, lambda name: self._registry.get(name), audit
+            self.runner, self.tool_approvals, lambda name: self._tools.get(name), audit
         )
         self.agent = Agent(
             model=model,
@@ -134,22 +130,12 @@ class AgentSession:
         )
         # Events nobody wants (no subscriber, no extension handler) are not even built.
         self.agent.subscribe(self._listeners.dispatch, events=self._listeners.wants)
-        self.diagnostics: list[Diagnostic]
-        self.diagnostics, self._pending = load_extensions(
-            self._sources(audit, extensions), self.runner, self._make_api
-        )
-        if not self._pending:
-            self._bind()
-        else:
-            # Async factories finish in start(); until then the tools already known (built-in,
-            # SDK, sync extensions) are usable, and an active set chosen now is kept (C7).
-            self.refresh_tools()
+        self.diagnostics: list[Diagnostic] = []
+        self._load(audit, extensions)
 
-    def _sources(
-        self, audit: AuditLog | None, extensions: Iterable[ExtensionSource]
-    ) -> list[ExtensionSource]:
-        """The extensions to load: the audit's recorder first (when there is a log), then
-        the caller's."""
+    def _load(self, audit: AuditLog | None, extensions: Iterable[ExtensionSource]) -> None:
+        """Load the extensions: the audit's recorder first (when there is a log), then the
+        caller's; bind them unless an async factory is still to finish (in :meth:`start`)."""
         sources: list[ExtensionSource] = []
         if audit is not None:
             from ..audit import audit_extension
@@ -160,7 +146,13 @@ class AgentSession:
 
             sources.append(labelled_extension(audit_extension(audit), "<audit>"))
         sources.extend(extensions)
-        return sources
+        self.diagnostics, self._pending = load_extensions(sources, self.runner, self._make_api)
+        if not self._pending:
+            self._bind()
+        else:
+            # Async factories finish in start(); until then the tools already known (built-in,
+            # SDK, sync extensions) are usable, and an active set chosen now is kept (C7).
+            self.refresh_tools()
 
     # -- wiring ---------------------------------------------------------------
     def _make_api(self, extension: Extension) -> ExtensionAPI:
@@ -169,7 +161,7 @@ class AgentSession:
             self.runner,
             audit=self._audit,
             set_active=self.set_active_tools_by_name,
-            get_active=lambda: list(self._active),
+            get_active=lambda: self._tools.active_names,
             get_all=self.get_all_tools,
         )
 
@@ -190,7 +182,7 @@ class AgentSession:
             self.diagnostics.extend(await finish_async_loads(pending, self.runner))
             self._bind()
         await self.runner.emit(
-            SessionStartEvent(model=self.model_name, active_tools=list(self._active))
+            SessionStartEvent(model=self.model_name, active_tools=self._tools.active_names)
         )
 
     # -- SessionHost (read by ctx) -------------------------------------------
@@ -262,41 +254,29 @@ class AgentSession:
     # -- registry and active set ----------------------------------------------
     @property
     def tool_registry(self) -> dict[str, RegisteredTool]:
-        return dict(self._registry)
+        return self._tools.registry
 
     @property
     def active_tool_names(self) -> list[str]:
-        return list(self._active)
+        return self._tools.active_names
 
     def refresh_tools(self) -> None:
         """Rebuild the registry from every source and keep the active set coherent (C7)."""
-        self._registry = build_registry(
-            self._builtins,
-            self.runner.registered_tools(),
-            self._custom,
-            allowed=self._allowed,
-            excluded=self._excluded,
-        )
-        self._active = next_active_names(self._registry, self._active, self._known_names)
-        self._known_names |= set(self._registry)
+        self._tools.refresh(self.runner.registered_tools())
         self._apply_active()
 
     def set_active_tools_by_name(self, names: Sequence[str]) -> None:
         """Replace the active set: unknown or filtered names are ignored, order kept (S15, C9)."""
-        chosen: list[str] = []
-        for name in names:
-            if name in self._registry and name not in chosen:
-                chosen.append(name)
-        self._active = chosen
+        self._tools.choose(names)
         self._apply_active()
 
     def _apply_active(self) -> None:
-        tools = [self._registry[name] for name in self._active]
+        tools = self._tools.active_tools()
         self.agent.state.tools = [
             wrap_registered_tool(
                 t,
                 self._context_for(t),
-                lambda: list(self._active),
+                lambda: self._tools.active_names,
                 self.tool_approvals.before_execute,
             )
             for t in tools
@@ -310,24 +290,11 @@ class AgentSession:
     def view_of_call(self, tool_name: str, args: Any) -> CallView:
         """How a call of ``tool_name`` with ``args`` reads: the tool's own ``describe_call``,
         else its label and arguments (a tool not in the registry: its name and arguments)."""
-        tool = self._registry.get(tool_name)
-        if tool is None:
-            return default_call_view(tool_name, args)
-        return call_view(tool.definition.label, args, tool.definition.describe_call)
+        return self._tools.view_of(tool_name, args)
 
     def get_all_tools(self) -> list[ToolInfo]:
         """Registry metadata, no callables (C11)."""
-        return [
-            ToolInfo(
-                name=t.name,
-                label=t.definition.label,
-                description=t.definition.description,
-                parameters=t.definition.parameters.model_json_schema(),
-                prompt_guidelines=tuple(t.definition.prompt_guidelines or ()),
-                source_info=t.source_info,
-            )
-            for t in self._registry.values()
-        ]
+        return self._tools.infos()
 
     # -- public API -------------------------------------------------------------
     def subscribe(self, listener: SessionListener) -> Callable[[], None]:
