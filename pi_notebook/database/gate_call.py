@@ -2,16 +2,14 @@
 grant, or put to the person, with the decision committed to the audit before anything runs.
 
 An approval becomes a capability bound to (call id, args hash, previewed rows). An edited
-statement is classified again: a read runs as it is, a write is previewed again and, when its
-measured effect differs from the one shown, asked about again.
+statement is classified again (:mod:`.gate_edit`): a read runs as it is, a write is previewed
+again and, when its measured effect differs from the one shown, asked about again.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
-
-from pydantic import ValidationError
 
 from pi_notebook.approvals import (
     ApprovalDecided,
@@ -26,6 +24,14 @@ from pi_notebook.approvals import (
     commit_record,
 )
 from pi_notebook.approvals.tools import unrecorded
+from pi_notebook.database.gate_edit import (
+    Blocked,
+    Edit,
+    Final,
+    again_reasons,
+    edited_final,
+    unseen,
+)
 from pi_notebook.database.gate_records import (
     approval_entry,
     approved_entry,
@@ -64,28 +70,6 @@ MAX_ASK_ROUNDS = 4
 """How often one call asks again about edits whose preview differs, before refusing."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Edit:
-    """A statement the person edited before approving (the model is told in the result)."""
-
-    original_sql: str
-    original_args_hash: str
-    sql: str
-    args_hash: str
-    kind: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class Final:
-    """What may run once the decision is on record."""
-
-    sql: str
-    args_hash: str
-    kind: str  # "read" or "write"
-    preview: WritePreview | None
-    reasons: tuple[str, ...] = ()
-
-
 class GateSettings(Protocol):
     """What the gate needs of its extension (``DatabaseExtension`` is one)."""
 
@@ -100,10 +84,6 @@ class GateSettings(Protocol):
 
     @property
     def edits(self) -> dict[str, Edit]: ...
-
-
-class Blocked(Exception):
-    """The call is blocked with this text (raised inside the gate only)."""
 
 
 class WriteCall:
@@ -235,7 +215,7 @@ class WriteCall:
                 if again:
                     # The person approved the text, not its unseen effect: ask again with
                     # the edit's own preview (the reasons say why).
-                    reasons = _again_reasons(final, shown)
+                    reasons = again_reasons(final, shown)
                     shown, scope = final, self.grants.scope_of(final.sql)
                     continue
                 entry = approved_entry(
@@ -275,7 +255,7 @@ class WriteCall:
         refusal is recorded, then raised as :class:`Blocked`."""
         try:
             final = await self._final(outcome.edited_args, shown)
-            if _unseen(final, shown):
+            if unseen(final, shown):
                 if last:
                     raise Blocked(
                         "Not run: the statement was edited again and again; "
@@ -324,43 +304,14 @@ class WriteCall:
         return None
 
     async def _final(self, edited: dict[str, Any] | None, shown: Final) -> Final:
-        """What runs after an approval: the statement shown, or the person's edit of it."""
-        if edited is None:
-            return shown
-        new_sql = edited.get("sql")
-        unknown = sorted(set(edited) - set(type(self.event.input).model_fields))
-        if unknown or not isinstance(new_sql, str) or not new_sql.strip():
-            raise Blocked(
-                "Not run: an edit gives the statement as sql (and only the tool's "
-                f"own arguments{': not ' + ', '.join(unknown) if unknown else ''})."
-            )
-        try:
-            checked = type(self.event.input).model_validate(
-                {**self.event.input.model_dump(), **edited}
-            )
-            self.edited_others = {k: getattr(checked, k) for k in edited if k != "sql"}
-        except ValidationError as exc:
-            raise Blocked(
-                f"Not run: the edited arguments are not valid ({exc.error_count()} "
-                f"problem(s): {exc.errors()[0]['msg']})."
-            ) from None
-        if new_sql == shown.sql:
-            return shown
-        verdict = self.backend.classify(new_sql)
-        new_hash = query_args_hash(new_sql, self.backend.dialect)
-        if verdict.kind == "read":
-            return Final(sql=new_sql, args_hash=new_hash, kind="read", preview=None)
-        if verdict.kind != "write":
-            raise Blocked(
-                "Refused: the edited statement may not run: " + "; ".join(verdict.reasons)
-            )
-        return Final(
-            sql=new_sql,
-            args_hash=new_hash,
-            kind="write",
-            preview=await self.preview(new_sql),
-            reasons=tuple(verdict.reasons),
+        """What runs after an approval: the statement shown, or the person's edit of it (the
+        tool's other arguments, as edited, are kept for :meth:`_settle`)."""
+        final, others = await edited_final(
+            edited, shown, self.event.input, self.backend, self.preview
         )
+        if others is not None:
+            self.edited_others = others
+        return final
 
     async def suggest(
         self, scope: StatementScope | None, preview: WritePreview | None
@@ -378,31 +329,6 @@ class WriteCall:
         if key not in self._hidden:
             self._hidden[key] = await hidden_effects(self.backend, key, signal=self.signal)
         return self._hidden[key]
-
-
-def _rows(preview: WritePreview | None) -> int | None:
-    return preview.affected_rows if preview is not None else None
-
-
-def _unseen(final: Final, shown: Final) -> bool:
-    """Whether an approved edit is a write whose measured effect the person has not seen: a
-    different statement whose previewed row count differs from the count shown."""
-    return (
-        final.kind == "write"
-        and final.sql != shown.sql
-        and _rows(final.preview) != _rows(shown.preview)
-    )
-
-
-def _again_reasons(final: Final, shown: Final) -> tuple[str, ...]:
-    def count(rows: int | None) -> str:
-        return "an unknown number of rows" if rows is None else f"{rows} row(s)"
-
-    why = (
-        f"you edited the statement: it would change {count(_rows(final.preview))}, "
-        f"not {count(_rows(shown.preview))} as shown before; approve it as edited"
-    )
-    return (why, *final.reasons)
 
 
 def block(reason: str) -> dict[str, Any]:
