@@ -37,6 +37,7 @@ from .session_parts import (
     mcp_extension,
     open_audit,
 )
+from .tool_choices import ToolChoices
 from .ui import NotebookUI
 from .usage import usage_frame
 
@@ -78,9 +79,7 @@ class NotebookState:
         self.session: AgentSession | None = None
         self.stale = False
         self._background: set[asyncio.Task[Any]] = set()
-        # What the user chose with %pi_tools: it survives every rebuild of the session.
-        self.chosen_on: list[str] = []
-        self.chosen_off: set[str] = set()
+        self.tool_choices = ToolChoices()  # %pi_tools: it survives every rebuild
         self.past_usage: list[tuple[str, Any]] = []  # (model, UsageTotals) of replaced sessions
         self.model_override: Any = None  # a model object from set_model(), over config.model
         self._rebuild_note: str | None = None  # set when a build replaced a session
@@ -128,22 +127,7 @@ class NotebookState:
         audit_url = cfg.audit_url or None
         audit, new_audit = open_audit(self.audit, self._audit_url, audit_url)
         try:
-            session = create_agent_session(
-                model=model,
-                extensions=[
-                    self._events_extension,
-                    labelled_extension(database, DATABASE_SOURCE),
-                    *context_extensions(self.namespace),
-                    *([mcp] if mcp is not None else []),
-                    *cfg.extensions,
-                ],
-                allowed_tool_names=cfg.allowed_tools,
-                excluded_tool_names=cfg.excluded_tools or None,
-                ui=self.ui,
-                cwd=os.getcwd(),
-                audit=audit,
-                namespace=self.namespace,
-            )
+            session = self._assemble(model, database, mcp, audit)
         except BaseException:
             if new_audit:
                 audit.close()
@@ -152,11 +136,34 @@ class NotebookState:
         if problem is not None:
             self._close_later(session, audit.close if new_audit else None)
             raise problem
-        self._apply_chosen(session)
+        self.tool_choices.apply(session)
         self.database, self.database_url, self.stale = database, url, False
         self.mcp = mcp
         self._replace(session, audit, audit_url, new_audit)
         return session
+
+    def _assemble(
+        self, model: Any, database: DatabaseExtension, mcp: Any, audit: Any
+    ) -> AgentSession:
+        """A session of ``model`` with this notebook's extensions (the run's events, the
+        database, the context, MCP when configured, the configured ones), tools and UI."""
+        cfg = self.config
+        return create_agent_session(
+            model=model,
+            extensions=[
+                self._events_extension,
+                labelled_extension(database, DATABASE_SOURCE),
+                *context_extensions(self.namespace),
+                *([mcp] if mcp is not None else []),
+                *cfg.extensions,
+            ],
+            allowed_tool_names=cfg.allowed_tools,
+            excluded_tool_names=cfg.excluded_tools or None,
+            ui=self.ui,
+            cwd=os.getcwd(),
+            audit=audit,
+            namespace=self.namespace,
+        )
 
     def _replace(
         self, session: AgentSession, audit: Any, audit_url: str | None, new_audit: bool
@@ -201,28 +208,9 @@ class NotebookState:
             self.model_override = before
             raise
 
-    def _apply_chosen(self, session: AgentSession) -> None:
-        if not self.chosen_on and not self.chosen_off:
-            return
-        active = [n for n in session.active_tool_names if n not in self.chosen_off]
-        active += [n for n in self.chosen_on if n not in active and n in session.tool_registry]
-        session.set_active_tools_by_name(active)
-
     def choose_tools(self, activate: list[str], deactivate: list[str]) -> None:
         """Apply ``%pi_tools --activate/--deactivate`` and remember it for later sessions."""
-        for name in activate:
-            self.chosen_off.discard(name)
-            if name not in self.chosen_on:
-                self.chosen_on.append(name)
-        for name in deactivate:
-            self.chosen_off.add(name)
-            if name in self.chosen_on:
-                self.chosen_on.remove(name)
-        if self.session is not None:
-            session = self.session
-            active = [n for n in session.active_tool_names if n not in deactivate]
-            active += [n for n in activate if n not in active]
-            session.set_active_tools_by_name(active)
+        self.tool_choices.choose(activate, deactivate, self.session)
 
     def reconfigure(self, **changes: Any) -> AgentSession:
         """Change settings and rebuild; if the rebuild fails, the settings are put back.
