@@ -10,8 +10,8 @@ interrupt is delivered promptly.
 When the run settles, its durable record (:mod:`.record`) replaces the live view in the
 cell's output (through the display id the view was shown with), stamped with provenance
 (:mod:`.provenance`): what a saved, reopened or converted notebook shows. Until then a second
-output holds the run's provisional record (:mod:`.provisional`), what the file says if the
-kernel stops first; the record's arrival empties it.
+output holds the run's provisional record (:mod:`.provisional_output`), what the file says if
+the kernel stops first; the record's arrival empties it.
 """
 
 from __future__ import annotations
@@ -38,14 +38,8 @@ from ..errors import AwaitNotSupportedError
 from .kernel import kernel_handles_comms_while_awaiting, kernel_of_shell
 from .prompts import ApprovalPrompt, Prompt
 from .provenance import call_stamps, record_output, stamped_calls
-from .provisional import (
-    BLANK,
-    EVERY_S,
-    SAFETY_EVENTS,
-    provisional_bundle,
-    provisional_calls,
-    provisional_metadata,
-)
+from .provisional import SAFETY_EVENTS
+from .provisional_output import ProvisionalOutput
 from .record import RunInfo, record_bundle, result_dataframe
 from .store import (
     ApprovalRequested,
@@ -103,6 +97,7 @@ class Run:
         prompts: every prompt (approvals and other questions) this run showed, in order.
         record: the record's MIME bundle once the run settled (else ``None``).
         metadata: the record's ``pi_notebook`` provenance once settled (else ``None``).
+        provisional: the provisional record's output (:class:`ProvisionalOutput`).
     """
 
     def __init__(
@@ -127,10 +122,14 @@ class Run:
         self.record: dict[str, str] | None = None
         self.metadata: dict[str, Any] | None = None
         self.handle: Any = None
-        self.provisional_handle: Any = None  # the provisional record's output, until settled
-        self._provisional_cache: dict[str, tuple[Any, str]] = {}
-        self._provisional_timer: asyncio.TimerHandle | None = None
-        self._args_hashes: dict[str, str] = {}  # call id -> the hash its approval binds to
+        self.provisional = ProvisionalOutput(
+            self.run_id,
+            session,
+            prompt,
+            state_of=lambda: self.state,
+            info_of=lambda: self._info(settled=False),
+            send=self._send,
+        )
         self.background = False  # the cell returned at once (%%pi --background)
         self.output_name: str | None = None  # %%pi -o NAME: bound when the run settles
         self._on_finish = on_finish
@@ -142,6 +141,15 @@ class Run:
     def __repr__(self) -> str:
         return f"<Run {self.state.status}: {len(self.state.cards)} tool call(s)>"
 
+    @property
+    def provisional_handle(self) -> Any:
+        """The provisional record's output, until settled (``None`` if not shown)."""
+        return self.provisional.handle
+
+    @provisional_handle.setter
+    def provisional_handle(self, handle: Any) -> None:
+        self.provisional.handle = handle
+
     # -- lifecycle ---------------------------------------------------------------
     def show(self) -> None:
         """Display the live view in the current cell, with a display id the record replaces,
@@ -150,8 +158,7 @@ class Run:
 
         self.handle = display(self.view, display_id=True)
         if kernel_of_shell() is not None:  # a terminal keeps no file: no provisional record
-            data, metadata = self._provisional()
-            self.provisional_handle = display(data, raw=True, metadata=metadata, display_id=True)
+            self.provisional.show()
 
     def start(self) -> None:
         """Schedule the run on the running loop (the kernel's)."""
@@ -175,8 +182,7 @@ class Run:
         finally:
             unsubscribe()
             ticker.cancel()
-            if self._provisional_timer is not None:
-                self._provisional_timer.cancel()
+            self.provisional.stop()
             if not self.state.settled:
                 self.dispatch(AgentEndEvent())
             self.view.render()
@@ -226,8 +232,7 @@ class Run:
         self._send(
             partial(self.handle.update, data, raw=True, metadata={"pi_notebook": self.metadata})
         )
-        if self.provisional_handle is not None:  # after the record: never a moment with neither
-            self._send(partial(self.provisional_handle.update, BLANK, raw=True, metadata={}))
+        self.provisional.empty()  # after the record: never a moment with neither
 
     def _info(self, *, settled: bool) -> RunInfo:
         """What the record says about this run besides its state (with its usage and time
@@ -251,34 +256,6 @@ class Run:
         else:
             update()
 
-    # -- the provisional record ----------------------------------------------------
-    def _provisional(self) -> tuple[dict[str, str], dict[str, Any]]:
-        info = self._info(settled=False)
-        data = provisional_bundle(self.state, info, self.prompt, cache=self._provisional_cache)
-        calls = provisional_calls(self.state, self._args_hashes.get)
-        session_id = str(getattr(self.session, "session_id", ""))
-        return data, provisional_metadata(self.run_id, session_id, self.prompt, calls)
-
-    def _update_provisional(self) -> None:
-        """Send the provisional record as the state is now (before anything more can run)."""
-        if self._provisional_timer is not None:
-            self._provisional_timer.cancel()
-            self._provisional_timer = None
-        if self.provisional_handle is None or self.state.settled:
-            return
-        data, metadata = self._provisional()
-        self._send(partial(self.provisional_handle.update, data, raw=True, metadata=metadata))
-
-    def _provisional_soon(self) -> None:
-        if self._provisional_timer is not None or self.provisional_handle is None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._update_provisional()
-            return
-        self._provisional_timer = loop.call_later(EVERY_S, self._update_provisional)
-
     @property
     def done(self) -> bool:
         """Whether the run has finished (its record written)."""
@@ -296,9 +273,9 @@ class Run:
             self.view.touch(("text", len(self.state.assistant) - 1))
         self.view.request_render(urgent=kind in _URGENT)
         if kind in SAFETY_EVENTS:
-            self._update_provisional()  # before the call can run
+            self.provisional.update()  # before the call can run
         elif kind in _URGENT or kind == "message_end":
-            self._provisional_soon()
+            self.provisional.soon()
 
     def abort(self, reason: str = "stopped") -> None:
         """Stop the run: what the Stop button, ``%pi_abort`` and an interrupt do."""
@@ -371,7 +348,7 @@ class Run:
         self.prompts.append(prompt)
         request = getattr(prompt, "request", None)
         if tool_call_id is not None and isinstance(getattr(request, "args_hash", None), str):
-            self._args_hashes[tool_call_id] = request.args_hash  # pyright: ignore[reportOptionalMemberAccess]
+            self.provisional.args_hashes[tool_call_id] = request.args_hash  # pyright: ignore[reportOptionalMemberAccess]
         if tool_call_id is not None and tool_call_id in self.state.cards:
             self.dispatch(ApprovalRequested(tool_call_id=tool_call_id, reasons=reasons))
             self.view.card(tool_call_id).show_prompt(prompt)
