@@ -89,8 +89,9 @@ async def test_the_documented_extension_runs_with_a_gate_and_a_ui() -> None:
         ("a", "echo", False),
         ("b", "echo", True),
     ]
-    assert results[0].content[0].text == "hi" and results[0].details == {"n": 1}
-    assert results[1].content[0].type == "text" and results[1].content[0].text == "not that"
+    first, second = results[0].content[0], results[1].content[0]
+    assert first.type == "text" and first.text == "hi" and results[0].details == {"n": 1}
+    assert second.type == "text" and second.text == "not that"
     updates = [e for e in events if e.type == "tool_execution_update"]
     assert [(e.tool_call_id, e.partial_result.details) for e in updates] == [("a", {"phase": 1})]
     assert "echo" in session.active_tool_names

@@ -34,7 +34,7 @@ from pi_notebook.sql.backend.worker import Bounds, Fetched
 
 T = TypeVar("T")
 
-__all__ = ["StatementRunner"]
+__all__ = ["StatementRunner", "tell_slow"]
 
 
 class StatementRunner(Placement):
@@ -100,7 +100,7 @@ class StatementRunner(Placement):
                 None if aborted else self._inline_read(kind, sql, settings, on_progress, audited)
             )
             if fetched is None:
-                _tell(on_slow)
+                tell_slow(on_slow)
                 fetched = await self._run_on_worker(
                     kind,
                     sql,
@@ -222,7 +222,7 @@ def _previewed(
     return preview
 
 
-def _tell(on_slow: Callable[[], None] | None) -> None:
+def tell_slow(on_slow: Callable[[], None] | None) -> None:
     """Tell ``on_slow`` that the statement went to the worker; a broken listener must not
     break the statement."""
     if on_slow is not None:

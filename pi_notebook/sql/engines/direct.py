@@ -52,6 +52,7 @@ from pi_notebook.sql.backend.measure import METHOD_TEXT
 from pi_notebook.sql.backend.readonly import RunKind
 from pi_notebook.sql.backend.results import QueryOutcome, render_fetched
 from pi_notebook.sql.backend.run_records import commit_or_refuse, record_failure
+from pi_notebook.sql.backend.runner import tell_slow
 from pi_notebook.sql.backend.sizes import DEFAULT_MAX_RESULT_BYTES
 from pi_notebook.sql.backend.worker import AuditBlocked, Bounds, DriftError, wait_audited
 from pi_notebook.sql.engines.base import ReadEstimate
@@ -196,11 +197,7 @@ class DirectBackend(DatabaseBackend):
         ids = {"tool_call_id": tool_call_id, "tool_name": self.tool_name}
         settings = replace(self.settings, count_rows=True) if count_rows else self.settings
         plan = self._plan(sql) if bounds is not None and bounds.active else None
-        if on_slow is not None:
-            try:
-                on_slow()
-            except Exception:  # a broken listener must not break the statement
-                pass
+        tell_slow(on_slow)
         started = time.perf_counter()
         try:
             fetched = await self._execution.call(
