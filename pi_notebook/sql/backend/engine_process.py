@@ -360,14 +360,6 @@ class EngineProcess(EngineCalls):
         proc = self._proc
         return proc.pid if proc is not None and proc.poll() is None else None
 
-    def release(self) -> None:
-        """Close the worker's connections (a backend's ``dispose``): the worker stops when
-        no other backend shares it, else it closes its pool and keeps running."""
-        if self.users <= 1:
-            self.close()
-            return
-        self.release_pool()
-
     def release_pool(self) -> None:
         """Close the engine's pooled connections in the worker, which keeps running (another
         backend still uses it; its next call reconnects)."""

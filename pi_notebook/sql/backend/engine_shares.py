@@ -44,26 +44,25 @@ def dispose_share(process: EngineProcess, *, held: bool) -> None:
     stops when no share is left, else its pool is released and it runs on for the others. A
     disposed backend used again runs its worker without a share: its next dispose stops it
     when no other backend holds one."""
-    with _SHARED_LOCK:
-        if held:
-            process.users = max(0, process.users - 1)
-        last = process.users == 0
-        if last:
-            _forget(process)
-    if last:
-        process.close()
-    else:
+    if not _give_back(process, held=held):
         process.release_pool()
 
 
 def release_process(process: EngineProcess) -> None:
     """One backend is done with ``process``; the last one stops it."""
+    _give_back(process, held=True)
+
+
+def _give_back(process: EngineProcess, *, held: bool) -> bool:
+    """Count ``held`` share of ``process`` back; with none left, forget and stop it (``True``)."""
     with _SHARED_LOCK:
-        process.users = max(0, process.users - 1)
+        if held:
+            process.users = max(0, process.users - 1)
         if process.users > 0:
-            return
+            return False
         _forget(process)
     process.close()
+    return True
 
 
 def _forget(process: EngineProcess) -> None:
